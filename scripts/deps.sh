@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages cubelet needs to build and test.
+# Idempotent and quiet when nothing is missing.
+set -euo pipefail
+
+pkgs=(
+  cmake pkg-config gcc make clang libclang-rt-14-dev clang-format
+  libcurl4-openssl-dev libcjson-dev libyaml-dev libseccomp-dev libcap-dev
+  libcgroup-dev libarchive-dev libssl-dev libsystemd-dev check
+  python3 openssl iproute2 util-linux
+)
+# Components the integration tests and the demo drive for real.
+pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps.sh: missing Debian packages: ${missing[*]}; run as root or install them" >&2
+  exit 1
+fi
+echo "deps.sh: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -101,7 +101,7 @@ int cubelet_main(int argc, char **argv)
                 } else
                         rest[nrest++] = argv[i];
         }
-        cb_log_verbosity = opts.verbosity;
+        ag_log_verbosity = opts.verbosity;
         int ret = 2;
         if (nrest == 0) {
                 usage(stderr);

@@ -6,11 +6,11 @@
 #include <sys/time.h>
 #include <time.h>
 
-int cb_log_verbosity = 0;
+int ag_log_verbosity = 0;
 
-void cb_log(char level, int v, const char *fmt, ...)
+void ag_log(char level, int v, const char *fmt, ...)
 {
-        if (v > cb_log_verbosity)
+        if (v > ag_log_verbosity)
                 return;
         struct timeval tv;
         gettimeofday(&tv, NULL);

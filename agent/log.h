@@ -9,15 +9,15 @@
  * so journald and a terminal read them alike.
  */
 
-extern int cb_log_verbosity;
+extern int ag_log_verbosity;
 
-void cb_log(char level, int v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void ag_log(char level, int v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#define log_error(...)   cb_log('E', 0, __VA_ARGS__)
-#define log_warning(...) cb_log('W', 0, __VA_ARGS__)
-#define log_info(...)    cb_log('I', 0, __VA_ARGS__)
+#define log_error(...)   ag_log('E', 0, __VA_ARGS__)
+#define log_warning(...) ag_log('W', 0, __VA_ARGS__)
+#define log_info(...)    ag_log('I', 0, __VA_ARGS__)
 #define log_v(n, ...)                                                                              \
         do {                                                                                       \
-                if (cb_log_verbosity >= (n))                                                       \
-                        cb_log('I', (n), __VA_ARGS__);                                             \
+                if (ag_log_verbosity >= (n))                                                       \
+                        ag_log('I', (n), __VA_ARGS__);                                             \
         } while (0)

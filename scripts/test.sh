@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds cubelet twice (warnings are errors; then
+# with ASan+UBSan), and runs every test: Check unit suites, the layering
+# checks, the integration tests (as root), a bounded fuzz run and the
+# formatting check. Exits non-zero on any failure.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+jobs=$(nproc 2>/dev/null || echo 2)
+fuzz_seconds=${CUBELET_FUZZ_SECONDS:-30}
+failed=()
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "dependencies"
+bash scripts/deps.sh
+
+step "formatting (clang-format --dry-run)"
+mapfile -t sources < <(git ls-files -co --exclude-standard '*.c' '*.h' | grep -v '^build')
+if ! clang-format --dry-run -Werror "${sources[@]}"; then
+  failed+=("clang-format: run clang-format -i on the files above")
+fi
+
+step "hygiene gates"
+if bash scripts/check-hygiene.sh; then :; else failed+=("hygiene gates"); fi
+
+step "build (-Wall -Wextra -Werror)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j"$jobs"
+
+step "tests"
+if ! ctest --test-dir build -j"$jobs" --output-on-failure; then
+  failed+=("ctest (build)")
+fi
+
+step "build with ASan+UBSan"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUBELET_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+
+step "tests under ASan+UBSan"
+# The stand-in apiserver's own conformance test runs no C code; skip its repeat.
+if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -j"$jobs" --output-on-failure -E '^integration/apiserver_'; then
+  failed+=("ctest (ASan+UBSan)")
+fi
+
+step "fuzzing the decoders (${fuzz_seconds}s each, clang + libFuzzer)"
+if [ "$fuzz_seconds" -gt 0 ]; then
+  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DCUBELET_FUZZ=ON \
+    -DCUBELET_SANITIZE=ON >/dev/null
+  cmake --build build-fuzz -j"$jobs" --target fuzz_targets
+  for f in build-fuzz/tests/fuzz/fuzz_*; do
+    [ -x "$f" ] || continue
+    name=$(basename "$f")
+    corpus=$(mktemp -d)
+    cp tests/fuzz/corpus/* "$corpus"/ 2>/dev/null || true
+    if ! "$f" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=0 "$corpus" >"build-fuzz/$name.log" 2>&1; then
+      tail -40 "build-fuzz/$name.log"
+      failed+=("fuzz: $name (log in build-fuzz/$name.log)")
+    else
+      grep -E '^#[0-9]+.*DONE' "build-fuzz/$name.log" | tail -1 || true
+    fi
+    rm -rf "$corpus"
+  done
+fi
+
+if [ ${#failed[@]} -gt 0 ]; then
+  printf '\nFAILED:\n'
+  printf '  - %s\n' "${failed[@]}"
+  exit 1
+fi
+printf '\nall tests passed\n'

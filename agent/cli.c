@@ -22,6 +22,8 @@ static const struct subcommand subcommands[] = {
         {"inspect", cmd_inspect,
          "inspect POD_FILE [--node NODE_FILE] [--running PODLIST_FILE]: admission, QoS, "
          "tolerations and cgroup plan of a pod, without a cluster"},
+        {"image", cmd_image,
+         "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
 };
 
 static void usage(FILE *f)

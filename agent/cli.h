@@ -15,3 +15,4 @@ int cubelet_main(int argc, char **argv);
  * from argv are in opts. Return the process exit status. */
 int cmd_version(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_inspect(int argc, char **argv, const struct cb_global_opts *opts);
+int cmd_image(int argc, char **argv, const struct cb_global_opts *opts);

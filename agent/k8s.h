@@ -104,6 +104,8 @@ struct k8s_node_affinity {
 enum k8s_toleration_op {
         K8S_TOL_EQUAL, /* "" or "Equal" */
         K8S_TOL_EXISTS,
+        K8S_TOL_GT, /* "Gt" (alpha TaintTolerationComparisonOperators): value is an integer */
+        K8S_TOL_LT, /* "Lt" */
 };
 
 enum k8s_taint_effect {
@@ -471,6 +473,19 @@ struct k8s_watch_event {
  * non-empty one; k8s_parse_documents returns all. The result is a cJSON
  * tree; YAML scalars are typed as YAML 1.2 core schema does (quoted ->
  * string; true/false, null/~, integers, floats -> typed). */
+/*
+ * Number nodes built from YAML keep the plain scalar's text in valuestring
+ * (cJSON frees and copies it with the node), so `cpu: 0.5` stays "0.5" and
+ * a 64-bit integer keeps every digit; integers written 0x1f / 0o17 are
+ * stored as decimal text. Numbers parsed from JSON have no text: decoders
+ * print their double (%.15g, or %.17g when that does not read back equal).
+ * Aliases (*a) are expanded as copies, at most 100000 copied nodes per
+ * stream; a stream has at most 4M nodes. Limits: text K8S_MAX_LIST_BYTES
+ * (files: K8S_MAX_DOC_BYTES), nesting K8S_MAX_DEPTH, any string
+ * K8S_MAX_STRING_BYTES. Duplicate mapping keys are kept; lookups see the
+ * first. Errors carry the position and libyaml's text, e.g.
+ * "line 12, column 5: mapping values are not allowed in this context".
+ */
 int k8s_parse_text(const char *text, size_t len, cJSON **ret, struct cb_error *err);
 int k8s_parse_documents(const char *text, size_t len, cJSON ***ret_docs, size_t *ret_n,
                         struct cb_error *err);

@@ -19,7 +19,7 @@ struct ag_node_facts {
         long long memory_bytes;
         long long ephemeral_bytes; /* size of the filesystem holding root_dir */
         char kernel_version[128];
-        char architecture[32]; /* GOARCH spelling: amd64, arm64, ... */
+        char architecture[72]; /* GOARCH spelling: amd64, arm64, ... */
 };
 
 int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_error *err);

@@ -35,7 +35,7 @@ struct cg_limits {
         int64_t cpu_quota_us;  /* -1: unlimited ("max"), 0: not set */
         uint64_t cpu_period_us;
         int64_t memory_limit;  /* bytes; 0: unlimited */
-        int64_t pids_limit;    /* 0: unlimited */
+        int64_t pids_limit;    /* 0: not set (unlimited), < 0: written as "max" */
 };
 
 struct cg_file {
@@ -53,7 +53,8 @@ uint64_t cg_shares_to_weight(uint64_t shares);
 /* The QoS directory under kubepods: "" (guaranteed), "burstable", "besteffort". */
 const char *cg_tier_dir(enum cg_tier tier);
 /* "kubepods/burstable/pod<uid>" (cgroupfs driver), under root (e.g. "" or
- * "/custom"): returns the length needed, writes at most size bytes. */
+ * "/custom"): returns the length needed, writes at most size bytes.
+ * Returns -1 (nothing written) when pod_uid is empty or contains '/'. */
 int cg_pod_path(const char *root, enum cg_tier tier, const char *pod_uid, char *buf, size_t size);
 
 /* The interface files and values a cgroup with these limits gets, in a

@@ -10,7 +10,11 @@ pkgs=(
   python3 openssl iproute2 util-linux jq
 )
 # Components the integration tests and the demo drive for real.
-pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static)
+pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static
+  docker-registry skopeo umoci)
+# The cgroup v2 test VM (tests/integration/cgroupv2_qemu.sh): qemu under
+# software emulation, a Debian kernel to boot and cpio for its initramfs.
+pkgs+=(qemu-system-x86 linux-image-amd64 cpio)
 
 missing=()
 for p in "${pkgs[@]}"; do

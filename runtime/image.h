@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Images: references, the on-disk store, import, pull and layer unpacking.
+ *
+ * Store layout under <root-dir>/images/:
+ *
+ *   blobs/sha256/<hex>     content-addressed blobs: manifests, configs and
+ *                          layers exactly as the registry or archive served
+ *                          them (compressed layers stay compressed). A blob
+ *                          is only ever renamed into place after its sha256
+ *                          was verified, so a present blob is trusted.
+ *   layers/sha256/<hex>/   one unpacked directory per layer, named by the
+ *                          digest of the layer blob. Whiteouts are stored in
+ *                          overlayfs form (a .wh.<name> entry becomes a char
+ *                          device 0/0 <name>; .wh..wh..opq sets the xattr
+ *                          trusted.overlay.opaque=y on its directory), so
+ *                          the directories are used unchanged, read-only,
+ *                          as the lower dirs of one overlay per container.
+ *   index.json             references -> manifest, config and layer digests
+ *                          (written with cb_write_file_atomic).
+ *   tmp/                   staging for pulls and imports; renamed into place
+ *                          only when everything was verified.
+ *   lock                   flock()ed for the duration of a store change.
+ *
+ * Library code: never prints, fills struct cb_error.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/error.h"
+
+struct cb_arena;
+
+/* ---- references -------------------------------------------------------- */
+
+#define RT_REF_DOMAIN_MAX 255
+#define RT_REF_PATH_MAX   255
+#define RT_REF_TAG_MAX    128
+#define RT_REF_DIGEST_MAX 71 /* "sha256:" + 64 hex */
+#define RT_REF_STR_MAX                                                                             \
+        (RT_REF_DOMAIN_MAX + RT_REF_PATH_MAX + RT_REF_TAG_MAX + RT_REF_DIGEST_MAX + 4)
+
+/* A normalised image reference: "busybox" is docker.io/library/busybox:latest.
+ * tag is "" when only a digest was given; digest is "" unless one was given. */
+struct rt_image_ref {
+        char domain[RT_REF_DOMAIN_MAX + 1]; /* "docker.io", "localhost:5000" */
+        char path[RT_REF_PATH_MAX + 1];     /* "library/busybox" */
+        char tag[RT_REF_TAG_MAX + 1];       /* "latest", or "" */
+        char digest[RT_REF_DIGEST_MAX + 1]; /* "sha256:<64 hex>", or "" */
+};
+
+/* Parses and normalises s (Docker reference grammar, Docker Hub short names).
+ * An invalid reference fails with a message naming the reference and why
+ * (the agent reports it as InvalidImageName). Only sha256 digests are
+ * accepted. */
+int rt_image_ref_parse(const char *s, struct rt_image_ref *ret, struct cb_error *err);
+
+/* Writes the canonical form "domain/path[:tag][@digest]" into buf (size
+ * RT_REF_STR_MAX + 1 is always enough). Returns buf. */
+char *rt_image_ref_format(const struct rt_image_ref *r, char *buf, size_t size);
+
+/* 1 when s is "sha256:" followed by exactly 64 lowercase hex digits. */
+int rt_digest_valid(const char *s);
+
+/* ---- image config ------------------------------------------------------ */
+
+/* The parts of the OCI/Docker image config the agent applies under the
+ * Kubernetes rules. String vectors are NULL-terminated; a field absent from
+ * the config is NULL (or an empty vector for env). */
+struct rt_image_config {
+        char **entrypoint;
+        char **cmd;
+        char **env; /* "KEY=value" */
+        char *working_dir;
+        char *user;
+        char *stop_signal;
+        char *os;
+        char *architecture;
+};
+
+/* Parses a config JSON; strings live in arena. */
+int rt_image_config_parse(struct cb_arena *arena, const char *json, size_t len,
+                          struct rt_image_config *ret, struct cb_error *err);
+
+/* ---- the store --------------------------------------------------------- */
+
+struct rt_image {
+        struct cb_arena *arena; /* owns everything below */
+        const char *ref;        /* canonical reference */
+        const char *manifest_digest;
+        const char *config_digest;
+        uint64_t size; /* bytes of manifest, config and layer blobs as stored */
+        size_t n_layers;
+        const char **layer_digests; /* bottom layer first */
+        const char **layer_dirs;    /* absolute unpacked layer dirs, bottom first */
+        struct rt_image_config config;
+};
+
+void rt_image_free(struct rt_image *img);
+
+/* Looks ref up (any form rt_image_ref_parse accepts). Sets *ret to NULL and
+ * returns 0 when the image is not in the store. */
+int rt_image_lookup(const char *root_dir, const char *ref, struct rt_image **ret,
+                    struct cb_error *err);
+
+/* Every image, sorted by reference; *ret is a malloc'd array of *ret_n
+ * images, freed with rt_image_list_free. The config is not loaded. */
+int rt_image_list(const char *root_dir, struct rt_image ***ret, size_t *ret_n,
+                  struct cb_error *err);
+void rt_image_list_free(struct rt_image **imgs, size_t n);
+
+/* Removes the reference, then garbage-collects blobs and layer dirs no
+ * reference uses. Fails when ref is not in the store. */
+int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err);
+
+/* Imports an OCI image layout archive (oci-archive, tar of an oci-layout
+ * dir) or `docker save` output. name (may be NULL) names the image when the
+ * archive holds exactly one; otherwise the archive's own names are used
+ * (docker RepoTags, OCI io.containerd.image.name or a full reference in
+ * org.opencontainers.image.ref.name). On success *ret_refs is a
+ * NULL-terminated malloc'd vector of the references stored (rt_strv_free). */
+int rt_image_import(const char *root_dir, const char *archive, const char *name, char ***ret_refs,
+                    struct cb_error *err);
+
+struct rt_pull_opts {
+        const char *const *insecure_registries; /* "host:port", plain HTTP allowed */
+        size_t n_insecure;
+        const char *arch; /* NULL: the host's ("amd64" on x86_64) */
+};
+
+/* Pulls ref over the OCI distribution API into the store. Every blob is
+ * verified against its sha256 while streaming; nothing is stored unless
+ * the whole image verified and unpacked. *ret_ref (may be NULL) gets the
+ * canonical reference stored (malloc'd). */
+int rt_image_pull(const char *root_dir, const char *ref, const struct rt_pull_opts *opts,
+                  char **ret_ref, struct cb_error *err);
+
+void rt_strv_free(char **v);
+
+/* ---- layers ------------------------------------------------------------ */
+
+enum {
+        /* Convert .wh.<name> and .wh..wh..opq into overlayfs whiteouts. */
+        RT_UNPACK_OVERLAY_WHITEOUTS = 1 << 0,
+};
+
+/* Unpacks a layer archive (tar; gzip, zstd, xz, bzip2 detected) into
+ * target_dir, which must exist. Safe against hostile archives: every entry
+ * is created with openat() relative to the target dir fd, parent
+ * components are opened one at a time with O_NOFOLLOW|O_DIRECTORY (a
+ * symlink in a parent path is refused, so nothing is written through one),
+ * absolute paths and ".." components are refused, and hardlink targets go
+ * through the same checks. Ownership, modes, mtimes, xattrs, symlinks,
+ * hardlinks and device nodes are kept (run as root). The error names the
+ * offending entry; the caller removes the half-written dir. */
+int rt_layer_unpack(const char *archive_path, const char *target_dir, int flags,
+                    struct cb_error *err);
+
+/* Removes path and everything below it without following symlinks.
+ * A missing path is not an error. */
+int rt_rm_rf(const char *path, struct cb_error *err);

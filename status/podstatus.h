@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Pod status computation with the kubelet's rules: phase (getPhase),
+ * conditions (status/generate.go plus the status manager's
+ * lastTransitionTime handling), the containerStatuses JSON
+ * (convertToAPIContainerStatuses plus the prober's started/ready), the
+ * terminated reasons and the CrashLoopBackOff schedule and messages.
+ *
+ * Everything here is a pure function of its arguments. The input structs
+ * speak Kubernetes vocabulary but know nothing of the object decoder in
+ * agent/: the agent converts its decoded pod and its runtime view into
+ * them. Strings are borrowed (never freed here); NULL reads as "".
+ * Times are unix seconds, 0 meaning "unset" (rendered as JSON null, as the
+ * API renders a zero metav1.Time).
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "lib/error.h"
+
+/* Exact reason strings (k/k kubelet_pods.go, status/generate.go,
+ * container/sync_result.go, containerd's CRI helpers). */
+#define ST_REASON_CONTAINER_CREATING         "ContainerCreating"
+#define ST_REASON_POD_INITIALIZING           "PodInitializing"
+#define ST_REASON_CRASH_LOOP_BACK_OFF        "CrashLoopBackOff"
+#define ST_REASON_COMPLETED                  "Completed"
+#define ST_REASON_ERROR                      "Error"
+#define ST_REASON_OOM_KILLED                 "OOMKilled"
+#define ST_REASON_START_ERROR                "StartError"             /* exit code 128 */
+#define ST_REASON_CONTAINER_STATUS_UNKNOWN   "ContainerStatusUnknown" /* exit code 137 */
+#define ST_REASON_POD_COMPLETED              "PodCompleted"
+#define ST_REASON_POD_FAILED                 "PodFailed"
+#define ST_REASON_CONTAINERS_NOT_READY       "ContainersNotReady"
+#define ST_REASON_CONTAINERS_NOT_INITIALIZED "ContainersNotInitialized"
+#define ST_REASON_READINESS_GATES_NOT_READY  "ReadinessGatesNotReady"
+
+enum st_restart_policy {
+        ST_RESTART_ALWAYS = 0, /* the API default */
+        ST_RESTART_ON_FAILURE,
+        ST_RESTART_NEVER,
+};
+
+enum st_phase {
+        ST_PHASE_NONE = 0, /* no status known yet (no cached or API phase) */
+        ST_PHASE_PENDING,
+        ST_PHASE_RUNNING,
+        ST_PHASE_SUCCEEDED,
+        ST_PHASE_FAILED,
+        ST_PHASE_UNKNOWN,
+};
+
+enum st_state_kind {
+        ST_STATE_NONE = 0, /* rendered as waiting{} (the kubelet's default case) */
+        ST_STATE_WAITING,
+        ST_STATE_RUNNING,
+        ST_STATE_TERMINATED,
+};
+
+/* One v1.ContainerState. For lastState, kind NONE renders as {}. */
+struct st_container_state {
+        enum st_state_kind kind;
+        const char *reason, *message; /* waiting, terminated; NULL or "" = omitted */
+        int32_t exit_code;            /* terminated */
+        /* terminated. The kubelet never fills this (the CRI has no signal
+         * field), so leave it 0 to match; non-zero values are rendered. */
+        int32_t signal;
+        int64_t started_at;       /* running, terminated */
+        int64_t finished_at;      /* terminated */
+        const char *container_id; /* terminated; "<runtime>://<id>" */
+};
+
+/* One container of the spec together with what the runtime and the probes
+ * know about it. */
+struct st_container {
+        const char *name;
+        const char *image;        /* spec image, or as the runtime reports it */
+        const char *image_id;     /* digested reference, "" before the pull */
+        const char *container_id; /* "<runtime>://<id>", omitted when empty */
+        bool is_sidecar;          /* init container with restartPolicy: Always */
+        /* false: the runtime has never seen this container; its state is
+         * then the default waiting{ContainerCreating|PodInitializing}
+         * (and `state` is ignored) while last_state and restart_count still
+         * count (the kubelet carries them over from the previous status). */
+        bool has_status;
+        struct st_container_state state;
+        struct st_container_state last_state;
+        int32_t restart_count;
+        /* Probe results decide `started` and `ready` (prober_manager.go):
+         * started = running && (no startup probe || it succeeded);
+         * ready = started && running && (no readiness probe || it succeeded);
+         * a regular init container is ready when it exited 0. */
+        bool has_startup_probe, startup_succeeded;
+        bool has_readiness_probe, readiness_succeeded;
+};
+
+/* A pod condition as last reported (cached status, else the API status). */
+struct st_condition {
+        const char *type, *status, *reason, *message;
+        int64_t last_transition_time; /* 0 = null */
+        int64_t last_probe_time;      /* 0 = null */
+};
+
+struct st_pod_input {
+        enum st_restart_policy restart_policy;
+        bool is_static;             /* static pods never get a terminal phase from podIsTerminal */
+        bool is_terminal;           /* podIsTerminal: being deleted or evicted */
+        enum st_phase cached_phase; /* the status manager's last phase, or NONE */
+        enum st_phase api_phase;    /* pod.status.phase from the API server, or NONE */
+        const char *const *readiness_gates; /* spec.readinessGates[].conditionType */
+        size_t n_readiness_gates;
+        const struct st_condition *conditions; /* last reported status.conditions */
+        size_t n_conditions;
+        bool sandbox_ready;                         /* a ready sandbox with networking exists */
+        const struct st_container *init_containers; /* spec order */
+        size_t n_init_containers;
+        const struct st_container *containers; /* spec order */
+        size_t n_containers;
+};
+
+/* "Pending", "Running", "Succeeded", "Failed", "Unknown"; "" for NONE. */
+const char *st_phase_name(enum st_phase phase);
+/* The inverse; NULL or an unknown string gives ST_PHASE_NONE. */
+enum st_phase st_phase_from_name(const char *name);
+
+/* started/ready of one container as the prober reports them. init: the
+ * container is in spec.initContainers. */
+bool st_container_started(const struct st_container *c);
+bool st_container_ready(const struct st_container *c, bool init);
+
+/* getPhase (v1.29-1.31 shape, as the reference describes it) followed by
+ * generateAPIPodStatus's rule that a terminal phase (cached or API) never
+ * changes. */
+enum st_phase st_compute_phase(const struct st_pod_input *in);
+
+/* status.conditions as a JSON array: the preserved conditions not owned by
+ * the kubelet (DisruptionTarget included) in their order, then
+ * PodReadyToStartContainers, Initialized, Ready, ContainersReady,
+ * PodScheduled. lastTransitionTime is copied from the previous condition of
+ * the same type when its status did not change, else `now`. Returns NULL
+ * only when out of memory. */
+cJSON *st_conditions_json(const struct st_pod_input *in, enum st_phase phase, int64_t now);
+
+/* status.containerStatuses (init false: sorted by name, as the kubelet
+ * sorts them) or status.initContainerStatuses (init true: spec order).
+ * has_init_containers selects the default waiting reason (PodInitializing
+ * instead of ContainerCreating, for every container of such a pod).
+ * Returns NULL only when out of memory. */
+cJSON *st_container_statuses_json(const struct st_container *cs, size_t n, bool init,
+                                  bool has_init_containers);
+
+/* One v1.ContainerState object; kind NONE gives {}. NULL on out of memory. */
+cJSON *st_container_state_json(const struct st_container_state *s);
+
+/* Terminated reason as containerd sets it: "OOMKilled" when the OOM killer
+ * hit the container, else "Completed" for exit code 0, else "Error". */
+const char *st_terminated_reason(int32_t exit_code, bool oom_killed);
+/* The exit code of a container: 128+signal for a signal death (137 for
+ * SIGKILL, 143 for SIGTERM), else its exit status. */
+int32_t st_exit_code(int32_t exit_status, int32_t signal);
+
+/* RFC 3339 in UTC with seconds, "2026-11-29T17:47:39Z". buf needs
+ * ST_TIME_MAX bytes. -1 (err filled) when the time has no 4-digit year. */
+#define ST_TIME_MAX 32
+int st_time_format(int64_t t, char *buf, size_t len, struct cb_error *err);
+/* Parses RFC 3339 ("...Z", "...+02:00", fractional seconds dropped). */
+int st_time_parse(const char *s, int64_t *ret, struct cb_error *err);
+
+/* Go's time.Duration.String() for whole seconds: "0s", "10s", "1m20s",
+ * "5m0s", "1h0m0s". Returns what snprintf returns. */
+#define ST_DURATION_MAX 32
+int st_duration_format(int64_t seconds, char *buf, size_t len);
+
+/*
+ * Container restart backoff (client-go flowcontrol.Backoff as the kubelet
+ * configures it): 10 s initial, doubling, capped at 300 s, no jitter; an
+ * entry expires (starts over) when the exit came more than 600 s after
+ * the last update. A base above the cap is lowered to the cap
+ * (KubeletCrashLoopBackOffMax).
+ */
+#define ST_BACKOFF_BASE_DEFAULT  10
+#define ST_BACKOFF_CAP_DEFAULT   300
+#define ST_BACKOFF_RESET_SECONDS 600
+
+/* One per podName_namespace_uid_containerName_hash key. Zero = no entry. */
+struct st_backoff {
+        int64_t backoff;     /* the current window in seconds; 0 = no entry */
+        int64_t last_update; /* when st_backoff_next last ran */
+};
+
+/* IsInBackOffSince: true when the container, which exited at finished_at,
+ * must not be restarted yet at `now`. */
+bool st_backoff_active(const struct st_backoff *b, int64_t finished_at, int64_t now);
+/* Next: records a restart at `now` of a container that exited at
+ * finished_at: a new or expired entry gets `base`, otherwise the window
+ * doubles up to `cap`. */
+void st_backoff_next(struct st_backoff *b, int64_t finished_at, int64_t now, int64_t base,
+                     int64_t cap);
+/* The delay before the next restart of a container restarted `restarts`
+ * times without a reset: 0, base, 2*base, ... capped (0,10,20,40,80,160,300,300...). */
+int64_t st_backoff_delay(int32_t restarts, int64_t base, int64_t cap);
+
+/* The waiting message while in backoff:
+ * "back-off 40s restarting failed container=<c> pod=<name>_<ns>(<uid>)".
+ * malloc'd; NULL when out of memory. */
+char *st_crashloop_message(int64_t backoff_seconds, const char *container, const char *pod_name,
+                           const char *pod_namespace, const char *pod_uid);
+/* The Warning BackOff event message:
+ * "Back-off restarting failed container <c> in pod <name>_<ns>(<uid>)". */
+char *st_backoff_event_message(const char *container, const char *pod_name,
+                               const char *pod_namespace, const char *pod_uid);

@@ -18,12 +18,12 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-        {"version", cmd_version, "print the version"},
-        {"inspect", cmd_inspect,
-         "inspect POD_FILE [--node NODE_FILE] [--running PODLIST_FILE]: admission, QoS, "
-         "tolerations and cgroup plan of a pod, without a cluster"},
-        {"image", cmd_image,
-         "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
+    {"version", cmd_version, "print the version"},
+    {"inspect", cmd_inspect,
+     "inspect POD_FILE [--node NODE_FILE] [--running PODLIST_FILE]: admission, QoS, "
+     "tolerations and cgroup plan of a pod, without a cluster"},
+    {"image", cmd_image,
+     "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
 };
 
 static void usage(FILE *f)
@@ -31,14 +31,15 @@ static void usage(FILE *f)
         fprintf(f, "Usage: cubelet [GLOBAL FLAGS] COMMAND [ARGS]\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
                 fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
-        fprintf(f, "\nGlobal flags (accepted before or after the command):\n"
-                   "  --root-dir DIR       state directory (default " DEFAULT_ROOT_DIR ")\n"
-                   "  --cni-conf-dir DIR   CNI configuration directory (default " DEFAULT_CNI_CONF_DIR
-                   ")\n"
-                   "  --cni-bin-dir DIRS   CNI plugin directories, colon-separated (default " DEFAULT_CNI_BIN_DIR
-                   ")\n"
-                   "  -v, --v N            log verbosity (default 0)\n"
-                   "  -h, --help           this help\n");
+        fprintf(f,
+                "\nGlobal flags (accepted before or after the command):\n"
+                "  --root-dir DIR       state directory (default " DEFAULT_ROOT_DIR ")\n"
+                "  --cni-conf-dir DIR   CNI configuration directory (default " DEFAULT_CNI_CONF_DIR
+                ")\n"
+                "  --cni-bin-dir DIRS   CNI plugin directories, colon-separated "
+                "(default " DEFAULT_CNI_BIN_DIR ")\n"
+                "  -v, --v N            log verbosity (default 0)\n"
+                "  -h, --help           this help\n");
 }
 
 /* Parses "--flag value" and "--flag=value". Returns the value or NULL. */
@@ -74,9 +75,9 @@ static int parse_verbosity(const char *s)
 int cubelet_main(int argc, char **argv)
 {
         struct cb_global_opts opts = {
-                .root_dir = DEFAULT_ROOT_DIR,
-                .cni_conf_dir = DEFAULT_CNI_CONF_DIR,
-                .cni_bin_dir = DEFAULT_CNI_BIN_DIR,
+            .root_dir = DEFAULT_ROOT_DIR,
+            .cni_conf_dir = DEFAULT_CNI_CONF_DIR,
+            .cni_bin_dir = DEFAULT_CNI_BIN_DIR,
         };
         /* Global flags may appear anywhere; the rest is kept in order. */
         char **rest = calloc((size_t)argc + 1, sizeof(char *));
@@ -96,7 +97,8 @@ int cubelet_main(int argc, char **argv)
                         opts.verbosity = parse_verbosity(v);
                 else if (strncmp(argv[i], "-v", 2) == 0 && argv[i][2] >= '0' && argv[i][2] <= '9')
                         opts.verbosity = parse_verbosity(argv[i] + 2);
-                else if (nrest == 0 && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
+                else if (nrest == 0 &&
+                         (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
                         usage(stdout);
                         free(rest);
                         return 0;
@@ -107,7 +109,8 @@ int cubelet_main(int argc, char **argv)
         int ret = 2;
         if (nrest == 0) {
                 usage(stderr);
-                fprintf(stderr, "\ncubelet: the node agent itself is not built yet; use a command\n");
+                fprintf(stderr,
+                        "\ncubelet: the node agent itself is not built yet; use a command\n");
         } else {
                 const struct subcommand *sc = NULL;
                 for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)

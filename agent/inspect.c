@@ -25,9 +25,13 @@
 
 #define MAX_PODS_DEFAULT 110
 
+/* The running pods: a view (pods) over pods owned either by a decoded list
+ * (lists) or individually (singles). */
 struct running_set {
         struct k8s_pod_list **lists;
         size_t n_lists;
+        struct k8s_pod **singles;
+        size_t n_singles;
         struct k8s_pod **pods;
         size_t n;
 };
@@ -36,27 +40,20 @@ static void running_set_free(struct running_set *r)
 {
         for (size_t i = 0; i < r->n_lists; i++)
                 k8s_pod_list_free(r->lists[i]);
-        for (size_t i = 0; i < r->n; i++) {
-                /* pods owned by a list are freed with it */
-                bool owned = false;
-                for (size_t l = 0; l < r->n_lists && !owned; l++)
-                        for (size_t j = 0; j < r->lists[l]->n; j++)
-                                if (r->lists[l]->items[j] == r->pods[i])
-                                        owned = true;
-                if (!owned)
-                        k8s_pod_free(r->pods[i]);
-        }
+        for (size_t i = 0; i < r->n_singles; i++)
+                k8s_pod_free(r->singles[i]);
         free(r->lists);
+        free(r->singles);
         free(r->pods);
 }
 
-static int running_add(struct running_set *r, struct k8s_pod *p)
+static int push_pod(struct k8s_pod ***arr, size_t *n, struct k8s_pod *p)
 {
-        struct k8s_pod **np = realloc(r->pods, (r->n + 1) * sizeof(*np));
+        struct k8s_pod **np = realloc(*arr, (*n + 1) * sizeof(*np));
         if (np == NULL)
                 return -1;
-        r->pods = np;
-        r->pods[r->n++] = p;
+        *arr = np;
+        (*arr)[(*n)++] = p;
         return 0;
 }
 
@@ -90,7 +87,7 @@ static int load_running(const char *path, struct running_set *r, struct cb_error
                         r->lists = nl;
                         r->lists[r->n_lists++] = l;
                         for (size_t i = 0; i < l->n && ret == 0; i++)
-                                if (running_add(r, l->items[i]) < 0)
+                                if (push_pod(&r->pods, &r->n, l->items[i]) < 0)
                                         ret = cb_error_set(err, ENOMEM, "%s", path);
                 } else {
                         struct k8s_pod *p;
@@ -98,8 +95,10 @@ static int load_running(const char *path, struct running_set *r, struct cb_error
                                 ret = cb_error_prefix(err, "%s", path);
                                 break;
                         }
-                        if (running_add(r, p) < 0) {
+                        if (push_pod(&r->singles, &r->n_singles, p) < 0) {
                                 k8s_pod_free(p);
+                                ret = cb_error_set(err, ENOMEM, "%s", path);
+                        } else if (push_pod(&r->pods, &r->n, p) < 0) {
                                 ret = cb_error_set(err, ENOMEM, "%s", path);
                         }
                 }

@@ -28,13 +28,13 @@
 #include "lib/error.h"
 
 /* Limits that protect the agent from hostile or broken input. */
-#define K8S_MAX_DOC_BYTES       (8u << 20)  /* one object, JSON or YAML */
-#define K8S_MAX_LIST_BYTES      (64u << 20) /* a PodList / NodeList */
-#define K8S_MAX_STRING_BYTES    (1u << 20)  /* any one string value */
-#define K8S_MAX_CONTAINERS      256         /* containers + initContainers each */
-#define K8S_MAX_ARRAY_ITEMS     4096        /* env, ports, labels, tolerations ... */
-#define K8S_MAX_LIST_ITEMS      100000      /* items of a list */
-#define K8S_MAX_DEPTH           64          /* nesting of any document */
+#define K8S_MAX_DOC_BYTES    (8u << 20)  /* one object, JSON or YAML */
+#define K8S_MAX_LIST_BYTES   (64u << 20) /* a PodList / NodeList */
+#define K8S_MAX_STRING_BYTES (1u << 20)  /* any one string value */
+#define K8S_MAX_CONTAINERS   256         /* containers + initContainers each */
+#define K8S_MAX_ARRAY_ITEMS  4096        /* env, ports, labels, tolerations ... */
+#define K8S_MAX_LIST_ITEMS   100000      /* items of a list */
+#define K8S_MAX_DEPTH        64          /* nesting of any document */
 
 struct k8s_kv {
         char *key;
@@ -133,12 +133,12 @@ struct k8s_taint {
 
 struct k8s_env_var {
         char *name;
-        char *value;                  /* value, or NULL */
-        char *field_ref_path;         /* valueFrom.fieldRef.fieldPath, or NULL */
-        char *field_ref_api_version;  /* valueFrom.fieldRef.apiVersion */
-        char *resource_field_ref;     /* valueFrom.resourceFieldRef.resource */
+        char *value;                 /* value, or NULL */
+        char *field_ref_path;        /* valueFrom.fieldRef.fieldPath, or NULL */
+        char *field_ref_api_version; /* valueFrom.fieldRef.apiVersion */
+        char *resource_field_ref;    /* valueFrom.resourceFieldRef.resource */
         char *resource_field_container;
-        bool has_value_from_other;    /* configMapKeyRef / secretKeyRef (not supported yet) */
+        bool has_value_from_other; /* configMapKeyRef / secretKeyRef (not supported yet) */
 };
 
 enum k8s_protocol { K8S_PROTO_TCP, K8S_PROTO_UDP, K8S_PROTO_SCTP };
@@ -238,10 +238,10 @@ struct k8s_handler {
         enum k8s_handler_kind kind;
         char **command; /* exec */
         size_t n_command;
-        char *path;     /* httpGet */
+        char *path; /* httpGet */
         char *host;
-        char *scheme;   /* "HTTP" (default) or "HTTPS" */
-        int32_t port;   /* 0 when port_name is used */
+        char *scheme; /* "HTTP" (default) or "HTTPS" */
+        int32_t port; /* 0 when port_name is used */
         char *port_name;
         struct k8s_http_header *headers;
         size_t n_headers;
@@ -296,13 +296,13 @@ struct k8s_container {
         struct k8s_resources resources;
         struct k8s_security_context security_context;
         struct k8s_probe liveness_probe, readiness_probe, startup_probe;
-        struct k8s_handler pre_stop;  /* lifecycle.preStop */
+        struct k8s_handler pre_stop;   /* lifecycle.preStop */
         struct k8s_handler post_start; /* lifecycle.postStart */
         struct k8s_volume_mount *volume_mounts;
         size_t n_volume_mounts;
         bool stdin_, stdin_once, tty;
         char *termination_message_path;
-        bool has_restart_policy;       /* init containers: "Always" makes a sidecar */
+        bool has_restart_policy; /* init containers: "Always" makes a sidecar */
         enum k8s_restart_policy restart_policy;
 };
 
@@ -332,12 +332,12 @@ struct k8s_condition {
 struct k8s_container_state {
         /* exactly one of waiting/running/terminated is set, or none */
         bool waiting, running, terminated;
-        char *reason, *message;  /* waiting or terminated */
-        char *started_at;        /* running or terminated */
-        char *finished_at;       /* terminated */
-        int32_t exit_code;       /* terminated */
-        int32_t signal;          /* terminated */
-        char *container_id;      /* terminated */
+        char *reason, *message; /* waiting or terminated */
+        char *started_at;       /* running or terminated */
+        char *finished_at;      /* terminated */
+        int32_t exit_code;      /* terminated */
+        int32_t signal;         /* terminated */
+        char *container_id;     /* terminated */
 };
 
 struct k8s_container_status {
@@ -432,7 +432,7 @@ struct k8s_status {
         char *details_name, *details_kind;
         struct k8s_status_cause {
                 char *type, *message, *field;
-        } *causes;
+        } * causes;
         size_t n_causes;
 };
 
@@ -497,11 +497,9 @@ int k8s_pod_from_json(const cJSON *json, struct k8s_pod **ret, struct cb_error *
 int k8s_node_from_json(const cJSON *json, struct k8s_node **ret, struct cb_error *err);
 int k8s_status_from_json(const cJSON *json, struct k8s_status **ret, struct cb_error *err);
 int k8s_pod_list_from_json(const cJSON *json, struct k8s_pod_list **ret, struct cb_error *err);
-int k8s_node_list_from_json(const cJSON *json, struct k8s_node_list **ret,
-                            struct cb_error *err);
+int k8s_node_list_from_json(const cJSON *json, struct k8s_node_list **ret, struct cb_error *err);
 /* Takes ownership of nothing; event->object is a deep copy. */
-int k8s_watch_event_from_json(const cJSON *json, struct k8s_watch_event *ret,
-                              struct cb_error *err);
+int k8s_watch_event_from_json(const cJSON *json, struct k8s_watch_event *ret, struct cb_error *err);
 void k8s_watch_event_clear(struct k8s_watch_event *ev);
 
 void k8s_pod_free(struct k8s_pod *p);
@@ -512,8 +510,7 @@ void k8s_node_list_free(struct k8s_node_list *l);
 
 /* ---- Small lookups used across the agent. ---- */
 const char *k8s_map_get(const struct k8s_map *m, const char *key);
-const struct k8s_quantity *k8s_resource_get(const struct k8s_resource_list *l,
-                                            const char *name);
+const struct k8s_quantity *k8s_resource_get(const struct k8s_resource_list *l, const char *name);
 const char *k8s_restart_policy_name(enum k8s_restart_policy p);
 const char *k8s_effect_name(enum k8s_taint_effect e);
 const char *k8s_protocol_name(enum k8s_protocol p);

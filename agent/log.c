@@ -17,9 +17,9 @@ void ag_log(char level, int v, const char *fmt, ...)
         struct tm tm;
         gmtime_r(&tv.tv_sec, &tm);
         char line[4096];
-        int n = snprintf(line, sizeof(line), "%c%02d%02d %02d:%02d:%02d.%06ld cubelet] ", level,
-                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                         (long)tv.tv_usec);
+        int n =
+            snprintf(line, sizeof(line), "%c%02d%02d %02d:%02d:%02d.%06ld cubelet] ", level,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec);
         va_list ap;
         va_start(ap, fmt);
         if (n > 0 && (size_t)n < sizeof(line))

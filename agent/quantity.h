@@ -21,10 +21,10 @@ enum k8s_quantity_format {
 };
 
 struct k8s_quantity {
-        bool set;        /* false: the zero quantity / absent */
-        int64_t value;   /* ceil(|x|) with sign: Value() */
-        int64_t milli;   /* ceil(|x|*1000) with sign: MilliValue(); saturates at
-                            INT64_MAX/MIN when x*1000 does not fit */
+        bool set;      /* false: the zero quantity / absent */
+        int64_t value; /* ceil(|x|) with sign: Value() */
+        int64_t milli; /* ceil(|x|*1000) with sign: MilliValue(); saturates at
+                          INT64_MAX/MIN when x*1000 does not fit */
         bool milli_saturated;
         enum k8s_quantity_format format;
         const char *text; /* the text as given, when decoded from an object */

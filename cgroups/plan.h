@@ -31,11 +31,11 @@ enum cg_version {
 
 /* Limits of one cgroup. Zero means "not set" for every field. */
 struct cg_limits {
-        uint64_t cpu_shares;   /* v1 cpu.shares; v2 cpu.weight via cg_shares_to_weight */
-        int64_t cpu_quota_us;  /* -1: unlimited ("max"), 0: not set */
+        uint64_t cpu_shares;  /* v1 cpu.shares; v2 cpu.weight via cg_shares_to_weight */
+        int64_t cpu_quota_us; /* -1: unlimited ("max"), 0: not set */
         uint64_t cpu_period_us;
-        int64_t memory_limit;  /* bytes; 0: unlimited */
-        int64_t pids_limit;    /* 0: not set (unlimited), < 0: written as "max" */
+        int64_t memory_limit; /* bytes; 0: unlimited */
+        int64_t pids_limit;   /* 0: not set (unlimited), < 0: written as "max" */
 };
 
 struct cg_file {

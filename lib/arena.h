@@ -23,7 +23,7 @@ void *cb_arena_calloc(struct cb_arena *a, size_t n, size_t size);
 char *cb_arena_strdup(struct cb_arena *a, const char *s);
 char *cb_arena_strndup(struct cb_arena *a, const char *s, size_t n);
 char *cb_arena_printf(struct cb_arena *a, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 int cb_arena_over_limit(const struct cb_arena *a);
 size_t cb_arena_used(const struct cb_arena *a);
 

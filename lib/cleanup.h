@@ -38,10 +38,10 @@ static inline void cb_cjson_deletep(cJSON **j)
                 cJSON_Delete(*j);
 }
 
-#define _cleanup_free_  _cleanup_(cb_freep)
-#define _cleanup_close_ _cleanup_(cb_closep)
+#define _cleanup_free_   _cleanup_(cb_freep)
+#define _cleanup_close_  _cleanup_(cb_closep)
 #define _cleanup_fclose_ _cleanup_(cb_fclosep)
-#define _cleanup_cjson_ _cleanup_(cb_cjson_deletep)
+#define _cleanup_cjson_  _cleanup_(cb_cjson_deletep)
 
 static inline void *cb_steal_pointer(void *pp)
 {

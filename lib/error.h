@@ -26,12 +26,12 @@ struct cb_error {
 /* Sets the message (replacing any previous one) and returns -1. When
  * errnum > 0, ": <strerror(errnum)>" is appended. err may be NULL. */
 int cb_error_set(struct cb_error *err, int errnum, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 int cb_error_setv(struct cb_error *err, int errnum, const char *fmt, va_list ap)
-        __attribute__((format(printf, 3, 0)));
+    __attribute__((format(printf, 3, 0)));
 
 /* Prepends "<prefix>: " to the current message and returns -1. */
 int cb_error_prefix(struct cb_error *err, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 void cb_error_clear(struct cb_error *err);

@@ -1,0 +1,42 @@
+#!/bin/bash
+# Generate the PKI of the stand-in apiserver with the openssl CLI:
+#   ca.crt/ca.key          self-signed CA
+#   server.crt/server.key  serving cert for 127.0.0.1 and localhost
+#   admin.crt/admin.key    client cert CN=kubernetes-admin, O=system:masters
+#   node.crt/node.key      client cert CN=system:node:NODE, O=system:nodes
+# Usage: certs.sh DIR NODE_NAME   (existing files are kept)
+set -euo pipefail
+dir=$1
+node=$2
+mkdir -p "$dir"
+cd "$dir"
+[ -f ca.crt ] && [ -f server.crt ] && [ -f admin.crt ] && [ -f node.crt ] && exit 0
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 365 -keyout ca.key -out ca.crt \
+        -subj "/CN=cubelet-test-apiserver-ca" \
+        -addext "basicConstraints=critical,CA:TRUE" \
+        -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+
+# sign NAME SUBJECT EXTFILE-CONTENT
+sign() {
+        local name=$1 subj=$2 ext=$3
+        openssl req -newkey rsa:2048 -nodes -keyout "$name.key" -out "$name.csr" \
+                -subj "$subj" 2>/dev/null
+        printf '%s\n' "$ext" >"$name.ext"
+        openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
+                -days 365 -out "$name.crt" -extfile "$name.ext" 2>/dev/null
+        rm -f "$name.csr" "$name.ext"
+}
+
+sign server "/CN=kube-apiserver" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
+sign admin "/O=system:masters/CN=kubernetes-admin" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+sign node "/O=system:nodes/CN=system:node:$node" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+chmod 600 ./*.key
+rm -f ca.srl

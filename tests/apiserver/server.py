@@ -1,0 +1,1074 @@
+#!/usr/bin/python3
+"""Stand-in Kubernetes apiserver for cubelet's tests: HTTPS front end over a
+real etcd (see README.md). Usage: run.sh --data DIR [--bind] [--port N]."""
+
+import argparse
+import copy
+import ctypes
+import json
+import os
+import random
+import secrets
+import select
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import patch
+import proto
+import registry as reg
+import store
+import tables
+from registry import ApiError
+
+VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit":
+           "59526cd4867447956156ae3a602fcbac10a2c335", "gitTreeState": "clean",
+           "buildDate": "2025-04-22T16:02:27Z", "goVersion": "go1.23.6", "compiler": "gc",
+           "platform": "linux/amd64"}
+
+BOOKMARK_INTERVAL = 5.0
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def success_status(code=200, details=None):
+    s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    if details:
+        s["details"] = details
+    if code != 200:
+        s["code"] = code
+    return s
+
+
+class Api:
+    """The REST semantics over etcd, independent of HTTP."""
+
+    def __init__(self, etcd):
+        self.etcd = etcd
+
+    # ---- reads
+
+    def get(self, res, ns, name):
+        kv, _ = self.etcd.get(res.key(ns, name))
+        if kv is None:
+            raise reg.not_found(res, name)
+        return kv.obj()
+
+    def list(self, res, ns, q):
+        """(items, list metadata)."""
+        lsel = reg.parse_label_selector(q.get("labelSelector", ""))
+        fsel = reg.parse_field_selector(res, q.get("fieldSelector", ""))
+        rv, match = q.get("resourceVersion", ""), q.get("resourceVersionMatch", "")
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise reg.bad_request(f"limit: Invalid value: \"{q['limit']}\"")
+        if rv == "0" and not q.get("continue"):
+            limit = 0  # like the watch cache: "any" resourceVersion serves the whole list
+        prefix = res.prefix(ns)
+        revision, start = 0, prefix
+        if q.get("continue"):
+            revision, rel = reg.decode_continue(q["continue"])
+            start = prefix + rel
+        elif rv and rv != "0":
+            try:
+                want = int(rv)
+            except ValueError:
+                raise bad_rv(rv)
+            if match == "Exact":
+                revision = want
+            else:
+                cur = self.etcd.revision()
+                if want > cur:
+                    raise too_large(want, cur)
+        items, more, last_key = [], False, None
+        while True:
+            try:
+                kvs, hdr, more = self.etcd.list(prefix, start=start, revision=revision,
+                                                limit=(limit - len(items) + 1) if limit else 0)
+            except store.Compacted:
+                if q.get("continue"):
+                    raise reg.expired(reg.CONTINUE_EXPIRED)
+                raise reg.expired("The resourceVersion for the provided list is too old.")
+            except store.FutureRevision:
+                raise too_large(revision, self.etcd.revision())
+            revision = revision or hdr
+            for kv in kvs:
+                if limit and len(items) == limit:
+                    more = True
+                    break
+                last_key = kv.key
+                o = kv.obj()
+                if reg.labels_match(lsel, (o.get("metadata") or {}).get("labels")) and \
+                        reg.fields_match(fsel, o):
+                    items.append(o)
+            else:
+                if more and kvs:
+                    start = kvs[-1].key + "\0"
+                    continue
+                more = False
+            break
+        meta = {"resourceVersion": str(revision)}
+        if more and last_key is not None:
+            meta["continue"] = reg.encode_continue(revision, last_key[len(prefix):] + "\0")
+            if not lsel and not fsel:
+                rest, _, _ = self.etcd.list(prefix, start=last_key + "\0", revision=revision)
+                meta["remainingItemCount"] = len(rest)
+        return items, meta
+
+    # ---- writes
+
+    def check_namespace(self, res, ns, name):
+        """Creating in a namespace needs it to exist and not be terminating."""
+        kv, _ = self.etcd.get(reg.find_resource("", "v1", "namespaces").key(None, ns))
+        if kv is None:
+            raise reg.not_found(reg.find_resource("", "v1", "namespaces"), ns)
+        if kv.value["metadata"].get("deletionTimestamp"):
+            raise ApiError(403, "Forbidden", f'{reg._qualified(res)} "{name}" is forbidden: '
+                           f"unable to create new content in namespace {ns} because it is "
+                           "being terminated",
+                           {"name": name, "kind": res.name,
+                            "causes": [{"reason": "NamespaceTerminating",
+                                        "message": f"namespace {ns} is being terminated",
+                                        "field": "metadata.namespace"}]})
+
+    def create(self, res, ns, obj, dry_run=False):
+        if not isinstance(obj, dict):
+            raise reg.bad_request("the body of the request must be a JSON object")
+        meta = obj.setdefault("metadata", {})
+        if res.namespaced:
+            if meta.get("namespace") and meta["namespace"] != ns:
+                raise reg.bad_request("the namespace of the provided object does not match the "
+                                      "namespace sent on the request")
+            self.check_namespace(res, ns, meta.get("name") or meta.get("generateName", ""))
+        if meta.get("resourceVersion"):
+            raise ApiError(500, "InternalError", "Internal error occurred: resourceVersion "
+                           "should not be set on objects to be created")
+        if obj.get("kind") and obj["kind"] != res.kind:
+            raise reg.bad_request(f"the API version in the data ({obj.get('apiVersion')}) does "
+                                  f"not match the expected API version ({res.api_version})"
+                                  if obj.get("apiVersion") != res.api_version else
+                                  f"Kind={obj['kind']} does not match the expected kind "
+                                  f"{res.kind}")
+        for attempt in range(5):
+            o = copy.deepcopy(obj)
+            reg.default_meta(res, o, ns)
+            reg.default_object(res, o)
+            reg.validate(res, o)
+            if dry_run:
+                return o
+            rev = self.etcd.create(res.key(ns, o["metadata"]["name"]), o)
+            if rev is not None:
+                o["metadata"]["resourceVersion"] = str(rev)
+                return o
+            if not (obj.get("metadata") or {}).get("generateName") or meta.get("name"):
+                raise reg.already_exists(res, o["metadata"]["name"])
+        raise reg.already_exists(res, o["metadata"]["name"])
+
+    def update(self, res, ns, name, mutate, expect_rv=None, dry_run=False):
+        """Read-modify-write with a compare-and-swap on mod_revision. mutate
+        gets the current object and returns the new one."""
+        key = res.key(ns, name)
+        while True:
+            kv, _ = self.etcd.get(key)
+            if kv is None:
+                raise reg.not_found(res, name)
+            cur = kv.obj()
+            if expect_rv and expect_rv != str(kv.mod_revision):
+                raise reg.stale(res, name)
+            new = mutate(copy.deepcopy(cur))
+            nrv = (new.get("metadata") or {}).get("resourceVersion")
+            if nrv and nrv != cur["metadata"]["resourceVersion"]:
+                raise reg.stale(res, name)
+            new["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            reg.validate(res, new)
+            if new == cur or dry_run:
+                return new
+            if reg.should_delete_after_update(new):
+                rev = self.etcd.delete(key, kv.mod_revision)
+            else:
+                rev = self.etcd.update(key, new, kv.mod_revision)
+            if rev is not None:
+                new["metadata"]["resourceVersion"] = str(rev)
+                return new
+            if expect_rv:
+                raise reg.stale(res, name)
+
+    def replace(self, res, ns, name, sub, body, dry_run=False):
+        if not isinstance(body, dict):
+            raise reg.bad_request("the body of the request must be a JSON object")
+        if res.namespaced and (body.get("metadata") or {}).get("namespace") not in (None, "", ns):
+            raise reg.bad_request("the namespace of the provided object does not match the "
+                                  "namespace sent on the request")
+        expect = (body.get("metadata") or {}).get("resourceVersion") or None
+        body = copy.deepcopy(body)
+        body.get("metadata", {}).pop("resourceVersion", None)
+        return self.update(res, ns, name, lambda cur: reg.prepare_update(res, sub, cur, body),
+                           expect_rv=expect, dry_run=dry_run)
+
+    def patch(self, res, ns, name, sub, ctype, body, dry_run=False):
+        def mutate(cur):
+            try:
+                if ctype == "application/json-patch+json":
+                    patched = patch.json_patch(cur, body)
+                elif ctype == "application/merge-patch+json":
+                    patched = patch.merge_patch(cur, body)
+                else:
+                    patched = patch.strategic_merge_patch(cur, body)
+            except patch.PatchError as e:
+                raise ApiError(422 if ctype == "application/json-patch+json" else 400,
+                               "Invalid" if ctype == "application/json-patch+json"
+                               else "BadRequest", str(e))
+            if not isinstance(patched, dict):
+                raise reg.bad_request("patched object is not a JSON object")
+            rv = (patched.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != cur["metadata"]["resourceVersion"]:
+                raise reg.stale(res, name)
+            out = reg.prepare_update(res, sub, cur, patched)
+            return out
+        return self.update(res, ns, name, mutate, dry_run=dry_run)
+
+    def delete(self, res, ns, name, opts, dry_run=False):
+        """(object or Status, http code)."""
+        key = res.key(ns, name)
+        while True:
+            kv, _ = self.etcd.get(key)
+            if kv is None:
+                raise reg.not_found(res, name)
+            obj = kv.obj()
+            reg.precondition_check(res, obj, opts)
+            plan, new = reg.deletion_plan(res, obj, opts)
+            if plan == "pending":
+                return obj, 200
+            if plan == "update":
+                if dry_run:
+                    return new, 200
+                if reg.should_delete_after_update(new):
+                    rev = self.etcd.delete(key, kv.mod_revision)
+                    if rev is None:
+                        continue
+                    return self._deleted(res, new, rev), 200
+                rev = self.etcd.update(key, new, kv.mod_revision)
+                if rev is None:
+                    continue
+                new["metadata"]["resourceVersion"] = str(rev)
+                return new, 200
+            if dry_run:
+                return self._deleted(res, obj, kv.mod_revision), 200
+            rev = self.etcd.delete(key, kv.mod_revision)
+            if rev is None:
+                continue
+            return self._deleted(res, obj, rev), 200
+
+    @staticmethod
+    def _deleted(res, obj, rev):
+        if res.name == "pods":  # the pod registry returns the deleted object
+            obj["metadata"]["resourceVersion"] = str(rev)
+            return obj
+        d = {"name": obj["metadata"]["name"], "kind": res.name,
+             "uid": obj["metadata"].get("uid")}
+        if res.group:
+            d["group"] = res.group
+        return success_status(200, d)
+
+    def bind(self, ns, name, node, dry_run=False):
+        pods = reg.find_resource("", "v1", "pods")
+
+        def mutate(pod):
+            if pod["metadata"].get("deletionTimestamp"):
+                raise reg.conflict(pods, name, f"pod {name} is being deleted, cannot be "
+                                   "assigned to a host")
+            if pod["spec"].get("nodeName"):
+                raise reg.conflict(pods, name, f"pod {name} is already assigned to node "
+                                   f"\"{pod['spec']['nodeName']}\"")
+            pod["spec"]["nodeName"] = node
+            conds = [c for c in pod.setdefault("status", {}).get("conditions") or []
+                     if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                          "lastTransitionTime": reg.fmt_time(reg.now())})
+            pod["status"]["conditions"] = conds
+            return pod
+        return self.update(pods, ns, name, mutate, dry_run=dry_run)
+
+
+def too_large(want, cur):
+    return ApiError(504, "Timeout", f"Too large resource version: {want}, current: {cur}",
+                    {"causes": [{"reason": "ResourceVersionTooLarge",
+                                 "message": "Too large resource version"}],
+                     "retryAfterSeconds": 1})
+
+
+def bad_rv(rv):
+    return reg.bad_request(f'invalid resource version "{rv}"')
+
+
+# ------------------------------------------------------------------ discovery
+
+
+def discovery_v1(group, version):
+    out = []
+    for r in reg.RESOURCES:
+        if r.group != group or r.version != version:
+            continue
+        verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+                 "watch"]
+        e = {"name": r.name, "singularName": r.singular, "namespaced": r.namespaced,
+             "kind": r.kind, "verbs": verbs}
+        if r.short:
+            e["shortNames"] = r.short
+        if r.name == "pods":
+            e["categories"] = ["all"]
+        out.append(e)
+        for s in r.subresources:
+            se = {"name": f"{r.name}/{s}", "singularName": "", "namespaced": r.namespaced,
+                  "kind": r.kind, "verbs": ["get", "patch", "update"]}
+            if s == "binding":
+                se.update(kind="Binding", verbs=["create"])
+            elif s == "eviction":
+                se.update(kind="Eviction", group="policy", version="v1", verbs=["create"])
+            out.append(se)
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": f"{group}/{version}" if group else version, "resources": out}
+
+
+def api_groups():
+    gs = []
+    for g, v in GROUP_ORDER:
+        gv = {"groupVersion": f"{g}/{v}", "version": v}
+        gs.append({"name": g, "versions": [gv], "preferredVersion": gv})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": gs}
+
+
+GROUP_ORDER = [("coordination.k8s.io", "v1"), ("policy", "v1")]
+
+
+def _gv_path(group, version):
+    return f"apis/{group}/{version}" if group else f"api/{version}"
+
+
+def openapi_v3_root():
+    """The OpenAPI v3 index. The per-group documents below describe no
+    schemas: they only declare, per resource, the PATCH operation with its
+    fieldValidation parameter, which is what kubectl reads to decide that the
+    server validates fields itself (so `kubectl apply` works without
+    --validate=false). /openapi/v2 is not served."""
+    gvs = {("", "v1")} | {(r.group, r.version) for r in reg.RESOURCES}
+    return {"paths": {_gv_path(g, v): {"serverRelativeURL": f"/openapi/v3/{_gv_path(g, v)}"
+                                       f"?hash=0"} for g, v in sorted(gvs)}}
+
+
+def openapi_v3_gv(group, version):
+    paths = {}
+    for r in reg.RESOURCES:
+        if r.group != group or r.version != version:
+            continue
+        base = "/" + _gv_path(group, version)
+        item = f"{base}/namespaces/{{namespace}}/{r.name}/{{name}}" if r.namespaced else \
+            f"{base}/{r.name}/{{name}}"
+        params = [{"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
+                  for n in ("dryRun", "fieldManager", "fieldValidation", "force")]
+        paths[item] = {"patch": {
+            "operationId": f"patch{r.kind}", "parameters": params,
+            "requestBody": {"content": {t: {"schema": {"type": "object"}} for t in (
+                "application/json-patch+json", "application/merge-patch+json",
+                "application/apply-patch+yaml")}, "required": True},
+            "responses": {"200": {"description": "OK"}},
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": {"group": group, "version": version,
+                                                "kind": r.kind}}}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": VERSION["gitVersion"]},
+            "paths": paths, "components": {"schemas": {}}}
+
+# ------------------------------------------------------------------ HTTP
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "cubelet-test-apiserver"
+
+    def setup(self):
+        # Headers and body go out as separate writes: without TCP_NODELAY,
+        # Nagle plus the client's delayed ACK stalls each response 40 ms.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.request.settimeout(60)
+        self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
+        self.request.settimeout(None)
+        super().setup()
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("apiserver: " + (fmt % args) + "\n")
+
+    # ---- plumbing
+
+    def send_json(self, code, obj, extra=None):
+        data = json.dumps(obj, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-cache, private")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def send_error_status(self, err):
+        self.send_json(err.code, err.status())
+
+    def read_body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return None
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if ctype == "application/vnd.kubernetes.protobuf":
+            try:
+                return proto.decode(raw)
+            except (proto.ProtoError, ValueError, IndexError) as e:
+                raise ApiError(415, "UnsupportedMediaType",
+                               f"the body of the request was in an unknown format - accepted "
+                               f"media types include: application/json, application/yaml, "
+                               f"application/vnd.kubernetes.protobuf ({e})")
+        try:
+            return json.loads(raw)
+        except ValueError as e:
+            raise reg.bad_request(f"error decoding body: {e}")
+
+    def authenticate(self):
+        auth = self.headers.get("Authorization") or ""
+        if auth.startswith("Bearer "):
+            user = self.server.tokens.get(auth[7:].strip())
+            if user:
+                return user
+            return None
+        cert = self.request.getpeercert() if hasattr(self.request, "getpeercert") else None
+        if cert:
+            cn, orgs = "", []
+            for rdn in cert.get("subject", ()):
+                for k, v in rdn:
+                    if k == "commonName":
+                        cn = v
+                    elif k == "organizationName":
+                        orgs.append(v)
+            if cn:
+                return (cn, orgs)
+        return None
+
+    def handle_any(self):
+        try:
+            url = urllib.parse.urlsplit(self.path)
+            q = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query,
+                                                             keep_blank_values=True).items()}
+            if self.authenticate() is None:
+                self.send_json(401, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                     "status": "Failure", "message": "Unauthorized",
+                                     "reason": "Unauthorized", "code": 401})
+                return
+            self.route(url.path, q)
+        except ApiError as e:
+            self.send_error_status(e)
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            self.close_connection = True
+        except store.EtcdError as e:
+            self.send_error_status(ApiError(500, "InternalError",
+                                            f"Internal error occurred: {e}"))
+        except Exception as e:  # keep serving; report like the apiserver
+            import traceback
+            traceback.print_exc()
+            self.send_error_status(ApiError(500, "InternalError",
+                                            f"Internal error occurred: {e!r}"))
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = handle_any
+
+    # ---- routing
+
+    def route(self, path, q):
+        parts = [p for p in path.split("/") if p]
+        m = self.command
+        if path in ("/healthz", "/livez", "/readyz"):
+            return self.send_text("ok")
+        if path == "/version":
+            return self.send_json(200, VERSION)
+        if path == "/api":
+            return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
+                                        "serverAddressByClientCIDRs": [
+                                            {"clientCIDR": "0.0.0.0/0",
+                                             "serverAddress": self.server.address}]})
+        if path == "/apis":
+            return self.send_json(200, api_groups())
+        if path == "/openapi/v3":
+            return self.send_json(200, openapi_v3_root())
+        if parts[:2] == ["openapi", "v3"] and len(parts) in (4, 5):
+            g, v = ("", parts[3]) if parts[2] == "api" else (parts[3], parts[4] if len(
+                parts) == 5 else "")
+            if (g, v) == ("", "v1") or any(r.group == g and r.version == v
+                                           for r in reg.RESOURCES):
+                return self.send_json(200, openapi_v3_gv(g, v))
+        if path == "/api/v1":
+            return self.send_json(200, discovery_v1("", "v1"))
+        if len(parts) == 2 and parts[0] == "apis":
+            for g, v in GROUP_ORDER:
+                if g == parts[1]:
+                    gv = {"groupVersion": f"{g}/{v}", "version": v}
+                    return self.send_json(200, {"kind": "APIGroup", "apiVersion": "v1",
+                                                "name": g, "versions": [gv],
+                                                "preferredVersion": gv})
+        if len(parts) == 3 and parts[0] == "apis" and (parts[1], parts[2]) in GROUP_ORDER:
+            return self.send_json(200, discovery_v1(parts[1], parts[2]))
+        if parts[:2] == ["api", "v1"]:
+            group, version, rest = "", "v1", parts[2:]
+        elif len(parts) >= 3 and parts[0] == "apis":
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        if rest and rest[0] == "watch":  # legacy /watch/ paths
+            rest = rest[1:]
+            q["watch"] = "true"
+        ns = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and group == "":
+            ns, rest = rest[1], rest[2:]
+            if rest and rest[0] in ("status", "finalize"):
+                rest = ["namespaces", ns] + rest
+                ns = None
+        elif len(rest) >= 3 and rest[0] == "namespaces":
+            ns, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        res = reg.find_resource(group, version, rest[0])
+        if res is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        if res.namespaced and ns is None and len(rest) > 1:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub and sub not in res.subresources:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        if not res.namespaced:
+            ns = None
+        self.dispatch(m, res, ns, name, sub, q)
+
+    def send_text(self, text):
+        data = text.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def wants_table(self):
+        acc = self.headers.get("Accept") or ""
+        for part in acc.split(","):
+            params = dict(p.strip().split("=", 1) for p in part.split(";")[1:] if "=" in p)
+            if params.get("as") == "Table" and params.get("g") == "meta.k8s.io" and \
+                    params.get("v") in ("v1", "v1beta1"):
+                return params["v"]
+        return None
+
+    def dispatch(self, m, res, ns, name, sub, q):
+        api = self.server.api
+        dry = q.get("dryRun") == "All"
+        if m in ("GET", "HEAD"):
+            if name is None:
+                if q.get("watch") in ("true", "1"):
+                    return self.watch(res, ns, q)
+                items, meta = api.list(res, ns, q)
+                return self.send_list(res, items, meta, q)
+            if q.get("watch") in ("true", "1"):
+                q["fieldSelector"] = ",".join(x for x in (q.get("fieldSelector"),
+                                                          f"metadata.name={name}") if x)
+                return self.watch(res, ns, q)
+            if sub in ("binding", "eviction"):
+                raise ApiError(405, "MethodNotAllowed",
+                               "the server does not allow this method on the requested resource")
+            return self.send_obj(res, 200, api.get(res, ns, name), q)
+        if m == "POST":
+            body = self.read_body()
+            if name is None:
+                return self.send_obj(res, 201, api.create(res, ns, body, dry), q)
+            if sub == "binding":
+                node = ((body or {}).get("target") or {}).get("name")
+                if not node:
+                    raise reg.invalid(res, name, [("target.name", "Required value", None,
+                                                   reg._NOVALUE)])
+                api.bind(ns, name, node, dry)
+                return self.send_json(201, success_status(201))
+            if sub == "eviction":
+                bname = ((body or {}).get("metadata") or {}).get("name")
+                if bname and bname != name:
+                    raise reg.bad_request("name in URL does not match name in Eviction object")
+                api.delete(res, ns, name, (body or {}).get("deleteOptions") or {}, dry)
+                return self.send_json(201, success_status(201))
+            raise ApiError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource")
+        if m == "PUT":
+            if name is None or sub in ("binding", "eviction"):
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
+                               "method on the requested resource")
+            return self.send_obj(res, 200, api.replace(res, ns, name, sub, self.read_body(),
+                                                       dry), q)
+        if m == "PATCH":
+            if name is None or sub in ("binding", "eviction"):
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
+                               "method on the requested resource")
+            ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+            body = self.read_body()
+            if ctype == "application/apply-patch+yaml":
+                return self.apply(res, ns, name, sub, body, dry, q)
+            if ctype not in ("application/json-patch+json", "application/merge-patch+json",
+                             "application/strategic-merge-patch+json"):
+                raise ApiError(415, "UnsupportedMediaType",
+                               "the body of the request was in an unknown format - accepted "
+                               "media types include: application/json-patch+json, "
+                               "application/merge-patch+json, application/apply-patch+yaml, "
+                               "application/strategic-merge-patch+json")
+            return self.send_obj(res, 200, api.patch(res, ns, name, sub, ctype, body, dry), q)
+        if m == "DELETE":
+            if sub:
+                raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
+                               "method on the requested resource")
+            body = self.read_body() or {}
+            opts = dict(body) if isinstance(body, dict) else {}
+            for k in ("gracePeriodSeconds", "propagationPolicy", "orphanDependents"):
+                if k in q:
+                    opts[k] = int(q[k]) if k == "gracePeriodSeconds" else q[k]
+            dry = dry or "All" in (opts.get("dryRun") or [])
+            if name is None:
+                return self.delete_collection(res, ns, q, opts, dry)
+            out, code = api.delete(res, ns, name, opts, dry)
+            return self.send_obj(res, code, out, q) if out.get("kind") != "Status" \
+                else self.send_json(code, out)
+        raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
+                       "the requested resource")
+
+    def apply(self, res, ns, name, sub, body, dry, q):
+        """Server-side apply, approximated: create if absent, else a strategic
+        merge of the applied configuration (no managedFields, no conflicts)."""
+        api = self.server.api
+        if not isinstance(body, dict):
+            raise reg.bad_request("apply patches must be JSON-compatible YAML objects; this "
+                                  "server accepts the JSON form only")
+        try:
+            api.get(res, ns, name)
+        except ApiError as e:
+            if e.code != 404 or sub:
+                raise
+            body.setdefault("metadata", {})["name"] = name
+            return self.send_obj(res, 201, api.create(res, ns, body, dry), q)
+        return self.send_obj(res, 200, api.patch(res, ns, name, sub,
+                                                 "application/strategic-merge-patch+json",
+                                                 body, dry), q)
+
+    def delete_collection(self, res, ns, q, opts, dry):
+        api = self.server.api
+        items, meta = api.list(res, ns, {k: v for k, v in q.items()
+                                         if k in ("labelSelector", "fieldSelector")})
+        out = []
+        for o in items:
+            try:
+                r, _ = api.delete(res, ns or o["metadata"].get("namespace"),
+                                  o["metadata"]["name"], opts, dry)
+                if r.get("kind") != "Status":
+                    out.append(r)
+            except ApiError as e:
+                if e.code != 404:
+                    raise
+        self.send_list(res, out, meta, q)
+
+    def send_obj(self, res, code, obj, q):
+        v = self.wants_table()
+        if v:
+            return self.send_json(code, tables.table(res, [obj], {"resourceVersion": obj[
+                "metadata"].get("resourceVersion", "")}, q.get("includeObject", "Metadata")))
+        obj["kind"], obj["apiVersion"] = res.kind, res.api_version
+        self.send_json(code, obj)
+
+    def send_list(self, res, items, meta, q):
+        if self.wants_table():
+            for o in items:
+                o["kind"], o["apiVersion"] = res.kind, res.api_version
+            return self.send_json(200, tables.table(res, items, meta,
+                                                    q.get("includeObject", "Metadata")))
+        for o in items:
+            o.pop("kind", None)
+            o.pop("apiVersion", None)
+        self.send_json(200, {"kind": res.kind + "List", "apiVersion": res.api_version,
+                             "metadata": meta, "items": items})
+
+    # ---- watch
+
+    def write_chunk(self, obj):
+        data = json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def client_gone(self):
+        try:
+            r, _, _ = select.select([self.request], [], [], 0)
+            if not r:
+                return False
+            self.request.settimeout(0.01)
+            try:
+                return self.request.recv(1) == b""
+            finally:
+                self.request.settimeout(None)
+        except (ssl.SSLWantReadError, socket.timeout, BlockingIOError):
+            return False
+        except OSError:
+            return True
+
+    def watch(self, res, ns, q):
+        api, etcd = self.server.api, self.server.etcd
+        lsel = reg.parse_label_selector(q.get("labelSelector", ""))
+        fsel = reg.parse_field_selector(res, q.get("fieldSelector", ""))
+        table_v = self.wants_table()
+        include = q.get("includeObject", "Metadata")
+        bookmarks = q.get("allowWatchBookmarks") == "true"
+        initial_events = q.get("sendInitialEvents") == "true"
+        timeout = int(q["timeoutSeconds"]) if q.get("timeoutSeconds") else \
+            random.randint(1800, 3600)
+        rv = q.get("resourceVersion", "")
+        prefix = res.prefix(ns)
+
+        def matches(o):
+            return o is not None and reg.labels_match(
+                lsel, (o.get("metadata") or {}).get("labels")) and reg.fields_match(fsel, o)
+
+        initial = []
+        if rv in ("", "0") or initial_events:
+            items, meta = api.list(res, ns, {})
+            start = int(meta["resourceVersion"])
+            initial = [o for o in items if matches(o)]
+        else:
+            try:
+                start = int(rv)
+            except ValueError:
+                raise bad_rv(rv)
+        w = etcd.watch(prefix, start + 1)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Cache-Control", "no-cache, private")
+        self.end_headers()
+        self.close_connection = True
+        first = [True]
+
+        def emit(typ, o):
+            if typ in ("ADDED", "MODIFIED", "DELETED"):
+                o["kind"], o["apiVersion"] = res.kind, res.api_version
+                if table_v:
+                    o = tables.table(res, [o], {"resourceVersion": o["metadata"].get(
+                        "resourceVersion", "")}, include, headers=first[0])
+                    first[0] = False
+            self.write_chunk({"type": typ, "object": o})
+
+        def bookmark(rev, annotations=None):
+            meta = {"resourceVersion": str(rev)}
+            if annotations:
+                meta["annotations"] = annotations
+            self.write_chunk({"type": "BOOKMARK", "object": {
+                "kind": res.kind, "apiVersion": res.api_version, "metadata": meta}})
+
+        try:
+            for o in initial:
+                emit("ADDED", o)
+            last_rev = start
+            if initial_events and bookmarks:
+                bookmark(start, {"k8s.io/initial-events-end": "true"})
+            deadline = time.monotonic() + timeout
+            next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+            while True:
+                now_ = time.monotonic()
+                if now_ >= deadline or self.server.stopping.is_set():
+                    return
+                try:
+                    typ, a, b = w.events.get(timeout=min(0.5, deadline - now_))
+                except Exception:  # queue.Empty
+                    typ = None
+                if typ is None:
+                    if self.client_gone():
+                        return
+                elif typ == "ERROR":
+                    if isinstance(a, store.Compacted):
+                        msg = f"too old resource version: {start} ({a.compact_revision - 1})"
+                        self.write_chunk({"type": "ERROR",
+                                          "object": reg.expired(msg).status()})
+                    else:
+                        self.write_chunk({"type": "ERROR", "object": ApiError(
+                            500, "InternalError", f"Internal error occurred: {a}").status()})
+                    return
+                elif typ == "CLOSED":
+                    return
+                elif typ == "PROGRESS":
+                    last_rev = max(last_rev, a)
+                else:
+                    last_rev = a.mod_revision
+                    self.relay(typ, a, b, matches, emit)
+                if bookmarks and time.monotonic() >= next_bookmark:
+                    bookmark(last_rev)
+                    next_bookmark = time.monotonic() + BOOKMARK_INTERVAL
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            pass
+        finally:
+            w.close()
+            try:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except OSError:
+                pass
+
+    @staticmethod
+    def relay(typ, kv, prev, matches, emit):
+        """Turn one etcd event into the watch event a filtered watcher sees."""
+        old = prev.obj() if prev is not None and prev.value is not None else None
+        if typ == "DELETE":
+            if matches(old):
+                old["metadata"]["resourceVersion"] = str(kv.mod_revision)
+                emit("DELETED", old)
+            return
+        new = kv.obj()
+        now_m, was_m = matches(new), matches(old)
+        if now_m and (old is None or not was_m):
+            emit("ADDED", new)
+        elif now_m:
+            emit("MODIFIED", new)
+        elif was_m:
+            emit("DELETED", new)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
+            return  # a client that went away or failed its TLS handshake
+        super().handle_error(request, client_address)
+
+
+# ------------------------------------------------------------------ binder
+
+
+def binder(api, stopping):
+    """Bind pending pods to fitting nodes (the --bind scheduler)."""
+    pods = reg.find_resource("", "v1", "pods")
+    nodes = reg.find_resource("", "v1", "nodes")
+    while not stopping.wait(0.5):
+        try:
+            pending, _ = api.list(pods, None, {"fieldSelector": "spec.nodeName="})
+            pending = [p for p in pending if not p["metadata"].get("deletionTimestamp") and
+                       (p.get("spec") or {}).get("schedulerName", "default-scheduler")
+                       == "default-scheduler"]
+            if not pending:
+                continue
+            all_nodes, _ = api.list(nodes, None, {})
+            bound, _ = api.list(pods, None, {})
+            load = {}
+            for p in bound:
+                n = (p.get("spec") or {}).get("nodeName")
+                if n:
+                    load[n] = load.get(n, 0) + 1
+            for p in pending:
+                fit = [n for n in all_nodes if reg.node_fits(p, n)]
+                if not fit:
+                    continue
+                target = min(fit, key=lambda n: (load.get(n["metadata"]["name"], 0),
+                                                 n["metadata"]["name"]))
+                try:
+                    api.bind(p["metadata"]["namespace"], p["metadata"]["name"],
+                             target["metadata"]["name"])
+                    load[target["metadata"]["name"]] = load.get(target["metadata"]["name"],
+                                                                0) + 1
+                except ApiError:
+                    pass
+        except Exception as e:  # etcd hiccup: retry on next tick
+            sys.stderr.write(f"apiserver: binder: {e}\n")
+
+
+def namespace_controller(api, stopping):
+    """Empty terminating namespaces (pods are deleted gracefully, so a bound
+    pod waits for its kubelet), then remove them."""
+    nsr = reg.find_resource("", "v1", "namespaces")
+    while not stopping.wait(1.0):
+        try:
+            for ns in api.list(nsr, None, {})[0]:
+                meta = ns["metadata"]
+                if not meta.get("deletionTimestamp"):
+                    continue
+                left = 0
+                for r in reg.RESOURCES:
+                    if not r.namespaced:
+                        continue
+                    for o in api.list(r, meta["name"], {})[0]:
+                        left += 1
+                        if not o["metadata"].get("deletionTimestamp"):
+                            try:
+                                api.delete(r, meta["name"], o["metadata"]["name"], {})
+                            except ApiError:
+                                pass
+                if left == 0:
+                    api.etcd.delete(nsr.key(None, meta["name"]),
+                                    int(meta["resourceVersion"]))
+        except Exception as e:  # etcd hiccup: retry on next tick
+            sys.stderr.write(f"apiserver: namespace controller: {e}\n")
+
+
+# ------------------------------------------------------------------ startup
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def _pdeathsig():
+    """Run in the etcd child: die with SIGTERM if this server dies."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def start_etcd(data):
+    for attempt in range(5):
+        cport, pport = free_port(), free_port()
+        log = open(os.path.join(data, "etcd.log"), "ab")
+        curl, purl = f"http://127.0.0.1:{cport}", f"http://127.0.0.1:{pport}"
+        proc = subprocess.Popen(
+            ["/usr/bin/etcd", "--name", "default", "--data-dir", os.path.join(data, "etcd"),
+             "--listen-client-urls", curl, "--advertise-client-urls", curl,
+             "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
+             "--initial-cluster", f"default={purl}", "--log-level", "warn",
+             "--experimental-watch-progress-notify-interval", "5s"],
+            stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig,
+            close_fds=True)
+        log.close()
+        etcd = store.Etcd("127.0.0.1", cport)
+        for _ in range(100):
+            if proc.poll() is not None:
+                break
+            try:
+                etcd.revision()
+                return proc, etcd, cport
+            except (OSError, store.EtcdError, Exception):
+                time.sleep(0.1)
+        proc.terminate()
+        proc.wait()
+    raise SystemExit("apiserver: etcd did not start; see " + os.path.join(data, "etcd.log"))
+
+
+def seed(api):
+    nsr = reg.find_resource("", "v1", "namespaces")
+    for n in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        try:
+            api.create(nsr, None, {"metadata": {"name": n}})
+        except ApiError as e:
+            if e.code != 409:
+                raise
+
+
+def kubeconfig(path, server, ca, user, creds):
+    lines = ["apiVersion: v1", "kind: Config", "clusters:", "- name: test", "  cluster:",
+             f"    server: {server}", f"    certificate-authority: {ca}", "contexts:",
+             "- name: test", "  context:", "    cluster: test", f"    user: {user}",
+             "current-context: test", "users:", f"- name: {user}", "  user:"]
+    lines += [f"    {k}: {v}" for k, v in creds.items()]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--bind", action="store_true", help="bind pending pods to nodes")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--node-name", default=os.uname().nodename.lower(),
+                    help="node identity of node.kubeconfig and node.crt")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args()
+    data = os.path.abspath(args.data)
+    os.makedirs(data, exist_ok=True)
+    subprocess.run(["/bin/bash", os.path.join(HERE, "certs.sh"), data, args.node_name],
+                   check=True)
+
+    proc, etcd, cport = start_etcd(data)
+    stopping = threading.Event()
+
+    def stop(*_):
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    try:
+        api = Api(etcd)
+        seed(api)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(data, "server.crt"), os.path.join(data, "server.key"))
+        ctx.load_verify_locations(os.path.join(data, "ca.crt"))
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.set_alpn_protocols(["http/1.1"])
+        srv = Server(("127.0.0.1", args.port), Handler)
+        port = srv.server_address[1]
+        srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
+        srv.verbose = args.verbose
+        srv.address = f"127.0.0.1:{port}"
+        admin_token, node_token = secrets.token_hex(16), secrets.token_hex(16)
+        srv.tokens = {admin_token: ("kubernetes-admin", ["system:masters"]),
+                      node_token: (f"system:node:{args.node_name}", ["system:nodes"])}
+        url = f"https://127.0.0.1:{port}"
+        ca = os.path.join(data, "ca.crt")
+        kubeconfig(os.path.join(data, "admin.kubeconfig"), url, ca, "admin",
+                   {"client-certificate": os.path.join(data, "admin.crt"),
+                    "client-key": os.path.join(data, "admin.key")})
+        kubeconfig(os.path.join(data, "node.kubeconfig"), url, ca, f"system:node:"
+                   f"{args.node_name}", {"token": node_token})
+        for name, tok in (("admin.token", admin_token), ("node.token", node_token)):
+            with open(os.path.join(data, name), "w") as f:
+                f.write(tok + "\n")
+        with open(os.path.join(data, "etcd.endpoint"), "w") as f:
+            f.write(f"http://127.0.0.1:{cport}\n")
+        with open(os.path.join(data, "etcd.pid"), "w") as f:
+            f.write(f"{proc.pid}\n")
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.2},
+                         daemon=True).start()
+        threading.Thread(target=namespace_controller, args=(api, stopping),
+                         daemon=True).start()
+        if args.bind:
+            threading.Thread(target=binder, args=(api, stopping), daemon=True).start()
+        print(f"ready {url}", flush=True)
+        while not stopping.wait(1):
+            if proc.poll() is not None:
+                sys.stderr.write("apiserver: etcd exited\n")
+                break
+        srv.shutdown()
+        srv.server_close()
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+#!/bin/bash
+# kubectl v1.32 against the stand-in apiserver of tests/apiserver (real etcd
+# behind it): the requests kubectl, a kubelet and a user make must behave as
+# on a real kube-apiserver. Exit 77 when a prerequisite is missing.
+set -euo pipefail
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: must run as root"; exit 77; }
+for bin in /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 curl openssl; do
+        command -v "$bin" >/dev/null 2>&1 || { echo "SKIP: $bin missing"; exit 77; }
+done
+
+src=${SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+tmp=$(mktemp -d /tmp/apiserver-kubectl.XXXXXX)
+data=$tmp/data
+server_pid=""
+etcd_pid=""
+bg_pids=()
+
+cleanup() {
+        local rc=$? p
+        set +e
+        for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+        if [ -n "$server_pid" ]; then
+                kill -TERM "$server_pid" 2>/dev/null
+                wait "$server_pid" 2>/dev/null
+        fi
+        # etcd is the server's child: it must be gone once the server is.
+        if [ -n "$etcd_pid" ] && kill -0 "$etcd_pid" 2>/dev/null; then
+                echo "FAIL: etcd (pid $etcd_pid) survived the server"
+                kill -KILL "$etcd_pid"
+                rc=1
+        fi
+        if [ "$rc" -ne 0 ] && [ -f "$tmp/server.log" ]; then
+                echo "--- server log"; tail -n 30 "$tmp/server.log"
+        fi
+        rm -rf "$tmp"
+        exit "$rc"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "== [$SECONDS s] $*"; }
+# expect_grep PATTERN TEXT WHAT
+expect_grep() { grep -qE -- "$1" <<<"$2" || fail "$3: no /$1/ in: $2"; }
+
+step "unit checks of the server's pure modules"
+/usr/bin/python3 -B "$src/tests/apiserver/selftest.py" 2>"$tmp/selftest.out" ||
+        fail "selftest: $(cat "$tmp/selftest.out")"
+
+bash "$src/tests/apiserver/run.sh" --data "$data" --bind --node-name node-a >"$tmp/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 100); do
+        grep -q '^ready ' "$tmp/server.log" && break
+        kill -0 "$server_pid" 2>/dev/null || fail "server exited: $(cat "$tmp/server.log")"
+        sleep 0.1
+done
+url=$(sed -n 's/^ready //p' "$tmp/server.log")
+[ -n "$url" ] || fail "server not ready"
+etcd_pid=$(cat "$data/etcd.pid")
+etcd_ep=$(cat "$data/etcd.endpoint")
+node_token=$(cat "$data/node.token")
+
+k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=30s "$@"; }
+# Admin requests by client certificate; kubelet requests by node token.
+acurl() { curl -sS -m 30 --cacert "$data/ca.crt" --cert "$data/admin.crt" --key "$data/admin.key" "$@"; }
+ncurl() { curl -sS -m 30 --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" "$@"; }
+# json FIELD-EXPRESSION: evaluate a Python expression on stdin's JSON as `o`
+json() { /usr/bin/python3 -c "import json,sys; o=json.load(sys.stdin); print($1)"; }
+pod_uid() { k get pod "$1" -o jsonpath='{.metadata.uid}'; }
+
+step "authentication"
+out=$(curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer wrong" -w '\n%{http_code}' \
+        "$url/api/v1/namespaces/default/pods")
+expect_grep '"reason":"Unauthorized"' "$out" "bad token"
+expect_grep '^401$' "$(tail -n1 <<<"$out")" "bad token code"
+out=$(curl -sS --cacert "$data/ca.crt" -o /dev/null -w '%{http_code}' "$url/api/v1/nodes")
+[ "$out" = 401 ] || fail "no credentials answered $out"
+out=$(kubectl --server "$url" --certificate-authority "$data/ca.crt" --token wrong get pods 2>&1) &&
+        fail "kubectl with a bad token succeeded"
+expect_grep 'error: You must be logged in to the server' "$out" "kubectl bad token"
+out=$(kubectl --kubeconfig "$data/node.kubeconfig" get ns default -o name)
+[ "$out" = namespace/default ] || fail "node token: $out"
+out=$(k version -o json | json 'o["serverVersion"]["gitVersion"]')
+expect_grep '^v1\.32\.' "$out" "server version"
+out=$(k get ns)
+for ns in default kube-system kube-node-lease kube-public; do
+        expect_grep "^$ns +Active" "$out" "namespace $ns"
+done
+
+# kubectl's typed clients (create namespace/configmap/secret) send protobuf.
+[ "$(k create namespace team)" = "namespace/team created" ] || fail "create namespace"
+k -n team create configmap settings --from-literal=mode=fast >/dev/null
+k -n team create secret generic creds --from-literal=user=admin >/dev/null
+out=$(k -n team get configmap settings -o jsonpath='{.data.mode}')
+[ "$out" = fast ] || fail "configmap data: $out"
+out=$(k -n team get secret creds -o jsonpath='{.data.user}')
+[ "$out" = "$(printf admin | base64)" ] || fail "secret data: $out"
+expect_grep '^settings +1 +[0-9]+s$' "$(k -n team get configmaps)" "configmap table"
+expect_grep '^team +Active ' "$(k get ns)" "new namespace"
+
+step "nodes: create, kubelet status patch, table"
+k create -f - <<EOF >/dev/null
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels: {kubernetes.io/hostname: node-a, node-role.kubernetes.io/worker: ""}
+EOF
+out=$(k get nodes)
+expect_grep '^node-a +Unknown +worker ' "$out" "node without conditions"
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+ncurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/nodes/node-a/status" --data-binary @- <<EOF || fail "node status patch"
+{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady",
+ "message":"kubelet is posting ready status","lastHeartbeatTime":"$now","lastTransitionTime":"$now"}],
+ "addresses":[{"type":"InternalIP","address":"10.0.0.5"},{"type":"Hostname","address":"node-a"}],
+ "nodeInfo":{"kubeletVersion":"v1.32.0-cubelet","osImage":"Debian GNU/Linux 12 (bookworm)",
+ "kernelVersion":"6.1.0","containerRuntimeVersion":"cubelet://0.1"}}}
+EOF
+out=$(k get nodes -o wide)
+expect_grep '^NAME +STATUS +ROLES +AGE +VERSION +INTERNAL-IP +EXTERNAL-IP +OS-IMAGE +KERNEL-VERSION +CONTAINER-RUNTIME$' \
+        "$(head -n1 <<<"$out")" "node wide header"
+expect_grep '^node-a +Ready +worker +[0-9]+s +v1\.32\.0-cubelet +10\.0\.0\.5 +<none> +Debian GNU/Linux 12 \(bookworm\) +6\.1\.0 +cubelet://0\.1$' \
+        "$out" "node wide row"
+
+step "pods: create, apply twice, get"
+cat >"$tmp/web.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  nodeName: node-a
+  containers:
+  - name: nginx
+    image: nginx:1.25
+    ports: [{containerPort: 80}]
+    resources: {limits: {cpu: 100m, memory: 64Mi}}
+EOF
+out=$(k apply -f "$tmp/web.yaml")
+[ "$out" = "pod/web created" ] || fail "first apply: $out"
+sed -i 's/app: web}/app: web, tier: front}/; s/nginx:1.25/nginx:1.26/' "$tmp/web.yaml"
+out=$(k apply -f "$tmp/web.yaml")
+[ "$out" = "pod/web configured" ] || fail "second apply: $out"
+out=$(k apply -f "$tmp/web.yaml")
+[ "$out" = "pod/web unchanged" ] || fail "third apply: $out"
+out=$(k get pod web -o json)
+[ "$(json 'o["spec"]["containers"][0]["image"]' <<<"$out")" = nginx:1.26 ] || fail "image not patched"
+[ "$(json 'o["metadata"]["labels"]["tier"]' <<<"$out")" = front ] || fail "label not patched"
+[ "$(json 'o["status"]["qosClass"]' <<<"$out")" = Guaranteed ] || fail "qosClass"
+[ "$(json 'o["spec"]["containers"][0]["resources"]["requests"]["memory"]' <<<"$out")" = 64Mi ] ||
+        fail "requests not defaulted from limits"
+[ "$(json 'len(o["spec"]["tolerations"])' <<<"$out")" = 2 ] || fail "default tolerations"
+[ "$(json '[c["type"] for c in o["status"]["conditions"]]' <<<"$out")" = "['PodScheduled']" ] ||
+        fail "PodScheduled condition"
+out=$(k get pod web -o yaml)
+expect_grep '^  uid: [0-9a-f-]{36}$' "$out" "uid in yaml"
+expect_grep '^  terminationGracePeriodSeconds: 30$' "$out" "grace default"
+expect_grep '^    imagePullPolicy: IfNotPresent$' "$out" "pull policy default"
+out=$(k get pods -o wide)
+expect_grep '^NAME +READY +STATUS +RESTARTS +AGE +IP +NODE +NOMINATED NODE +READINESS GATES$' \
+        "$(head -n1 <<<"$out")" "pod wide header"
+expect_grep '^web +0/1 +Pending +0 +[0-9]+s +<none> +node-a +<none> +<none>$' "$out" "pod wide row"
+
+step "validation"
+cat >"$tmp/bad.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: Bad_Name}
+spec:
+  restartPolicy: Sometimes
+  containers: [{name: a, image: x}, {name: a}]
+EOF
+out=$(k create -f "$tmp/bad.yaml" 2>&1) && fail "invalid pod accepted"
+expect_grep 'The Pod "Bad_Name" is invalid' "$out" "invalid pod"
+expect_grep 'metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain' "$out" "name"
+expect_grep 'spec.containers\[1\].name: Duplicate value: "a"' "$out" "duplicate"
+expect_grep 'spec.containers\[1\].image: Required value' "$out" "image"
+expect_grep 'spec.restartPolicy: Unsupported value: "Sometimes"' "$out" "restartPolicy"
+
+step "watch (kubectl get -w) sees a kubelet status patch and a label"
+k get pod web -w -o json --output-watch-events >"$tmp/watch.out" 2>&1 &
+bg_pids+=($!)
+for _ in $(seq 50); do grep -q '"ADDED"' "$tmp/watch.out" && break; sleep 0.1; done
+uid=$(pod_uid web)
+ncurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/pods/web/status" --data-binary @- <<EOF || fail "status patch"
+{"metadata":{"uid":"$uid"},"status":{"phase":"Running","podIP":"10.88.0.7","podIPs":[{"ip":"10.88.0.7"}],
+ "conditions":[{"type":"Ready","status":"True"},{"type":"ContainersReady","status":"True"}],
+ "containerStatuses":[{"name":"nginx","ready":true,"restartCount":2,"image":"nginx:1.26","imageID":"",
+  "state":{"running":{"startedAt":"$now"}},
+  "lastState":{"terminated":{"exitCode":1,"reason":"Error","finishedAt":"$now"}}}]}}
+EOF
+k label pod web env=test >/dev/null
+for _ in $(seq 50); do grep -q '"env":"test"' "$tmp/watch.out" && break; sleep 0.1; done
+expect_grep '^\{"type":"MODIFIED".*"env":"test"' "$(cat "$tmp/watch.out")" "watch MODIFIED with the label"
+out=$(k get pod web -o wide)
+expect_grep '^web +1/1 +Running +2 \([0-9]+s ago\) +[0-9]+s +10\.88\.0\.7 +node-a ' "$out" "running row"
+[ "$(json 'o["status"]["conditions"][0]["type"]' <<<"$(k get pod web -o json)")" = PodScheduled ] ||
+        fail "conditions merge by type lost PodScheduled"
+code=$(ncurl -o "$tmp/uid.out" -w '%{http_code}' -X PATCH \
+        -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/pods/web/status" \
+        --data '{"metadata":{"uid":"00000000-0000-0000-0000-000000000000"},"status":{"phase":"Failed"}}')
+[ "$code" = 409 ] || fail "status patch with another uid answered $code"
+expect_grep "Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: $uid" \
+        "$(cat "$tmp/uid.out")" "uid precondition message"
+
+step "events and describe"
+acurl -o /dev/null -f -X POST -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/events" --data-binary @- <<EOF || fail "event create"
+{"metadata":{"name":"web.1","namespace":"default"},
+ "involvedObject":{"kind":"Pod","namespace":"default","name":"web","uid":"$uid","apiVersion":"v1"},
+ "reason":"Pulled","message":"Container image \"nginx:1.26\" already present on machine",
+ "type":"Normal","source":{"component":"kubelet","host":"node-a"},
+ "firstTimestamp":"$now","lastTimestamp":"$now","count":1}
+EOF
+out=$(k describe pod web)
+expect_grep '^Status: +Running' "$out" "describe status"
+expect_grep 'Normal +Pulled +[0-9]+s +kubelet +Container image "nginx:1.26" already present' "$out" \
+        "describe events"
+out=$(k get events)
+expect_grep '^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$' "$(head -n1 <<<"$out")" "events header"
+expect_grep 'Normal +Pulled +pod/web +Container image' "$out" "events row"
+acurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/events/web.1" --data '{"count":2}' || fail "event patch"
+
+step "leases"
+ncurl -o /dev/null -f -X POST -H 'Content-Type: application/json' \
+        "$url/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases" \
+        --data '{"metadata":{"name":"node-a"},"spec":{"holderIdentity":"node-a","leaseDurationSeconds":40}}' ||
+        fail "lease create"
+out=$(k get leases -n kube-node-lease)
+expect_grep '^node-a +node-a +[0-9]+s$' "$out" "lease row"
+
+step "taints, cordon, --bind binder"
+k taint nodes node-a dedicated=test:NoExecute >/dev/null
+[ "$(k get node node-a -o jsonpath='{.spec.taints[0].key}={.spec.taints[0].value}:{.spec.taints[0].effect}')" = \
+        "dedicated=test:NoExecute" ] || fail "taint not added"
+cat >"$tmp/pending.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: pending}
+spec:
+  containers: [{name: c, image: busybox}]
+EOF
+k create -f "$tmp/pending.yaml" >/dev/null
+sleep 1.5
+[ -z "$(k get pod pending -o jsonpath='{.spec.nodeName}')" ] ||
+        fail "pod bound to a node whose NoExecute taint it does not tolerate"
+k cordon node-a >/dev/null
+expect_grep '^node-a +Ready,SchedulingDisabled ' "$(k get nodes)" "cordoned"
+k taint nodes node-a dedicated=test:NoExecute- >/dev/null
+[ -z "$(k get node node-a -o jsonpath='{.spec.taints}')" ] || fail "taint not removed"
+sleep 1.5
+[ -z "$(k get pod pending -o jsonpath='{.spec.nodeName}')" ] || fail "pod bound to a cordoned node"
+k uncordon node-a >/dev/null
+expect_grep '^node-a +Ready +worker ' "$(k get nodes)" "uncordoned"
+for _ in $(seq 50); do
+        [ "$(k get pod pending -o jsonpath='{.spec.nodeName}')" = node-a ] && break
+        sleep 0.1
+done
+[ "$(k get pod pending -o jsonpath='{.spec.nodeName}')" = node-a ] || fail "binder did not bind"
+expect_grep 'True' "$(k get pod pending -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].status}')" \
+        "binder PodScheduled"
+
+step "graceful deletion"
+out=$(k delete pod pending --wait=false)
+[ "$out" = 'pod "pending" deleted' ] || fail "delete: $out"
+ts=$(k get pod pending -o jsonpath='{.metadata.deletionTimestamp} {.metadata.deletionGracePeriodSeconds}')
+expect_grep '^[0-9T:-]+Z 30$' "$ts" "deletionTimestamp and grace"
+expect_grep '^pending +0/1 +Terminating ' "$(k get pods)" "Terminating row"
+k delete pod pending --wait=false --grace-period=100 >/dev/null
+[ "$(k get pod pending -o jsonpath='{.metadata.deletionGracePeriodSeconds}')" = 30 ] ||
+        fail "a second delete lengthened the grace period"
+code=$(ncurl -o "$tmp/del.out" -w '%{http_code}' -X DELETE -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/pods/pending" \
+        --data '{"gracePeriodSeconds":0,"preconditions":{"uid":"not-the-uid"}}')
+[ "$code" = 409 ] || fail "delete with wrong uid answered $code"
+expect_grep 'Precondition failed: UID in precondition: not-the-uid, UID in object meta: ' \
+        "$(cat "$tmp/del.out")" "delete precondition"
+puid=$(pod_uid pending)
+ncurl -o /dev/null -f -X DELETE -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/pods/pending" \
+        --data "{\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"$puid\"}}" || fail "kubelet delete"
+k get pod pending >/dev/null 2>&1 && fail "pod still present after the grace-0 delete"
+sed 's/name: pending}/name: forced}/; s/^spec:/spec:\n  nodeName: node-a/' "$tmp/pending.yaml" |
+        k create -f - >/dev/null
+out=$(k delete pod forced --grace-period=0 --force 2>&1)
+expect_grep 'pod "forced" force deleted' "$out" "force delete"
+out=$(k get pod forced 2>&1) && fail "force-deleted pod still there"
+expect_grep 'Error from server \(NotFound\): pods "forced" not found' "$out" "NotFound"
+
+step "409 on a stale update"
+k get pod web -o json >"$tmp/web.json"
+# Two writers start from the same read; the first one's update wins.
+json 'json.dumps(dict(o, metadata=dict(o["metadata"], labels=dict(o["metadata"]["labels"], writer="one"))))' \
+        <"$tmp/web.json" >"$tmp/web1.json"
+acurl -o /dev/null -f -X PUT -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/pods/web" --data-binary @"$tmp/web1.json" || fail "first PUT"
+code=$(acurl -o "$tmp/put.out" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/pods/web" --data-binary @"$tmp/web.json")
+[ "$code" = 409 ] || fail "stale PUT answered $code"
+expect_grep 'Operation cannot be fulfilled on pods \\"web\\": the object has been modified; please apply your changes to the latest version and try again' \
+        "$(cat "$tmp/put.out")" "conflict message"
+
+step "drain: evictions completed by the test acting as the kubelet"
+sed 's/name: pending}/name: worker}/; s/^spec:/spec:\n  nodeName: node-a/' "$tmp/pending.yaml" |
+        k create -f - >/dev/null
+k drain node-a --ignore-daemonsets --delete-emptydir-data --force --timeout=20s \
+        >"$tmp/drain.out" 2>&1 &
+drain_pid=$!
+bg_pids+=("$drain_pid")
+# The kubelet's part: finish every pod the evictions marked for deletion.
+for _ in $(seq 150); do
+        kill -0 "$drain_pid" 2>/dev/null || break
+        acurl -f "$url/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-a" |
+                json '"\n".join(p["metadata"]["name"]+" "+p["metadata"]["uid"] for p in o["items"] if p["metadata"].get("deletionTimestamp"))' |
+                while read -r name puid; do
+                        [ -n "$name" ] || continue
+                        ncurl -o /dev/null -X DELETE -H 'Content-Type: application/json' \
+                                "$url/api/v1/namespaces/default/pods/$name" \
+                                --data "{\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"$puid\"}}"
+                done
+        sleep 0.2
+done
+wait "$drain_pid" || fail "drain failed: $(cat "$tmp/drain.out")"
+out=$(cat "$tmp/drain.out")
+expect_grep 'node/node-a cordoned' "$out" "drain cordon"
+expect_grep 'evicting pod default/web' "$out" "drain evicts web"
+expect_grep 'evicting pod default/worker' "$out" "drain evicts worker"
+expect_grep 'pod/web evicted' "$out" "web evicted"
+expect_grep 'node/node-a drained' "$out" "drained"
+[ -z "$(k get pods -o name)" ] || fail "pods left after drain: $(k get pods -o name)"
+
+step "objects are in etcd"
+k create -f "$tmp/pending.yaml" >/dev/null
+keys=$(ETCDCTL_API=3 etcdctl --endpoints "$etcd_ep" get --prefix /registry/ --keys-only)
+expect_grep '^/registry/pods/default/pending$' "$keys" "pod key"
+expect_grep '^/registry/minions/node-a$' "$keys" "node key"
+expect_grep '^/registry/leases/kube-node-lease/node-a$' "$keys" "lease key"
+val=$(ETCDCTL_API=3 etcdctl --endpoints "$etcd_ep" get /registry/pods/default/pending --print-value-only)
+[ "$(json 'o["metadata"]["uid"]' <<<"$val")" = "$(pod_uid pending)" ] || fail "etcd value differs"
+
+step "410 Expired after an etcd compaction"
+old_rv=$(acurl -f "$url/api/v1/namespaces/default/pods" | json 'o["metadata"]["resourceVersion"]')
+page=$(acurl -f "$url/api/v1/namespaces?limit=1" | json 'o["metadata"]["continue"]')
+for i in 1 2 3; do k label pod pending --overwrite round=$i >/dev/null; done
+rev=$(ETCDCTL_API=3 etcdctl --endpoints "$etcd_ep" endpoint status -w json | json 'o[0]["Status"]["header"]["revision"]')
+ETCDCTL_API=3 etcdctl --endpoints "$etcd_ep" compact "$rev" >/dev/null
+out=$(acurl -f -m 10 "$url/api/v1/namespaces/default/pods?watch=true&resourceVersion=$old_rv")
+expect_grep "^\{\"type\":\"ERROR\",\"object\":\{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":\{\},\"status\":\"Failure\",\"message\":\"too old resource version: $old_rv \($((rev - 1))\)\",\"reason\":\"Expired\",\"code\":410\}\}$" \
+        "$out" "in-stream 410"
+code=$(acurl -o "$tmp/cont.out" -w '%{http_code}' "$url/api/v1/namespaces?limit=1&continue=$page")
+[ "$code" = 410 ] || fail "stale continue answered $code"
+expect_grep '"reason":"Expired","code":410' "$(cat "$tmp/cont.out")" "continue 410"
+# A current resourceVersion still watches fine, with bookmarks.
+cur=$(acurl -f "$url/api/v1/namespaces/default/pods" | json 'o["metadata"]["resourceVersion"]')
+out=$(acurl -m 10 "$url/api/v1/namespaces/default/pods?watch=true&allowWatchBookmarks=true&timeoutSeconds=6&resourceVersion=$cur")
+expect_grep '^\{"type":"BOOKMARK","object":\{"kind":"Pod","apiVersion":"v1","metadata":\{"resourceVersion":"[0-9]+"\}\}\}$' \
+        "$out" "bookmark"
+
+step "namespace deletion empties the namespace"
+out=$(k delete namespace team --timeout=20s)
+[ "$out" = 'namespace "team" deleted' ] || fail "namespace delete: $out"
+k get namespace team >/dev/null 2>&1 && fail "namespace team still exists"
+keys=$(ETCDCTL_API=3 etcdctl --endpoints "$etcd_ep" get --prefix /registry/ --keys-only)
+grep -q '/team' <<<"$keys" && fail "team objects left in etcd: $(grep /team <<<"$keys")"
+out=$(k delete namespace default 2>&1) && fail "deleting default succeeded"
+expect_grep 'namespaces "default" is forbidden: this namespace may not be deleted' "$out" "default"
+
+step "stop: no process left behind"
+kill -TERM "$server_pid"
+wait "$server_pid" || true
+server_pid=""
+for _ in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$etcd_pid" 2>/dev/null && fail "etcd still running after SIGTERM"
+echo "PASS"

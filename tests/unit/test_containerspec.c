@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Kubernetes container -> runtime spec: expansion, env, argv, users,
+ * runAsNonRoot, capabilities, seccomp, pull policy. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/containerspec.h"
+#include "lib/cleanup.h"
+
+static struct cb_arena *arena;
+
+static void setup(void)
+{
+        arena = cb_arena_new(0);
+}
+
+static void teardown(void)
+{
+        cb_arena_free(arena);
+}
+
+static struct k8s_pod *pod_from(const char *json)
+{
+        _cleanup_cjson_ cJSON *j = cJSON_Parse(json);
+        ck_assert_msg(j != NULL, "bad test JSON: %s", json);
+        struct k8s_pod *p = NULL;
+        struct cb_error err = {0};
+        ck_assert_msg(k8s_pod_from_json(j, &p, &err) == 0, "decode: %s", err.msg);
+        return p;
+}
+
+static const char *map_lookup(void *ctx, const char *name, size_t len)
+{
+        const char *const *kv = ctx;
+        for (size_t i = 0; kv[i]; i += 2)
+                if (strlen(kv[i]) == len && memcmp(kv[i], name, len) == 0)
+                        return kv[i + 1];
+        return NULL;
+}
+
+START_TEST(test_expand_table)
+{
+        static const char *vars[] = {"A", "alpha", "B", "$(A)", "EMPTY", "", NULL};
+        static const struct {
+                const char *in, *want;
+        } t[] = {
+            {"plain", "plain"},
+            {"$(A)", "alpha"},
+            {"x$(A)y", "xalphay"},
+            {"$(A)$(A)", "alphaalpha"},
+            {"$$(A)", "$(A)"},    /* escaped */
+            {"$$$(A)", "$alpha"}, /* escape then a reference */
+            {"$(UNDEFINED)", "$(UNDEFINED)"},
+            {"$(B)", "$(A)"}, /* values are not expanded again */
+            {"$(EMPTY)x", "x"},
+            {"$(A", "$(A"}, /* unclosed */
+            {"$A", "$A"},
+            {"100$", "100$"},
+            {"$", "$"},
+            {"$()", "$()"},
+            {"", ""},
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                char *got = ag_expand(arena, t[i].in, map_lookup, vars);
+                ck_assert_msg(got && strcmp(got, t[i].want) == 0,
+                              "expand(\"%s\") = \"%s\", want \"%s\"", t[i].in, got ? got : "(null)",
+                              t[i].want);
+        }
+}
+END_TEST
+
+START_TEST(test_pull_policy_default)
+{
+        static const struct {
+                const char *image, *policy;
+                enum k8s_pull_policy want;
+        } t[] = {
+            {"busybox", NULL, K8S_PULL_ALWAYS},
+            {"busybox:latest", NULL, K8S_PULL_ALWAYS},
+            {"busybox:1.36", NULL, K8S_PULL_IF_NOT_PRESENT},
+            {"localhost:5000/busybox", NULL, K8S_PULL_ALWAYS}, /* the port is not a tag */
+            {"localhost:5000/busybox:1.36", NULL, K8S_PULL_IF_NOT_PRESENT},
+            {"busybox@sha256:4be429a5fbb2e71ae7958bfa558bc637cf3a61baf40a708cb8fff532b39e52d0",
+             NULL, K8S_PULL_IF_NOT_PRESENT},
+            {"busybox:1.36", "Always", K8S_PULL_ALWAYS},
+            {"busybox", "Never", K8S_PULL_NEVER},
+            {"busybox:latest", "IfNotPresent", K8S_PULL_IF_NOT_PRESENT},
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                char json[512];
+                snprintf(json, sizeof(json),
+                         "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                         "\"image\":\"%s\"%s%s%s}]}}",
+                         t[i].image, t[i].policy ? ",\"imagePullPolicy\":\"" : "",
+                         t[i].policy ? t[i].policy : "", t[i].policy ? "\"" : "");
+                struct k8s_pod *p = pod_from(json);
+                ck_assert_msg(ag_pull_policy(&p->spec.containers[0]) == t[i].want, "%s %s -> %s",
+                              t[i].image, t[i].policy ? t[i].policy : "(default)",
+                              ag_pull_policy_name(ag_pull_policy(&p->spec.containers[0])));
+                k8s_pod_free(p);
+        }
+}
+END_TEST
+
+static const struct ag_env_context ctx = {
+    .node_name = "node-1",
+    .pod_ip = "10.88.0.7",
+    .host_ip = "192.168.1.20",
+    .node_allocatable_milli_cpu = 1900,
+    .node_allocatable_memory = 4000000000,
+};
+
+static int build(struct k8s_pod *p, size_t ci, const struct ag_image_defaults *img,
+                 struct ag_container_spec *s, struct cb_error *err)
+{
+        return ag_container_spec_build(arena, p, &p->spec.containers[ci], img, &ctx, s, err);
+}
+
+static const char *env_of(const struct ag_container_spec *s, const char *name)
+{
+        size_t n = strlen(name);
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strncmp(s->env[i], name, n) == 0 && s->env[i][n] == '=')
+                        return s->env[i] + n + 1;
+        return NULL;
+}
+
+START_TEST(test_env_and_downward_api)
+{
+        struct k8s_pod *p = pod_from(
+            "{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\",\"uid\":\"u-1\","
+            "\"labels\":{\"app\":\"web\"}},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\","
+            "\"env\":["
+            "{\"name\":\"GREETING\",\"value\":\"hello\"},"
+            "{\"name\":\"MSG\",\"value\":\"$(GREETING) from $(POD_NAME)\"},"
+            "{\"name\":\"POD_NAME\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.name\"}}}"
+            ","
+            "{\"name\":\"MSG2\",\"value\":\"$(GREETING) from $(POD_NAME)\"},"
+            "{\"name\":\"NS\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.namespace\"}}},"
+            "{\"name\":\"IP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.podIP\"}}},"
+            "{\"name\":\"HOST\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"status.hostIP\"}}},"
+            "{\"name\":\"NODE\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"spec.nodeName\"}}},"
+            "{\"name\":\"APP\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.labels['app']"
+            "\"}}},"
+            "{\"name\":\"CPU_LIMIT\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits."
+            "cpu\"}}},"
+            "{\"name\":\"MEM_REQ\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"requests."
+            "memory\"}}},"
+            "{\"name\":\"PATH\",\"value\":\"/custom/bin\"}"
+            "],\"resources\":{\"requests\":{\"memory\":\"64Mi\"}}}]}}");
+        static char *const image_env[] = {"PATH=/usr/bin:/bin", "IMAGE_ONLY=yes", NULL};
+        struct ag_image_defaults img = {.env = image_env, .cmd = (char *const[]){"sh", NULL}};
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert_msg(build(p, 0, &img, &s, &err) == 0, "%s", err.msg);
+        /* Only variables defined earlier expand. */
+        ck_assert_str_eq(env_of(&s, "MSG"), "hello from $(POD_NAME)");
+        ck_assert_str_eq(env_of(&s, "MSG2"), "hello from web");
+        ck_assert_str_eq(env_of(&s, "NS"), "shop");
+        ck_assert_str_eq(env_of(&s, "IP"), "10.88.0.7");
+        ck_assert_str_eq(env_of(&s, "HOST"), "192.168.1.20");
+        ck_assert_str_eq(env_of(&s, "NODE"), "node-1");
+        ck_assert_str_eq(env_of(&s, "APP"), "web");
+        /* No cpu limit: the node's allocatable, rounded up to whole cores. */
+        ck_assert_str_eq(env_of(&s, "CPU_LIMIT"), "2");
+        ck_assert_str_eq(env_of(&s, "MEM_REQ"), "67108864");
+        /* The container's PATH overrides the image's; image-only vars stay. */
+        ck_assert_str_eq(env_of(&s, "PATH"), "/custom/bin");
+        ck_assert_str_eq(env_of(&s, "IMAGE_ONLY"), "yes");
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_env_errors)
+{
+        struct k8s_pod *p = pod_from(
+            "{\"metadata\":{\"name\":\"web\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+            "\"image\":\"busybox:1\",\"command\":[\"sh\"],\"env\":[{\"name\":\"X\",\"valueFrom\":"
+            "{\"fieldRef\":{\"fieldPath\":\"spec.nosuch\"}}}]},"
+            "{\"name\":\"d\",\"image\":\"busybox:1\",\"command\":[\"sh\"],\"env\":[{\"name\":\"S\","
+            "\"valueFrom\":{\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert_int_eq(build(p, 0, NULL, &s, &err), -1);
+        ck_assert_msg(strstr(err.msg, "env X: unsupported fieldRef fieldPath \"spec.nosuch\""),
+                      "%s", err.msg);
+        ck_assert_int_eq(build(p, 1, NULL, &s, &err), -1);
+        ck_assert_msg(strstr(err.msg, "env S: configMapKeyRef and secretKeyRef"), "%s", err.msg);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_argv_rules)
+{
+        static char *const ep[] = {"/entry", "--flag", NULL};
+        static char *const cmd[] = {"default-arg", NULL};
+        struct ag_image_defaults img = {.entrypoint = ep, .cmd = cmd, .working_dir = "/work"};
+        struct k8s_pod *p = pod_from(
+            "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":["
+            "{\"name\":\"image-only\",\"image\":\"i:1\"},"
+            "{\"name\":\"args-only\",\"image\":\"i:1\",\"args\":[\"$(V)\",\"b\"],"
+            "\"env\":[{\"name\":\"V\",\"value\":\"v1\"}]},"
+            "{\"name\":\"command-only\",\"image\":\"i:1\",\"command\":[\"/bin/sh\",\"-c\"],"
+            "\"workingDir\":\"/tmp\"},"
+            "{\"name\":\"both\",\"image\":\"i:1\",\"command\":[\"echo\"],\"args\":[\"$$(V)\"]}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert(build(p, 0, &img, &s, &err) == 0);
+        ck_assert_uint_eq(s.argc, 3);
+        ck_assert_str_eq(s.argv[0], "/entry");
+        ck_assert_str_eq(s.argv[2], "default-arg");
+        ck_assert_str_eq(s.cwd, "/work");
+        ck_assert(build(p, 1, &img, &s, &err) == 0); /* args replace Cmd, keep Entrypoint */
+        ck_assert_uint_eq(s.argc, 4);
+        ck_assert_str_eq(s.argv[0], "/entry");
+        ck_assert_str_eq(s.argv[2], "v1");
+        ck_assert_str_eq(s.argv[3], "b");
+        ck_assert(build(p, 2, &img, &s, &err) == 0); /* command drops Entrypoint AND Cmd */
+        ck_assert_uint_eq(s.argc, 2);
+        ck_assert_str_eq(s.argv[1], "-c");
+        ck_assert_ptr_null(s.argv[2]);
+        ck_assert_str_eq(s.cwd, "/tmp");
+        ck_assert(build(p, 3, &img, &s, &err) == 0);
+        ck_assert_str_eq(s.argv[1], "$(V)");
+        /* No command anywhere. */
+        ck_assert_int_eq(build(p, 0, NULL, &s, &err), -1);
+        ck_assert_msg(strstr(err.msg, "no command specified"), "%s", err.msg);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_users_and_non_root)
+{
+        struct k8s_pod *p =
+            pod_from("{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\",\"uid\":\"u-9\"},"
+                     "\"spec\":{\"securityContext\":{\"runAsUser\":1000,\"runAsGroup\":3000,"
+                     "\"supplementalGroups\":[4000,4001],\"fsGroup\":2000},"
+                     "\"containers\":["
+                     "{\"name\":\"pod-level\",\"image\":\"i:1\",\"command\":[\"x\"]},"
+                     "{\"name\":\"override\",\"image\":\"i:1\",\"command\":[\"x\"],"
+                     "\"securityContext\":{\"runAsUser\":0,\"runAsNonRoot\":true}}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert(build(p, 0, NULL, &s, &err) == 0);
+        ck_assert(s.has_uid && s.uid == 1000 && s.has_gid && s.gid == 3000);
+        ck_assert_uint_eq(s.n_groups, 3);
+        ck_assert_int_eq(s.groups[2], 2000);
+        ck_assert_int_eq(build(p, 1, NULL, &s, &err), -1);
+        ck_assert_str_eq(err.msg, "container's runAsUser breaks non-root policy (pod: "
+                                  "\"web_shop(u-9)\", container: override)");
+        k8s_pod_free(p);
+
+        p = pod_from("{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\",\"uid\":\"u-9\"},"
+                     "\"spec\":{\"securityContext\":{\"runAsNonRoot\":true},\"containers\":["
+                     "{\"name\":\"c\",\"image\":\"i:1\",\"command\":[\"x\"]}]}}");
+        struct ag_image_defaults img = {.user = ""};
+        ck_assert_int_eq(build(p, 0, &img, &s, &err), -1);
+        ck_assert_str_eq(err.msg, "container has runAsNonRoot and image will run as root (pod: "
+                                  "\"web_shop(u-9)\", container: c)");
+        img.user = "0:0";
+        ck_assert_int_eq(build(p, 0, &img, &s, &err), -1);
+        img.user = "nobody";
+        ck_assert_int_eq(build(p, 0, &img, &s, &err), -1);
+        ck_assert_msg(strstr(err.msg, "image has non-numeric user (nobody), cannot verify user is "
+                                      "non-root"),
+                      "%s", err.msg);
+        img.user = "65534:65534";
+        ck_assert_msg(build(p, 0, &img, &s, &err) == 0, "%s", err.msg);
+        ck_assert(s.uid == 65534 && s.gid == 65534);
+        k8s_pod_free(p);
+
+        /* Without runAsNonRoot a named user is left to the runtime. */
+        p = pod_from("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                     "\"image\":\"i:1\",\"command\":[\"x\"]}]}}");
+        img.user = "www:staff";
+        ck_assert(build(p, 0, &img, &s, &err) == 0);
+        ck_assert(!s.has_uid && !s.has_gid);
+        ck_assert_str_eq(s.user_name, "www");
+        ck_assert_str_eq(s.group_name, "staff");
+        k8s_pod_free(p);
+}
+END_TEST
+
+static bool has_cap(const struct ag_container_spec *s, const char *name)
+{
+        for (size_t i = 0; i < s->n_caps; i++)
+                if (strcmp(s->caps[i], name) == 0)
+                        return true;
+        return false;
+}
+
+START_TEST(test_capabilities)
+{
+        struct k8s_pod *p = pod_from(
+            "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":["
+            "{\"name\":\"default\",\"image\":\"i:1\",\"command\":[\"x\"]},"
+            "{\"name\":\"dropall-add\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"capabilities\":{\"drop\":[\"ALL\"],\"add\":[\"NET_BIND_SERVICE\"]}}},"
+            "{\"name\":\"addall-drop\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"capabilities\":{\"add\":[\"ALL\"],\"drop\":[\"CHOWN\",\"cap_kill\"]}}},"
+            "{\"name\":\"add-drop\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"capabilities\":{\"add\":[\"NET_ADMIN\",\"SYS_TIME\"],\"drop\":[\"NET_RAW\"]}}},"
+            "{\"name\":\"privileged\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"privileged\":true,\"capabilities\":{\"drop\":[\"ALL\"]}}},"
+            "{\"name\":\"bogus\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"capabilities\":{\"add\":[\"NET_ADMIM\"]}}}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert(build(p, 0, NULL, &s, &err) == 0);
+        ck_assert_uint_eq(s.n_caps, 14);
+        ck_assert(has_cap(&s, "CAP_NET_RAW") && !has_cap(&s, "CAP_SYS_ADMIN"));
+        ck_assert(build(p, 1, NULL, &s, &err) == 0);
+        ck_assert_uint_eq(s.n_caps, 1);
+        ck_assert_str_eq(s.caps[0], "CAP_NET_BIND_SERVICE");
+        ck_assert(build(p, 2, NULL, &s, &err) == 0);
+        ck_assert(has_cap(&s, "CAP_SYS_ADMIN") && !has_cap(&s, "CAP_CHOWN") &&
+                  !has_cap(&s, "CAP_KILL"));
+        ck_assert(build(p, 3, NULL, &s, &err) == 0);
+        ck_assert_uint_eq(s.n_caps, 15);
+        ck_assert(has_cap(&s, "CAP_NET_ADMIN") && has_cap(&s, "CAP_SYS_TIME") &&
+                  !has_cap(&s, "CAP_NET_RAW"));
+        ck_assert(build(p, 4, NULL, &s, &err) == 0);
+        ck_assert(s.privileged && has_cap(&s, "CAP_SYS_ADMIN") && s.n_caps >= 38);
+        ck_assert_int_eq(build(p, 5, NULL, &s, &err), -1);
+        ck_assert_str_eq(err.msg,
+                         "securityContext.capabilities.add[0]: unknown capability \"NET_ADMIM\"");
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_seccomp_and_flags)
+{
+        struct k8s_pod *p = pod_from(
+            "{\"metadata\":{\"name\":\"p\"},\"spec\":{\"securityContext\":{\"seccompProfile\":"
+            "{\"type\":\"RuntimeDefault\"}},\"containers\":["
+            "{\"name\":\"inherit\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"allowPrivilegeEscalation\":false,\"readOnlyRootFilesystem\":true}},"
+            "{\"name\":\"unconfined\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"seccompProfile\":{\"type\":\"Unconfined\"}}},"
+            "{\"name\":\"local\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"profiles/"
+            "a.json\"}}},"
+            "{\"name\":\"escape\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"../../etc/x\"}}},"
+            "{\"name\":\"priv\",\"image\":\"i:1\",\"command\":[\"x\"],\"securityContext\":"
+            "{\"privileged\":true}}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert(build(p, 0, NULL, &s, &err) == 0);
+        ck_assert_int_eq(s.seccomp, AG_SECCOMP_RUNTIME_DEFAULT);
+        ck_assert(s.no_new_privs && s.read_only_rootfs);
+        ck_assert(build(p, 1, NULL, &s, &err) == 0);
+        ck_assert_int_eq(s.seccomp, AG_SECCOMP_UNCONFINED);
+        ck_assert(!s.no_new_privs && !s.read_only_rootfs);
+        ck_assert(build(p, 2, NULL, &s, &err) == 0);
+        ck_assert_int_eq(s.seccomp, AG_SECCOMP_LOCALHOST);
+        ck_assert_str_eq(s.seccomp_localhost, "profiles/a.json");
+        ck_assert_int_eq(build(p, 3, NULL, &s, &err), -1);
+        ck_assert_msg(strstr(err.msg, "must be a relative path without \"..\""), "%s", err.msg);
+        ck_assert(build(p, 4, NULL, &s, &err) == 0);
+        ck_assert_int_eq(s.seccomp, AG_SECCOMP_UNCONFINED);
+        k8s_pod_free(p);
+
+        /* Nothing set anywhere: Unconfined (the kubelet's seccompDefault=false). */
+        p = pod_from("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
+                     "\"image\":\"i:1\",\"command\":[\"x\"]}]}}");
+        ck_assert(build(p, 0, NULL, &s, &err) == 0);
+        ck_assert_int_eq(s.seccomp, AG_SECCOMP_UNCONFINED);
+        k8s_pod_free(p);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("containerspec");
+        TCase *tc = tcase_create("core");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_expand_table);
+        tcase_add_test(tc, test_pull_policy_default);
+        tcase_add_test(tc, test_env_and_downward_api);
+        tcase_add_test(tc, test_env_errors);
+        tcase_add_test(tc, test_argv_rules);
+        tcase_add_test(tc, test_users_and_non_root);
+        tcase_add_test(tc, test_capabilities);
+        tcase_add_test(tc, test_seccomp_and_flags);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

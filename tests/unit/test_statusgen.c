@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Decoded pod + observations -> the v1.PodStatus JSON. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/statusgen.h"
+#include "lib/cleanup.h"
+
+static struct k8s_pod *pod_from(const char *json)
+{
+        _cleanup_cjson_ cJSON *j = cJSON_Parse(json);
+        ck_assert_msg(j != NULL, "bad test JSON");
+        struct k8s_pod *p = NULL;
+        struct cb_error err = {0};
+        ck_assert_msg(k8s_pod_from_json(j, &p, &err) == 0, "decode: %s", err.msg);
+        return p;
+}
+
+static const char *str_at(const cJSON *o, const char *path)
+{
+        /* "a.b.0.c" */
+        char buf[256];
+        snprintf(buf, sizeof(buf), "%s", path);
+        const cJSON *cur = o;
+        for (char *tok = strtok(buf, "."); tok && cur; tok = strtok(NULL, ".")) {
+                if (cJSON_IsArray(cur))
+                        cur = cJSON_GetArrayItem(cur, atoi(tok));
+                else
+                        cur = cJSON_GetObjectItemCaseSensitive(cur, tok);
+        }
+        if (cJSON_IsString(cur))
+                return cur->valuestring;
+        if (cJSON_IsBool(cur))
+                return cJSON_IsTrue(cur) ? "true" : "false";
+        if (cJSON_IsNumber(cur)) {
+                static char num[32];
+                snprintf(num, sizeof(num), "%g", cur->valuedouble);
+                return num;
+        }
+        return cur ? "<non-scalar>" : "<missing>";
+}
+
+#define expect(o, path, want)                                                                      \
+        do {                                                                                       \
+                const char *got_ = str_at((o), (path));                                            \
+                ck_assert_msg(strcmp(got_, (want)) == 0, "%s = %s, want %s", (path), got_,         \
+                              (want));                                                             \
+        } while (0)
+
+static const char *POD =
+    "{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\",\"uid\":\"u-1\"},"
+    "\"spec\":{\"initContainers\":[{\"name\":\"init\",\"image\":\"busybox:1\"}],"
+    "\"containers\":[{\"name\":\"zeta\",\"image\":\"busybox:1\",\"readinessProbe\":"
+    "{\"exec\":{\"command\":[\"true\"]}},\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":"
+    "\"64Mi\"}}},{\"name\":\"alpha\",\"image\":\"busybox:1\",\"resources\":{\"limits\":"
+    "{\"cpu\":\"1\",\"memory\":\"64Mi\"}}}]},"
+    "\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"example.com/gate\","
+    "\"status\":\"True\",\"lastTransitionTime\":\"2026-11-29T10:00:00Z\"}]}}";
+
+static const char *HOST_IPS[] = {"192.168.1.20"};
+static const char *POD_IPS[] = {"10.88.0.7"};
+
+START_TEST(test_running_pod)
+{
+        struct k8s_pod *p = pod_from(POD);
+        struct ag_container_obs init[1] = {{
+            .known = true,
+            .container_id = "cubelet://aaa",
+            .image_id = "docker.io/library/busybox@sha256:1111",
+            .state = {.kind = ST_STATE_TERMINATED,
+                      .exit_code = 0,
+                      .reason = "Completed",
+                      .started_at = 1000,
+                      .finished_at = 1001,
+                      .container_id = "cubelet://aaa"},
+        }};
+        struct ag_container_obs regular[2] = {
+            {.known = true,
+             .container_id = "cubelet://zzz",
+             .state = {.kind = ST_STATE_RUNNING, .started_at = 1002},
+             .readiness_succeeded = false},
+            {.known = true,
+             .container_id = "cubelet://bbb",
+             .state = {.kind = ST_STATE_RUNNING, .started_at = 1002},
+             .restart_count = 2,
+             .last_state = {.kind = ST_STATE_TERMINATED,
+                            .exit_code = 137,
+                            .reason = "OOMKilled",
+                            .finished_at = 900}},
+        };
+        struct ag_pod_obs obs = {
+            .init_containers = init,
+            .containers = regular,
+            .sandbox_ready = true,
+            .pod_ips = POD_IPS,
+            .n_pod_ips = 1,
+            .host_ips = HOST_IPS,
+            .n_host_ips = 1,
+            .start_time = 999,
+        };
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 2000);
+        ck_assert_ptr_nonnull(st);
+        expect(st, "phase", "Running");
+        expect(st, "podIP", "10.88.0.7");
+        expect(st, "podIPs.0.ip", "10.88.0.7");
+        expect(st, "hostIP", "192.168.1.20");
+        expect(st, "startTime", "1970-01-01T00:16:39Z");
+        /* The init container has no resources: BestEffort + Guaranteed = Burstable. */
+        expect(st, "qosClass", "Burstable");
+        /* The foreign condition first, kept as it was. */
+        expect(st, "conditions.0.type", "example.com/gate");
+        expect(st, "conditions.0.lastTransitionTime", "2026-11-29T10:00:00Z");
+        expect(st, "conditions.1.type", "PodReadyToStartContainers");
+        expect(st, "conditions.2.type", "Initialized");
+        expect(st, "conditions.2.status", "True");
+        expect(st, "conditions.3.type", "Ready");
+        expect(st, "conditions.3.status", "False");
+        expect(st, "conditions.3.reason", "ContainersNotReady");
+        expect(st, "conditions.3.message", "containers with unready status: [zeta]");
+        /* Regular statuses sorted by name. */
+        expect(st, "containerStatuses.0.name", "alpha");
+        expect(st, "containerStatuses.0.restartCount", "2");
+        expect(st, "containerStatuses.0.lastState.terminated.reason", "OOMKilled");
+        expect(st, "containerStatuses.0.ready", "true");
+        expect(st, "containerStatuses.1.name", "zeta");
+        expect(st, "containerStatuses.1.ready", "false");
+        expect(st, "initContainerStatuses.0.state.terminated.reason", "Completed");
+        expect(st, "initContainerStatuses.0.imageID", "docker.io/library/busybox@sha256:1111");
+
+        /* The readiness probe passes: Ready. */
+        regular[0].readiness_succeeded = true;
+        cJSON_Delete(st);
+        st = ag_pod_status_json(p, &obs, 2000);
+        expect(st, "conditions.3.status", "True");
+
+        /* Wrapped as a status patch with the uid precondition. */
+        cJSON *body = ag_status_patch_body(p, cJSON_Duplicate(st, true));
+        expect(body, "metadata.uid", "u-1");
+        expect(body, "status.phase", "Running");
+        cJSON_Delete(body);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_pending_defaults_and_waiting_reasons)
+{
+        struct k8s_pod *p = pod_from(POD);
+        struct ag_container_obs init[1] = {{
+            .state = {.kind = ST_STATE_WAITING, .reason = "ErrImagePull", .message = "pull failed"},
+        }};
+        struct ag_pod_obs obs = {.init_containers = init, .host_ips = HOST_IPS, .n_host_ips = 1};
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 2000);
+        expect(st, "phase", "Pending");
+        expect(st, "initContainerStatuses.0.state.waiting.reason", "ErrImagePull");
+        expect(st, "containerStatuses.0.state.waiting.reason", "PodInitializing");
+        expect(st, "podIP", "<missing>");
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_rejected_and_forced)
+{
+        struct k8s_pod *p = pod_from(POD);
+        struct ag_pod_obs obs = {
+            .rejected = true,
+            .reason = "OutOfcpu",
+            .message = "Pod was rejected: Node didn't have enough resource: cpu, requested: "
+                       "1000, used: 1500, capacity: 2000",
+            .start_time = 1500,
+        };
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 2000);
+        expect(st, "phase", "Failed");
+        expect(st, "reason", "OutOfcpu");
+        expect(st, "message",
+               "Pod was rejected: Node didn't have enough resource: cpu, "
+               "requested: 1000, used: 1500, capacity: 2000");
+        expect(st, "qosClass", "Burstable");
+        expect(st, "startTime", "1970-01-01T00:25:00Z");
+        expect(st, "containerStatuses", "<missing>");
+        expect(st, "conditions", "<missing>");
+        ck_assert_int_eq(ag_pod_phase(p, &obs), ST_PHASE_FAILED);
+
+        /* activeDeadlineSeconds: forced Failed with the kubelet's reason. */
+        struct ag_container_obs regular[2] = {
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 5}},
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 5}},
+        };
+        struct ag_pod_obs dl = {
+            .containers = regular,
+            .forced_phase = ST_PHASE_FAILED,
+            .reason = "DeadlineExceeded",
+            .message = "Pod was active on the node longer than the specified deadline",
+        };
+        cJSON_Delete(st);
+        st = ag_pod_status_json(p, &dl, 2000);
+        expect(st, "phase", "Failed");
+        expect(st, "reason", "DeadlineExceeded");
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_terminal_phase_kept)
+{
+        /* The API already says Succeeded: a later observation cannot revive it. */
+        struct k8s_pod *p =
+            pod_from("{\"metadata\":{\"name\":\"job\",\"uid\":\"u-2\"},\"spec\":{\"restartPolicy\":"
+                     "\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]},"
+                     "\"status\":{\"phase\":\"Succeeded\"}}");
+        struct ag_container_obs c[1] = {
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 5}}};
+        struct ag_pod_obs obs = {.containers = c};
+        ck_assert_int_eq(ag_pod_phase(p, &obs), ST_PHASE_SUCCEEDED);
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 10);
+        expect(st, "phase", "Succeeded");
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_extra_condition_replaces)
+{
+        struct k8s_pod *p =
+            pod_from("{\"metadata\":{\"name\":\"job\",\"uid\":\"u-3\"},\"spec\":{\"containers\":"
+                     "[{\"name\":\"c\",\"image\":\"busybox:1\"}]},\"status\":{\"conditions\":"
+                     "[{\"type\":\"DisruptionTarget\",\"status\":\"False\"}]}}");
+        struct st_condition dt = {.type = "DisruptionTarget",
+                                  .status = "True",
+                                  .reason = "DeletionByTaintManager",
+                                  .message = "Taint manager: deleting due to NoExecute taint"};
+        struct ag_pod_obs obs = {.extra_conditions = &dt, .n_extra_conditions = 1};
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 100);
+        expect(st, "conditions.0.type", "DisruptionTarget");
+        expect(st, "conditions.0.status", "True");
+        expect(st, "conditions.0.reason", "DeletionByTaintManager");
+        expect(st, "conditions.0.lastTransitionTime", "1970-01-01T00:01:40Z");
+        k8s_pod_free(p);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("statusgen");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, test_running_pod);
+        tcase_add_test(tc, test_pending_defaults_and_waiting_reasons);
+        tcase_add_test(tc, test_rejected_and_forced);
+        tcase_add_test(tc, test_terminal_phase_kept);
+        tcase_add_test(tc, test_extra_condition_replaces);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

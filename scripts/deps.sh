@@ -12,6 +12,8 @@ pkgs=(
 # Components the integration tests and the demo drive for real.
 pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static
   docker-registry skopeo umoci)
+# Pod networking: portmap (CNI) drives iptables.
+pkgs+=(iptables)
 # The cgroup v2 test VM (tests/integration/cgroupv2_qemu.sh): qemu under
 # software emulation, a Debian kernel to boot and cpio for its initramfs.
 pkgs+=(qemu-system-x86 linux-image-amd64 cpio)

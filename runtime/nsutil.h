@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Namespace pinning without a pause process (as CRI-O's pinns does): a
+ * short-lived helper child unshares the namespaces, the parent bind-mounts
+ * the child's /proc/<pid>/ns/<type> files onto empty files, and the child
+ * exits. The agent process itself never enters a new namespace.
+ */
+
+#include <stdbool.h>
+
+#include "lib/error.h"
+
+/* Makes dir a mount point of its own with private propagation (a bind of
+ * dir onto itself when it is not one yet, then MS_PRIVATE), as `ip netns`
+ * does for /run/netns, so pins made under it neither propagate to nor
+ * receive events from the parent mount's peers. Idempotent. */
+int rt_ns_make_private_dir(const char *dir, struct cb_error *err);
+
+/* Undoes rt_ns_make_private_dir (lazy unmount of dir when it is a mount
+ * point). Returns 0 when dir is not a mount point or does not exist. */
+int rt_ns_release_private_dir(const char *dir, struct cb_error *err);
+
+/* Creates the namespaces in clone_flags (a subset of CLONE_NEWNET |
+ * CLONE_NEWIPC | CLONE_NEWUTS) in a helper child and bind-mounts each onto
+ * <ns_dir>/{net,ipc,uts} (ns_dir must exist). In a new UTS namespace the
+ * hostname is set to hostname; in a new net namespace "lo" is brought up.
+ * On failure nothing stays pinned. */
+int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct cb_error *err);
+
+/* Unmounts a pin and removes the file; ENOENT and "not mounted" are fine. */
+int rt_ns_unpin(const char *path, struct cb_error *err);
+
+/* True when path is a mounted namespace file (nsfs). */
+bool rt_ns_is_pinned(const char *path);
+
+/* Runs fn(arg) in a child process that joined the namespace at ns_path
+ * (any type: setns() with nstype 0); returns fn's return value (0..255
+ * as the child's exit status), or -1 with err on a setup failure. fn runs
+ * after fork in a possibly multi-threaded parent: async-signal-safe calls
+ * only. */
+int rt_ns_enter_run(const char *ns_path, int (*fn)(void *arg), void *arg, struct cb_error *err);

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Declarations shared by the container runtime's files only. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/error.h"
+#include "runtime/container.h"
+
+struct cb_arena;
+
+/* ---- the sync protocol (pattern 5) ---------------------------------------
+ * One SOCK_SEQPACKET|SOCK_CLOEXEC socketpair per hop; every message is one
+ * struct rt_sync_msg (message boundaries kept by the socket type; a short
+ * read is an error, EOF means the peer exited or exec'd).
+ *   monitor <-> init:
+ *     sync 1  GO      monitor -> C0: placed in the cgroup, oom_score_adj set
+ *     sync 2  PID     C0 -> monitor: host pid of C (pid 1 of the new pid ns)
+ *     sync 3  EXEC    C -> monitor: setup done, execve() next; then EOF
+ *                     (CLOEXEC) means the exec succeeded
+ *     ERROR   C0/C -> monitor at any point: errno + message, then exit
+ *   monitor -> agent:
+ *     RUNNING value = pid, value2 = start time; or ERROR. */
+enum rt_sync_type {
+        RT_SYNC_GO = 1,
+        RT_SYNC_PID = 2,
+        RT_SYNC_EXEC = 3,
+        RT_SYNC_RUNNING = 4,
+        RT_SYNC_ERROR = 5,
+};
+
+struct rt_sync_msg {
+        int32_t type;
+        int32_t code; /* errno for ERROR */
+        int64_t value;
+        int64_t value2;
+        char msg[CB_ERROR_MSG_MAX];
+};
+
+int rt_sync_send(int fd, int type, int64_t value, int64_t value2);
+int rt_sync_send_error(int fd, const struct cb_error *err);
+/* Receives one message: 1 on a message, 0 on EOF, -1 on error. */
+int rt_sync_recv(int fd, struct rt_sync_msg *ret, struct cb_error *err);
+
+/* ---- the configuration as JSON (container.c) ----------------------------- */
+
+int rt_config_to_json(const struct rt_container_config *c, char **ret_json, struct cb_error *err);
+/* Strings and arrays live in arena. */
+int rt_config_from_json(struct cb_arena *arena, const char *json, struct rt_container_config *ret,
+                        struct cb_error *err);
+/* Checks ids, paths and required fields before anything is created. */
+int rt_config_validate(const struct rt_container_config *c, struct cb_error *err);
+
+/* <root_dir>/containers/<id> */
+int rt_container_dir(const char *root_dir, const char *id, char *buf, size_t size,
+                     struct cb_error *err);
+/* Field 22 of /proc/<pid>/stat. */
+int rt_proc_start_time(pid_t pid, uint64_t *ret, struct cb_error *err);
+int64_t rt_now_ns(void);
+/* RFC 3339 with nanoseconds, UTC: "2024-01-02T03:04:05.123456789Z". */
+void rt_format_time(int64_t ns, char *buf, size_t size);
+
+/* state.json / exit.json of a container dir */
+int rt_state_write(const char *dir, const struct rt_container_state *s, struct cb_error *err);
+int rt_exit_write(const char *dir, const struct rt_container_state *s, struct cb_error *err);
+
+/* ---- seccomp (seccomp.c) ------------------------------------------------- */
+
+/* The compiled filter for config as a sealed memfd (a new fd the caller
+ * closes), or -1 in *ret_fd when no filter applies (unconfined,
+ * privileged). Compiled once per (profile, relevant capabilities) and
+ * cached for the life of the process. Thread-safe. */
+int rt_seccomp_fd(const struct rt_container_config *c, uint64_t caps, int *ret_fd,
+                  struct cb_error *err);
+/* Reads the BPF program of fd into memory (before fork). */
+int rt_seccomp_read(int fd, void **ret_prog, size_t *ret_len, struct cb_error *err);
+/* Installs a program read by rt_seccomp_read (the child, last step). */
+int rt_seccomp_load(const void *prog, size_t len, struct cb_error *err);
+
+/* ---- capabilities, child side (caps.c) ----------------------------------- */
+
+/* Highest capability number the kernel knows. */
+int rt_cap_last(void);
+/* Drops every capability not in caps from the bounding set. */
+int rt_caps_drop_bounding(uint64_t caps, struct cb_error *err);
+/* After setresuid with KEEPCAPS: effective = permitted = caps, inheritable
+ * and ambient empty. */
+int rt_caps_set(uint64_t caps, struct cb_error *err);
+
+/* ---- mounts, child side (mounts.c) ---------------------------------------- */
+
+/* From mount propagation to pivot_root and the read-only remount; the
+ * process must be in its new mount namespace. state_dir holds rootfs/,
+ * upper/ and work/. */
+int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
+                    struct cb_error *err);
+
+/* ---- the container's init (init.c) --------------------------------------- */
+
+struct rt_init_args {
+        const struct rt_container_config *config;
+        const char *state_dir;
+        uint64_t caps;
+        const void *bpf; /* NULL: no seccomp */
+        size_t bpf_len;
+        int sync_fd;
+        int stdin_fd, stdout_fd, stderr_fd;
+};
+
+/* C0: waits for sync 1, unshares the PID namespace, forks C and reports its
+ * pid; C runs the setup and execs. Never returns. */
+__attribute__((noreturn)) void rt_init_run(const struct rt_init_args *a);

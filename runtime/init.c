@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's init: runs in a fresh, single-threaded process (a child
+ * of the monitor, itself exec'd from the cubelet binary), never in a fork
+ * of the multi-threaded agent (pattern 14).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "lib/cleanup.h"
+#include "runtime/container.h"
+#include "runtime/container_internal.h"
+#include "runtime/syscalls.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+__attribute__((noreturn)) static void die(int sync_fd, const struct cb_error *err)
+{
+        (void)rt_sync_send_error(sync_fd, err);
+        _exit(1);
+}
+
+static int join_namespaces(const struct rt_container_config *c, struct cb_error *err)
+{
+        const struct rt_sandbox *sb = c->sandbox;
+        int flags = CLONE_NEWNS;
+        if (sb == NULL) {
+                /* no sandbox: private net, IPC and UTS namespaces */
+                flags |= CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+        } else {
+                const struct {
+                        const char *path;
+                        int type;
+                } ns[] = {{sb->netns_path, CLONE_NEWNET},
+                          {sb->ipcns_path, CLONE_NEWIPC},
+                          {sb->utsns_path, CLONE_NEWUTS}};
+                for (size_t i = 0; i < CB_ARRAY_SIZE(ns); i++) {
+                        if (ns[i].path[0] == '\0')
+                                continue; /* the host's (hostNetwork, hostIPC) */
+                        _cleanup_close_ int fd = open(ns[i].path, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                return cb_error_set(err, errno,
+                                                    "cannot open namespace %s of "
+                                                    "sandbox %s",
+                                                    ns[i].path, sb->id);
+                        if (setns(fd, ns[i].type) < 0)
+                                return cb_error_set(err, errno, "cannot join namespace %s",
+                                                    ns[i].path);
+                }
+        }
+        if (unshare(flags) < 0)
+                return cb_error_set(err, errno, "cannot create the container's namespaces");
+        if (sb == NULL && c->hostname != NULL && c->hostname[0] != '\0' &&
+            sethostname(c->hostname, strlen(c->hostname)) < 0)
+                return cb_error_set(err, errno, "cannot set the hostname \"%s\"", c->hostname);
+        return 0;
+}
+
+static int set_user(const struct rt_container_config *c, struct cb_error *err)
+{
+        gid_t groups[64];
+        if (c->n_groups > CB_ARRAY_SIZE(groups))
+                return cb_error_set(err, E2BIG, "more than %zu supplementary groups",
+                                    CB_ARRAY_SIZE(groups));
+        for (size_t i = 0; i < c->n_groups; i++)
+                groups[i] = (gid_t)c->groups[i];
+        if (setgroups(c->n_groups, groups) < 0)
+                return cb_error_set(err, errno, "setgroups failed");
+        /* keep the permitted set across the uid change; capset below
+         * reduces it to exactly the configured set */
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
+                return cb_error_set(err, errno, "PR_SET_KEEPCAPS failed");
+        if (setresgid(c->gid, c->gid, c->gid) < 0)
+                return cb_error_set(err, errno, "cannot set gid %u", c->gid);
+        if (setresuid(c->uid, c->uid, c->uid) < 0)
+                return cb_error_set(err, errno, "cannot set uid %u", c->uid);
+        if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+                return cb_error_set(err, errno, "PR_SET_KEEPCAPS failed");
+        return 0;
+}
+
+static void reset_signals(void)
+{
+        /* ignored dispositions survive execve (crun #2058): reset all */
+        struct sigaction sa = {.sa_handler = SIG_DFL};
+        sigemptyset(&sa.sa_mask);
+        for (int s = 1; s < _NSIG; s++)
+                if (s != SIGKILL && s != SIGSTOP)
+                        (void)sigaction(s, &sa, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Every fd >= 3 becomes close-on-exec: the sync socket must stay usable up
+ * to execve, everything else (a libcurl socket the agent leaked, ...) is
+ * gone in the container. */
+static int close_fds(struct cb_error *err)
+{
+        if (rt_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+                return 0;
+        DIR *d = opendir("/proc/self/fd");
+        if (d == NULL)
+                return cb_error_set(err, errno, "cannot list /proc/self/fd");
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                char *end;
+                long fd = strtol(de->d_name, &end, 10);
+                if (*end != '\0' || fd < 3 || fd == dirfd(d))
+                        continue;
+                (void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+        }
+        closedir(d);
+        return 0;
+}
+
+static int safe_chdir(const char *cwd, struct cb_error *err)
+{
+        if (chdir(cwd) < 0)
+                return cb_error_set(err, errno, "cannot chdir to the working directory \"%s\"",
+                                    cwd);
+        /* the cwd must be reachable from the container's root (runc
+         * CVE-2024-21626: "(unreachable)" means it lies outside) */
+        char buf[RT_PATH_MAX];
+        if (getcwd(buf, sizeof(buf)) == NULL || buf[0] != '/')
+                return cb_error_set(err, EPERM,
+                                    "working directory \"%s\" is outside the "
+                                    "container",
+                                    cwd);
+        return 0;
+}
+
+static const char *env_get(const char *const *env, const char *key)
+{
+        size_t n = strlen(key);
+        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+                if (strncmp(env[i], key, n) == 0 && env[i][n] == '=')
+                        return env[i] + n + 1;
+        return NULL;
+}
+
+/* argv[0] as execvpe would find it, but with the container's PATH. */
+static int resolve_exec(const struct rt_container_config *c, char *buf, size_t size,
+                        struct cb_error *err)
+{
+        const char *a0 = c->argv[0];
+        if (strchr(a0, '/') != NULL) {
+                snprintf(buf, size, "%s", a0);
+                return 0;
+        }
+        const char *path = env_get(c->env, "PATH");
+        if (path == NULL)
+                path = DEFAULT_PATH;
+        int best = ENOENT;
+        for (const char *p = path;; p++) {
+                const char *end = strchrnul(p, ':');
+                int n = snprintf(buf, size, "%.*s%s%s", (int)(end - p), p, end > p ? "/" : "", a0);
+                if (n > 0 && (size_t)n < size) {
+                        struct stat st;
+                        if (stat(buf, &st) == 0 && S_ISREG(st.st_mode)) {
+                                if (access(buf, X_OK) == 0)
+                                        return 0;
+                                best = EACCES;
+                        }
+                }
+                if (*end == '\0')
+                        break;
+                p = end;
+        }
+        return cb_error_set(err, best, "exec \"%s\"", a0);
+}
+
+/*
+ * The setup of the container's first process, C, in this order (also in
+ * docs/child-setup-order.md). On entry C is full root, pid 1 of its new
+ * PID namespace (or in the host's with host_pid), already in the
+ * container's cgroup with its oom_score_adj (the monitor did both before
+ * sync 1), still in the host's mount, net, IPC and UTS namespaces.
+ *
+ *  1. stdin = /dev/null, stdout/stderr = the monitor's log pipes.
+ *  2. setns into the sandbox's net, IPC and UTS namespaces (empty path:
+ *     the host's), then unshare the mount namespace (and net/IPC/UTS when
+ *     there is no sandbox; the hostname is set in that private UTS ns,
+ *     otherwise it comes with the sandbox's UTS ns).
+ *  3. mounts (mounts.c): / rprivate, overlay rootfs, /proc, /sys ro, /dev,
+ *     volumes, pivot_root + detach the old root, masked paths, / ro.
+ *  4. setsid: a new session, no controlling terminal (CVE-2017-5226).
+ *  5. seccomp HERE when no_new_privs is off: loading a filter without
+ *     NO_NEW_PRIVS needs CAP_SYS_ADMIN, which step 7 drops.
+ *  6. bounding set reduced to the configured caps (needs CAP_SETPCAP).
+ *  7. setgroups -> KEEPCAPS -> setresgid -> setresuid -> capset
+ *     (effective = permitted = caps, inheritable empty) -> ambient cleared.
+ *  8. NO_NEW_PRIVS when asked.
+ *  9. every signal disposition reset to SIG_DFL, the mask emptied.
+ * 10. every fd >= 3 close-on-exec (close_range; /proc/self/fd fallback).
+ * 11. chdir(cwd), verified with getcwd; argv[0] resolved with the
+ *     container's PATH (so a missing binary is reported by name).
+ * 12. seccomp LAST when no_new_privs is on (no capability needed), so the
+ *     filter does not have to allow any of the setup above.
+ * 13. sync 3 (EXEC) to the monitor, then execve. The sync socket is
+ *     close-on-exec: EOF tells the monitor the exec succeeded; a failed
+ *     execve sends `exec "<argv0>": <strerror>` and exits 127.
+ */
+__attribute__((noreturn)) static void container_setup(const struct rt_init_args *a)
+{
+        const struct rt_container_config *c = a->config;
+        struct cb_error err = {0};
+        int sfd = a->sync_fd;
+        /* 1 */
+        if (dup2(a->stdin_fd, 0) < 0 || dup2(a->stdout_fd, 1) < 0 || dup2(a->stderr_fd, 2) < 0) {
+                cb_error_set(&err, errno, "cannot set up stdio");
+                die(sfd, &err);
+        }
+        /* 2, 3 */
+        if (join_namespaces(c, &err) < 0 || rt_mounts_setup(c, a->state_dir, &err) < 0)
+                die(sfd, &err);
+        /* 4 */
+        if (setsid() < 0) {
+                cb_error_set(&err, errno, "setsid failed");
+                die(sfd, &err);
+        }
+        /* 5 */
+        bool seccomp_done = false;
+        if (a->bpf != NULL && !c->no_new_privs) {
+                if (rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
+                        die(sfd, &err);
+                seccomp_done = true;
+        }
+        /* 6, 7 */
+        if (rt_caps_drop_bounding(a->caps, &err) < 0 || set_user(c, &err) < 0 ||
+            rt_caps_set(a->caps, &err) < 0)
+                die(sfd, &err);
+        /* 8 */
+        if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                cb_error_set(&err, errno, "PR_SET_NO_NEW_PRIVS failed");
+                die(sfd, &err);
+        }
+        /* 9, 10 */
+        reset_signals();
+        if (close_fds(&err) < 0)
+                die(sfd, &err);
+        /* 11 */
+        char exe[RT_PATH_MAX];
+        if (safe_chdir(c->cwd != NULL && c->cwd[0] != '\0' ? c->cwd : "/", &err) < 0 ||
+            resolve_exec(c, exe, sizeof(exe), &err) < 0)
+                die(sfd, &err);
+        /* 12 */
+        if (a->bpf != NULL && !seccomp_done && rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
+                die(sfd, &err);
+        /* 13: sync 3 */
+        (void)rt_sync_send(sfd, RT_SYNC_EXEC, 0, 0);
+        static const char *const no_env[] = {"PATH=" DEFAULT_PATH, NULL};
+        execve(exe, (char *const *)c->argv, (char *const *)(c->env != NULL ? c->env : no_env));
+        cb_error_set(&err, errno, "exec \"%s\"", c->argv[0]);
+        (void)rt_sync_send_error(sfd, &err);
+        _exit(127);
+}
+
+void rt_init_run(const struct rt_init_args *a)
+{
+        struct cb_error err = {0};
+        struct rt_sync_msg m;
+        /* sync 1: wait until the monitor placed us in the cgroup */
+        int r = rt_sync_recv(a->sync_fd, &m, &err);
+        if (r <= 0 || m.type != RT_SYNC_GO)
+                _exit(1);
+        const struct rt_sandbox *sb = a->config->sandbox;
+        /* a new PID namespace applies to children only: C, forked next,
+         * is its pid 1 */
+        if ((sb == NULL || !sb->host_pid) && unshare(CLONE_NEWPID) < 0) {
+                cb_error_set(&err, errno, "cannot create the PID namespace");
+                die(a->sync_fd, &err);
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                cb_error_set(&err, errno, "cannot fork the container process");
+                die(a->sync_fd, &err);
+        }
+        if (pid == 0)
+                container_setup(a);
+        /* sync 2: C's pid as the monitor sees it; C is re-parented to the
+         * monitor (a subreaper) when we exit */
+        (void)rt_sync_send(a->sync_fd, RT_SYNC_PID, pid, 0);
+        _exit(0);
+}

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The container's filesystem, built inside its new mount namespace (so
+ * none of it is visible on the host and all of it disappears with the
+ * namespace):
+ *
+ *   1. "/" recursively private: nothing we mount propagates to the host;
+ *   2. the rootfs at <state>/rootfs: an overlay of the image layers with
+ *      the per-container upper/work dirs, or a bind of a plain directory;
+ *   3. /proc (the container's pid namespace), /sys read-only, a minimal
+ *      /dev on tmpfs (null zero full random urandom tty, pts, shm, ptmx and
+ *      the fd/stdin/stdout/stderr links);
+ *   4. the volumes (bind ro/rw, tmpfs), each target created and resolved
+ *      inside the rootfs with openat2(RESOLVE_IN_ROOT) so a symlink in the
+ *      image cannot point a mount at the host, then mounted through the
+ *      O_PATH fd (/proc/self/fd/N);
+ *   5. pivot_root(".", ".") and a lazy unmount of the old root (the runc
+ *      and bubblewrap trick: no put_old directory needed);
+ *   6. the masked and read-only paths containerd sets for unprivileged
+ *      containers (/proc/kcore, /proc/keys, /proc/sys, /sys/firmware, ...);
+ *   7. "/" remounted read-only when asked (per-mount flag: the volumes and
+ *      /dev, /proc stay as they are).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "lib/cleanup.h"
+#include "runtime/container.h"
+#include "runtime/container_internal.h"
+#include "runtime/syscalls.h"
+
+static void fd_path(char *buf, size_t size, int fd)
+{
+        snprintf(buf, size, "/proc/self/fd/%d", fd);
+}
+
+/* Opens rel (relative to the rootfs, symlinks resolved inside it) as O_PATH. */
+static int open_in_root(int rootfd, const char *rel)
+{
+        struct rt_open_how how = {.flags = O_PATH | O_CLOEXEC,
+                                  .resolve = RT_RESOLVE_IN_ROOT | RT_RESOLVE_NO_MAGICLINKS};
+        int fd = rt_openat2(rootfd, rel, &how);
+        if (fd >= 0 || errno != ENOSYS)
+                return fd;
+        /* old kernel: refuse symlinks altogether rather than follow them */
+        return openat(rootfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/*
+ * Creates every missing component of dest (absolute container path) inside
+ * the rootfs; the last one a directory or an empty file. Returns an O_PATH
+ * fd of the target.
+ */
+static int create_in_root(int rootfd, const char *dest, bool is_file, struct cb_error *err)
+{
+        char path[RT_PATH_MAX];
+        if (dest[0] != '/' || strlen(dest) >= sizeof(path))
+                return cb_error_set(err, EINVAL,
+                                    "mount destination \"%s\" is not an absolute "
+                                    "path",
+                                    dest);
+        snprintf(path, sizeof(path), "%s", dest + 1);
+        int parent = fcntl(rootfd, F_DUPFD_CLOEXEC, 3);
+        if (parent < 0)
+                return cb_error_set(err, errno, "cannot dup the rootfs fd");
+        char *p = path;
+        for (;;) {
+                while (*p == '/')
+                        p++;
+                if (*p == '\0')
+                        return parent; /* dest was "/" or ended in '/' */
+                char *slash = strchr(p, '/');
+                bool last = slash == NULL || slash[strspn(slash, "/")] == '\0';
+                if (slash != NULL)
+                        *slash = '\0';
+                if (strcmp(p, "..") == 0) {
+                        close(parent);
+                        return cb_error_set(err, EINVAL,
+                                            "mount destination \"%s\" contains "
+                                            "\"..\"",
+                                            dest);
+                }
+                int fd = open_in_root(rootfd, path);
+                if (fd < 0 && errno == ENOENT) {
+                        int r;
+                        if (last && is_file) {
+                                int fl = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW;
+                                r = openat(parent, p, fl | O_CLOEXEC, 0644);
+                                if (r >= 0)
+                                        close(r);
+                        } else {
+                                r = mkdirat(parent, p, 0755);
+                        }
+                        if (r < 0 && errno != EEXIST) {
+                                int e = errno;
+                                close(parent);
+                                return cb_error_set(err, e,
+                                                    "cannot create %s in the rootfs "
+                                                    "(mount destination %s)",
+                                                    p, dest);
+                        }
+                        fd = open_in_root(rootfd, path);
+                }
+                if (fd < 0) {
+                        int e = errno;
+                        close(parent);
+                        return cb_error_set(err, e, "cannot open %s in the rootfs", dest);
+                }
+                close(parent);
+                parent = fd;
+                if (last)
+                        return parent;
+                *slash = '/';
+                p = slash + 1;
+        }
+}
+
+static int mount_at(int rootfd, const char *dest, bool is_file, const char *src, const char *type,
+                    unsigned long flags, const char *data, struct cb_error *err)
+{
+        _cleanup_close_ int fd = create_in_root(rootfd, dest, is_file, err);
+        if (fd < 0)
+                return -1;
+        char target[64];
+        fd_path(target, sizeof(target), fd);
+        if (mount(src, target, type, flags, data) < 0)
+                return cb_error_set(err, errno, "cannot mount %s on %s (%s)",
+                                    src != NULL ? src : "", dest, type != NULL ? type : "bind");
+        return 0;
+}
+
+/* Remounts the mount now on dest read-only, keeping nosuid/nodev/noexec. */
+static int remount_ro(int rootfd, const char *dest, struct cb_error *err)
+{
+        _cleanup_close_ int fd = open_in_root(rootfd, dest + 1);
+        if (fd < 0)
+                return cb_error_set(err, errno, "cannot open %s to make it read-only", dest);
+        char target[64];
+        fd_path(target, sizeof(target), fd);
+        struct statvfs sv;
+        unsigned long keep = 0;
+        if (statvfs(target, &sv) == 0) {
+                if (sv.f_flag & ST_NOSUID)
+                        keep |= MS_NOSUID;
+                if (sv.f_flag & ST_NODEV)
+                        keep |= MS_NODEV;
+                if (sv.f_flag & ST_NOEXEC)
+                        keep |= MS_NOEXEC;
+        }
+        if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0)
+                return cb_error_set(err, errno, "cannot remount %s read-only", dest);
+        return 0;
+}
+
+static int setup_rootfs(const struct rt_container_config *c, const char *state_dir, char *mnt,
+                        size_t size, struct cb_error *err)
+{
+        if ((size_t)snprintf(mnt, size, "%s/rootfs", state_dir) >= size)
+                return cb_error_set(err, ENAMETOOLONG, "rootfs path is too long");
+        if (c->rootfs_dir != NULL) {
+                if (mount(c->rootfs_dir, mnt, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return cb_error_set(err, errno, "cannot bind the rootfs %s on %s",
+                                            c->rootfs_dir, mnt);
+                return 0;
+        }
+        /* overlay's lowerdir lists the top layer first */
+        char data[8192];
+        size_t off = (size_t)snprintf(data, sizeof(data), "lowerdir=");
+        for (size_t i = c->n_lower; i-- > 0;) {
+                if (strchr(c->lower_dirs[i], ':') != NULL || strchr(c->lower_dirs[i], ',') != NULL)
+                        return cb_error_set(err, EINVAL, "layer dir %s contains ':' or ','",
+                                            c->lower_dirs[i]);
+                off += (size_t)snprintf(data + off, off < sizeof(data) ? sizeof(data) - off : 0,
+                                        "%s%s", i + 1 < c->n_lower ? ":" : "", c->lower_dirs[i]);
+        }
+        off += (size_t)snprintf(data + off, off < sizeof(data) ? sizeof(data) - off : 0,
+                                ",upperdir=%s/upper,workdir=%s/work", state_dir, state_dir);
+        if (off >= sizeof(data))
+                return cb_error_set(err, E2BIG, "overlay options for %zu layers are too long",
+                                    c->n_lower);
+        if (mount("overlay", mnt, "overlay", 0, data) < 0)
+                return cb_error_set(err, errno,
+                                    "cannot mount the overlay rootfs on %s (%zu "
+                                    "layers)",
+                                    mnt, c->n_lower);
+        return 0;
+}
+
+static int setup_dev(int rootfd, struct cb_error *err)
+{
+        if (mount_at(rootfd, "/dev", false, "tmpfs", "tmpfs", MS_NOSUID | MS_STRICTATIME,
+                     "mode=755,size=65536k", err) < 0)
+                return -1;
+        _cleanup_close_ int devfd = -1;
+        {
+                _cleanup_close_ int p = open_in_root(rootfd, "dev");
+                if (p < 0)
+                        return cb_error_set(err, errno, "cannot open /dev");
+                char path[64];
+                fd_path(path, sizeof(path), p);
+                devfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (devfd < 0)
+                        return cb_error_set(err, errno, "cannot open /dev");
+        }
+        static const struct {
+                const char *name;
+                unsigned maj, min;
+        } devs[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+                    {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+        for (size_t i = 0; i < CB_ARRAY_SIZE(devs); i++) {
+                if (mknodat(devfd, devs[i].name, S_IFCHR | 0666,
+                            makedev(devs[i].maj, devs[i].min)) < 0) {
+                        /* no mknod (e.g. a user namespace): bind the host's node */
+                        char host[64];
+                        snprintf(host, sizeof(host), "/dev/%s", devs[i].name);
+                        char dest[64];
+                        snprintf(dest, sizeof(dest), "/dev/%s", devs[i].name);
+                        if (mount_at(rootfd, dest, true, host, NULL, MS_BIND, NULL, err) < 0)
+                                return -1;
+                        continue;
+                }
+                if (fchmodat(devfd, devs[i].name, 0666, 0) < 0)
+                        return cb_error_set(err, errno, "cannot chmod /dev/%s", devs[i].name);
+        }
+        if (mount_at(rootfd, "/dev/pts", false, "devpts", "devpts", MS_NOSUID | MS_NOEXEC,
+                     "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0)
+                return -1;
+        if (mount_at(rootfd, "/dev/shm", false, "shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                     "mode=1777,size=65536k", err) < 0)
+                return -1;
+        static const char *const links[][2] = {
+            {"pts/ptmx", "ptmx"},          {"/proc/self/fd", "fd"},
+            {"/proc/self/fd/0", "stdin"},  {"/proc/self/fd/1", "stdout"},
+            {"/proc/self/fd/2", "stderr"}, {"/proc/kcore", "core"},
+        };
+        for (size_t i = 0; i < CB_ARRAY_SIZE(links); i++)
+                if (symlinkat(links[i][0], devfd, links[i][1]) < 0 && errno != EEXIST)
+                        return cb_error_set(err, errno, "cannot create /dev/%s", links[i][1]);
+        return 0;
+}
+
+static int setup_volumes(const struct rt_container_config *c, int rootfd, struct cb_error *err)
+{
+        for (size_t i = 0; i < c->n_mounts; i++) {
+                const struct rt_mount *m = &c->mounts[i];
+                int r;
+                if (m->type == RT_MOUNT_TMPFS) {
+                        r = mount_at(rootfd, m->destination, false, "tmpfs", "tmpfs",
+                                     MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0),
+                                     m->options != NULL ? m->options : "mode=1777", err);
+                } else {
+                        struct stat st;
+                        if (stat(m->source, &st) < 0)
+                                return cb_error_set(err, errno, "mounts[%zu]: source %s", i,
+                                                    m->source);
+                        r = mount_at(rootfd, m->destination, !S_ISDIR(st.st_mode), m->source, NULL,
+                                     MS_BIND | MS_REC, NULL, err);
+                        if (r == 0 && m->read_only)
+                                r = remount_ro(rootfd, m->destination, err);
+                }
+                if (r < 0)
+                        return cb_error_prefix(err, "mounts[%zu] (%s)", i, m->destination);
+        }
+        return 0;
+}
+
+/* After pivot_root: hide kernel interfaces an unprivileged container has
+ * no business with (containerd's default masked and read-only paths). */
+static void mask_paths(void)
+{
+        static const char *const masked[] = {
+            "/proc/acpi",
+            "/proc/asound",
+            "/proc/kcore",
+            "/proc/keys",
+            "/proc/latency_stats",
+            "/proc/timer_list",
+            "/proc/timer_stats",
+            "/proc/sched_debug",
+            "/proc/scsi",
+            "/sys/firmware",
+            "/sys/devices/virtual/powercap",
+        };
+        static const char *const readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                               "/proc/sysrq-trigger"};
+        for (size_t i = 0; i < CB_ARRAY_SIZE(masked); i++) {
+                struct stat st;
+                if (lstat(masked[i], &st) < 0)
+                        continue;
+                if (S_ISDIR(st.st_mode))
+                        (void)mount("tmpfs", masked[i], "tmpfs", MS_RDONLY, "size=0");
+                else
+                        (void)mount("/dev/null", masked[i], NULL, MS_BIND, NULL);
+        }
+        for (size_t i = 0; i < CB_ARRAY_SIZE(readonly); i++) {
+                if (mount(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL) == 0)
+                        (void)mount(NULL, readonly[i], NULL,
+                                    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
+                                        MS_NOEXEC,
+                                    NULL);
+        }
+}
+
+int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
+                    struct cb_error *err)
+{
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return cb_error_set(err, errno,
+                                    "cannot make / private in the container's mount "
+                                    "namespace");
+        char mnt[RT_PATH_MAX];
+        if (setup_rootfs(c, state_dir, mnt, sizeof(mnt), err) < 0)
+                return -1;
+        _cleanup_close_ int rootfd = open(mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (rootfd < 0)
+                return cb_error_set(err, errno, "cannot open the rootfs %s", mnt);
+        if (mount_at(rootfd, "/proc", false, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
+                     err) < 0)
+                return -1;
+        unsigned long sysflags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (c->privileged ? 0 : MS_RDONLY);
+        if (mount_at(rootfd, "/sys", false, "sysfs", "sysfs", sysflags, NULL, err) < 0) {
+                /* sysfs of a network namespace we do not own: bind the host's */
+                if (mount_at(rootfd, "/sys", false, "/sys", NULL, MS_BIND | MS_REC, NULL, err) <
+                        0 ||
+                    (!c->privileged && remount_ro(rootfd, "/sys", err) < 0))
+                        return -1;
+        }
+        if (setup_dev(rootfd, err) < 0 || setup_volumes(c, rootfd, err) < 0)
+                return -1;
+        if (chdir(mnt) < 0)
+                return cb_error_set(err, errno, "cannot chdir to the rootfs %s", mnt);
+        if (rt_pivot_root(".", ".") < 0)
+                return cb_error_set(err, errno, "pivot_root to %s failed", mnt);
+        /* the old root is stacked under the new one at "/" now */
+        if (umount2(".", MNT_DETACH) < 0)
+                return cb_error_set(err, errno, "cannot detach the old root");
+        if (chdir("/") < 0)
+                return cb_error_set(err, errno, "cannot chdir to the new /");
+        if (!c->privileged)
+                mask_paths();
+        if (c->read_only_rootfs &&
+            mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+                return cb_error_set(err, errno, "cannot remount / read-only");
+        return 0;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Raw wrappers for system calls newer than the oldest kernels and C
+ * libraries we run on (crun's syscalls.h). Each returns -1 with errno
+ * ENOSYS when the number is unknown at build time, so callers take their
+ * fallback path on ENOSYS exactly as they would on an old kernel.
+ */
+
+#include <errno.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+#ifndef SECCOMP_SET_MODE_FILTER
+#define SECCOMP_SET_MODE_FILTER 1
+#endif
+
+static inline int rt_pidfd_open(pid_t pid, unsigned int flags)
+{
+#ifdef SYS_pidfd_open
+        return (int)syscall(SYS_pidfd_open, pid, flags);
+#else
+        (void)pid;
+        (void)flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned int flags)
+{
+#ifdef SYS_pidfd_send_signal
+        return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, info, flags);
+#else
+        (void)pidfd;
+        (void)sig;
+        (void)info;
+        (void)flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_close_range(unsigned int first, unsigned int last, unsigned int flags)
+{
+#ifdef SYS_close_range
+        return (int)syscall(SYS_close_range, first, last, flags);
+#else
+        (void)first;
+        (void)last;
+        (void)flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+/* clone3 is only wrapped for completeness (CLONE_INTO_CGROUP on v2); the
+ * runtime forks with fork() because it is the only way glibc keeps its
+ * per-thread state (tid, locks) consistent in the child. */
+static inline long rt_clone3(void *args, size_t size)
+{
+#ifdef SYS_clone3
+        return syscall(SYS_clone3, args, size);
+#else
+        (void)args;
+        (void)size;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_pivot_root(const char *new_root, const char *put_old)
+{
+#ifdef SYS_pivot_root
+        return (int)syscall(SYS_pivot_root, new_root, put_old);
+#else
+        (void)new_root;
+        (void)put_old;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+struct rt_open_how {
+        uint64_t flags;
+        uint64_t mode;
+        uint64_t resolve;
+};
+#define RT_RESOLVE_NO_MAGICLINKS 0x02
+#define RT_RESOLVE_IN_ROOT       0x10
+
+static inline int rt_openat2(int dirfd, const char *path, struct rt_open_how *how)
+{
+#ifdef SYS_openat2
+        return (int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
+#else
+        (void)dirfd;
+        (void)path;
+        (void)how;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_seccomp(unsigned int op, unsigned int flags, void *args)
+{
+#ifdef SYS_seccomp
+        return (int)syscall(SYS_seccomp, op, flags, args);
+#else
+        (void)op;
+        (void)flags;
+        (void)args;
+        errno = ENOSYS;
+        return -1;
+#endif
+}

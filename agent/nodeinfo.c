@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/nodeinfo.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -43,6 +47,113 @@ static const char *goarch(const char *machine)
         return machine;
 }
 
+/* First line of a small file, trimmed; "" when it cannot be read. */
+static void read_line(const char *path, char *buf, size_t size)
+{
+        buf[0] = '\0';
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        if (f == NULL || fgets(buf, (int)size, f) == NULL) {
+                buf[0] = '\0';
+                return;
+        }
+        buf[strcspn(buf, "\r\n")] = '\0';
+}
+
+static void read_os_image(char *buf, size_t size)
+{
+        snprintf(buf, size, "Linux");
+        _cleanup_fclose_ FILE *f = fopen("/etc/os-release", "re");
+        if (f == NULL)
+                f = fopen("/usr/lib/os-release", "re");
+        if (f == NULL)
+                return;
+        char line[512];
+        while (fgets(line, sizeof(line), f) != NULL) {
+                if (strncmp(line, "PRETTY_NAME=", 12) != 0)
+                        continue;
+                char *v = line + 12;
+                v[strcspn(v, "\r\n")] = '\0';
+                size_t n = strlen(v);
+                if (n >= 2 && (v[0] == '"' || v[0] == '\'') && v[n - 1] == v[0]) {
+                        v[n - 1] = '\0';
+                        v++;
+                }
+                snprintf(buf, size, "%s", v);
+                return;
+        }
+}
+
+static int ipv4_usable(const struct in_addr *a)
+{
+        uint32_t h = ntohl(a->s_addr);
+        return h != 0 && (h >> 24) != 127 && (h >> 16) != 0xa9fe /* 169.254/16 */ &&
+               (h >> 28) != 0xe /* multicast */ && h != 0xffffffffu;
+}
+
+int ag_node_ip_valid(const char *s)
+{
+        struct in_addr a4;
+        struct in6_addr a6;
+        if (inet_pton(AF_INET, s, &a4) == 1)
+                return ipv4_usable(&a4);
+        if (inet_pton(AF_INET6, s, &a6) == 1)
+                return !IN6_IS_ADDR_UNSPECIFIED(&a6) && !IN6_IS_ADDR_LOOPBACK(&a6) &&
+                       !IN6_IS_ADDR_LINKLOCAL(&a6) && !IN6_IS_ADDR_MULTICAST(&a6);
+        return 0;
+}
+
+/* The interface of the IPv4 default route (/proc/net/route). */
+static void default_route_iface(char *buf, size_t size)
+{
+        buf[0] = '\0';
+        _cleanup_fclose_ FILE *f = fopen("/proc/net/route", "re");
+        if (f == NULL)
+                return;
+        char line[256], iface[IF_NAMESIZE + 1];
+        unsigned long dest, mask;
+        unsigned flags;
+        while (fgets(line, sizeof(line), f) != NULL) {
+                if (sscanf(line, "%16s %lx %*x %x %*d %*d %*d %lx", iface, &dest, &flags, &mask) ==
+                        4 &&
+                    dest == 0 && mask == 0 && (flags & 0x1 /* RTF_UP */)) {
+                        snprintf(buf, size, "%s", iface);
+                        return;
+                }
+        }
+}
+
+int ag_default_ipv4(char *buf, size_t size, struct cb_error *err)
+{
+        char iface[IF_NAMESIZE + 1];
+        default_route_iface(iface, sizeof(iface));
+        struct ifaddrs *ifa = NULL;
+        if (getifaddrs(&ifa) < 0)
+                return cb_error_set(err, errno, "getifaddrs failed");
+        const struct in_addr *pick = NULL;
+        /* Pass 0: the default-route interface; pass 1: any interface. */
+        for (int pass = 0; pass < 2 && pick == NULL; pass++) {
+                for (struct ifaddrs *i = ifa; i != NULL && pick == NULL; i = i->ifa_next) {
+                        if (i->ifa_addr == NULL || i->ifa_addr->sa_family != AF_INET ||
+                            !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+                                continue;
+                        if (pass == 0 && strcmp(i->ifa_name, iface) != 0)
+                                continue;
+                        const struct in_addr *a = &((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+                        if (ipv4_usable(a))
+                                pick = a;
+                }
+        }
+        int r = 0;
+        if (pick == NULL)
+                r = cb_error_set(err, 0,
+                                 "no usable IPv4 address on this host (not loopback or "
+                                 "link-local): pass --node-ip");
+        else
+                inet_ntop(AF_INET, pick, buf, (socklen_t)size);
+        freeifaddrs(ifa);
+        return r;
+}
+
 int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_error *err)
 {
         memset(f, 0, sizeof(*f));
@@ -71,6 +182,14 @@ int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_
                 return cb_error_set(err, errno, "uname failed");
         snprintf(f->kernel_version, sizeof(f->kernel_version), "%s", u.release);
         snprintf(f->architecture, sizeof(f->architecture), "%s", goarch(u.machine));
+        read_line("/etc/machine-id", f->machine_id, sizeof(f->machine_id));
+        read_line("/sys/class/dmi/id/product_uuid", f->system_uuid, sizeof(f->system_uuid));
+        read_line("/proc/sys/kernel/random/boot_id", f->boot_id, sizeof(f->boot_id));
+        read_os_image(f->os_image, sizeof(f->os_image));
+        /* No usable address is not an error here: the agent asks for
+         * --node-ip then, inspect just shows no InternalIP. */
+        if (ag_default_ipv4(f->node_ip, sizeof(f->node_ip), NULL) < 0)
+                f->node_ip[0] = '\0';
         return 0;
 }
 
@@ -115,6 +234,35 @@ cJSON *ag_node_json(const struct ag_node_facts *f, const char *node_name, int ma
         add_resources(cJSON_AddObjectToObject(status, "allocatable"), f->cpus, mem < 0 ? 0 : mem,
                       eph < 0 ? 0 : eph, max_pods);
         if (cJSON_GetObjectItem(status, "allocatable") == NULL)
+                return NULL;
+        cJSON *addrs = cJSON_AddArrayToObject(status, "addresses");
+        if (f->node_ip[0] != '\0') {
+                cJSON *a = cJSON_CreateObject();
+                cJSON_AddStringToObject(a, "type", "InternalIP");
+                cJSON_AddStringToObject(a, "address", f->node_ip);
+                cJSON_AddItemToArray(addrs, a);
+        }
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddStringToObject(h, "type", "Hostname");
+        cJSON_AddStringToObject(h, "address", f->hostname);
+        cJSON_AddItemToArray(addrs, h);
+        cJSON *de = cJSON_AddObjectToObject(status, "daemonEndpoints");
+        cJSON_AddNumberToObject(cJSON_AddObjectToObject(de, "kubeletEndpoint"), "Port",
+                                AG_KUBELET_PORT);
+        cJSON *ni = cJSON_AddObjectToObject(status, "nodeInfo");
+        char rt[64];
+        snprintf(rt, sizeof(rt), "cubelet://%s", CUBELET_VERSION);
+        cJSON_AddStringToObject(ni, "machineID", f->machine_id);
+        cJSON_AddStringToObject(ni, "systemUUID", f->system_uuid);
+        cJSON_AddStringToObject(ni, "bootID", f->boot_id);
+        cJSON_AddStringToObject(ni, "kernelVersion", f->kernel_version);
+        cJSON_AddStringToObject(ni, "osImage", f->os_image);
+        cJSON_AddStringToObject(ni, "containerRuntimeVersion", rt);
+        cJSON_AddStringToObject(ni, "kubeletVersion", AG_KUBELET_VERSION);
+        cJSON_AddStringToObject(ni, "kubeProxyVersion", "");
+        cJSON_AddStringToObject(ni, "operatingSystem", "linux");
+        cJSON_AddStringToObject(ni, "architecture", f->architecture);
+        if (cJSON_GetObjectItem(ni, "architecture") == NULL)
                 return NULL;
         return steal_pointer(&node);
 }

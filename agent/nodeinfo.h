@@ -20,10 +20,32 @@ struct ag_node_facts {
         long long ephemeral_bytes; /* size of the filesystem holding root_dir */
         char kernel_version[128];
         char architecture[72]; /* GOARCH spelling: amd64, arm64, ... */
+        char machine_id[64];   /* /etc/machine-id, "" when absent */
+        char system_uuid[64];  /* /sys/class/dmi/id/product_uuid, "" when unreadable */
+        char boot_id[64];      /* /proc/sys/kernel/random/boot_id */
+        char os_image[256];    /* PRETTY_NAME of /etc/os-release */
+        char node_ip[64];      /* IPv4 of the default-route interface, "" when none */
 };
+
+/* The version the agent reports as nodeInfo.kubeletVersion: the Kubernetes
+ * API level cubelet implements, plain semver so version-skew checks of
+ * other tools accept it (cubelet's own version is in
+ * containerRuntimeVersion, cubelet://VERSION). */
+#define AG_KUBELET_VERSION "v1.32.0"
+#define AG_KUBELET_PORT    10250
 
 int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_error *err);
 
 /* The Node object (JSON) for these facts: name, the kubelet's default
- * labels, capacity and allocatable. The caller owns the result. */
+ * labels, capacity and allocatable, addresses (InternalIP when node_ip is
+ * set, Hostname), nodeInfo and daemonEndpoints. Conditions are the node
+ * status loop's (agent/nodestatus.h). The caller owns the result. */
 cJSON *ag_node_json(const struct ag_node_facts *f, const char *node_name, int max_pods);
+
+/* The IPv4 address of the interface holding the default route (not
+ * loopback, link-local or unspecified), else of the first interface that
+ * has such an address. */
+int ag_default_ipv4(char *buf, size_t size, struct cb_error *err);
+/* True when s is an IPv4 or IPv6 address usable as a node IP (not
+ * loopback, multicast, link-local or unspecified). */
+int ag_node_ip_valid(const char *s);

@@ -1,0 +1,297 @@
+#!/bin/bash
+# The cubelet agent against the stand-in apiserver (tests/apiserver, real
+# etcd): registration, node status, Lease, the pod reflector (only this
+# node's pods; changes made while the agent is cut off are reconciled, by
+# watch replay and, after an etcd compaction, by a 410 relist), clear
+# errors for a wrong CA and a bad token, and a clean SIGTERM.
+# Exit 77 when a prerequisite is missing.
+set -euo pipefail
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: must run as root"; exit 77; }
+for bin in /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 openssl; do
+        command -v "$bin" >/dev/null 2>&1 || { echo "SKIP: $bin missing"; exit 77; }
+done
+
+src=${SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+cubelet=${CUBELET:-$src/build/agent/cubelet}
+[ -x "$cubelet" ] || { echo "FAIL: cubelet binary not found ($cubelet); set CUBELET"; exit 1; }
+tmp=$(mktemp -d /tmp/agent-apiserver.XXXXXX)
+data=$tmp/data
+server_pid=""
+agent_pid=""
+extra_pids=()
+
+cleanup() {
+        local rc=$? p
+        set +e
+        [ -n "$agent_pid" ] && { kill -CONT "$agent_pid"; kill -TERM "$agent_pid"; wait "$agent_pid"; } 2>/dev/null
+        for p in "${extra_pids[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+        if [ -n "$server_pid" ]; then
+                kill -TERM "$server_pid" 2>/dev/null
+                wait "$server_pid" 2>/dev/null
+        fi
+        if [ "$rc" -ne 0 ]; then
+                [ -f "$tmp/agent.log" ] && { echo "--- agent log"; tail -n 40 "$tmp/agent.log"; }
+                [ -f "$tmp/server.log" ] && { echo "--- server log"; tail -n 20 "$tmp/server.log"; }
+        fi
+        rm -rf "$tmp"
+        exit "$rc"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+pass() { echo "ok: $*"; }
+
+port=""
+start_server() {
+        local args=(--data "$data" --node-name test-node)
+        [ -n "$port" ] && args+=(--port "$port")
+        "$src/tests/apiserver/run.sh" "${args[@]}" >>"$tmp/server.log" 2>&1 &
+        server_pid=$!
+        local i
+        for i in $(seq 1 100); do
+                if [ "$(grep -c '^ready ' "$tmp/server.log")" -ge "$1" ]; then
+                        port=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
+                        return 0
+                fi
+                kill -0 "$server_pid" 2>/dev/null || fail "the stand-in apiserver exited at start (port ${port:-any})"
+                sleep 0.2
+        done
+        fail "the stand-in apiserver did not become ready"
+}
+stop_server() {
+        kill -TERM "$server_pid"
+        wait "$server_pid" || true
+        server_pid=""
+}
+
+# wait_log PATTERN [SECONDS]: until the agent log has a line matching PATTERN.
+wait_log() {
+        local i
+        for i in $(seq 1 $((${2:-15} * 10))); do
+                grep -Eq "$1" "$tmp/agent.log" && return 0
+                sleep 0.1
+        done
+        fail "the agent log has no line matching /$1/ after ${2:-15}s"
+}
+# count_log PATTERN: number of matching lines.
+count_log() { grep -Ec "$1" "$tmp/agent.log" || true; }
+
+mkdir -p "$data" "$tmp/root"
+start_server 1
+k() { kubectl --kubeconfig "$data/admin.kubeconfig" "$@"; }
+
+# The stand-in draws new bearer tokens at every start; its certificates stay,
+# so the agent that lives through restarts uses node.crt (CN
+# system:node:test-node) from a kubeconfig with the PEM files inlined
+# (*-data), which also covers that path.
+b64() { base64 -w0 "$1"; }
+cat >"$tmp/node-cert.kubeconfig" <<YAML
+apiVersion: v1
+kind: Config
+current-context: node
+clusters:
+- name: standin
+  cluster:
+    server: $(grep -m1 'server:' "$data/node.kubeconfig" | awk '{print $2}')
+    certificate-authority-data: $(b64 "$data/ca.crt")
+users:
+- name: node
+  user:
+    client-certificate-data: $(b64 "$data/node.crt")
+    client-key-data: $(b64 "$data/node.key")
+contexts:
+- name: node
+  context: {cluster: standin, user: node}
+YAML
+"$cubelet" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
+        --root-dir "$tmp/root" --node-status-update-frequency 1s \
+        --node-lease-duration-seconds 4 --watch-timeout-seconds 5 \
+        --node-labels example.com/role=edge --register-with-taints dedicated=test:NoSchedule \
+        --max-pods 42 >"$tmp/agent.log" 2>&1 &
+agent_pid=$!
+
+# ---- registration and status ----
+wait_log 'node test-node registered with the apiserver at https://127.0.0.1:[0-9]+ \(created'
+jp() { k get node test-node -o jsonpath="$1"; }
+[ "$(jp '{.metadata.labels.kubernetes\.io/hostname}')" = test-node ] || fail "hostname label"
+[ "$(jp '{.metadata.labels.kubernetes\.io/os}')" = linux ] || fail "os label"
+[ -n "$(jp '{.metadata.labels.kubernetes\.io/arch}')" ] || fail "arch label"
+[ "$(jp '{.metadata.labels.example\.com/role}')" = edge ] || fail "--node-labels not applied"
+[ "$(jp '{.spec.taints[0].key}={.spec.taints[0].value}:{.spec.taints[0].effect}')" = "dedicated=test:NoSchedule" ] ||
+        fail "--register-with-taints not applied: $(jp '{.spec.taints}')"
+[ "$(jp '{.status.capacity.pods}')" = 42 ] || fail "capacity.pods is not --max-pods"
+[ "$(jp '{.status.capacity.cpu}')" = "$(nproc)" ] || fail "capacity.cpu"
+cap=$(jp '{.status.capacity.memory}')
+alloc=$(jp '{.status.allocatable.memory}')
+memtotal=$(awk '/^MemTotal:/ {print $2}' /proc/meminfo)
+[ "$cap" = "${memtotal}Ki" ] || fail "capacity.memory $cap, MemTotal ${memtotal}Ki"
+[ "$alloc" = "$((memtotal - 102400))Ki" ] || fail "allocatable.memory $alloc is not capacity - 100Mi"
+pass "registered: labels, taints, capacity $cap, allocatable $alloc"
+
+ip=$(jp '{.status.addresses[?(@.type=="InternalIP")].address}')
+[ -n "$ip" ] && [[ "$ip" != 127.* ]] && [[ "$ip" != 169.254.* ]] || fail "InternalIP '$ip'"
+[ "$(jp '{.status.addresses[?(@.type=="Hostname")].address}')" = test-node ] || fail "Hostname address"
+[ "$(jp '{.status.daemonEndpoints.kubeletEndpoint.Port}')" = 10250 ] || fail "daemonEndpoints"
+[ "$(jp '{.status.nodeInfo.kubeletVersion}')" = v1.32.0 ] || fail "kubeletVersion"
+[[ "$(jp '{.status.nodeInfo.containerRuntimeVersion}')" == cubelet://* ]] || fail "containerRuntimeVersion"
+[ "$(jp '{.status.nodeInfo.kernelVersion}')" = "$(uname -r)" ] || fail "kernelVersion"
+[ "$(jp '{.status.nodeInfo.bootID}')" = "$(cat /proc/sys/kernel/random/boot_id)" ] || fail "bootID"
+if [ -s /etc/machine-id ]; then
+        [ "$(jp '{.status.nodeInfo.machineID}')" = "$(cat /etc/machine-id)" ] || fail "machineID"
+fi
+[ "$(jp '{.status.nodeInfo.operatingSystem}')" = linux ] || fail "operatingSystem"
+pass "addresses (InternalIP $ip), nodeInfo, daemonEndpoints"
+
+conds=$(jp '{range .status.conditions[*]}{.type}={.status}/{.reason}/{.message};{end}')
+want="MemoryPressure=False/KubeletHasSufficientMemory/kubelet has sufficient memory available;"
+want+="DiskPressure=False/KubeletHasNoDiskPressure/kubelet has no disk pressure;"
+want+="PIDPressure=False/KubeletHasSufficientPID/kubelet has sufficient PID available;"
+want+="Ready=True/KubeletReady/kubelet is posting ready status;"
+[ "$conds" = "$want" ] || fail "conditions: $conds"
+ready() { jp '{.status.conditions[?(@.type=="Ready")].'"$1"'}'; }
+hb1=$(ready lastHeartbeatTime)
+lt1=$(ready lastTransitionTime)
+sleep 2.2
+hb2=$(ready lastHeartbeatTime)
+[ "$hb1" != "$hb2" ] || fail "lastHeartbeatTime did not advance ($hb1)"
+[ "$lt1" = "$(ready lastTransitionTime)" ] || fail "lastTransitionTime changed without a flip"
+k get nodes | grep -Eq '^test-node +Ready' || fail "kubectl get nodes does not show Ready"
+pass "conditions in order, Ready=True KubeletReady, heartbeat $hb1 -> $hb2"
+
+# ---- Lease ----
+lease() { k get lease -n kube-node-lease test-node -o jsonpath="$1"; }
+[ "$(lease '{.spec.holderIdentity}')" = test-node ] || fail "lease holderIdentity"
+[ "$(lease '{.spec.leaseDurationSeconds}')" = 4 ] || fail "lease duration"
+[ "$(lease '{.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].uid}')" = \
+        "Node/$(jp '{.metadata.uid}')" ] || fail "lease ownerReferences"
+r1=$(lease '{.spec.renewTime}')
+[[ "$r1" =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{6}Z$ ]] || fail "renewTime '$r1' is not a MicroTime"
+sleep 1.5
+r2=$(lease '{.spec.renewTime}')
+[ "$r1" != "$r2" ] || fail "lease renewTime did not advance ($r1)"
+pass "lease renewed: $r1 -> $r2"
+
+# ---- pods: only this node's ----
+pod() { # name node [labels]
+        k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  nodeName: $2
+  containers: [{name: c, image: busybox:1.36}]
+YAML
+}
+wait_log 'pods bound to node test-node synced: 0 pod\(s\)'
+pod p-mine test-node
+pod p-other other-node
+wait_log 'pod default/p-mine uid=[0-9a-f-]+ ADDED phase=Pending'
+sleep 1
+[ "$(count_log 'p-other')" = 0 ] || fail "the agent saw another node's pod"
+pass "only pods bound to test-node are seen"
+
+# ---- cut off: changes replayed by the watch ----
+# SIGSTOP keeps the agent from reconnecting while the apiserver restarts
+# and the changes are made.
+kill -STOP "$agent_pid"
+stop_server
+start_server 2 || fail "the stand-in cannot restart on port $port"
+pod p-replay test-node
+k label pod p-replay step=two >/dev/null
+k delete pod p-replay --grace-period=0 --force >/dev/null 2>&1
+pod p-kept test-node
+kill -CONT "$agent_pid"
+wait_log 'pod default/p-replay uid=.* DELETED' 20
+wait_log 'pod default/p-kept uid=.* ADDED'
+sleep 1
+for ev in ADDED UPDATED DELETED; do
+        [ "$(count_log "pod default/p-replay uid=.* $ev")" = 1 ] || fail "p-replay $ev not logged exactly once"
+done
+[ "$(count_log 'pod default/p-mine uid=.* ADDED')" = 1 ] || fail "p-mine reported twice"
+pass "changes made while cut off were replayed once each"
+
+# ---- cut off past a compaction: 410 and relist ----
+kill -STOP "$agent_pid"
+stop_server
+start_server 3
+k delete pod p-kept --grace-period=0 --force >/dev/null 2>&1
+pod p-new test-node
+rev=$(ETCDCTL_API=3 etcdctl --endpoints "$(cat "$data/etcd.endpoint")" endpoint status -w json |
+        python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["Status"]["header"]["revision"])')
+ETCDCTL_API=3 etcdctl --endpoints "$(cat "$data/etcd.endpoint")" compact "$rev" >/dev/null
+kill -CONT "$agent_pid"
+wait_log 'pods: the watch from resourceVersion [0-9]+ expired \(410\): relisting' 20
+wait_log 'pods bound to node test-node relisted'
+wait_log 'pod default/p-kept uid=.* DELETED'
+wait_log 'pod default/p-new uid=.* ADDED'
+sleep 1
+[ "$(count_log 'pod default/p-kept uid=.* DELETED')" = 1 ] || fail "p-kept DELETED not once"
+[ "$(count_log 'pod default/p-new uid=.* ADDED')" = 1 ] || fail "p-new ADDED not once"
+[ "$(count_log 'pod default/p-mine uid=.* (ADDED|UPDATED)')" = 1 ] || fail "p-mine reported again after the relist"
+[ "$(count_log 'pod default/p-replay')" = 3 ] || fail "p-replay reported again after the relist"
+pass "410 after compaction: relisted, deleted and new pods reconciled once"
+
+# the agent still serves: a pod created now is seen
+pod p-after test-node
+wait_log 'pod default/p-after uid=.* ADDED'
+pass "watch healthy after the relist"
+
+# ---- wrong CA, bad token: clear errors, retried, the agent keeps running ----
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$tmp/other-ca.key" -out "$tmp/other-ca.crt" \
+        -days 1 -subj /CN=other-ca >/dev/null 2>&1
+sed "s|certificate-authority: .*|certificate-authority: $tmp/other-ca.crt|" "$data/node.kubeconfig" >"$tmp/bad-ca.kubeconfig"
+sed 's|token: .*|token: not-the-token|' "$data/node.kubeconfig" >"$tmp/bad-token.kubeconfig"
+grep -q other-ca.crt "$tmp/bad-ca.kubeconfig" && grep -q not-the-token "$tmp/bad-token.kubeconfig" ||
+        fail "cannot build the broken kubeconfigs"
+for bad in bad-ca bad-token; do
+        "$cubelet" --kubeconfig "$tmp/$bad.kubeconfig" --hostname-override "$bad" \
+                --root-dir "$tmp/root" >"$tmp/$bad.log" 2>&1 &
+        extra_pids+=($!)
+done
+sleep 3
+for p in "${extra_pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "an agent with a broken kubeconfig exited"; done
+grep -q "x509/certificate verify failed .*: check certificate-authority in $tmp/bad-ca.kubeconfig" "$tmp/bad-ca.log" ||
+        { cat "$tmp/bad-ca.log"; fail "wrong CA not reported clearly"; }
+grep -q "refused the credentials (401 Unauthorized): check the token/client certificate in $tmp/bad-token.kubeconfig" "$tmp/bad-token.log" ||
+        { cat "$tmp/bad-token.log"; fail "bad token not reported clearly"; }
+for bad in bad-ca bad-token; do
+        [ "$(grep -c 'retrying in' "$tmp/$bad.log")" -ge 3 ] || fail "$bad: not retried"
+        [ "$(grep -c 'retrying in 100 ms' "$tmp/$bad.log")" -le 2 ] || fail "$bad: no backoff"
+done
+for p in "${extra_pids[@]}"; do
+        kill -TERM "$p"
+        rc=0
+        wait "$p" || rc=$?
+        [ "$rc" = 0 ] || fail "agent with a broken kubeconfig exited $rc on SIGTERM"
+done
+extra_pids=()
+k get node bad-ca >/dev/null 2>&1 && fail "bad-ca registered"
+pass "wrong CA and bad token reported, retried with backoff, clean stop"
+
+# ---- SIGTERM ----
+kill -TERM "$agent_pid"
+rc=0
+wait "$agent_pid" || rc=$?
+[ "$rc" = 0 ] || fail "the agent exited $rc on SIGTERM"
+pid=$agent_pid
+agent_pid=""
+kill -0 "$pid" 2>/dev/null && fail "the agent is still running"
+grep -q 'received Terminated: shutting down' "$tmp/agent.log" || fail "no shutdown line"
+[ "$(count_log '^E')" -le 6 ] || { grep '^E' "$tmp/agent.log"; fail "unexpected errors in the agent log"; }
+pass "SIGTERM: exit 0"
+
+# ---- restart on an existing node: 409, GET, labels reconciled ----
+"$cubelet" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
+        --root-dir "$tmp/root" --node-labels example.com/role=core >"$tmp/agent.log" 2>&1 &
+agent_pid=$!
+wait_log 'node test-node registered with the apiserver at .*existing node, labels reconciled'
+[ "$(jp '{.metadata.labels.example\.com/role}')" = core ] || fail "labels not reconciled on 409"
+[ "$(ready lastTransitionTime)" = "$lt1" ] || fail "lastTransitionTime not kept across a restart"
+kill -TERM "$agent_pid"
+rc=0
+wait "$agent_pid" || rc=$?
+agent_pid=""
+[ "$rc" = 0 ] || fail "the restarted agent exited $rc on SIGTERM"
+pass "re-registration of an existing node reconciles its labels"
+echo "agent_apiserver: all checks passed"

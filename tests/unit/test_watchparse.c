@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The watch stream parser, watch events, the reflector's store and backoff,
+ * and the node status helpers: no network. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/nodestatus.h"
+#include "agent/reflector.h"
+
+/* ---- collecting objects from the parser ---- */
+
+struct collected {
+        char objs[16][512];
+        size_t n;
+        int fail_at; /* fn fails on this object (1-based); 0 never */
+};
+
+static int collect(const char *json, size_t len, void *data, struct cb_error *err)
+{
+        struct collected *c = data;
+        ck_assert_uint_lt(c->n, 16);
+        ck_assert_uint_lt(len, 512);
+        memcpy(c->objs[c->n], json, len);
+        c->objs[c->n][len] = '\0';
+        c->n++;
+        if (c->fail_at > 0 && (size_t)c->fail_at == c->n)
+                return cb_error_set(err, 0, "stop here");
+        return 0;
+}
+
+static const char *stream = "{\"type\":\"ADDED\",\"object\":{\"a\":\"}{\\\"\"}}\n"
+                            "\r\n{\"type\":\"BOOKMARK\",\"object\":{\"b\":[1,{\"c\":2}]}}\n"
+                            "{\"type\":\"DELETED\",\"object\":{}}";
+
+/* Every way of cutting the stream in three chunks yields the same objects. */
+START_TEST(test_split_chunks)
+{
+        size_t len = strlen(stream);
+        for (size_t i = 0; i <= len; i++) {
+                for (size_t j = i; j <= len; j += 7) {
+                        struct ag_watch_parser p = {0};
+                        struct collected c = {0};
+                        struct cb_error err = {0};
+                        ck_assert_int_eq(ag_watch_parser_feed(&p, stream, i, collect, &c, &err), 0);
+                        ck_assert_int_eq(
+                            ag_watch_parser_feed(&p, stream + i, j - i, collect, &c, &err), 0);
+                        ck_assert_int_eq(
+                            ag_watch_parser_feed(&p, stream + j, len - j, collect, &c, &err), 0);
+                        ck_assert_int_eq(ag_watch_parser_finish(&p, &err), 0);
+                        ck_assert_uint_eq(c.n, 3);
+                        ck_assert_str_eq(c.objs[0],
+                                         "{\"type\":\"ADDED\",\"object\":{\"a\":\"}{\\\"\"}}");
+                        ck_assert_str_eq(c.objs[2], "{\"type\":\"DELETED\",\"object\":{}}");
+                        ag_watch_parser_reset(&p);
+                }
+        }
+}
+END_TEST
+
+START_TEST(test_parser_errors)
+{
+        static const struct {
+                const char *name, *input;
+                size_t max;
+                size_t want_objects;
+                int want_feed; /* 0 or -1 */
+                int want_finish;
+                const char *want_msg;
+        } t[] = {
+            {"garbage before", "xyz{}", 0, 0, -1, 0, "unexpected byte 0x78"},
+            {"garbage between", "{}\n]{}", 0, 1, -1, 0, "unexpected byte 0x5d"},
+            {"truncated", "{\"type\":\"ADDED\",\"obj", 0, 0, 0, -1, "ended inside an event"},
+            {"truncated in string", "{}{\"a\":\"}", 0, 1, 0, -1, "ended inside an event"},
+            {"oversize", "{\"a\":\"0123456789012345678901234567890\"}", 16, 0, -1, 0,
+             "larger than 16 bytes"},
+            {"at the limit", "{\"a\":\"0123456\"}", 15, 1, 0, 0, NULL},
+            {"only whitespace", " \n\r\t ", 0, 0, 0, 0, NULL},
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                struct ag_watch_parser p = {.max_object = t[i].max};
+                struct collected c = {0};
+                struct cb_error err = {0};
+                int r = ag_watch_parser_feed(&p, t[i].input, strlen(t[i].input), collect, &c, &err);
+                ck_assert_msg(r == t[i].want_feed, "%s: feed %d", t[i].name, r);
+                ck_assert_msg(c.n == t[i].want_objects, "%s: %zu objects", t[i].name, c.n);
+                if (r == 0) {
+                        r = ag_watch_parser_finish(&p, &err);
+                        ck_assert_msg(r == t[i].want_finish, "%s: finish %d", t[i].name, r);
+                }
+                if (t[i].want_msg != NULL)
+                        ck_assert_msg(strstr(err.msg, t[i].want_msg) != NULL, "%s: %s", t[i].name,
+                                      err.msg);
+                ag_watch_parser_reset(&p);
+        }
+}
+END_TEST
+
+START_TEST(test_callback_failure_stops)
+{
+        struct ag_watch_parser p = {0};
+        struct collected c = {.fail_at = 1};
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_watch_parser_feed(&p, "{}{}{}", 6, collect, &c, &err), -1);
+        ck_assert_uint_eq(c.n, 1);
+        ck_assert_str_eq(err.msg, "stop here");
+        ag_watch_parser_reset(&p);
+}
+END_TEST
+
+START_TEST(test_event_parse)
+{
+        static const struct {
+                const char *json;
+                int want;
+                int type;
+                const char *want_msg;
+        } t[] = {
+            {"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\"}}", 0, K8S_WATCH_ADDED, NULL},
+            {"{\"type\":\"BOOKMARK\",\"object\":{}}", 0, K8S_WATCH_BOOKMARK, NULL},
+            {"{\"type\":\"ERROR\",\"object\":{\"code\":410}}", 0, K8S_WATCH_ERROR, NULL},
+            {"{\"type\":\"RENAMED\",\"object\":{\"metadata\":{\"namespace\":\"ns\",\"name\":"
+             "\"p\"}}}",
+             -1, 0, "watch event for ns/p"},
+            {"{\"type\":\"ADDED\"", -1, 0, "not valid JSON"},
+            {"{\"type\":\"ADDED\",\"object\":[]}", -1, 0, "object"},
+            {"{\"object\":{}}", -1, 0, "type"},
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                struct k8s_watch_event ev = {0};
+                struct cb_error err = {0};
+                int r = ag_watch_event_parse(t[i].json, strlen(t[i].json), &ev, &err);
+                ck_assert_msg(r == t[i].want, "%s: %d %s", t[i].json, r, err.msg);
+                if (r == 0)
+                        ck_assert_int_eq(ev.type, t[i].type);
+                else
+                        ck_assert_msg(strstr(err.msg, t[i].want_msg) != NULL, "%s: %s", t[i].json,
+                                      err.msg);
+                k8s_watch_event_clear(&ev);
+        }
+}
+END_TEST
+
+/* ---- the store ---- */
+
+struct changes {
+        char log[32][64];
+        size_t n;
+};
+
+static void record(enum ag_change change, const struct ag_object *o, void *data)
+{
+        static const char *const names[] = {"ADDED", "UPDATED", "DELETED"};
+        struct changes *c = data;
+        ck_assert_uint_lt(c->n, 32);
+        ck_assert_ptr_nonnull(o->pod);
+        snprintf(c->log[c->n++], 64, "%s %s %s", names[change], o->name, o->resource_version);
+}
+
+static cJSON *pod(const char *name, const char *uid, const char *rv)
+{
+        char buf[512];
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"namespace\":\"default\",\"name\":\"%s\",\"uid\":\"%s\","
+                 "\"resourceVersion\":\"%s\"},\"spec\":{\"nodeName\":\"n\",\"containers\":[{"
+                 "\"name\":\"c\",\"image\":\"busybox\"}]},\"status\":{\"phase\":\"Pending\"}}",
+                 name, uid, rv);
+        cJSON *j = cJSON_Parse(buf);
+        ck_assert_ptr_nonnull(j);
+        return j;
+}
+
+START_TEST(test_store_events)
+{
+        struct changes c = {0};
+        struct ag_store s;
+        struct cb_error err = {0};
+        ag_store_init(&s, AG_KIND_POD, record, &c);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, pod("a", "u1", "1"), &err), 0);
+        /* The same object again (same resourceVersion): not reported twice. */
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, pod("a", "u1", "1"), &err), 0);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_MODIFIED, pod("a", "u1", "2"), &err), 0);
+        /* MODIFIED of an unknown object is an add; ADDED of a known one an update. */
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_MODIFIED, pod("b", "u2", "3"), &err), 0);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, pod("b", "u2", "4"), &err), 0);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_DELETED, pod("a", "u1", "5"), &err), 0);
+        /* A DELETED of an object never seen is not reported. */
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_DELETED, pod("z", "u9", "6"), &err), 0);
+        /* An undecodable object is refused and the store kept. */
+        cJSON *bad = pod("x", "u3", "7");
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(bad, "spec"), "containers",
+                                  cJSON_CreateString("nope"));
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, bad, &err), -1);
+        ck_assert_msg(strstr(err.msg, "default/x") != NULL, "%s", err.msg);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, pod("y", "", "8"), &err), -1);
+        ck_assert_msg(strstr(err.msg, "metadata.uid") != NULL, "%s", err.msg);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_BOOKMARK, pod("y", "u5", "8"), &err), -1);
+        static const char *const want[] = {"ADDED a 1", "UPDATED a 2", "ADDED b 3", "UPDATED b 4",
+                                           "DELETED a 5"};
+        ck_assert_uint_eq(c.n, 5);
+        for (size_t i = 0; i < 5; i++)
+                ck_assert_str_eq(c.log[i], want[i]);
+        ck_assert_uint_eq(s.n, 1);
+        ck_assert_ptr_nonnull(ag_store_get(&s, "u2"));
+        ck_assert_ptr_null(ag_store_get(&s, "u1"));
+        ag_store_clear(&s);
+}
+END_TEST
+
+START_TEST(test_store_relist_diff)
+{
+        struct changes c = {0};
+        struct ag_store s;
+        struct cb_error err = {0};
+        ag_store_init(&s, AG_KIND_POD, record, &c);
+        cJSON *first = cJSON_CreateArray();
+        cJSON_AddItemToArray(first, pod("keep", "u1", "1"));
+        cJSON_AddItemToArray(first, pod("change", "u2", "2"));
+        cJSON_AddItemToArray(first, pod("gone", "u3", "3"));
+        ck_assert_int_eq(ag_store_replace(&s, first, &err), 0);
+        ck_assert_uint_eq(c.n, 3);
+        c.n = 0;
+        /* Relist after being disconnected: one unchanged, one changed, one
+         * deleted, one new, one undecodable (skipped and counted). */
+        cJSON *second = cJSON_CreateArray();
+        cJSON_AddItemToArray(second, pod("keep", "u1", "1"));
+        cJSON_AddItemToArray(second, pod("change", "u2", "9"));
+        cJSON_AddItemToArray(second, pod("new", "u4", "10"));
+        cJSON *bad = pod("bad", "u5", "11");
+        cJSON_DeleteItemFromObject(cJSON_GetObjectItem(bad, "metadata"), "uid");
+        cJSON_AddItemToArray(second, bad);
+        ck_assert_int_eq(ag_store_replace(&s, second, &err), 1);
+        ck_assert_msg(strstr(err.msg, "items[3]") != NULL, "%s", err.msg);
+        ck_assert_uint_eq(c.n, 3);
+        ck_assert_str_eq(c.log[0], "DELETED gone 3");
+        ck_assert_str_eq(c.log[1], "UPDATED change 9");
+        ck_assert_str_eq(c.log[2], "ADDED new 10");
+        ck_assert_uint_eq(s.n, 3);
+        c.n = 0;
+        /* The same list again reports nothing. */
+        cJSON *third = cJSON_CreateArray();
+        cJSON_AddItemToArray(third, pod("keep", "u1", "1"));
+        cJSON_AddItemToArray(third, pod("change", "u2", "9"));
+        cJSON_AddItemToArray(third, pod("new", "u4", "10"));
+        ck_assert_int_eq(ag_store_replace(&s, third, &err), 0);
+        ck_assert_uint_eq(c.n, 0);
+        /* Not a list. */
+        ck_assert_int_eq(ag_store_replace(&s, cJSON_CreateObject(), &err), -1);
+        ck_assert_uint_eq(s.n, 3);
+        ag_store_clear(&s);
+}
+END_TEST
+
+START_TEST(test_backoff)
+{
+        struct ag_backoff b;
+        ag_backoff_init(&b, 800, 30000, 120000);
+        static const uint64_t want[] = {800, 1600, 3200, 6400, 12800, 25600, 30000, 30000};
+        uint64_t now = 1000000;
+        for (size_t i = 0; i < 8; i++, now += 1000)
+                ck_assert_uint_eq(ag_backoff_next(&b, now, 0), want[i]);
+        /* Jitter adds up to 100%. */
+        ck_assert_uint_eq(ag_backoff_next(&b, now, 0.5), 45000);
+        /* Healthy for more than 2 min: back to the start. */
+        ck_assert_uint_eq(ag_backoff_next(&b, now + 120001, 0), 800);
+        ck_assert_uint_eq(ag_backoff_next(&b, now + 120002, 0), 1600);
+}
+END_TEST
+
+START_TEST(test_duration)
+{
+        static const struct {
+                const char *s;
+                int ok;
+                uint64_t ms;
+        } t[] = {
+            {"10s", 1, 10000}, {"1m30s", 1, 90000}, {"500ms", 1, 500}, {"2h", 1, 7200000},
+            {"1.5s", 1, 1500}, {"0", 1, 0},         {"10", 0, 0},      {"", 0, 0},
+            {"s", 0, 0},       {"5x", 0, 0},        {"-1s", 0, 0},     {"1m5", 0, 0},
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                uint64_t ms = 12345;
+                struct cb_error err = {0};
+                int r = ag_parse_duration_ms(t[i].s, &ms, &err);
+                ck_assert_msg((r == 0) == t[i].ok, "\"%s\": %d %s", t[i].s, r, err.msg);
+                if (t[i].ok)
+                        ck_assert_uint_eq(ms, t[i].ms);
+        }
+}
+END_TEST
+
+START_TEST(test_labels_taints)
+{
+        cJSON *o = NULL;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_parse_node_labels("a=b,example.com/role=edge,empty=", &o, &err), 0);
+        char *s = cJSON_PrintUnformatted(o);
+        ck_assert_str_eq(s, "{\"a\":\"b\",\"example.com/role\":\"edge\",\"empty\":\"\"}");
+        free(s);
+        cJSON_Delete(o);
+        ck_assert_int_eq(ag_parse_node_labels("", &o, &err), 0);
+        ck_assert_int_eq(cJSON_GetArraySize(o), 0);
+        cJSON_Delete(o);
+        static const char *const bad_labels[] = {"novalue", "-a=b", "a=b c", "Ex_ample/x=y",
+                                                 "a=-b"};
+        for (size_t i = 0; i < sizeof(bad_labels) / sizeof(bad_labels[0]); i++) {
+                o = NULL;
+                ck_assert_msg(ag_parse_node_labels(bad_labels[i], &o, &err) == -1, "%s",
+                              bad_labels[i]);
+                ck_assert_ptr_null(o);
+        }
+        ck_assert_int_eq(ag_parse_taints("dedicated=gpu:NoSchedule,maint:NoExecute", &o, &err), 0);
+        s = cJSON_PrintUnformatted(o);
+        ck_assert_str_eq(s, "[{\"key\":\"dedicated\",\"value\":\"gpu\",\"effect\":\"NoSchedule\"},"
+                            "{\"key\":\"maint\",\"effect\":\"NoExecute\"}]");
+        free(s);
+        cJSON_Delete(o);
+        static const char *const bad_taints[] = {"k=v", "k=v:Never", "=v:NoSchedule",
+                                                 "k=bad value:NoExecute"};
+        for (size_t i = 0; i < sizeof(bad_taints) / sizeof(bad_taints[0]); i++) {
+                o = NULL;
+                ck_assert_msg(ag_parse_taints(bad_taints[i], &o, &err) == -1, "%s", bad_taints[i]);
+                ck_assert_ptr_null(o);
+        }
+        ck_assert_msg(strstr(err.msg, "bad value") != NULL, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(test_status_differs)
+{
+        const char *base =
+            "{\"capacity\":{\"cpu\":\"2\"},\"conditions\":[{\"type\":\"Ready\",\"status\":"
+            "\"True\",\"reason\":\"KubeletReady\",\"message\":\"m\",\"lastHeartbeatTime\":"
+            "\"T1\",\"lastTransitionTime\":\"T0\"}]}";
+        cJSON *a = cJSON_Parse(base);
+        cJSON *b = cJSON_Parse(base);
+        ck_assert(!ag_node_status_differs(a, b));
+        /* Heartbeat times alone are no change. */
+        cJSON *cb = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "conditions"), 0);
+        cJSON_ReplaceItemInObject(cb, "lastHeartbeatTime", cJSON_CreateString("T2"));
+        ck_assert(!ag_node_status_differs(a, b));
+        cJSON_ReplaceItemInObject(cb, "status", cJSON_CreateString("Unknown"));
+        ck_assert(ag_node_status_differs(a, b));
+        cJSON_ReplaceItemInObject(cb, "status", cJSON_CreateString("True"));
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "capacity"), "cpu",
+                                  cJSON_CreateString("4"));
+        ck_assert(ag_node_status_differs(a, b));
+        ck_assert(ag_node_status_differs(NULL, b));
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        char t[40];
+        ag_format_time(t, sizeof(t), true);
+        ck_assert_uint_eq(strlen(t), 27); /* 2024-01-02T03:04:05.123456Z */
+        ck_assert_int_eq(t[19], '.');
+        ck_assert_int_eq(t[26], 'Z');
+        ag_format_time(t, sizeof(t), false);
+        ck_assert_uint_eq(strlen(t), 20);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("watchparse");
+        TCase *tc = tcase_create("core");
+        tcase_add_test(tc, test_split_chunks);
+        tcase_add_test(tc, test_parser_errors);
+        tcase_add_test(tc, test_callback_failure_stops);
+        tcase_add_test(tc, test_event_parse);
+        tcase_add_test(tc, test_store_events);
+        tcase_add_test(tc, test_store_relist_diff);
+        tcase_add_test(tc, test_backoff);
+        tcase_add_test(tc, test_duration);
+        tcase_add_test(tc, test_labels_taints);
+        tcase_add_test(tc, test_status_differs);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_set_fork_status(sr, CK_FORK);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

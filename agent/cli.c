@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/agent.h"
 #include "agent/log.h"
 
 #define DEFAULT_ROOT_DIR     "/var/lib/cubelet"
@@ -17,20 +18,28 @@ struct subcommand {
         const char *help;
 };
 
+int cmd_monitor(int argc, char **argv, const struct cb_global_opts *opts);
 static const struct subcommand subcommands[] = {
+    {"__monitor", cmd_monitor, NULL}, /* hidden: runtime/monitor.c */
     {"version", cmd_version, "print the version"},
     {"inspect", cmd_inspect,
      "inspect POD_FILE [--node NODE_FILE] [--running PODLIST_FILE]: admission, QoS, "
      "tolerations and cgroup plan of a pod, without a cluster"},
+    {"run-pod", cmd_run_pod,
+     "run-pod FILE: run one pod on this machine without an apiserver; one JSON status line per "
+     "change"},
     {"image", cmd_image,
      "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
 };
 
 static void usage(FILE *f)
 {
-        fprintf(f, "Usage: cubelet [GLOBAL FLAGS] COMMAND [ARGS]\n\nCommands:\n");
+        fprintf(f, "Usage: cubelet [GLOBAL FLAGS] COMMAND [ARGS]\n"
+                   "       cubelet [GLOBAL FLAGS] --kubeconfig FILE [AGENT FLAGS]  (the node "
+                   "agent; see cubelet --kubeconfig x --help)\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-                fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
+                if (subcommands[i].help != NULL)
+                        fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
         fprintf(f,
                 "\nGlobal flags (accepted before or after the command):\n"
                 "  --root-dir DIR       state directory (default " DEFAULT_ROOT_DIR ")\n"
@@ -107,10 +116,9 @@ int cubelet_main(int argc, char **argv)
         }
         ag_log_verbosity = opts.verbosity;
         int ret = 2;
-        if (nrest == 0) {
-                usage(stderr);
-                fprintf(stderr,
-                        "\ncubelet: the node agent itself is not built yet; use a command\n");
+        if (nrest == 0 || rest[0][0] == '-') {
+                /* No command: the node agent, with its own flags. */
+                ret = ag_run_agent(nrest, rest, &opts);
         } else {
                 const struct subcommand *sc = NULL;
                 for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/agent.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/apiclient.h"
+#include "agent/kubeconfig.h"
+#include "agent/log.h"
+#include "agent/loop.h"
+#include "agent/nodeinfo.h"
+#include "agent/events.h"
+#include "agent/nodestatus.h"
+#include "agent/pods.h"
+#include "agent/reflector.h"
+#include "status/podstatus.h"
+#include "lib/cleanup.h"
+
+#define DEFAULT_MAX_PODS 110
+
+struct agent_flags {
+        const char *kubeconfig;
+        const char *hostname_override;
+        const char *node_ip;
+        const char *node_labels;
+        const char *taints;
+        int max_pods;
+        uint64_t update_ms, report_ms;
+        bool report_set, update_set;
+        int lease_duration_s;
+        int watch_timeout_s;
+        const char *pod_logs_dir;
+        const char *cgroup_root;
+        const char *insecure[16];
+        size_t n_insecure;
+        int backoff_base_s, backoff_max_s;
+};
+
+struct agent {
+        struct ag_loop *loop;
+        struct ag_api *api;
+        struct ag_nodestatus *ns;
+        struct ag_reflector *pods, *node;
+        struct ag_events *events;
+        struct ag_pods *pod_mgr;
+        struct ag_node_env env;
+        const char *host_ips[1];
+        char exe[PATH_MAX];
+        const char *node_name;
+        const char *root_dir, *cni_conf_dir, *cni_bin_dir;
+        bool pods_synced;
+        int signal;
+};
+
+static void agent_usage(FILE *f)
+{
+        fprintf(f, "Usage: cubelet [GLOBAL FLAGS] --kubeconfig FILE [AGENT FLAGS]\n\n"
+                   "Runs the node agent: registers this machine as a Node, keeps its status and "
+                   "Lease fresh,\nand watches the pods bound to it.\n\n"
+                   "Agent flags:\n"
+                   "  --kubeconfig FILE                    credentials and address of the "
+                   "apiserver (required)\n"
+                   "  --hostname-override NAME             node name (default: the host name, "
+                   "lower case)\n"
+                   "  --node-ip IP                         InternalIP (default: the "
+                   "default-route interface's IPv4)\n"
+                   "  --node-labels k=v,...                labels added at registration\n"
+                   "  --register-with-taints k=v:Effect,...  taints set at registration\n"
+                   "  --max-pods N                         pod capacity (default 110)\n"
+                   "  --node-status-update-frequency DUR   status computation interval (default "
+                   "10s)\n"
+                   "  --node-status-report-frequency DUR   status report interval when nothing "
+                   "changed\n"
+                   "                                       (default 5m; when only the update "
+                   "frequency is\n"
+                   "                                       given, the same as it, like the "
+                   "kubelet)\n"
+                   "  --node-lease-duration-seconds N      Lease duration; renewed every N/4 s "
+                   "(default 40)\n"
+                   "  --watch-timeout-seconds N            watch timeout (default: random "
+                   "300-600; for tests)\n"
+                   "  --pod-logs-dir DIR                   container logs (default "
+                   "/var/log/pods)\n"
+                   "  --cgroup-root PATH                   parent of kubepods (default: the "
+                   "hierarchy root)\n"
+                   "  --insecure-registry HOST:PORT        registry reached over plain HTTP "
+                   "(repeatable)\n"
+                   "  --crash-loop-backoff-base N          first restart delay in seconds "
+                   "(default 10)\n"
+                   "  --crash-loop-backoff-max N           restart delay cap in seconds "
+                   "(default 300)\n");
+}
+
+int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
+{
+        static const struct {
+                const char *unit;
+                double ms;
+        } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+        const char *p = s;
+        double total = 0;
+        if (*p == '\0')
+                return cb_error_set(err, 0, "empty duration (want e.g. 10s, 1m30s, 500ms)");
+        if (strcmp(s, "0") == 0) {
+                *ret = 0;
+                return 0;
+        }
+        while (*p) {
+                char *end;
+                errno = 0;
+                double v = strtod(p, &end);
+                if (end == p || errno != 0 || v < 0)
+                        return cb_error_set(err, 0,
+                                            "invalid duration \"%s\" (want e.g. 10s, 1m30s, "
+                                            "500ms)",
+                                            s);
+                p = end;
+                size_t best = CB_ARRAY_SIZE(units);
+                for (size_t i = 0; i < CB_ARRAY_SIZE(units); i++)
+                        if (strncmp(p, units[i].unit, strlen(units[i].unit)) == 0 &&
+                            (best == CB_ARRAY_SIZE(units) ||
+                             strlen(units[i].unit) > strlen(units[best].unit)))
+                                best = i;
+                if (best == CB_ARRAY_SIZE(units))
+                        return cb_error_set(err, 0,
+                                            "invalid duration \"%s\": missing or unknown unit "
+                                            "(ms, s, m or h)",
+                                            s);
+                total += v * units[best].ms;
+                p += strlen(units[best].unit);
+        }
+        if (total > 1e12)
+                return cb_error_set(err, 0, "duration \"%s\" is too long", s);
+        *ret = (uint64_t)total;
+        return 0;
+}
+
+static const char *flag_value(int argc, char **argv, int *i, const char *flag, bool *missing)
+{
+        size_t len = strlen(flag);
+        const char *a = argv[*i];
+        if (strncmp(a, flag, len) != 0)
+                return NULL;
+        if (a[len] == '=')
+                return a + len + 1;
+        if (a[len] != '\0')
+                return NULL;
+        if (*i + 1 >= argc) {
+                *missing = true;
+                return NULL;
+        }
+        (*i)++;
+        return argv[*i];
+}
+
+static int parse_int(const char *flag, const char *v, int min, int max, int *ret)
+{
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (*v == '\0' || *end != '\0' || errno != 0 || n < min || n > max) {
+                fprintf(stderr, "cubelet: %s: invalid value \"%s\" (want an integer %d..%d)\n",
+                        flag, v, min, max);
+                return -1;
+        }
+        *ret = (int)n;
+        return 0;
+}
+
+static int parse_dur(const char *flag, const char *v, uint64_t *ret)
+{
+        struct cb_error err = {0};
+        if (ag_parse_duration_ms(v, ret, &err) < 0 || *ret == 0) {
+                fprintf(stderr, "cubelet: %s: %s\n", flag,
+                        err.msg[0] ? err.msg : "must be greater than 0");
+                return -1;
+        }
+        return 0;
+}
+
+/* 0 ok, 1 help printed, -1 usage error (printed). */
+static int parse_flags(int argc, char **argv, struct agent_flags *f)
+{
+        *f = (struct agent_flags){.max_pods = DEFAULT_MAX_PODS,
+                                  .update_ms = AG_NODE_STATUS_UPDATE_MS,
+                                  .report_ms = AG_NODE_STATUS_REPORT_MS,
+                                  .lease_duration_s = AG_NODE_LEASE_DURATION_S,
+                                  .pod_logs_dir = "/var/log/pods",
+                                  .cgroup_root = "",
+                                  .backoff_base_s = ST_BACKOFF_BASE_DEFAULT,
+                                  .backoff_max_s = ST_BACKOFF_CAP_DEFAULT};
+        for (int i = 0; i < argc; i++) {
+                bool missing = false;
+                const char *v;
+                int r = 0;
+                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                        agent_usage(stdout);
+                        return 1;
+                } else if ((v = flag_value(argc, argv, &i, "--kubeconfig", &missing)))
+                        f->kubeconfig = v;
+                else if ((v = flag_value(argc, argv, &i, "--hostname-override", &missing)))
+                        f->hostname_override = v;
+                else if ((v = flag_value(argc, argv, &i, "--node-ip", &missing)))
+                        f->node_ip = v;
+                else if ((v = flag_value(argc, argv, &i, "--node-labels", &missing)))
+                        f->node_labels = v;
+                else if ((v = flag_value(argc, argv, &i, "--register-with-taints", &missing)))
+                        f->taints = v;
+                else if ((v = flag_value(argc, argv, &i, "--max-pods", &missing)))
+                        r = parse_int("--max-pods", v, 1, 1000000, &f->max_pods);
+                else if ((v = flag_value(argc, argv, &i, "--node-status-update-frequency",
+                                         &missing))) {
+                        r = parse_dur("--node-status-update-frequency", v, &f->update_ms);
+                        f->update_set = true;
+                } else if ((v = flag_value(argc, argv, &i, "--node-status-report-frequency",
+                                           &missing))) {
+                        r = parse_dur("--node-status-report-frequency", v, &f->report_ms);
+                        f->report_set = true;
+                } else if ((v = flag_value(argc, argv, &i, "--node-lease-duration-seconds",
+                                           &missing)))
+                        r = parse_int("--node-lease-duration-seconds", v, 1, 3600,
+                                      &f->lease_duration_s);
+                else if ((v = flag_value(argc, argv, &i, "--watch-timeout-seconds", &missing)))
+                        r = parse_int("--watch-timeout-seconds", v, 1, 86400, &f->watch_timeout_s);
+                else if ((v = flag_value(argc, argv, &i, "--pod-logs-dir", &missing)))
+                        f->pod_logs_dir = v;
+                else if ((v = flag_value(argc, argv, &i, "--cgroup-root", &missing)))
+                        f->cgroup_root = v;
+                else if ((v = flag_value(argc, argv, &i, "--insecure-registry", &missing))) {
+                        if (f->n_insecure < CB_ARRAY_SIZE(f->insecure))
+                                f->insecure[f->n_insecure++] = v;
+                } else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-base", &missing)))
+                        r = parse_int("--crash-loop-backoff-base", v, 1, 300, &f->backoff_base_s);
+                else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-max", &missing)))
+                        r = parse_int("--crash-loop-backoff-max", v, 1, 300, &f->backoff_max_s);
+                else if (!missing) {
+                        fprintf(stderr,
+                                "cubelet: unknown flag or command \"%s\"; see cubelet --help\n",
+                                argv[i]);
+                        return -1;
+                }
+                if (missing) {
+                        fprintf(stderr, "cubelet: %s needs a value\n", argv[i]);
+                        return -1;
+                }
+                if (r < 0)
+                        return -1;
+        }
+        /* The kubelet: an explicit update frequency without a report
+         * frequency makes both the same. */
+        if (f->update_set && !f->report_set)
+                f->report_ms = f->update_ms;
+        if (f->kubeconfig == NULL) {
+                fprintf(stderr, "cubelet: --kubeconfig is required to run the agent (or give a "
+                                "command; see cubelet --help)\n");
+                return -1;
+        }
+        return 0;
+}
+
+/* ---- callbacks ---- */
+
+static void on_signal(struct ag_loop *loop, int signo, void *data)
+{
+        struct agent *a = data;
+        a->signal = signo;
+        log_info("received %s: shutting down", strsignal(signo));
+        ag_loop_quit(loop);
+}
+
+static void on_pod(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct agent *a = data;
+        static const char *const names[] = {"ADDED", "UPDATED", "DELETED"};
+        const char *phase = o->pod != NULL && o->pod->status.phase ? o->pod->status.phase : "";
+        log_v(3, "pod %s/%s uid=%s %s phase=%s%s", o->namespace_ ? o->namespace_ : "",
+              o->name ? o->name : "", o->uid, names[change], phase[0] ? phase : "(none)",
+              o->pod != NULL && o->pod->meta.deletion_timestamp ? " terminating" : "");
+        ag_pods_change(a->pod_mgr, change, o);
+}
+
+static void on_pods_synced(size_t n, void *data)
+{
+        struct agent *a = data;
+        if (!a->pods_synced)
+                log_info("pods bound to node %s synced: %zu pod(s)", a->node_name, n);
+        else
+                log_info("pods bound to node %s relisted: %zu pod(s)", a->node_name, n);
+        a->pods_synced = true;
+}
+
+static void on_node(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct agent *a = data;
+        log_v(2, "node %s %s (resourceVersion %s)", o->name ? o->name : "?",
+              change == AG_DELETED ? "deleted" : "seen",
+              o->resource_version ? o->resource_version : "?");
+        ag_nodestatus_observe(a->ns, change == AG_DELETED ? NULL : o->json);
+        ag_pods_node(a->pod_mgr, change == AG_DELETED ? NULL : o);
+}
+
+/* ---- setup ---- */
+
+static int make_node_config(const struct agent_flags *fl, const struct cb_global_opts *opts,
+                            struct ag_node_config *nc, struct cb_error *err)
+{
+        if (ag_node_facts_read(opts->root_dir, &nc->facts, err) < 0)
+                return -1;
+        if (fl->hostname_override != NULL) {
+                if (fl->hostname_override[0] == '\0' ||
+                    strlen(fl->hostname_override) >= sizeof(nc->facts.hostname))
+                        return cb_error_set(err, 0, "--hostname-override: invalid name \"%s\"",
+                                            fl->hostname_override);
+                snprintf(nc->facts.hostname, sizeof(nc->facts.hostname), "%s",
+                         fl->hostname_override);
+                for (char *p = nc->facts.hostname; *p; p++)
+                        if (*p >= 'A' && *p <= 'Z')
+                                *p = (char)(*p - 'A' + 'a');
+        }
+        if (fl->node_ip != NULL) {
+                if (!ag_node_ip_valid(fl->node_ip))
+                        return cb_error_set(err, 0,
+                                            "--node-ip: \"%s\" is not a usable IP address (not "
+                                            "loopback, link-local, multicast or unspecified)",
+                                            fl->node_ip);
+                snprintf(nc->facts.node_ip, sizeof(nc->facts.node_ip), "%s", fl->node_ip);
+        } else if (nc->facts.node_ip[0] == '\0') {
+                return cb_error_set(err, 0,
+                                    "cannot find this node's IP address (no usable IPv4 "
+                                    "on the default-route interface): pass --node-ip");
+        }
+        nc->node_name = nc->facts.hostname;
+        nc->max_pods = fl->max_pods;
+        nc->update_ms = fl->update_ms;
+        nc->report_ms = fl->report_ms;
+        nc->lease_duration_s = fl->lease_duration_s;
+        if (ag_parse_node_labels(fl->node_labels, &nc->extra_labels, err) < 0 ||
+            ag_parse_taints(fl->taints, &nc->taints, err) < 0)
+                return -1;
+        return 0;
+}
+
+static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_node_config *nc,
+                       const struct ag_kubeconfig *kc, struct cb_error *err)
+{
+        if (ag_loop_new(&a->loop, err) < 0)
+                return -1;
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (ag_loop_add_signals(a->loop, &mask, on_signal, a, err) < 0)
+                return -1;
+        if (ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
+                return -1;
+        nc->data = a;
+        if (ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
+                return -1;
+        /* What every pod worker shares: this node as the runtime sees it. */
+        ssize_t n = readlink("/proc/self/exe", a->exe, sizeof(a->exe) - 1);
+        if (n <= 0)
+                return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
+        a->exe[n] = '\0';
+        a->host_ips[0] = nc->facts.node_ip;
+        int64_t mem = nc->facts.memory_bytes;
+        a->env = (struct ag_node_env){
+            .loop = a->loop,
+            .root_dir = a->root_dir,
+            .pod_logs_dir = fl->pod_logs_dir,
+            .monitor_path = a->exe,
+            .cni_conf_dir = a->cni_conf_dir,
+            .cni_bin_dir = a->cni_bin_dir,
+            .cgroup_root = fl->cgroup_root,
+            .node_name = a->node_name,
+            .host_ips = a->host_ips,
+            .n_host_ips = 1,
+            .node_memory_capacity = mem,
+            .alloc_milli_cpu = (int64_t)nc->facts.cpus * 1000,
+            .alloc_memory = mem > (100LL << 20) ? mem - (100LL << 20) : 0,
+            .alloc_ephemeral = nc->facts.ephemeral_bytes - nc->facts.ephemeral_bytes / 10,
+            .insecure_registries = fl->insecure,
+            .n_insecure_registries = fl->n_insecure,
+            .backoff_base = fl->backoff_base_s,
+            .backoff_cap = fl->backoff_max_s,
+            .pull_backoff_base = 10,
+            .pull_backoff_cap = 300,
+        };
+        if (ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0 ||
+            ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
+                return -1;
+        char pod_sel[512], node_sel[512];
+        snprintf(pod_sel, sizeof(pod_sel), "spec.nodeName=%s", a->node_name);
+        snprintf(node_sel, sizeof(node_sel), "metadata.name=%s", a->node_name);
+        struct ag_reflector_config pods = {
+            .what = "pods",
+            .path = "/api/v1/pods",
+            .field_selector = pod_sel,
+            .kind = AG_KIND_POD,
+            .watch_timeout_s = fl->watch_timeout_s,
+            .on_change = on_pod,
+            .on_synced = on_pods_synced,
+            .data = a,
+        };
+        struct ag_reflector_config node = {
+            .what = "node",
+            .path = "/api/v1/nodes",
+            .field_selector = node_sel,
+            .kind = AG_KIND_NODE,
+            .watch_timeout_s = fl->watch_timeout_s,
+            .on_change = on_node,
+            .data = a,
+        };
+        if (ag_reflector_new(a->loop, a->api, &pods, &a->pods, err) < 0 ||
+            ag_reflector_new(a->loop, a->api, &node, &a->node, err) < 0)
+                return -1;
+        ag_nodestatus_start(a->ns);
+        ag_reflector_start(a->node);
+        ag_reflector_start(a->pods);
+        return 0;
+}
+
+static void stop_agent(struct agent *a)
+{
+        /* Reflectors and the status loop cancel their requests and timers
+         * before the client and the loop go. */
+        ag_reflector_free(a->pods);
+        ag_reflector_free(a->node);
+        ag_pods_free(a->pod_mgr);
+        ag_events_free(a->events);
+        ag_nodestatus_free(a->ns);
+        ag_api_free(a->api);
+        ag_loop_free(a->loop);
+}
+
+int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
+{
+        struct agent_flags fl;
+        int r = parse_flags(argc, argv, &fl);
+        if (r != 0)
+                return r > 0 ? 0 : 2;
+        struct cb_error err = {0};
+        struct ag_node_config nc = {0};
+        struct ag_kubeconfig kc = {0};
+        struct agent a = {0};
+        int ret = 1;
+        /* A write to a closed connection must be an error, not a death. */
+        signal(SIGPIPE, SIG_IGN);
+        if (make_node_config(&fl, opts, &nc, &err) < 0 ||
+            ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0) {
+                log_error("%s", err.msg);
+                goto out;
+        }
+        if (kc.insecure_skip_tls_verify)
+                log_warning("%s: insecure-skip-tls-verify is set: the apiserver's certificate is "
+                            "NOT verified; set certificate-authority instead",
+                            kc.path);
+        a.node_name = nc.node_name;
+        a.root_dir = opts->root_dir;
+        a.cni_conf_dir = opts->cni_conf_dir;
+        a.cni_bin_dir = opts->cni_bin_dir;
+        log_info("cubelet v%s starting: node %s, apiserver %s (context %s), root dir %s",
+                 CUBELET_VERSION, a.node_name, kc.server, kc.context, opts->root_dir);
+        if (start_agent(&a, &fl, &nc, &kc, &err) < 0) {
+                log_error("cannot start the agent: %s", err.msg);
+                goto out;
+        }
+        if (ag_loop_run(a.loop, &err) < 0) {
+                log_error("the event loop failed: %s", err.msg);
+                goto out;
+        }
+        ret = 0;
+        log_info("stopped");
+out:
+        stop_agent(&a);
+        cJSON_Delete(nc.extra_labels);
+        cJSON_Delete(nc.taints);
+        ag_kubeconfig_clear(&kc);
+        return ret;
+}

@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/pods.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/admit.h"
+#include "agent/log.h"
+#include "agent/statusgen.h"
+#include "agent/taint.h"
+#include "lib/cleanup.h"
+#include "status/podstatus.h"
+
+#define DELETE_RETRY_MS 2000
+
+struct rec {
+        struct rec *next;
+        struct ag_pods *p;
+        char *uid, *ns, *name;
+        cJSON *json;         /* the newest API object */
+        struct k8s_pod *pod; /* decoded json */
+        struct ag_pod_worker *worker;
+        bool admitted_checked; /* admission ran */
+        bool rejected;
+        bool finished; /* the worker is done: terminal and torn down */
+        bool gone;     /* the API object no longer exists */
+        bool deleting; /* deletionTimestamp seen */
+        int64_t grace; /* effective grace period, -1 = none yet */
+        /* NoExecute */
+        bool evict_scheduled, evicted;
+        struct ag_timer *evict_timer;
+        /* the final DELETE */
+        struct ag_request *del_req;
+        struct ag_timer *del_timer;
+        struct ag_request *aux_req; /* the DisruptionTarget patch / the eviction DELETE */
+};
+
+struct ag_pods {
+        const struct ag_node_env *env;
+        struct ag_api *api;
+        struct ag_events *events;
+        struct ag_status_mgr *status;
+        struct k8s_node *node;
+        struct rec *recs;
+        size_t n;
+};
+
+static void maybe_final_delete(struct rec *r);
+static void check_noexecute(struct rec *r);
+
+static const char *pod_ns(const struct rec *r)
+{
+        return r->ns ? r->ns : "default";
+}
+
+static struct rec *find(struct ag_pods *p, const char *uid)
+{
+        for (struct rec *r = p->recs; r; r = r->next)
+                if (strcmp(r->uid, uid) == 0)
+                        return r;
+        return NULL;
+}
+
+static void record_event(struct rec *r, const char *type, const char *reason, const char *message,
+                         const char *field_path)
+{
+        struct ag_event_object o = {
+            .kind = "Pod",
+            .namespace_ = pod_ns(r),
+            .name = r->name,
+            .uid = r->uid,
+            .field_path = field_path,
+        };
+        ag_events_record(r->p->events, &o, type, reason, message);
+}
+
+static void rec_free(struct rec *r)
+{
+        if (r->worker)
+                ag_pod_worker_free(r->worker);
+        if (r->del_req)
+                ag_api_cancel(r->del_req);
+        if (r->aux_req)
+                ag_api_cancel(r->aux_req);
+        if (r->evict_timer)
+                ag_timer_free(r->evict_timer);
+        if (r->del_timer)
+                ag_timer_free(r->del_timer);
+        k8s_pod_free(r->pod);
+        cJSON_Delete(r->json);
+        free(r->uid);
+        free(r->ns);
+        free(r->name);
+        free(r);
+}
+
+static void rec_remove(struct rec *r)
+{
+        struct ag_pods *p = r->p;
+        for (struct rec **pp = &p->recs; *pp; pp = &(*pp)->next)
+                if (*pp == r) {
+                        *pp = r->next;
+                        p->n--;
+                        break;
+                }
+        ag_status_mgr_forget(p->status, r->uid);
+        rec_free(r);
+}
+
+/* A decoded copy of the newest object, for a worker to own. */
+static struct k8s_pod *decode_copy(const struct rec *r)
+{
+        struct k8s_pod *pod = NULL;
+        struct cb_error err = {0};
+        if (k8s_pod_from_json(r->json, &pod, &err) < 0) {
+                log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+                return NULL;
+        }
+        return pod;
+}
+
+/* ---- worker callbacks ---------------------------------------------------------- */
+
+static void on_worker_status(struct ag_pod_worker *w, const cJSON *status, void *data)
+{
+        struct rec *r = data;
+        (void)w;
+        struct cb_error err = {0};
+        const cJSON *phase = cJSON_GetObjectItemCaseSensitive(status, "phase");
+        log_v(1, "pod %s/%s: phase %s", pod_ns(r), r->name,
+              cJSON_IsString(phase) ? phase->valuestring : "?");
+        if (!r->gone &&
+            ag_status_mgr_set(r->p->status, pod_ns(r), r->name, r->uid, status, &err) < 0)
+                log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+}
+
+static void on_worker_event(struct ag_pod_worker *w, const char *type, const char *reason,
+                            const char *message, const char *field_path, void *data)
+{
+        struct rec *r = data;
+        (void)w;
+        log_v(1, "pod %s/%s%s%s: %s %s: %s", pod_ns(r), r->name, field_path ? " " : "",
+              field_path ? field_path : "", type, reason, message);
+        if (!r->gone)
+                record_event(r, type, reason, message, field_path);
+}
+
+static void on_worker_done(struct ag_pod_worker *w, void *data)
+{
+        struct rec *r = data;
+        (void)w;
+        r->finished = true;
+        log_info("pod %s/%s: terminated and cleaned up", pod_ns(r), r->name);
+        if (r->gone) {
+                rec_remove(r);
+                return;
+        }
+        maybe_final_delete(r);
+}
+
+static const struct ag_pod_worker_ops worker_ops = {on_worker_status, on_worker_event,
+                                                    on_worker_done};
+
+/* ---- admission ------------------------------------------------------------------ */
+
+static void admit(struct rec *r)
+{
+        struct ag_pods *p = r->p;
+        if (p->node == NULL || r->admitted_checked)
+                return; /* the kubelet waits for its Node first */
+        r->admitted_checked = true;
+        const char *phase = r->pod->status.phase;
+        if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
+                /* Terminal already: nothing to run; a deletion completes at once. */
+                r->finished = true;
+                r->rejected = true;
+                maybe_final_delete(r);
+                return;
+        }
+        struct k8s_pod **admitted = calloc(p->n + 1, sizeof(*admitted));
+        size_t n = 0;
+        for (struct rec *o = p->recs; o && admitted; o = o->next)
+                if (o != r && o->worker && !o->finished)
+                        admitted[n++] = (struct k8s_pod *)ag_pod_worker_pod(o->worker);
+        struct k8s_admit_result res;
+        k8s_admit(r->pod, p->node, admitted, n, &res);
+        free(admitted);
+        if (!res.admitted) {
+                char msg[600];
+                snprintf(msg, sizeof(msg), "Pod was rejected: %s", res.message);
+                log_warning("pod %s/%s: rejected: %s: %s", pod_ns(r), r->name, res.reason,
+                            res.message);
+                record_event(r, "Warning", res.reason, res.message, NULL);
+                struct ag_pod_obs obs = {.rejected = true,
+                                         .reason = res.reason,
+                                         .message = msg,
+                                         .start_time = (int64_t)time(NULL)};
+                cJSON *st = ag_pod_status_json(r->pod, &obs, (int64_t)time(NULL));
+                struct cb_error err = {0};
+                if (st != NULL &&
+                    ag_status_mgr_set(p->status, pod_ns(r), r->name, r->uid, st, &err) < 0)
+                        log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+                cJSON_Delete(st);
+                r->rejected = true;
+                r->finished = true;
+                return;
+        }
+        struct k8s_pod *copy = decode_copy(r);
+        struct cb_error err = {0};
+        if (copy == NULL || ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) < 0) {
+                log_error("pod %s/%s: cannot start its worker: %s", pod_ns(r), r->name, err.msg);
+                return;
+        }
+        log_info("pod %s/%s uid=%s admitted", pod_ns(r), r->name, r->uid);
+        check_noexecute(r);
+}
+
+/* ---- deletion -------------------------------------------------------------------- */
+
+static void on_delete_done(struct ag_api_result *res, void *data)
+{
+        struct rec *r = data;
+        r->del_req = NULL;
+        if ((res->status >= 200 && res->status < 300) || res->status == 404 || res->status == 409) {
+                /* Removed (the watch delivers DELETED), or already gone, or the
+                 * name belongs to another pod now. */
+                log_v(1, "pod %s/%s: deleted (%ld)", pod_ns(r), r->name, res->status);
+                return;
+        }
+        log_warning("pod %s/%s: final delete failed (%s); retrying", pod_ns(r), r->name,
+                    res->error ? res->error : "no response");
+        ag_timer_arm(r->del_timer, DELETE_RETRY_MS);
+}
+
+static void send_delete(struct rec *r, int64_t grace, bool precondition, struct ag_request **slot,
+                        ag_api_done_fn done)
+{
+        _cleanup_free_ char *ns = ag_api_escape(pod_ns(r));
+        _cleanup_free_ char *name = ag_api_escape(r->name);
+        char path[1024];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", ns ? ns : "",
+                 name ? name : "");
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "kind", "DeleteOptions");
+        cJSON_AddStringToObject(b, "apiVersion", "v1");
+        if (grace >= 0)
+                cJSON_AddNumberToObject(b, "gracePeriodSeconds", (double)grace);
+        if (precondition)
+                cJSON_AddStringToObject(cJSON_AddObjectToObject(b, "preconditions"), "uid", r->uid);
+        _cleanup_free_ char *body = cJSON_PrintUnformatted(b);
+        cJSON_Delete(b);
+        struct ag_api_req_opts opts = {.body = body, .body_len = body ? strlen(body) : 0};
+        struct cb_error err = {0};
+        *slot = ag_api_request(r->p->api, "DELETE", path, &opts, done, r, &err);
+        if (*slot == NULL) {
+                log_warning("pod %s/%s: delete: %s", pod_ns(r), r->name, err.msg);
+                ag_timer_arm(r->del_timer, DELETE_RETRY_MS);
+        }
+}
+
+/* The kubelet's final delete: only for a pod being deleted whose
+ * containers are gone and whose terminal phase the apiserver has. */
+static void maybe_final_delete(struct rec *r)
+{
+        if (!r->deleting || !r->finished || r->gone || r->del_req != NULL)
+                return;
+        if (!r->rejected && !ag_status_mgr_synced(r->p->status, r->uid))
+                return; /* the status manager calls back when it is */
+        log_v(1, "pod %s/%s: terminal and cleaned up: deleting it", pod_ns(r), r->name);
+        send_delete(r, 0, true, &r->del_req, on_delete_done);
+}
+
+static void on_del_timer(struct ag_timer *t, void *data)
+{
+        (void)t;
+        maybe_final_delete(data);
+}
+
+static void on_status_delivered(const char *uid, bool delivered, void *data)
+{
+        struct ag_pods *p = data;
+        (void)delivered;
+        struct rec *r = find(p, uid);
+        if (r != NULL)
+                maybe_final_delete(r);
+}
+
+static void start_termination(struct rec *r, int64_t grace, const char *why)
+{
+        if (r->grace >= 0 && grace > r->grace)
+                grace = r->grace; /* the grace period only shrinks */
+        if (grace < 1)
+                grace = 1;
+        r->grace = grace;
+        log_info("pod %s/%s: %s: stopping it (grace %llds)", pod_ns(r), r->name, why,
+                 (long long)grace);
+        if (r->worker != NULL && !r->finished)
+                ag_pod_worker_terminate(r->worker, grace, NULL, NULL);
+        else
+                maybe_final_delete(r);
+}
+
+/* ---- NoExecute taints --------------------------------------------------------------- */
+
+static void on_evict_delete_done(struct ag_api_result *res, void *data)
+{
+        struct rec *r = data;
+        r->aux_req = NULL;
+        if (res->status >= 300 && res->status != 404 && res->status != 409) {
+                log_warning("pod %s/%s: eviction delete failed (%s); retrying", pod_ns(r), r->name,
+                            res->error ? res->error : "no response");
+                r->evicted = false;
+                ag_timer_arm(r->evict_timer, DELETE_RETRY_MS);
+        }
+}
+
+static void on_disruption_done(struct ag_api_result *res, void *data)
+{
+        struct rec *r = data;
+        r->aux_req = NULL;
+        if (res->status >= 300)
+                log_warning("pod %s/%s: DisruptionTarget condition not set: %s", pod_ns(r), r->name,
+                            res->error ? res->error : "no response");
+        /* A graceful delete with the pod's own grace period, as the taint
+         * manager does; the deletion path stops the containers. */
+        send_delete(r, -1, false, &r->aux_req, on_evict_delete_done);
+}
+
+static void evict(struct rec *r)
+{
+        if (r->evicted || r->deleting || r->gone)
+                return;
+        r->evicted = true;
+        char msg[600];
+        snprintf(msg, sizeof(msg), "Marking for deletion Pod %s/%s", pod_ns(r), r->name);
+        log_info("pod %s/%s: evicting: a NoExecute taint is not tolerated", pod_ns(r), r->name);
+        record_event(r, "Normal", "TaintManagerEviction", msg, NULL);
+        char ts[32];
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(b, "metadata"), "uid", r->uid);
+        cJSON *conds = cJSON_AddArrayToObject(cJSON_AddObjectToObject(b, "status"), "conditions");
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "DisruptionTarget");
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddNullToObject(c, "lastProbeTime");
+        cJSON_AddStringToObject(c, "lastTransitionTime", ts);
+        cJSON_AddStringToObject(c, "reason", "DeletionByTaintManager");
+        cJSON_AddStringToObject(c, "message", "Taint manager: deleting due to NoExecute taint");
+        cJSON_AddItemToArray(conds, c);
+        _cleanup_free_ char *body = cJSON_PrintUnformatted(b);
+        cJSON_Delete(b);
+        _cleanup_free_ char *ns = ag_api_escape(pod_ns(r));
+        _cleanup_free_ char *name = ag_api_escape(r->name);
+        char path[1024];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns ? ns : "",
+                 name ? name : "");
+        struct ag_api_req_opts opts = {.content_type = "application/strategic-merge-patch+json",
+                                       .body = body,
+                                       .body_len = body ? strlen(body) : 0};
+        struct cb_error err = {0};
+        r->aux_req = ag_api_request(r->p->api, "PATCH", path, &opts, on_disruption_done, r, &err);
+        if (r->aux_req == NULL) {
+                log_warning("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+                r->evicted = false;
+                ag_timer_arm(r->evict_timer, DELETE_RETRY_MS);
+        }
+}
+
+static void on_evict_timer(struct ag_timer *t, void *data)
+{
+        struct rec *r = data;
+        (void)t;
+        r->evict_scheduled = false;
+        evict(r);
+}
+
+static void check_noexecute(struct rec *r)
+{
+        struct ag_pods *p = r->p;
+        if (p->node == NULL || r->worker == NULL || r->finished || r->deleting || r->evicted ||
+            k8s_pod_is_static(r->pod))
+                return;
+        struct k8s_noexecute_verdict v;
+        k8s_noexecute_verdict(r->pod->spec.tolerations, r->pod->spec.n_tolerations, p->node->taints,
+                              p->node->n_taints, &v);
+        switch (v.action) {
+        case K8S_NOEXEC_EVICT_NOW:
+                ag_timer_disarm(r->evict_timer);
+                r->evict_scheduled = false;
+                evict(r);
+                break;
+        case K8S_NOEXEC_EVICT_AFTER: {
+                /* The clock starts when the eviction is first scheduled;
+                 * re-evaluations only move it earlier. */
+                if (!r->evict_scheduled) {
+                        r->evict_scheduled = true;
+                        log_info("pod %s/%s: tolerates the NoExecute taints for %llds: eviction "
+                                 "scheduled",
+                                 pod_ns(r), r->name, (long long)v.seconds);
+                        ag_timer_arm(r->evict_timer, (uint64_t)v.seconds * 1000);
+                }
+                break;
+        }
+        case K8S_NOEXEC_NO_TAINTS:
+        case K8S_NOEXEC_TOLERATE_FOREVER:
+                if (r->evict_scheduled) {
+                        char msg[600];
+                        snprintf(msg, sizeof(msg), "Cancelling deletion of Pod %s/%s", pod_ns(r),
+                                 r->name);
+                        log_info("pod %s/%s: eviction cancelled", pod_ns(r), r->name);
+                        record_event(r, "Normal", "TaintManagerEviction", msg, NULL);
+                        ag_timer_disarm(r->evict_timer);
+                        r->evict_scheduled = false;
+                }
+                break;
+        }
+}
+
+/* ---- reflector callbacks --------------------------------------------------------------- */
+
+static struct rec *rec_new(struct ag_pods *p, const struct ag_object *o)
+{
+        struct rec *r = calloc(1, sizeof(*r));
+        if (r == NULL)
+                return NULL;
+        struct cb_error err = {0};
+        r->p = p;
+        r->grace = -1;
+        r->uid = strdup(o->uid);
+        r->ns = strdup(o->namespace_ ? o->namespace_ : "default");
+        r->name = strdup(o->name ? o->name : "");
+        r->evict_timer = ag_timer_new(p->env->loop, on_evict_timer, r, &err);
+        r->del_timer = ag_timer_new(p->env->loop, on_del_timer, r, &err);
+        if (!r->uid || !r->ns || !r->name || !r->evict_timer || !r->del_timer) {
+                rec_free(r);
+                return NULL;
+        }
+        r->next = p->recs;
+        p->recs = r;
+        p->n++;
+        return r;
+}
+
+static void update_object(struct rec *r, const struct ag_object *o)
+{
+        cJSON_Delete(r->json);
+        r->json = cJSON_Duplicate(o->json, true);
+        k8s_pod_free(r->pod);
+        r->pod = NULL;
+        struct cb_error err = {0};
+        if (r->json == NULL || k8s_pod_from_json(r->json, &r->pod, &err) < 0)
+                log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+}
+
+void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_object *o)
+{
+        struct rec *r = find(p, o->uid);
+        if (change == AG_DELETED) {
+                if (r == NULL)
+                        return;
+                r->gone = true;
+                ag_status_mgr_forget(p->status, r->uid);
+                if (r->worker != NULL && !r->finished) {
+                        /* Force-deleted: stop with the minimal grace period. */
+                        log_info("pod %s/%s: removed from the apiserver: stopping it", pod_ns(r),
+                                 r->name);
+                        ag_pod_worker_terminate(r->worker, 1, NULL, NULL);
+                } else {
+                        log_v(1, "pod %s/%s: removed", pod_ns(r), r->name);
+                        rec_remove(r);
+                }
+                return;
+        }
+        if (r == NULL) {
+                r = rec_new(p, o);
+                if (r == NULL) {
+                        log_error("pod %s/%s: out of memory", o->namespace_ ? o->namespace_ : "",
+                                  o->name ? o->name : "");
+                        return;
+                }
+                log_v(1, "pod %s/%s uid=%s seen", pod_ns(r), r->name, r->uid);
+        }
+        update_object(r, o);
+        if (r->pod == NULL)
+                return;
+        if (!r->admitted_checked)
+                admit(r);
+        else if (r->worker != NULL) {
+                struct k8s_pod *copy = decode_copy(r);
+                if (copy != NULL)
+                        ag_pod_worker_update(r->worker, copy);
+        }
+        if (r->pod->meta.deletion_timestamp != NULL && !r->deleting) {
+                r->deleting = true;
+                int64_t grace = r->pod->meta.has_deletion_grace_period
+                                    ? r->pod->meta.deletion_grace_period_seconds
+                                : r->pod->spec.has_termination_grace_period
+                                    ? r->pod->spec.termination_grace_period_seconds
+                                    : 30;
+                start_termination(r, grace, "deletionTimestamp set");
+        } else if (r->deleting && r->pod->meta.has_deletion_grace_period &&
+                   r->pod->meta.deletion_grace_period_seconds < r->grace) {
+                start_termination(r, r->pod->meta.deletion_grace_period_seconds,
+                                  "grace period shortened");
+        }
+        check_noexecute(r);
+}
+
+void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
+{
+        k8s_node_free(p->node);
+        p->node = NULL;
+        if (node != NULL && node->json != NULL) {
+                struct cb_error err = {0};
+                if (k8s_node_from_json(node->json, &p->node, &err) < 0)
+                        log_error("node: %s", err.msg);
+        }
+        for (struct rec *r = p->recs; r; r = r->next) {
+                if (!r->admitted_checked && r->pod != NULL)
+                        admit(r);
+                check_noexecute(r);
+        }
+}
+
+size_t ag_pods_count(const struct ag_pods *p)
+{
+        return p->n;
+}
+
+int ag_pods_new(const struct ag_node_env *env, struct ag_api *api, struct ag_events *events,
+                struct ag_pods **ret, struct cb_error *err)
+{
+        struct ag_pods *p = calloc(1, sizeof(*p));
+        if (p == NULL)
+                return cb_error_set(err, ENOMEM, "pods");
+        p->env = env;
+        p->api = api;
+        p->events = events;
+        if (ag_status_mgr_new(env->loop, api, on_status_delivered, p, &p->status, err) < 0) {
+                free(p);
+                return -1;
+        }
+        *ret = p;
+        return 0;
+}
+
+void ag_pods_free(struct ag_pods *p)
+{
+        if (p == NULL)
+                return;
+        while (p->recs) {
+                struct rec *r = p->recs;
+                p->recs = r->next;
+                rec_free(r);
+        }
+        ag_status_mgr_free(p->status);
+        k8s_node_free(p->node);
+        free(p);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The pods bound to this node, as the kubelet handles them:
+ *  - a new pod is admitted against the node and the pods already admitted
+ *    (agent/admit.h); a rejected one gets phase Failed with the kubelet's
+ *    reason and "Pod was rejected: ..." and a Warning event, and nothing
+ *    runs; an admitted one gets a pod worker (agent/podworker.h);
+ *  - every status change goes to the status manager, every event to the
+ *    event recorder;
+ *  - deletionTimestamp set: the worker stops the containers with the
+ *    effective grace period (deletionGracePeriodSeconds, never longer than
+ *    before), the terminal phase is PATCHed, and once it is accepted the
+ *    pod is DELETEd with gracePeriodSeconds 0 and the uid precondition;
+ *  - the object gone (force delete): the worker is stopped and torn down;
+ *  - NoExecute taints on the node: a pod that does not tolerate one is
+ *    evicted at once, one that tolerates it for tolerationSeconds when that
+ *    time has passed since the taint was first seen; removing the taint or
+ *    adding the toleration cancels it. Eviction is the DisruptionTarget
+ *    condition (DeletionByTaintManager) and an event, then a graceful
+ *    DELETE, which the deletion path above completes.
+ */
+
+#include <stddef.h>
+
+#include "agent/apiclient.h"
+#include "agent/events.h"
+#include "agent/podworker.h"
+#include "agent/reflector.h"
+#include "agent/statusmgr.h"
+
+struct ag_pods;
+
+int ag_pods_new(const struct ag_node_env *env, struct ag_api *api, struct ag_events *events,
+                struct ag_pods **ret, struct cb_error *err);
+/* Frees everything; running containers are left running. */
+void ag_pods_free(struct ag_pods *p);
+
+/* From the pod reflector. */
+void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_object *o);
+/* From the node reflector: the node this agent runs (NULL when deleted).
+ * Admission waits for the first one. */
+void ag_pods_node(struct ag_pods *p, const struct ag_object *node);
+
+size_t ag_pods_count(const struct ag_pods *p);

@@ -1,0 +1,1133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/podworker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/containerspec.h"
+#include "agent/qos.h"
+#include "agent/statusgen.h"
+#include "cgroups/cgroup.h"
+#include "lib/cleanup.h"
+#include "lib/file.h"
+#include "runtime/container.h"
+#include "runtime/image.h"
+#include "runtime/sandbox.h"
+#include "status/podstatus.h"
+
+#define REASON_MAX       64
+#define MESSAGE_MAX      1024
+#define SANDBOX_RETRY_MS 10000
+
+struct ctr {
+        const struct k8s_container *spec;
+        bool init;
+        struct ag_pod_worker *w;
+        struct ag_container_obs obs;
+        char id[RT_ID_MAX];       /* the current runtime container, "" when none */
+        char cid[RT_ID_MAX + 16]; /* "cubelet://<id>" */
+        char image[512], image_id[700];
+        char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
+        char term_reason[REASON_MAX], term_message[MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
+        char last_reason[REASON_MAX], last_message[MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
+        bool running;
+        bool exited;                    /* the current instance has terminated */
+        struct st_container_state term; /* its terminated state, when exited */
+        int stop_signal;                /* the image StopSignal, else SIGTERM */
+        int exit_fd;
+        struct ag_io *exit_io;
+        struct st_backoff backoff;
+        struct st_backoff pull_backoff;
+        int64_t pull_failed_at;
+        struct ag_timer *timer; /* restart or pull backoff */
+        bool waiting_timer;
+};
+
+struct ag_pod_worker {
+        const struct ag_node_env *env;
+        const struct ag_pod_worker_ops *ops;
+        void *data;
+        struct k8s_pod *pod;    /* the spec that runs */
+        struct k8s_pod *latest; /* the newest API object, or NULL */
+        struct ctr *ctrs;       /* init containers, then regular ones */
+        size_t n_init, n;
+        char pod_cgroup[1024];
+        struct k8s_pod_cgroup_plan plan;
+        bool have_plan;
+        bool cgroup_created;
+        bool sandbox_ready;
+        struct rt_sandbox sandbox;
+        char pod_ip_buf[2][64];
+        const char *pod_ips[2];
+        size_t n_pod_ips;
+        int64_t start_time;
+        enum st_phase phase; /* cached phase */
+        char *last_status;   /* printed, to send only changes */
+        cJSON *status;
+        struct ag_timer *kick; /* run advance() from the loop */
+        struct ag_timer *sandbox_timer;
+        struct ag_timer *deadline; /* activeDeadlineSeconds */
+        struct ag_timer *grace;    /* termination grace period */
+        bool terminating, killed, torn_down, done;
+        enum st_phase forced;
+        char reason[REASON_MAX], message[MESSAGE_MAX];
+};
+
+static void advance(struct ag_pod_worker *w);
+
+static int64_t now_s(void)
+{
+        return (int64_t)time(NULL);
+}
+
+static const char *pod_ns(const struct k8s_pod *p)
+{
+        return p->meta.namespace_ ? p->meta.namespace_ : "default";
+}
+
+static void emit_event(struct ag_pod_worker *w, const struct ctr *c, const char *type,
+                       const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void emit_event(struct ag_pod_worker *w, const struct ctr *c, const char *type,
+                       const char *reason, const char *fmt, ...)
+{
+        if (w->ops->event == NULL)
+                return;
+        char msg[MESSAGE_MAX], path[512] = "";
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (c != NULL)
+                snprintf(path, sizeof(path), "spec.%s{%s}",
+                         c->init ? "initContainers" : "containers", c->spec->name);
+        w->ops->event(w, type, reason, msg, c ? path : NULL, w->data);
+}
+
+/* ---- status ----------------------------------------------------------------- */
+
+static void fill_obs(struct ctr *c)
+{
+        struct ag_container_obs *o = &c->obs;
+        o->image = c->image[0] ? c->image : NULL;
+        o->image_id = c->image_id[0] ? c->image_id : NULL;
+        o->container_id = c->cid[0] ? c->cid : NULL;
+        o->readiness_succeeded = true; /* no probes yet: running means ready */
+        o->startup_succeeded = true;
+        if (c->running) {
+                o->known = true;
+                o->state.kind = ST_STATE_RUNNING;
+                o->state.reason = o->state.message = NULL;
+        } else if (c->wait_reason[0]) {
+                o->state.kind = ST_STATE_WAITING;
+                o->state.reason = c->wait_reason;
+                o->state.message = c->wait_message[0] ? c->wait_message : NULL;
+        } else if (c->exited) {
+                o->known = true;
+                o->state = c->term;
+                o->state.reason = c->term_reason;
+                o->state.message = c->term_message[0] ? c->term_message : NULL;
+                o->state.container_id = c->term_cid;
+        }
+        if (o->last_state.kind == ST_STATE_TERMINATED) {
+                o->last_state.reason = c->last_reason;
+                o->last_state.message = c->last_message[0] ? c->last_message : NULL;
+                o->last_state.container_id = c->last_cid;
+        }
+}
+
+static void compute_status(struct ag_pod_worker *w)
+{
+        struct ag_container_obs *init = calloc(w->n_init + 1, sizeof(*init));
+        struct ag_container_obs *reg = calloc(w->n - w->n_init + 1, sizeof(*reg));
+        if (init == NULL || reg == NULL)
+                goto out;
+        for (size_t i = 0; i < w->n; i++) {
+                fill_obs(&w->ctrs[i]);
+                if (i < w->n_init)
+                        init[i] = w->ctrs[i].obs;
+                else
+                        reg[i - w->n_init] = w->ctrs[i].obs;
+        }
+        const struct k8s_pod *api = w->latest ? w->latest : w->pod;
+        struct ag_pod_obs obs = {
+            .init_containers = init,
+            .containers = reg,
+            .cached_phase = w->phase,
+            .is_terminal = w->terminating,
+            .sandbox_ready = w->sandbox_ready,
+            .pod_ips = w->pod_ips,
+            .n_pod_ips = w->n_pod_ips,
+            .host_ips = w->env->host_ips,
+            .n_host_ips = w->env->n_host_ips,
+            .start_time = w->start_time,
+            .forced_phase = w->forced,
+            .reason = w->reason[0] ? w->reason : NULL,
+            .message = w->message[0] ? w->message : NULL,
+        };
+        /* Conditions and the API phase come from the newest object; the
+         * spec from the one we run. */
+        struct k8s_pod view = *w->pod;
+        view.status = api->status;
+        view.meta.deletion_timestamp = api->meta.deletion_timestamp;
+        enum st_phase phase = ag_pod_phase(&view, &obs);
+        cJSON *st = ag_pod_status_json(&view, &obs, now_s());
+        if (st == NULL)
+                goto out;
+        w->phase = phase;
+        char *text = cJSON_PrintUnformatted(st);
+        if (text != NULL && (w->last_status == NULL || strcmp(text, w->last_status) != 0)) {
+                free(w->last_status);
+                w->last_status = text;
+                cJSON_Delete(w->status);
+                w->status = st;
+                if (w->ops->status)
+                        w->ops->status(w, st, w->data);
+        } else {
+                free(text);
+                cJSON_Delete(st);
+        }
+out:
+        free(init);
+        free(reg);
+}
+
+/* ---- teardown ----------------------------------------------------------------- */
+
+static void stop_watch(struct ctr *c)
+{
+        if (c->exit_io != NULL) {
+                ag_io_free(c->exit_io);
+                c->exit_io = NULL;
+        }
+        if (c->exit_fd >= 0) {
+                close(c->exit_fd);
+                c->exit_fd = -1;
+        }
+}
+
+static void remove_container(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (c->id[0] == '\0')
+                return;
+        struct cb_error err = {0};
+        if (rt_container_remove(w->env->root_dir, c->id, &err) < 0)
+                emit_event(w, c, "Warning", "FailedKillPod", "error removing container %s: %s",
+                           c->spec->name, err.msg);
+        c->id[0] = '\0';
+}
+
+static void teardown(struct ag_pod_worker *w)
+{
+        if (w->torn_down)
+                return;
+        struct cb_error err = {0};
+        for (size_t i = 0; i < w->n; i++) {
+                stop_watch(&w->ctrs[i]);
+                remove_container(w, &w->ctrs[i]);
+        }
+        const char *uid = w->pod->meta.uid;
+        if (rt_sandbox_remove(w->env->root_dir, uid, &err) < 0)
+                emit_event(w, NULL, "Warning", "FailedKillPod",
+                           "error tearing down the pod sandbox: %s", err.msg);
+        if (w->cgroup_created && cg_destroy(w->pod_cgroup, &err) < 0)
+                emit_event(w, NULL, "Warning", "FailedKillPod", "error removing the pod cgroup: %s",
+                           err.msg);
+        char dir[RT_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
+        rt_rm_rf(dir, NULL);
+        w->sandbox_ready = false;
+        w->torn_down = true;
+}
+
+static bool any_running(const struct ag_pod_worker *w)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].running)
+                        return true;
+        return false;
+}
+
+static void finish(struct ag_pod_worker *w)
+{
+        if (w->done)
+                return;
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].timer)
+                        ag_timer_disarm(w->ctrs[i].timer);
+        ag_timer_disarm(w->deadline);
+        ag_timer_disarm(w->grace);
+        teardown(w);
+        compute_status(w);
+        w->done = true;
+        if (w->ops->done)
+                w->ops->done(w, w->data);
+}
+
+/* ---- container exits ------------------------------------------------------------ */
+
+static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        struct ctr *c = data;
+        struct ag_pod_worker *w = c->w;
+        (void)io;
+        (void)fd;
+        (void)events;
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        if (rt_container_state(w->env->root_dir, c->id, &st, &err) < 0 ||
+            st.status != RT_CONTAINER_EXITED) {
+                /* The monitor is gone without an exit record. */
+                memset(&st, 0, sizeof(st));
+                st.exit_code = 137;
+                snprintf(st.reason, sizeof(st.reason), "%s", ST_REASON_CONTAINER_STATUS_UNKNOWN);
+                snprintf(st.message, sizeof(st.message),
+                         "The container could not be located when the pod was terminated");
+                st.finished_at = (int64_t)time(NULL) * 1000000000LL;
+        }
+        stop_watch(c);
+        c->running = false;
+        c->exited = true;
+        c->term = (struct st_container_state){
+            .kind = ST_STATE_TERMINATED,
+            .exit_code = st.exit_code,
+            .started_at = st.started_at ? st.started_at / 1000000000LL : c->obs.state.started_at,
+            .finished_at = st.finished_at / 1000000000LL,
+        };
+        snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
+        snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
+        snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
+        advance(w);
+}
+
+/* ---- starting containers --------------------------------------------------------- */
+
+static void set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
+{
+        snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", reason);
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->wait_message, sizeof(c->wait_message), fmt, ap);
+        va_end(ap);
+}
+
+static void on_ctr_timer(struct ag_timer *t, void *data)
+{
+        struct ctr *c = data;
+        (void)t;
+        c->waiting_timer = false;
+        advance(c->w);
+}
+
+static void arm_ctr_timer(struct ctr *c, int64_t seconds)
+{
+        c->waiting_timer = true;
+        ag_timer_arm(c->timer, (uint64_t)(seconds > 0 ? seconds : 0) * 1000);
+}
+
+/* Makes sure the image is present under the pull policy. 0: present. */
+static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image **ret)
+{
+        const char *image = c->spec->image ? c->spec->image : "";
+        struct cb_error err = {0};
+        struct rt_image_ref ref;
+        if (rt_image_ref_parse(image, &ref, &err) < 0) {
+                set_waiting(c, "InvalidImageName", "Failed to apply default image tag \"%s\": %s",
+                            image, err.msg);
+                emit_event(w, c, "Warning", "InspectFailed", "%s", c->wait_message);
+                return -1;
+        }
+        enum k8s_pull_policy policy = ag_pull_policy(c->spec);
+        struct rt_image *img = NULL;
+        if (rt_image_lookup(w->env->root_dir, image, &img, &err) < 0) {
+                set_waiting(c, "ImageInspectError", "Failed to inspect image \"%s\": %s", image,
+                            err.msg);
+                return -1;
+        }
+        if (img != NULL && policy != K8S_PULL_ALWAYS) {
+                emit_event(w, c, "Normal", "Pulled",
+                           "Container image \"%s\" already present on machine", image);
+                *ret = img;
+                return 0;
+        }
+        if (img == NULL && policy == K8S_PULL_NEVER) {
+                set_waiting(c, "ErrImageNeverPull",
+                            "Container image \"%s\" is not present with pull policy of Never",
+                            image);
+                emit_event(w, c, "Warning", "ErrImageNeverPull", "%s", c->wait_message);
+                return -1;
+        }
+        rt_image_free(img);
+        img = NULL;
+        int64_t now = now_s();
+        if (c->pull_failed_at && st_backoff_active(&c->pull_backoff, c->pull_failed_at, now)) {
+                set_waiting(c, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
+                emit_event(w, c, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
+                arm_ctr_timer(c, c->pull_failed_at + c->pull_backoff.backoff - now);
+                return -1;
+        }
+        emit_event(w, c, "Normal", "Pulling", "Pulling image \"%s\"", image);
+        struct rt_pull_opts opts = {
+            .insecure_registries = w->env->insecure_registries,
+            .n_insecure = w->env->n_insecure_registries,
+        };
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        if (rt_image_pull(w->env->root_dir, image, &opts, NULL, &err) < 0 ||
+            rt_image_lookup(w->env->root_dir, image, &img, &err) < 0 || img == NULL) {
+                if (img == NULL && err.msg[0] == '\0')
+                        snprintf(err.msg, sizeof(err.msg), "image not found after the pull");
+                st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
+                                w->env->pull_backoff_cap);
+                c->pull_failed_at = now;
+                set_waiting(c, "ErrImagePull", "%s", err.msg);
+                emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s", image,
+                           err.msg);
+                emit_event(w, c, "Warning", "Failed", "Error: ErrImagePull");
+                arm_ctr_timer(c, c->pull_backoff.backoff);
+                return -1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        emit_event(w, c, "Normal", "Pulled",
+                   "Successfully pulled image \"%s\" in %.3fs (%.3fs including waiting). Image "
+                   "size: %" PRIu64 " bytes.",
+                   image, secs, secs, img->size);
+        c->pull_failed_at = 0;
+        *ret = img;
+        return 0;
+}
+
+/* Looks a user or group name up in the image's /etc/passwd or /etc/group,
+ * topmost layer first. field: 2 = uid/gid column. */
+static int lookup_id(const struct rt_image *img, const char *file, const char *name,
+                     int64_t numeric_uid, int64_t *ret_id, int64_t *ret_gid)
+{
+        for (size_t i = img->n_layers; i-- > 0;) {
+                char path[RT_PATH_MAX];
+                snprintf(path, sizeof(path), "%s/etc/%s", img->layer_dirs[i], file);
+                _cleanup_free_ char *text = NULL;
+                if (cb_read_file(path, 1 << 20, &text, NULL, NULL) < 0)
+                        continue;
+                char *save = NULL;
+                for (char *line = strtok_r(text, "\n", &save); line;
+                     line = strtok_r(NULL, "\n", &save)) {
+                        char *f[4] = {0};
+                        char *p = line;
+                        for (int k = 0; k < 4 && p; k++) {
+                                f[k] = p;
+                                p = strchr(p, ':');
+                                if (p)
+                                        *p++ = '\0';
+                        }
+                        if (f[2] == NULL)
+                                continue;
+                        int64_t id = strtoll(f[2], NULL, 10);
+                        bool match = name ? strcmp(f[0], name) == 0 : id == numeric_uid;
+                        if (!match)
+                                continue;
+                        *ret_id = id;
+                        if (ret_gid)
+                                *ret_gid = f[3] ? strtoll(f[3], NULL, 10) : 0;
+                        return 0;
+                }
+                return -1; /* the topmost file decides */
+        }
+        return -1;
+}
+
+static int resolve_ids(const struct rt_image *img, struct ag_container_spec *s, uint32_t *uid,
+                       uint32_t *gid, struct cb_error *err)
+{
+        int64_t u = s->uid, g = s->has_gid ? s->gid : 0, pg = 0;
+        if (!s->has_uid) {
+                if (lookup_id(img, "passwd", s->user_name, 0, &u, &pg) < 0)
+                        return cb_error_set(err, 0,
+                                            "unable to find user %s: no matching entries in "
+                                            "passwd file",
+                                            s->user_name);
+                if (!s->has_gid)
+                        g = pg;
+        } else if (!s->has_gid && s->group_name == NULL) {
+                /* The primary group of a numeric uid, when the image knows it. */
+                if (lookup_id(img, "passwd", NULL, u, &u, &pg) == 0)
+                        g = pg;
+        }
+        if (s->group_name != NULL && !s->has_gid) {
+                int64_t gg;
+                if (lookup_id(img, "group", s->group_name, 0, &gg, NULL) < 0)
+                        return cb_error_set(err, 0,
+                                            "unable to find group %s: no matching entries in "
+                                            "group file",
+                                            s->group_name);
+                g = gg;
+        }
+        *uid = (uint32_t)u;
+        *gid = (uint32_t)g;
+        return 0;
+}
+
+static const struct k8s_volume *find_volume(const struct k8s_pod *p, const char *name)
+{
+        for (size_t i = 0; i < p->spec.n_volumes; i++)
+                if (p->spec.volumes[i].name && strcmp(p->spec.volumes[i].name, name) == 0)
+                        return &p->spec.volumes[i];
+        return NULL;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+        char buf[RT_PATH_MAX];
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *p = buf + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return -1;
+                *p = '/';
+        }
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+                return -1;
+        return 0;
+}
+
+/* The container's mounts: the sandbox's /etc files, then the volumes. */
+static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena *a,
+                        struct rt_mount **ret, size_t *ret_n, struct cb_error *err)
+{
+        const struct k8s_container *s = c->spec;
+        struct rt_mount *m = cb_arena_calloc(a, s->n_volume_mounts + 3, sizeof(*m));
+        if (m == NULL)
+                return cb_error_set(err, ENOMEM, "mounts");
+        size_t n = 0;
+        if (w->sandbox.hosts_path[0])
+                m[n++] = (struct rt_mount){RT_MOUNT_BIND, w->sandbox.hosts_path, "/etc/hosts",
+                                           false, NULL};
+        if (w->sandbox.hostname_path[0])
+                m[n++] = (struct rt_mount){RT_MOUNT_BIND, w->sandbox.hostname_path, "/etc/hostname",
+                                           false, NULL};
+        if (w->sandbox.resolv_conf_path[0])
+                m[n++] = (struct rt_mount){RT_MOUNT_BIND, w->sandbox.resolv_conf_path,
+                                           "/etc/resolv.conf", false, NULL};
+        for (size_t i = 0; i < s->n_volume_mounts; i++) {
+                const struct k8s_volume_mount *vm = &s->volume_mounts[i];
+                const struct k8s_volume *v = find_volume(w->pod, vm->name);
+                if (v == NULL)
+                        return cb_error_set(err, 0, "volumeMounts[%zu]: volume \"%s\" not found", i,
+                                            vm->name);
+                struct rt_mount mt = {.destination = vm->mount_path, .read_only = vm->read_only};
+                if (v->kind == K8S_VOLUME_EMPTY_DIR && v->empty_dir_medium &&
+                    strcmp(v->empty_dir_medium, "Memory") == 0) {
+                        mt.type = RT_MOUNT_TMPFS;
+                        if (v->has_size_limit)
+                                mt.options = cb_arena_printf(a, "size=%" PRId64 ",mode=1777",
+                                                             v->size_limit.value);
+                } else if (v->kind == K8S_VOLUME_EMPTY_DIR) {
+                        char *dir =
+                            cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~empty-dir/%s",
+                                            w->env->root_dir, w->pod->meta.uid, v->name);
+                        if (dir == NULL || mkdir_p(dir, 0777) < 0 || chmod(dir, 0777) < 0)
+                                return cb_error_set(err, errno, "volume %s: cannot create %s",
+                                                    v->name, dir ? dir : "");
+                        mt.type = RT_MOUNT_BIND;
+                        mt.source = dir;
+                } else if (v->kind == K8S_VOLUME_HOST_PATH) {
+                        const char *type = v->host_path_type ? v->host_path_type : "";
+                        struct stat sb;
+                        if (strcmp(type, "DirectoryOrCreate") == 0 &&
+                            mkdir_p(v->host_path, 0755) < 0)
+                                return cb_error_set(err, errno, "volume %s: cannot create %s",
+                                                    v->name, v->host_path);
+                        if (strcmp(type, "FileOrCreate") == 0) {
+                                int fd = open(v->host_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                                if (fd < 0)
+                                        return cb_error_set(err, errno,
+                                                            "volume %s: cannot create %s", v->name,
+                                                            v->host_path);
+                                close(fd);
+                        }
+                        if (stat(v->host_path, &sb) < 0)
+                                return cb_error_set(err, errno, "volume %s: hostPath %s", v->name,
+                                                    v->host_path);
+                        if ((strcmp(type, "Directory") == 0 && !S_ISDIR(sb.st_mode)) ||
+                            (strcmp(type, "File") == 0 && !S_ISREG(sb.st_mode)))
+                                return cb_error_set(err, 0, "volume %s: hostPath %s is not a %s",
+                                                    v->name, v->host_path, type);
+                        mt.type = RT_MOUNT_BIND;
+                        mt.source = v->host_path;
+                } else {
+                        return cb_error_set(err, 0,
+                                            "volume \"%s\": %s volumes are not supported by "
+                                            "cubelet yet",
+                                            v->name,
+                                            v->other_kind ? v->other_kind : "this kind of");
+                }
+                m[n++] = mt;
+        }
+        *ret = m;
+        *ret_n = n;
+        return 0;
+}
+
+static const struct k8s_container_cgroup *plan_for(const struct ag_pod_worker *w,
+                                                   const struct ctr *c)
+{
+        for (size_t i = 0; i < w->plan.n_containers; i++)
+                if (w->plan.containers[i].container == c->spec)
+                        return &w->plan.containers[i];
+        return NULL;
+}
+
+static void new_id(char *buf, size_t size)
+{
+        unsigned char r[16];
+        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                memcpy(r, &ts, sizeof(r) < sizeof(ts) ? sizeof(r) : sizeof(ts));
+        }
+        size_t o = 0;
+        for (size_t i = 0; i < sizeof(r) && o + 2 < size; i++)
+                o += (size_t)snprintf(buf + o, size - o, "%02x", r[i]);
+}
+
+static int signal_number(const char *name)
+{
+        static const struct {
+                const char *n;
+                int s;
+        } t[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},    {"SIGQUIT", SIGQUIT},
+                 {"SIGKILL", SIGKILL}, {"SIGHUP", SIGHUP},    {"SIGUSR1", SIGUSR1},
+                 {"SIGUSR2", SIGUSR2}, {"SIGWINCH", SIGWINCH}};
+        if (name == NULL)
+                return SIGTERM;
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+                if (strcmp(name, t[i].n) == 0 || strcmp(name, t[i].n + 3) == 0)
+                        return t[i].s;
+        int v = atoi(name);
+        return v > 0 && v < 65 ? v : SIGTERM;
+}
+
+static void start_container(struct ag_pod_worker *w, struct ctr *c)
+{
+        struct rt_image *img = NULL;
+        c->wait_reason[0] = c->wait_message[0] = '\0';
+        if (ensure_image(w, c, &img) < 0)
+                return;
+        snprintf(c->image, sizeof(c->image), "%s", img->ref);
+        const char *ref = img->ref;
+        const char *at = strchr(ref, '@');
+        size_t name_len = at ? (size_t)(at - ref) : strlen(ref);
+        const char *colon = memrchr(ref, ':', name_len);
+        const char *slash = memrchr(ref, '/', name_len);
+        if (colon && (!slash || colon > slash))
+                name_len = (size_t)(colon - ref);
+        snprintf(c->image_id, sizeof(c->image_id), "%.*s@%s", (int)name_len, ref,
+                 img->manifest_digest);
+
+        struct cb_arena *a = cb_arena_new(0);
+        struct cb_error err = {0};
+        struct ag_container_spec s;
+        struct ag_image_defaults defs = {
+            .entrypoint = img->config.entrypoint,
+            .cmd = img->config.cmd,
+            .env = img->config.env,
+            .working_dir = img->config.working_dir,
+            .user = img->config.user,
+        };
+        struct ag_env_context ctx = {
+            .node_name = w->env->node_name,
+            .pod_ip = w->n_pod_ips ? w->pod_ips[0] : "",
+            .pod_ips = w->pod_ips,
+            .n_pod_ips = w->n_pod_ips,
+            .host_ip = w->env->n_host_ips ? w->env->host_ips[0] : "",
+            .host_ips = w->env->host_ips,
+            .n_host_ips = w->env->n_host_ips,
+            .node_allocatable_milli_cpu = w->env->alloc_milli_cpu,
+            .node_allocatable_memory = w->env->alloc_memory,
+            .node_allocatable_ephemeral = w->env->alloc_ephemeral,
+        };
+        uint32_t uid = 0, gid = 0;
+        struct rt_mount *mounts = NULL;
+        size_t n_mounts = 0;
+        if (ag_container_spec_build(a, w->pod, c->spec, &defs, &ctx, &s, &err) < 0 ||
+            resolve_ids(img, &s, &uid, &gid, &err) < 0 ||
+            build_mounts(w, c, a, &mounts, &n_mounts, &err) < 0) {
+                set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
+                emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
+                goto out;
+        }
+        uint32_t *groups = cb_arena_calloc(a, s.n_groups + 1, sizeof(uint32_t));
+        for (size_t i = 0; groups && i < s.n_groups; i++)
+                groups[i] = (uint32_t)s.groups[i];
+
+        new_id(c->id, sizeof(c->id));
+        const struct k8s_container_cgroup *cp = plan_for(w, c);
+        char *cg_path = cb_arena_printf(a, "%s/%s", w->pod_cgroup, c->id);
+        char *log_dir = cb_arena_printf(a, "%s/%s_%s_%s/%s", w->env->pod_logs_dir, pod_ns(w->pod),
+                                        w->pod->meta.name, w->pod->meta.uid, c->spec->name);
+        char *log_path =
+            cb_arena_printf(a, "%s/%d.log", log_dir ? log_dir : "", c->obs.restart_count);
+        if (cg_path == NULL || log_dir == NULL || log_path == NULL || mkdir_p(log_dir, 0755) < 0) {
+                set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
+                            log_dir ? log_dir : "");
+                c->id[0] = '\0';
+                goto out;
+        }
+        struct rt_container_config cfg = {
+            .id = c->id,
+            .name = c->spec->name,
+            .root_dir = w->env->root_dir,
+            .monitor_path = w->env->monitor_path,
+            .sandbox = &w->sandbox,
+            .lower_dirs = img->layer_dirs,
+            .n_lower = img->n_layers,
+            .argv = (const char *const *)s.argv,
+            .env = (const char *const *)s.env,
+            .cwd = s.cwd,
+            .uid = uid,
+            .gid = gid,
+            .groups = groups,
+            .n_groups = s.n_groups,
+            .caps = s.caps,
+            .n_caps = s.n_caps,
+            .privileged = s.privileged,
+            .no_new_privs = s.no_new_privs,
+            .seccomp = s.seccomp == AG_SECCOMP_RUNTIME_DEFAULT ? RT_SECCOMP_RUNTIME_DEFAULT
+                       : s.seccomp == AG_SECCOMP_LOCALHOST     ? RT_SECCOMP_LOCALHOST
+                                                               : RT_SECCOMP_UNCONFINED,
+            .seccomp_profile = s.seccomp_localhost,
+            .read_only_rootfs = s.read_only_rootfs,
+            .mounts = mounts,
+            .n_mounts = n_mounts,
+            .oom_score_adj = cp ? cp->oom_score_adj : 0,
+            .cgroup_path = cg_path,
+            .limits = cp ? cp->limits : (struct cg_limits){0},
+            .log_path = log_path,
+            .stop_signal = signal_number(img->config.stop_signal),
+        };
+        snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
+        c->stop_signal = cfg.stop_signal;
+        emit_event(w, c, "Normal", "Created", "Created container: %s", c->spec->name);
+        struct rt_container_state st;
+        if (rt_container_create_start(&cfg, &st, &err) < 0) {
+                /* containerd reports a failed start as terminated StartError / 128. */
+                c->running = false;
+                c->exited = true;
+                c->obs.known = true;
+                c->term = (struct st_container_state){
+                    .kind = ST_STATE_TERMINATED, .exit_code = 128, .finished_at = now_s()};
+                snprintf(c->term_reason, sizeof(c->term_reason), "%s", ST_REASON_START_ERROR);
+                snprintf(c->term_message, sizeof(c->term_message), "%s", err.msg);
+                snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
+                emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
+                goto out;
+        }
+        c->running = true;
+        c->exited = false;
+        c->obs.known = true;
+        c->obs.state = (struct st_container_state){.kind = ST_STATE_RUNNING,
+                                                   .started_at = st.started_at / 1000000000LL};
+        emit_event(w, c, "Normal", "Started", "Started container %s", c->spec->name);
+        if (rt_container_exit_fd(w->env->root_dir, c->id, &c->exit_fd, &err) < 0 ||
+            (c->exit_io = ag_io_new(w->env->loop, c->exit_fd, EPOLLIN, on_exit_fd, c, &err)) ==
+                NULL) {
+                emit_event(w, c, "Warning", "Failed", "cannot watch container %s: %s",
+                           c->spec->name, err.msg);
+        }
+out:
+        cb_arena_free(a);
+        rt_image_free(img);
+}
+
+/* ---- restarts ------------------------------------------------------------------------ */
+
+static bool should_restart(const struct ag_pod_worker *w, const struct ctr *c)
+{
+        if (c->init && k8s_container_is_sidecar(c->spec))
+                return true;
+        switch (w->pod->spec.restart_policy) {
+        case K8S_RESTART_ALWAYS:
+                return !c->init || c->term.exit_code != 0;
+        case K8S_RESTART_ON_FAILURE:
+                return c->term.exit_code != 0;
+        case K8S_RESTART_NEVER:
+                return false;
+        }
+        return false;
+}
+
+/* The container exited and policy wants it back: restart now or enter
+ * CrashLoopBackOff. Returns true when it was (re)started. */
+static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
+{
+        int64_t now = now_s();
+        int64_t finished = c->term.finished_at;
+        if (st_backoff_active(&c->backoff, finished, now)) {
+                if (!c->waiting_timer) {
+                        char *msg = st_crashloop_message(c->backoff.backoff, c->spec->name,
+                                                         w->pod->meta.name, pod_ns(w->pod),
+                                                         w->pod->meta.uid);
+                        set_waiting(c, ST_REASON_CRASH_LOOP_BACK_OFF, "%s", msg ? msg : "");
+                        free(msg);
+                        char *ev = st_backoff_event_message(c->spec->name, w->pod->meta.name,
+                                                            pod_ns(w->pod), w->pod->meta.uid);
+                        emit_event(w, c, "Warning", "BackOff", "%s", ev ? ev : "");
+                        free(ev);
+                        arm_ctr_timer(c, finished + c->backoff.backoff - now);
+                }
+                return false;
+        }
+        st_backoff_next(&c->backoff, finished, now, w->env->backoff_base, w->env->backoff_cap);
+        /* The old instance becomes lastState. */
+        c->obs.last_state = c->term;
+        snprintf(c->last_reason, sizeof(c->last_reason), "%s", c->term_reason);
+        snprintf(c->last_message, sizeof(c->last_message), "%s", c->term_message);
+        snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->term_cid);
+        c->obs.restart_count++;
+        remove_container(w, c);
+        c->exited = false;
+        start_container(w, c);
+        return c->running;
+}
+
+/* ---- the state machine ------------------------------------------------------------------- */
+
+static void on_sandbox_timer(struct ag_timer *t, void *data)
+{
+        (void)t;
+        advance(data);
+}
+
+static int ensure_sandbox(struct ag_pod_worker *w)
+{
+        if (w->sandbox_ready)
+                return 0;
+        struct cb_error err = {0};
+        const struct k8s_pod *p = w->pod;
+        if (!w->cgroup_created) {
+                if (cg_create(w->pod_cgroup, &w->plan.limits, &err) < 0) {
+                        emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                                   "Failed to create pod sandbox: cgroup %s: %s", w->pod_cgroup,
+                                   err.msg);
+                        ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+                        return -1;
+                }
+                w->cgroup_created = true;
+        }
+        size_t n_ports = 0;
+        for (size_t i = 0; i < p->spec.n_containers; i++)
+                for (size_t j = 0; j < p->spec.containers[i].n_ports; j++)
+                        n_ports += p->spec.containers[i].ports[j].host_port > 0;
+        _cleanup_free_ struct rt_port_mapping *ports = calloc(n_ports + 1, sizeof(*ports));
+        if (ports == NULL)
+                return -1;
+        size_t k = 0;
+        for (size_t i = 0; i < p->spec.n_containers; i++)
+                for (size_t j = 0; j < p->spec.containers[i].n_ports; j++) {
+                        const struct k8s_container_port *cp = &p->spec.containers[i].ports[j];
+                        if (cp->host_port <= 0)
+                                continue;
+                        ports[k].host_port = cp->host_port;
+                        ports[k].container_port = cp->container_port;
+                        snprintf(ports[k].protocol, sizeof(ports[k].protocol), "%s",
+                                 cp->protocol == K8S_PROTO_UDP    ? "udp"
+                                 : cp->protocol == K8S_PROTO_SCTP ? "sctp"
+                                                                  : "tcp");
+                        snprintf(ports[k].host_ip, sizeof(ports[k].host_ip), "%s",
+                                 cp->host_ip ? cp->host_ip : "");
+                        k++;
+                }
+        char hostname[64];
+        snprintf(hostname, sizeof(hostname), "%s",
+                 p->spec.hostname && p->spec.hostname[0] ? p->spec.hostname : p->meta.name);
+        char cache[RT_PATH_MAX];
+        snprintf(cache, sizeof(cache), "%s/cni-cache", w->env->root_dir);
+        struct rt_sandbox_config cfg = {
+            .root_dir = w->env->root_dir,
+            .name = p->meta.name,
+            .namespace_ = pod_ns(p),
+            .uid = p->meta.uid,
+            .hostname = hostname,
+            .dns_domain = "",
+            .host_network = p->spec.host_network,
+            .host_ipc = p->spec.host_ipc,
+            .host_pid = p->spec.host_pid,
+            .ports = ports,
+            .n_ports = k,
+            .cni = {.conf_dir = w->env->cni_conf_dir,
+                    .bin_dirs = w->env->cni_bin_dir,
+                    .cache_dir = cache},
+            .cgroup_parent = w->pod_cgroup,
+        };
+        snprintf(cfg.id, sizeof(cfg.id), "%s", p->meta.uid);
+        /* A sandbox left by an earlier attempt is torn down first. */
+        rt_sandbox_remove(w->env->root_dir, cfg.id, NULL);
+        if (rt_sandbox_create(&cfg, &w->sandbox, &err) < 0) {
+                emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                           "Failed to create pod sandbox: %s", err.msg);
+                ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+                return -1;
+        }
+        w->sandbox_ready = true;
+        w->n_pod_ips = 0;
+        for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
+                snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s", w->sandbox.pod_ips[i]);
+                w->pod_ips[w->n_pod_ips++] = w->pod_ip_buf[i];
+        }
+        return 0;
+}
+
+static bool init_done(const struct ctr *c)
+{
+        if (k8s_container_is_sidecar(c->spec))
+                return c->running;
+        return c->exited && c->term.exit_code == 0;
+}
+
+/* Init containers, one at a time. Returns true when all are done. */
+static bool run_init(struct ag_pod_worker *w)
+{
+        for (size_t i = 0; i < w->n_init; i++) {
+                struct ctr *c = &w->ctrs[i];
+                if (init_done(c))
+                        continue;
+                if (c->running || c->waiting_timer)
+                        return false;
+                if (c->exited) {
+                        if (!should_restart(w, c))
+                                return false; /* the phase turns Failed */
+                        restart_or_backoff(w, c);
+                        return false;
+                }
+                start_container(w, c);
+                return false;
+        }
+        return true;
+}
+
+static void run_regular(struct ag_pod_worker *w)
+{
+        for (size_t i = w->n_init; i < w->n; i++) {
+                struct ctr *c = &w->ctrs[i];
+                if (c->running || c->waiting_timer)
+                        continue;
+                if (!c->exited) {
+                        start_container(w, c);
+                } else if (should_restart(w, c)) {
+                        restart_or_backoff(w, c);
+                }
+        }
+}
+
+static void advance(struct ag_pod_worker *w)
+{
+        if (w->done)
+                return;
+        if (w->terminating) {
+                compute_status(w);
+                if (!any_running(w))
+                        finish(w);
+                return;
+        }
+        if (w->status == NULL)
+                compute_status(w); /* Pending, ContainerCreating: before any slow step */
+        if (ensure_sandbox(w) == 0 && run_init(w))
+                run_regular(w);
+        compute_status(w);
+        if (w->phase == ST_PHASE_SUCCEEDED || w->phase == ST_PHASE_FAILED) {
+                if (any_running(w)) /* e.g. the deadline: stop what still runs */
+                        ag_pod_worker_terminate(w, 0, NULL, NULL);
+                else
+                        finish(w);
+        }
+}
+
+static void on_kick(struct ag_timer *t, void *data)
+{
+        (void)t;
+        advance(data);
+}
+
+static void on_deadline(struct ag_timer *t, void *data)
+{
+        struct ag_pod_worker *w = data;
+        (void)t;
+        const char *msg = "Pod was active on the node longer than the specified deadline";
+        emit_event(w, NULL, "Normal", "DeadlineExceeded", "%s", msg);
+        w->forced = ST_PHASE_FAILED;
+        ag_pod_worker_terminate(w, 0, "DeadlineExceeded", msg);
+}
+
+static void on_grace(struct ag_timer *t, void *data)
+{
+        struct ag_pod_worker *w = data;
+        (void)t;
+        w->killed = true;
+        for (size_t i = 0; i < w->n; i++) {
+                struct ctr *c = &w->ctrs[i];
+                if (c->running)
+                        rt_container_kill_all(w->env->root_dir, c->id, NULL);
+        }
+}
+
+void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, const char *reason,
+                             const char *message)
+{
+        if (w->done)
+                return;
+        if (reason != NULL) {
+                snprintf(w->reason, sizeof(w->reason), "%s", reason);
+                snprintf(w->message, sizeof(w->message), "%s", message ? message : "");
+                if (w->forced == ST_PHASE_NONE)
+                        w->forced = ST_PHASE_FAILED;
+        }
+        bool first = !w->terminating;
+        w->terminating = true;
+        for (size_t i = 0; i < w->n; i++) {
+                struct ctr *c = &w->ctrs[i];
+                if (c->timer)
+                        ag_timer_disarm(c->timer);
+                c->waiting_timer = false;
+                if (!c->running || !first)
+                        continue;
+                emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
+                struct cb_error err = {0};
+                if (rt_container_signal(w->env->root_dir, c->id,
+                                        c->stop_signal > 0 ? c->stop_signal : SIGTERM, &err) < 0 &&
+                    err.code != ESRCH)
+                        emit_event(w, c, "Warning", "FailedKillPod", "%s", err.msg);
+        }
+        ag_timer_disarm(w->deadline);
+        /* The kubelet's minimum of 2 s per container; never longer than
+         * an earlier grace period. */
+        int64_t grace = grace_seconds < 2 ? 2 : grace_seconds;
+        if (first || !ag_timer_armed(w->grace) || w->killed)
+                ag_timer_arm(w->grace, (uint64_t)grace * 1000);
+        ag_timer_arm(w->kick, 0);
+}
+
+void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
+{
+        k8s_pod_free(w->latest);
+        w->latest = pod;
+        ag_timer_arm(w->kick, 0);
+}
+
+const struct k8s_pod *ag_pod_worker_pod(const struct ag_pod_worker *w)
+{
+        return w->latest ? w->latest : w->pod;
+}
+
+const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w)
+{
+        return w->status;
+}
+
+bool ag_pod_worker_done(const struct ag_pod_worker *w)
+{
+        return w->done;
+}
+
+int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
+                      const struct ag_pod_worker_ops *ops, void *data, struct ag_pod_worker **ret,
+                      struct cb_error *err)
+{
+        if (pod->meta.uid == NULL || pod->meta.name == NULL) {
+                k8s_pod_free(pod);
+                return cb_error_set(err, 0, "the pod has no metadata.uid or metadata.name");
+        }
+        struct ag_pod_worker *w = calloc(1, sizeof(*w));
+        if (w == NULL) {
+                k8s_pod_free(pod);
+                return cb_error_set(err, ENOMEM, "pod worker");
+        }
+        w->env = env;
+        w->ops = ops;
+        w->data = data;
+        w->pod = pod;
+        w->n_init = pod->spec.n_init_containers;
+        w->n = w->n_init + pod->spec.n_containers;
+        w->ctrs = calloc(w->n + 1, sizeof(*w->ctrs));
+        if (w->ctrs == NULL)
+                goto fail_nomem;
+        for (size_t i = 0; i < w->n; i++) {
+                struct ctr *c = &w->ctrs[i];
+                c->init = i < w->n_init;
+                c->spec =
+                    c->init ? &pod->spec.init_containers[i] : &pod->spec.containers[i - w->n_init];
+                c->w = w;
+                c->exit_fd = -1;
+                c->timer = ag_timer_new(env->loop, on_ctr_timer, c, err);
+                if (c->timer == NULL)
+                        goto fail;
+        }
+        if (k8s_pod_cgroup_plan(pod, env->node_memory_capacity, env->pod_pids_limit,
+                                env->cgroup_root, &w->plan, err) < 0)
+                goto fail;
+        w->have_plan = true;
+        snprintf(w->pod_cgroup, sizeof(w->pod_cgroup), "%s", w->plan.path);
+        w->kick = ag_timer_new(env->loop, on_kick, w, err);
+        w->sandbox_timer = ag_timer_new(env->loop, on_sandbox_timer, w, err);
+        w->deadline = ag_timer_new(env->loop, on_deadline, w, err);
+        w->grace = ag_timer_new(env->loop, on_grace, w, err);
+        if (!w->kick || !w->sandbox_timer || !w->deadline || !w->grace)
+                goto fail;
+        w->start_time = now_s();
+        if (pod->status.start_time != NULL)
+                st_time_parse(pod->status.start_time, &w->start_time, NULL);
+        if (pod->spec.has_active_deadline)
+                ag_timer_arm(w->deadline, (uint64_t)(pod->spec.active_deadline_seconds > 0
+                                                         ? pod->spec.active_deadline_seconds
+                                                         : 0) *
+                                              1000);
+        ag_timer_arm(w->kick, 0);
+        *ret = w;
+        return 0;
+fail_nomem:
+        cb_error_set(err, ENOMEM, "pod worker");
+fail:
+        ag_pod_worker_free(w);
+        return -1;
+}
+
+void ag_pod_worker_free(struct ag_pod_worker *w)
+{
+        if (w == NULL)
+                return;
+        for (size_t i = 0; w->ctrs && i < w->n; i++) {
+                stop_watch(&w->ctrs[i]);
+                if (w->ctrs[i].timer)
+                        ag_timer_free(w->ctrs[i].timer);
+        }
+        free(w->ctrs);
+        if (w->kick)
+                ag_timer_free(w->kick);
+        if (w->sandbox_timer)
+                ag_timer_free(w->sandbox_timer);
+        if (w->deadline)
+                ag_timer_free(w->deadline);
+        if (w->grace)
+                ag_timer_free(w->grace);
+        if (w->have_plan)
+                k8s_pod_cgroup_plan_free(&w->plan);
+        free(w->last_status);
+        cJSON_Delete(w->status);
+        k8s_pod_free(w->latest);
+        k8s_pod_free(w->pod);
+        free(w);
+}

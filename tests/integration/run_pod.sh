@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# Drives the real `cubelet run-pod` with a busybox image, CNI (bridge,
+# host-local, portmap) and cgroups under a private parent: phase
+# transitions, exit codes and reasons, restarts with CrashLoopBackOff,
+# init containers and emptyDir, admission rejection, graceful stop on
+# SIGTERM, the OOM killer, a read-only root, the pod IP, CRI logs; and that
+# nothing is left behind afterwards.
+set -euo pipefail
+: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
+[ "$(id -u)" -eq 0 ] || { echo "needs root"; exit 77; }
+for t in jq umoci ip iptables busybox; do command -v $t >/dev/null || { echo "$t missing"; exit 77; }; done
+[ -x /usr/lib/cni/bridge ] || { echo "CNI plugins missing"; exit 77; }
+
+tmp=$(mktemp -d /tmp/cubelet-runpod.XXXXXX)
+root=$tmp/root
+cgroot=cubelet-it-$$
+bridge=cbit$$
+# A /24 that no route on this machine covers.
+for x in $(seq 40 250); do
+  subnet=10.$x.$(( $$ % 200 + 20 )).0/24
+  ip route | grep -q "^10\.$x\." || break
+done
+pids=()
+
+cleanup() {
+  set +e
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  # Whatever a failed check left: container processes, mounts, cgroups.
+  for h in /sys/fs/cgroup/*/"$cgroot"; do
+    [ -d "$h" ] || continue
+    find "$h" -depth -type d | while read -r d; do
+      for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    done
+  done
+  sleep 0.2
+  grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
+  for h in /sys/fs/cgroup/*/"$cgroot"; do
+    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+  ip link del "$bridge" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+mkdir -p "$root" "$tmp/cni" "$tmp/logs"
+bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
+"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
+cat >"$tmp/cni/10-it.conflist" <<EOF
+{"cniVersion":"1.0.0","name":"cubelet-it-$$","plugins":[
+ {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}},
+ {"type":"portmap","capabilities":{"portMappings":true}}]}
+EOF
+
+# run NAME [extra run-pod flags]: runs $tmp/NAME.yaml; sets rc and writes
+# $tmp/NAME.jsonl (status lines) and $tmp/NAME.err (events, -v=1).
+run() {
+  local name=$1
+  shift
+  set +e
+  timeout 120 "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/$name.yaml" \
+    --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" "$@" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
+  rc=$?
+  set -e
+}
+last() { tail -n1 "$tmp/$1.jsonl" | jq -r "$2"; }
+expect_last() {
+  local got
+  got=$(last "$1" "$2")
+  [ "$got" == "$3" ] || fail "$1: $2 = '$got', want '$3'"
+}
+pod_log() { cat "$tmp"/logs/default_"$1"_*/"$2"/"${3:-0}".log; }
+
+# --- Pending -> Running -> Succeeded ----------------------------------------
+cat >"$tmp/ok.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: ok}
+spec:
+  restartPolicy: Never
+  hostname: custom-host
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c]
+    # $$$$ reaches the shell as $$ (Kubernetes expansion): the shell is PID 1.
+    args: ['echo "host=$(hostname) pid=$$$$ msg=$(MSG)"; echo to-stderr >&2; echo procs=$(ls /proc | grep -c "^[0-9]"); grep -q "custom-host" /etc/hosts && echo has-pod-ip']
+    env: [{name: MSG, value: hello}]
+    resources: {requests: {memory: 16Mi}, limits: {memory: 64Mi}}
+EOF
+run ok
+[ $rc -eq 0 ] || fail "ok: exit $rc, want 0 ($(tail -3 "$tmp/ok.err"))"
+phases=$(jq -r .status.phase "$tmp/ok.jsonl" | uniq | paste -sd,)
+[ "$phases" == "Pending,Running,Succeeded" ] || fail "ok: phases $phases, want Pending,Running,Succeeded"
+expect_last ok '.status.containerStatuses[0].state.terminated.reason' Completed
+expect_last ok '.status.containerStatuses[0].state.terminated.exitCode' 0
+expect_last ok '.status.containerStatuses[0].containerID | test("^cubelet://[0-9a-f]{32}$")' true
+expect_last ok '.status.containerStatuses[0].imageID | test("^docker.io/library/busybox@sha256:")' true
+expect_last ok '.status.qosClass' Burstable
+expect_last ok ".status.podIP | startswith(\"${subnet%.0/24}.\")" true
+expect_last ok '[.status.conditions[].type] | join(",")' \
+  PodReadyToStartContainers,Initialized,Ready,ContainersReady,PodScheduled
+expect_last ok '(.status.conditions[] | select(.type=="Ready") | .reason)' PodCompleted
+log=$(pod_log ok main)
+grep -qE '^[0-9T:.-]+Z stdout F host=custom-host pid=1 msg=hello$' <<<"$log" || fail "ok: log line: $log"
+grep -q ' stderr F to-stderr$' <<<"$log" || fail "ok: no stderr line in the CRI log"
+nprocs=$(sed -n 's/.* stdout F procs=//p' <<<"$log")
+[ "${nprocs:-99}" -le 5 ] || fail "ok: sees $nprocs processes; host processes visible?"
+grep -q 'stdout F has-pod-ip' <<<"$log" || fail "ok: /etc/hosts lacks the pod's hostname"
+grep -q 'Started Started container main' "$tmp/ok.err" || fail "ok: no Started event"
+
+# --- Never + failure -> Failed, exit 1 -----------------------------------------
+cat >"$tmp/fails.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: fails}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'exit 3']
+EOF
+run fails
+[ $rc -eq 1 ] || fail "fails: exit $rc, want 1"
+expect_last fails .status.phase Failed
+expect_last fails '.status.containerStatuses[0].state.terminated.exitCode' 3
+expect_last fails '.status.containerStatuses[0].state.terminated.reason' Error
+expect_last fails '.status.qosClass' BestEffort
+
+# --- OnFailure: init container, emptyDir, restarts with CrashLoopBackOff -------
+cat >"$tmp/restarts.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: restarts}
+spec:
+  restartPolicy: OnFailure
+  initContainers:
+  - name: prep
+    image: busybox:1.36
+    command: [sh, -c, 'echo prepared > /work/ready']
+    volumeMounts: [{name: work, mountPath: /work}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'cat /work/ready; n=$(ls /work | wc -l); touch /work/run$n; [ $n -ge 3 ] && exit 0; exit 7']
+    volumeMounts: [{name: work, mountPath: /work}]
+  volumes: [{name: work, emptyDir: {}}]
+EOF
+run restarts --crash-loop-backoff-base 1 --crash-loop-backoff-max 2
+[ $rc -eq 0 ] || fail "restarts: exit $rc, want 0"
+expect_last restarts .status.phase Succeeded
+expect_last restarts '.status.containerStatuses[0].restartCount' 2
+expect_last restarts '.status.containerStatuses[0].lastState.terminated.exitCode' 7
+expect_last restarts '.status.initContainerStatuses[0].state.terminated.reason' Completed
+grep -q '"reason":"CrashLoopBackOff","message":"back-off 1s restarting failed container=main pod=restarts_default(' \
+  "$tmp/restarts.jsonl" || fail "restarts: no CrashLoopBackOff waiting state with the kubelet's message"
+grep -q 'BackOff Back-off restarting failed container main in pod restarts_default(' "$tmp/restarts.err" ||
+  fail "restarts: no BackOff event"
+[ "$(pod_log restarts main 2 | grep -c 'stdout F prepared')" -eq 1 ] ||
+  fail "restarts: the third run did not see the init container's file"
+
+# --- admission rejection ----------------------------------------------------------
+cat >"$tmp/rejected.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: rejected}
+spec:
+  containers:
+  - name: main
+    image: busybox:1.36
+    resources: {requests: {cpu: "100000"}}
+EOF
+run rejected
+[ $rc -eq 1 ] || fail "rejected: exit $rc, want 1"
+expect_last rejected .status.phase Failed
+expect_last rejected .status.reason OutOfcpu
+expect_last rejected '.status.message | startswith("Pod was rejected: Node didn'"'"'t have enough resource: cpu, requested: 100000000, used: 0, capacity: ")' true
+[ -z "$(ls "$root/containers" 2>/dev/null)" ] || fail "rejected: a container was created"
+
+# --- SIGTERM: graceful stop, the container's trap runs --------------------------------
+cat >"$tmp/graceful.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: graceful}
+spec:
+  terminationGracePeriodSeconds: 20
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "echo got-term; exit 42" TERM; echo ready; while :; do sleep 0.2; done']
+EOF
+"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/graceful.yaml" \
+  --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" >"$tmp/graceful.jsonl" 2>"$tmp/graceful.err" &
+rp=$!
+pids+=("$rp")
+for _ in $(seq 100); do grep -q '"phase":"Running"' "$tmp/graceful.jsonl" && break; sleep 0.1; done
+ip=$(jq -r 'select(.status.podIP) | .status.podIP' "$tmp/graceful.jsonl" | tail -1)
+busybox ping -c1 -W2 "$ip" >/dev/null || fail "graceful: pod IP '$ip' does not answer ping from the host"
+kill -TERM "$rp"
+set +e
+wait "$rp"
+rc=$?
+set -e
+[ $rc -eq 1 ] || fail "graceful: exit $rc, want 1 (Failed after a stop)"
+expect_last graceful '.status.containerStatuses[0].state.terminated.exitCode' 42
+pod_log graceful main | grep -q 'stdout F got-term' || fail "graceful: the TERM trap did not run"
+grep -q 'Killing Stopping container main' "$tmp/graceful.err" || fail "graceful: no Killing event"
+
+# --- memory limit -> OOMKilled; read-only root -----------------------------------------
+cat >"$tmp/oom.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: oom}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: hog
+    image: busybox:1.36
+    command: [sh, -c, 'x=aaaaaaaaaaaaaaaa; while :; do x=$x$x; done']
+    resources: {requests: {memory: 8Mi}, limits: {memory: 24Mi}}
+  - name: ro
+    image: busybox:1.36
+    command: [sh, -c, 'touch /x 2>&1; touch /tmp/y 2>&1; exit 0']
+    securityContext: {readOnlyRootFilesystem: true}
+EOF
+run oom
+expect_last oom .status.phase Failed
+expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.reason' OOMKilled
+expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.exitCode' 137
+pod_log oom ro | grep -q 'Read-only file system' || fail "oom: readOnlyRootFilesystem: touch did not get EROFS"
+
+# --- nothing left behind ---------------------------------------------------------------
+[ -z "$(ls "$root/containers" 2>/dev/null)" ] || fail "containers left: $(ls "$root/containers")"
+[ -z "$(ls "$root/sandboxes" 2>/dev/null)" ] || fail "sandboxes left: $(ls "$root/sandboxes")"
+if grep -q " $tmp" /proc/self/mountinfo; then
+  fail "mounts left: $(grep " $tmp" /proc/self/mountinfo | awk '{print $5}')"
+fi
+left=$(find /sys/fs/cgroup/memory/"$cgroot" -name 'pod*' 2>/dev/null)
+[ -z "$left" ] || fail "pod cgroups left: $left"
+leases=$(ls "$tmp/ipam/cubelet-it-$$" 2>/dev/null | grep -v -e lock -e last_reserved || true)
+[ -z "$leases" ] || fail "IP allocations left: $leases"
+[ "$(ip -o link show master "$bridge" 2>/dev/null | wc -l)" -eq 0 ] || fail "veths left on $bridge"
+
+if [ $fails -gt 0 ]; then
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "run-pod: all checks passed"

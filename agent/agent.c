@@ -292,6 +292,7 @@ static void on_pods_synced(size_t n, void *data)
         else
                 log_info("pods bound to node %s relisted: %zu pod(s)", a->node_name, n);
         a->pods_synced = true;
+        ag_pods_synced(a->pod_mgr);
 }
 
 static void on_node(enum ag_change change, const struct ag_object *o, void *data)

@@ -503,7 +503,10 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
                 return NULL;
         }
         refill(api);
-        if (api->queue_head == NULL && api->tokens >= 1.0) {
+        /* Inside a libcurl callback (a watch event handled on the spot)
+         * libcurl refuses new handles (CURLM_RECURSIVE_API_CALL): queue the
+         * request and start it from the loop's next iteration. */
+        if (api->in_curl == 0 && api->queue_head == NULL && api->tokens >= 1.0) {
                 api->tokens -= 1.0;
                 if (start(api, r) < 0) {
                         cb_error_set(err, 0, "%s %s: libcurl refused the request", method, r->url);
@@ -519,7 +522,9 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
         else
                 api->queue_head = r;
         api->queue_tail = r;
-        if (!ag_timer_armed(api->rate_timer))
+        if (api->tokens >= 1.0)
+                ag_timer_arm(api->rate_timer, 0);
+        else if (!ag_timer_armed(api->rate_timer))
                 arm_rate_timer(api);
         return r;
 }

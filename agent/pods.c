@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "agent/admit.h"
@@ -12,6 +14,8 @@
 #include "agent/statusgen.h"
 #include "agent/taint.h"
 #include "lib/cleanup.h"
+#include "lib/file.h"
+#include "runtime/container.h"
 #include "status/podstatus.h"
 
 #define DELETE_RETRY_MS 2000
@@ -46,6 +50,7 @@ struct ag_pods {
         struct k8s_node *node;
         struct rec *recs;
         size_t n;
+        bool swept; /* left-over pods from an earlier run handled */
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -164,6 +169,24 @@ static void on_worker_done(struct ag_pod_worker *w, void *data)
 static const struct ag_pod_worker_ops worker_ops = {on_worker_status, on_worker_event,
                                                     on_worker_done};
 
+/* The pod as admitted, next to the worker's state: after an agent restart
+ * it lets the agent stop and clean up a pod deleted while it was away. */
+static void save_pod_json(const struct rec *r)
+{
+        char dir[4096], path[4200];
+        snprintf(dir, sizeof(dir), "%s/pods/%s", r->p->env->root_dir, r->uid);
+        snprintf(path, sizeof(path), "%s/pod.json", dir);
+        _cleanup_free_ char *text = cJSON_PrintUnformatted(r->json);
+        struct cb_error err = {0};
+        char pods[4096];
+        snprintf(pods, sizeof(pods), "%s/pods", r->p->env->root_dir);
+        mkdir(pods, 0700);
+        if (text == NULL || (mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0)
+                log_warning("pod %s/%s: cannot save pod.json: %s", pod_ns(r), r->name,
+                            err.msg[0] ? err.msg : strerror(errno));
+}
+
 /* ---- admission ------------------------------------------------------------------ */
 
 static void admit(struct rec *r)
@@ -210,6 +233,7 @@ static void admit(struct rec *r)
         }
         struct k8s_pod *copy = decode_copy(r);
         struct cb_error err = {0};
+        save_pod_json(r);
         if (copy == NULL || ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) < 0) {
                 log_error("pod %s/%s: cannot start its worker: %s", pod_ns(r), r->name, err.msg);
                 return;
@@ -527,6 +551,101 @@ void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
                         admit(r);
                 check_noexecute(r);
         }
+}
+
+/* Container garbage collection after a restart: runtime containers that no
+ * pod worker claims (left by a crash between creating a container and
+ * recording it, or by an older agent) are stopped and removed. */
+static void collect_orphans(struct ag_pods *p)
+{
+        char **ids = NULL;
+        size_t n = 0;
+        struct cb_error err = {0};
+        if (rt_container_list(p->env->root_dir, &ids, &n, &err) < 0) {
+                log_warning("container garbage collection: %s", err.msg);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                bool owned = false;
+                for (struct rec *r = p->recs; r && !owned; r = r->next)
+                        owned = r->worker != NULL && ag_pod_worker_owns(r->worker, ids[i]);
+                if (owned)
+                        continue;
+                struct rt_container_state st;
+                if (rt_container_state(p->env->root_dir, ids[i], &st, &err) == 0 &&
+                    st.status == RT_CONTAINER_RUNNING) {
+                        log_warning("container %s runs but belongs to no pod: stopping it", ids[i]);
+                        rt_container_stop(p->env->root_dir, ids[i], 0, 2, NULL);
+                }
+                if (rt_container_remove(p->env->root_dir, ids[i], &err) < 0)
+                        log_warning("container %s: %s", ids[i], err.msg);
+                else
+                        log_info("removed container %s, which belonged to no pod", ids[i]);
+        }
+        rt_container_list_free(ids, n);
+}
+
+void ag_pods_synced(struct ag_pods *p)
+{
+        if (p->swept)
+                return;
+        p->swept = true;
+        /* Pods that ran here but were deleted while the agent was away:
+         * re-adopt them from their saved state, then stop and clean up. */
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s/pods", p->env->root_dir);
+        DIR *d = opendir(dir);
+        if (d == NULL)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                if (de->d_name[0] == '.' || find(p, de->d_name) != NULL)
+                        continue;
+                char path[4400];
+                snprintf(path, sizeof(path), "%s/%s/pod.json", dir, de->d_name);
+                _cleanup_free_ char *text = NULL;
+                struct cb_error err = {0};
+                _cleanup_cjson_ cJSON *json = NULL;
+                if (cb_read_file(path, K8S_MAX_DOC_BYTES, &text, NULL, &err) < 0 ||
+                    (json = cJSON_Parse(text)) == NULL) {
+                        log_warning("left-over pod state %s/%s: %s", dir, de->d_name,
+                                    err.msg[0] ? err.msg : "pod.json unreadable");
+                        continue;
+                }
+                struct k8s_pod *pod = NULL;
+                if (k8s_pod_from_json(json, &pod, &err) < 0 || pod->meta.uid == NULL ||
+                    strcmp(pod->meta.uid, de->d_name) != 0) {
+                        log_warning("left-over pod state %s/%s: %s", dir, de->d_name,
+                                    err.msg[0] ? err.msg : "uid mismatch");
+                        k8s_pod_free(pod);
+                        continue;
+                }
+                struct ag_object o = {.uid = pod->meta.uid,
+                                      .namespace_ = pod->meta.namespace_,
+                                      .name = pod->meta.name,
+                                      .json = json};
+                struct rec *r = rec_new(p, &o);
+                if (r == NULL) {
+                        k8s_pod_free(pod);
+                        continue;
+                }
+                r->json = steal_pointer(&json);
+                r->pod = pod;
+                r->gone = true;
+                r->admitted_checked = true;
+                log_info("pod %s/%s uid=%s was deleted while the agent was away: stopping it",
+                         pod_ns(r), r->name, r->uid);
+                struct k8s_pod *copy = decode_copy(r);
+                if (copy == NULL ||
+                    ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) < 0) {
+                        log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+                        rec_remove(r);
+                        continue;
+                }
+                ag_pod_worker_terminate(r->worker, 2, NULL, NULL);
+        }
+        closedir(d);
+        collect_orphans(p);
 }
 
 size_t ag_pods_count(const struct ag_pods *p)

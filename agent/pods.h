@@ -43,4 +43,8 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
  * Admission waits for the first one. */
 void ag_pods_node(struct ag_pods *p, const struct ag_object *node);
 
+/* The first pod list arrived: pods this node ran before an agent restart
+ * that are gone from the apiserver are stopped and cleaned up. */
+void ag_pods_synced(struct ag_pods *p);
+
 size_t ag_pods_count(const struct ag_pods *p);

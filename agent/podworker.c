@@ -72,17 +72,20 @@ struct ag_pod_worker {
         int64_t start_time;
         enum st_phase phase; /* cached phase */
         char *last_status;   /* printed, to send only changes */
+        char *saved;         /* worker.json as last written */
         cJSON *status;
         struct ag_timer *kick; /* run advance() from the loop */
         struct ag_timer *sandbox_timer;
         struct ag_timer *deadline; /* activeDeadlineSeconds */
         struct ag_timer *grace;    /* termination grace period */
         bool terminating, killed, torn_down, done;
+        bool adopted; /* state from an earlier agent was found */
         enum st_phase forced;
         char reason[REASON_MAX], message[MESSAGE_MAX];
 };
 
 static void advance(struct ag_pod_worker *w);
+static int mkdir_p(const char *path, mode_t mode);
 
 static int64_t now_s(void)
 {
@@ -227,6 +230,213 @@ static void remove_container(struct ag_pod_worker *w, struct ctr *c)
         c->id[0] = '\0';
 }
 
+/* ---- restart safety: the worker's state on disk -------------------------------
+ *
+ * <root>/pods/<uid>/worker.json (written atomically after every step) keeps
+ * what the runtime does not know: which runtime container is the current
+ * instance of which spec container, restart counts, backoff, lastState, and
+ * whether the sandbox and the pod cgroup exist. A restarted agent reads it
+ * and re-adopts: running containers are watched again (never restarted),
+ * containers that exited meanwhile report their exit record. */
+
+static void state_path(const struct ag_pod_worker *w, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/pods/%s/worker.json", w->env->root_dir, w->pod->meta.uid);
+}
+
+static cJSON *term_json(const struct st_container_state *t, const char *reason, const char *message,
+                        const char *cid)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "exitCode", t->exit_code);
+        cJSON_AddNumberToObject(o, "startedAt", (double)t->started_at);
+        cJSON_AddNumberToObject(o, "finishedAt", (double)t->finished_at);
+        cJSON_AddStringToObject(o, "reason", reason);
+        cJSON_AddStringToObject(o, "message", message);
+        cJSON_AddStringToObject(o, "containerID", cid);
+        return o;
+}
+
+static void save_state(struct ag_pod_worker *w)
+{
+        if (w->torn_down)
+                return;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "startTime", (double)w->start_time);
+        cJSON_AddBoolToObject(o, "cgroupCreated", w->cgroup_created);
+        cJSON_AddBoolToObject(o, "sandbox", w->sandbox_ready);
+        cJSON *arr = cJSON_AddArrayToObject(o, "containers");
+        for (size_t i = 0; i < w->n; i++) {
+                const struct ctr *c = &w->ctrs[i];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "name", c->spec->name);
+                cJSON_AddBoolToObject(j, "init", c->init);
+                cJSON_AddStringToObject(j, "id", c->id);
+                cJSON_AddStringToObject(j, "image", c->image);
+                cJSON_AddStringToObject(j, "imageID", c->image_id);
+                cJSON_AddNumberToObject(j, "restartCount", c->obs.restart_count);
+                cJSON_AddNumberToObject(j, "backoff", (double)c->backoff.backoff);
+                cJSON_AddNumberToObject(j, "backoffUpdate", (double)c->backoff.last_update);
+                if (c->exited)
+                        cJSON_AddItemToObject(
+                            j, "term",
+                            term_json(&c->term, c->term_reason, c->term_message, c->term_cid));
+                if (c->obs.last_state.kind == ST_STATE_TERMINATED)
+                        cJSON_AddItemToObject(j, "lastState",
+                                              term_json(&c->obs.last_state, c->last_reason,
+                                                        c->last_message, c->last_cid));
+                cJSON_AddItemToArray(arr, j);
+        }
+        char *text = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (text == NULL)
+                return;
+        if (w->saved != NULL && strcmp(w->saved, text) == 0) {
+                free(text); /* unchanged: no write, no fsync */
+                return;
+        }
+        char path[RT_PATH_MAX], dir[RT_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, w->pod->meta.uid);
+        state_path(w, path, sizeof(path));
+        struct cb_error err = {0};
+        if (mkdir_p(dir, 0700) < 0 ||
+            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0) {
+                emit_event(w, NULL, "Warning", "FailedSync", "cannot save the pod's state: %s",
+                           err.msg[0] ? err.msg : strerror(errno));
+                free(text);
+                return;
+        }
+        free(w->saved);
+        w->saved = text;
+}
+
+static int64_t jint(const cJSON *o, const char *k)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+        return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+static void jstr(const cJSON *o, const char *k, char *buf, size_t size)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+        snprintf(buf, size, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static void load_term(const cJSON *t, struct st_container_state *s, char *reason, size_t rs,
+                      char *message, size_t ms, char *cid, size_t cs)
+{
+        *s = (struct st_container_state){
+            .kind = ST_STATE_TERMINATED,
+            .exit_code = (int32_t)jint(t, "exitCode"),
+            .started_at = jint(t, "startedAt"),
+            .finished_at = jint(t, "finishedAt"),
+        };
+        jstr(t, "reason", reason, rs);
+        jstr(t, "message", message, ms);
+        jstr(t, "containerID", cid, cs);
+}
+
+static void watch_exit(struct ag_pod_worker *w, struct ctr *c);
+
+/* Re-adopts one container from its saved record and the runtime's view. */
+static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON *j)
+{
+        jstr(j, "id", c->id, sizeof(c->id));
+        jstr(j, "image", c->image, sizeof(c->image));
+        jstr(j, "imageID", c->image_id, sizeof(c->image_id));
+        c->obs.restart_count = (int32_t)jint(j, "restartCount");
+        c->backoff.backoff = jint(j, "backoff");
+        c->backoff.last_update = jint(j, "backoffUpdate");
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(j, "lastState");
+        if (cJSON_IsObject(last))
+                load_term(last, &c->obs.last_state, c->last_reason, sizeof(c->last_reason),
+                          c->last_message, sizeof(c->last_message), c->last_cid,
+                          sizeof(c->last_cid));
+        const cJSON *term = cJSON_GetObjectItemCaseSensitive(j, "term");
+        if (c->id[0] == '\0') {
+                if (cJSON_IsObject(term)) {
+                        c->exited = true;
+                        c->obs.known = true;
+                        load_term(term, &c->term, c->term_reason, sizeof(c->term_reason),
+                                  c->term_message, sizeof(c->term_message), c->term_cid,
+                                  sizeof(c->term_cid));
+                }
+                return;
+        }
+        snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        c->obs.known = true;
+        int r = rt_container_state(w->env->root_dir, c->id, &st, &err);
+        if (r == 0 && st.status == RT_CONTAINER_RUNNING) {
+                c->running = true;
+                c->stop_signal = st.stop_signal;
+                c->obs.state = (struct st_container_state){
+                    .kind = ST_STATE_RUNNING, .started_at = st.started_at / 1000000000LL};
+                watch_exit(w, c);
+                return;
+        }
+        c->exited = true;
+        snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
+        if (r == 0 && st.status == RT_CONTAINER_EXITED) {
+                /* It ended while the agent was away: its exit record. */
+                c->term = (struct st_container_state){
+                    .kind = ST_STATE_TERMINATED,
+                    .exit_code = st.exit_code,
+                    .started_at = st.started_at / 1000000000LL,
+                    .finished_at = st.finished_at / 1000000000LL,
+                };
+                snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
+                snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
+        } else if (cJSON_IsObject(term)) {
+                load_term(term, &c->term, c->term_reason, sizeof(c->term_reason), c->term_message,
+                          sizeof(c->term_message), c->term_cid, sizeof(c->term_cid));
+        } else {
+                c->term = (struct st_container_state){
+                    .kind = ST_STATE_TERMINATED, .exit_code = 137, .finished_at = now_s()};
+                snprintf(c->term_reason, sizeof(c->term_reason), "%s",
+                         ST_REASON_CONTAINER_STATUS_UNKNOWN);
+                snprintf(c->term_message, sizeof(c->term_message),
+                         "The container could not be located when the pod was terminated");
+        }
+}
+
+/* Reads worker.json when an earlier agent left one. */
+static void adopt(struct ag_pod_worker *w)
+{
+        char path[RT_PATH_MAX];
+        state_path(w, path, sizeof(path));
+        _cleanup_free_ char *text = NULL;
+        if (cb_read_file(path, 4 << 20, &text, NULL, NULL) < 0)
+                return;
+        _cleanup_cjson_ cJSON *o = cJSON_Parse(text);
+        if (!cJSON_IsObject(o))
+                return;
+        w->adopted = true;
+        if (jint(o, "startTime") != 0)
+                w->start_time = jint(o, "startTime");
+        w->cgroup_created = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "cgroupCreated"));
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "sandbox")) &&
+            rt_sandbox_load(w->env->root_dir, w->pod->meta.uid, &w->sandbox, NULL) == 0) {
+                w->sandbox_ready = true;
+                for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
+                        snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s",
+                                 w->sandbox.pod_ips[i]);
+                        w->pod_ips[w->n_pod_ips++] = w->pod_ip_buf[i];
+                }
+        }
+        const cJSON *j;
+        cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(o, "containers"))
+        {
+                char name[256];
+                jstr(j, "name", name, sizeof(name));
+                bool init = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "init"));
+                for (size_t i = 0; i < w->n; i++)
+                        if (w->ctrs[i].init == init && strcmp(w->ctrs[i].spec->name, name) == 0)
+                                adopt_container(w, &w->ctrs[i], j);
+        }
+}
+
 static void teardown(struct ag_pod_worker *w)
 {
         if (w->torn_down)
@@ -308,6 +518,16 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
         snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
         snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
         advance(w);
+}
+
+static void watch_exit(struct ag_pod_worker *w, struct ctr *c)
+{
+        struct cb_error err = {0};
+        if (rt_container_exit_fd(w->env->root_dir, c->id, &c->exit_fd, &err) < 0 ||
+            (c->exit_io = ag_io_new(w->env->loop, c->exit_fd, EPOLLIN, on_exit_fd, c, &err)) ==
+                NULL)
+                emit_event(w, c, "Warning", "Failed", "cannot watch container %s: %s",
+                           c->spec->name, err.msg);
 }
 
 /* ---- starting containers --------------------------------------------------------- */
@@ -743,12 +963,7 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
         c->obs.state = (struct st_container_state){.kind = ST_STATE_RUNNING,
                                                    .started_at = st.started_at / 1000000000LL};
         emit_event(w, c, "Normal", "Started", "Started container %s", c->spec->name);
-        if (rt_container_exit_fd(w->env->root_dir, c->id, &c->exit_fd, &err) < 0 ||
-            (c->exit_io = ag_io_new(w->env->loop, c->exit_fd, EPOLLIN, on_exit_fd, c, &err)) ==
-                NULL) {
-                emit_event(w, c, "Warning", "Failed", "cannot watch container %s: %s",
-                           c->spec->name, err.msg);
-        }
+        watch_exit(w, c);
 out:
         cb_arena_free(a);
         rt_image_free(img);
@@ -939,6 +1154,7 @@ static void advance(struct ag_pod_worker *w)
         if (w->done)
                 return;
         if (w->terminating) {
+                save_state(w);
                 compute_status(w);
                 if (!any_running(w))
                         finish(w);
@@ -948,6 +1164,7 @@ static void advance(struct ag_pod_worker *w)
                 compute_status(w); /* Pending, ContainerCreating: before any slow step */
         if (ensure_sandbox(w) == 0 && run_init(w))
                 run_regular(w);
+        save_state(w);
         compute_status(w);
         if (w->phase == ST_PHASE_SUCCEEDED || w->phase == ST_PHASE_FAILED) {
                 if (any_running(w)) /* e.g. the deadline: stop what still runs */
@@ -1043,6 +1260,14 @@ bool ag_pod_worker_done(const struct ag_pod_worker *w)
         return w->done;
 }
 
+bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].id[0] && strcmp(w->ctrs[i].id, container_id) == 0)
+                        return true;
+        return false;
+}
+
 int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                       const struct ag_pod_worker_ops *ops, void *data, struct ag_pod_worker **ret,
                       struct cb_error *err)
@@ -1090,6 +1315,7 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
         w->start_time = now_s();
         if (pod->status.start_time != NULL)
                 st_time_parse(pod->status.start_time, &w->start_time, NULL);
+        adopt(w);
         if (pod->spec.has_active_deadline)
                 ag_timer_arm(w->deadline, (uint64_t)(pod->spec.active_deadline_seconds > 0
                                                          ? pod->spec.active_deadline_seconds
@@ -1126,6 +1352,7 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
         if (w->have_plan)
                 k8s_pod_cgroup_plan_free(&w->plan);
         free(w->last_status);
+        free(w->saved);
         cJSON_Delete(w->status);
         k8s_pod_free(w->latest);
         k8s_pod_free(w->pod);

@@ -21,6 +21,8 @@
 #include "status/podstatus.h"
 #include "lib/cleanup.h"
 
+#include <systemd/sd-daemon.h>
+
 #define DEFAULT_MAX_PODS 110
 
 struct agent_flags {
@@ -54,6 +56,9 @@ struct agent {
         const char *node_name;
         const char *root_dir, *cni_conf_dir, *cni_bin_dir;
         bool pods_synced;
+        bool registered, ready_sent;
+        struct ag_timer *notify; /* STATUS= and WATCHDOG=1 for systemd */
+        uint64_t watchdog_us;
         int signal;
 };
 
@@ -284,6 +289,41 @@ static void on_pod(enum ag_change change, const struct ag_object *o, void *data)
         ag_pods_change(a->pod_mgr, change, o);
 }
 
+/* systemd (Type=notify): READY=1 once the node is registered and the
+ * first pod list is synced; STATUS= with the pod count; WATCHDOG=1 from the
+ * event loop itself, so a stuck loop is restarted. No-ops outside systemd. */
+static void notify_systemd(struct agent *a)
+{
+        char status[256];
+        snprintf(status, sizeof(status), "STATUS=node %s: %zu pod(s)%s", a->node_name,
+                 ag_pods_count(a->pod_mgr), a->registered ? "" : " (registering)");
+        if (!a->ready_sent && a->registered && a->pods_synced) {
+                sd_notifyf(0, "READY=1\n%s", status);
+                a->ready_sent = true;
+        } else {
+                sd_notify(0, status);
+        }
+}
+
+static void on_notify_timer(struct ag_timer *t, void *data)
+{
+        struct agent *a = data;
+        notify_systemd(a);
+        if (a->watchdog_us > 0)
+                sd_notify(0, "WATCHDOG=1");
+        /* Twice per watchdog period, else every 10 s for STATUS=. */
+        uint64_t ms = a->watchdog_us > 0 ? a->watchdog_us / 2000 : 10000;
+        ag_timer_arm(t, ms > 0 ? ms : 1);
+}
+
+static void on_registered(const char *uid, void *data)
+{
+        struct agent *a = data;
+        (void)uid;
+        a->registered = true;
+        notify_systemd(a);
+}
+
 static void on_pods_synced(size_t n, void *data)
 {
         struct agent *a = data;
@@ -293,6 +333,7 @@ static void on_pods_synced(size_t n, void *data)
                 log_info("pods bound to node %s relisted: %zu pod(s)", a->node_name, n);
         a->pods_synced = true;
         ag_pods_synced(a->pod_mgr);
+        notify_systemd(a);
 }
 
 static void on_node(enum ag_change change, const struct ag_object *o, void *data)
@@ -360,8 +401,15 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         if (ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
                 return -1;
         nc->data = a;
+        nc->on_registered = on_registered;
         if (ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
                 return -1;
+        if (sd_watchdog_enabled(0, &a->watchdog_us) <= 0)
+                a->watchdog_us = 0;
+        a->notify = ag_timer_new(a->loop, on_notify_timer, a, err);
+        if (a->notify == NULL)
+                return -1;
+        ag_timer_arm(a->notify, 1000);
         /* What every pod worker shares: this node as the runtime sees it. */
         ssize_t n = readlink("/proc/self/exe", a->exe, sizeof(a->exe) - 1);
         if (n <= 0)
@@ -431,6 +479,9 @@ static void stop_agent(struct agent *a)
          * before the client and the loop go. */
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
+        if (a->notify)
+                ag_timer_free(a->notify);
+        sd_notify(0, "STOPPING=1");
         ag_pods_free(a->pod_mgr);
         ag_events_free(a->events);
         ag_nodestatus_free(a->ns);

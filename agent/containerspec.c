@@ -306,7 +306,7 @@ static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct
 {
         for (size_t i = 0; i < c->n_env; i++) {
                 const struct k8s_env_var *ev = &c->env[i];
-                const char *v;
+                const char *v = NULL;
                 if (ev->value != NULL) {
                         v = ag_expand(a, ev->value, env_lookup, out);
                 } else if (ev->field_ref_path != NULL) {

@@ -78,7 +78,9 @@ static void read_os_image(char *buf, size_t size)
                         v[n - 1] = '\0';
                         v++;
                 }
-                snprintf(buf, size, "%s", v);
+                /* Longer names are cut: truncation is fine for a display string. */
+                if (snprintf(buf, size, "%s", v) < 0)
+                        buf[0] = '\0';
                 return;
         }
 }

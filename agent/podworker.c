@@ -838,8 +838,9 @@ static int signal_number(const char *name)
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
                 if (strcmp(name, t[i].n) == 0 || strcmp(name, t[i].n + 3) == 0)
                         return t[i].s;
-        int v = atoi(name);
-        return v > 0 && v < 65 ? v : SIGTERM;
+        char *end;
+        long v = strtol(name, &end, 10);
+        return *name != '\0' && *end == '\0' && v > 0 && v < 65 ? (int)v : SIGTERM;
 }
 
 static void start_container(struct ag_pod_worker *w, struct ctr *c)

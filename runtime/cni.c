@@ -670,8 +670,8 @@ static int cache_find(const char *cache_dir, const char *container_id, char *buf
         while ((de = readdir(d)) != NULL) {
                 size_t l = strlen(de->d_name);
                 if (l > sl && strcmp(de->d_name + l - sl, suffix) == 0) {
-                        snprintf(buf, size, "%s/%s", dir, de->d_name);
-                        found = 1;
+                        int n = snprintf(buf, size, "%s/%s", dir, de->d_name);
+                        found = n >= 0 && (size_t)n < size ? 1 : 0;
                         break;
                 }
         }

@@ -383,7 +383,7 @@ static int run(struct monitor *m, int bpf_fd)
                         return start_failed(m, &err);
                 m->oom_before = oom.oom_kill;
         }
-        pid_t pid;
+        pid_t pid = 0;
         if (start(m, &a, &pid, &err) < 0)
                 return start_failed(m, &err);
         m->st.pid = pid;

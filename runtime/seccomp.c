@@ -657,7 +657,7 @@ static int build_profile(scmp_filter_ctx *ret_ctx, const char *json, struct cb_e
                 if (parse_action(sys, "action", EPERM, &act, err) < 0)
                         return cb_error_prefix(err, "syscalls[%zu]", i);
                 struct scmp_arg_cmp cmp[6];
-                unsigned ncmp;
+                unsigned ncmp = 0;
                 if (parse_args(cJSON_GetObjectItemCaseSensitive(sys, "args"), cmp, &ncmp, i, err) <
                     0)
                         return -1;
@@ -803,7 +803,7 @@ int rt_seccomp_fd(const struct rt_container_config *c, uint64_t caps, int *ret_f
                 if (build_default(ctx, key_caps, err) < 0)
                         return -1;
         }
-        int fd;
+        int fd = -1;
         if (export_memfd(ctx, &fd, err) < 0)
                 return -1;
         pthread_mutex_lock(&cache_lock);

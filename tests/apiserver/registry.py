@@ -21,10 +21,12 @@ class ApiError(Exception):
         self.code, self.reason, self.message, self.details = code, reason, message, details
 
     def status(self):
+        # The field order of metav1.Status, as the real server encodes it.
         s = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-             "message": self.message, "reason": self.reason, "code": self.code}
+             "message": self.message, "reason": self.reason}
         if self.details:
             s["details"] = self.details
+        s["code"] = self.code
         return s
 
 
@@ -65,9 +67,11 @@ def expired(msg):
 
 
 def _details(res, name):
-    d = {"name": name, "kind": res.name}
+    """metav1.StatusDetails, in its field order (name, group, kind, ...)."""
+    d = {"name": name}
     if res.group:
         d["group"] = res.group
+    d["kind"] = res.name
     return d
 
 
@@ -86,9 +90,10 @@ def invalid(res, name, causes):
         msgs.append(f"{field}: {text}")
         out.append({"reason": reasons[typ], "message": text, "field": field})
     joined = msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
-    details = {"name": name, "kind": res.kind, "causes": out}
+    details = {"name": name}
     if res.group:
         details["group"] = res.group
+    details.update(kind=res.kind, causes=out)
     return ApiError(422, "Invalid", f'{res.kind} "{name}" is invalid: {joined}', details)
 
 
@@ -733,8 +738,9 @@ def precondition_check(res, obj, opts):
 
 def deletion_plan(res, obj, opts):
     """Decide a DELETE: ("now", None) removes at once, ("pending", None)
-    leaves the object as is, ("update", new_obj) stores new_obj (then removes
-    it if its grace reached 0 and no finalizers remain)."""
+    leaves the object as is, ("update", new_obj) stores new_obj, then removes
+    it if its grace reached 0 and no finalizers remain
+    (should_delete_after_update)."""
     opts = opts or {}
     meta = obj["metadata"]
     grace = opts.get("gracePeriodSeconds")
@@ -761,10 +767,15 @@ def deletion_plan(res, obj, opts):
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return "update", new
         return "now", None
+    # Pods delete gracefully (rest.BeforeDelete): every delete that is not
+    # pending stores deletionTimestamp/deletionGracePeriodSeconds first, and
+    # the store then removes the object if the grace is 0 and no finalizers
+    # remain, so watchers see MODIFIED (grace 0) then DELETED, as on the real
+    # apiserver.
     if meta.get("deletionTimestamp"):
         cur = meta.get("deletionGracePeriodSeconds")
-        if cur is None:
-            return "now", None
+        if not cur:  # already at 0 (or never set): remove, unless finalized
+            return ("pending", None) if meta.get("finalizers") else ("now", None)
         if grace is None or int(grace) >= cur:
             return "pending", None
         grace = int(grace)
@@ -782,8 +793,6 @@ def deletion_plan(res, obj, opts):
         grace = 0
     if grace < 0:
         grace = 1
-    if grace == 0 and not meta.get("finalizers"):
-        return "now", None
     new = copy.deepcopy(obj)
     new["metadata"]["deletionTimestamp"] = fmt_time(now() + datetime.timedelta(seconds=grace))
     new["metadata"]["deletionGracePeriodSeconds"] = grace
@@ -791,6 +800,21 @@ def deletion_plan(res, obj, opts):
 
 
 IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def set_pod_condition(pod, cond):
+    """podutil.UpdatePodCondition: add or replace the condition of that type;
+    lastTransitionTime moves only when the status changes."""
+    conds = pod.setdefault("status", {}).setdefault("conditions", [])
+    cond = dict({"type": cond["type"], "status": cond["status"], "lastProbeTime": None,
+                 "lastTransitionTime": fmt_time(now())}, **cond)
+    for i, c in enumerate(conds):
+        if c.get("type") == cond["type"]:
+            if c.get("status") == cond["status"] and c.get("lastTransitionTime"):
+                cond["lastTransitionTime"] = c["lastTransitionTime"]
+            conds[i] = cond
+            return
+    conds.append(cond)
 
 
 def should_delete_after_update(obj):

@@ -200,11 +200,27 @@ class Deletion(unittest.TestCase):
         self.assertEqual(new["metadata"]["deletionGracePeriodSeconds"], 30)
         ts = reg.parse_time(new["metadata"]["deletionTimestamp"])
         self.assertAlmostEqual((ts - reg.now()).total_seconds(), 30, delta=2)
-        self.assertEqual(self.plan(bound, gracePeriodSeconds=0)[0], "now")
-        self.assertEqual(self.plan(pod(terminationGracePeriodSeconds=30))[0], "now")
+        # Grace 0 (asked, unbound, terminal): stored with grace 0 and the
+        # deletionTimestamp of now, then removed (MODIFIED, then DELETED).
         done = pod(nodeName="n1")
         done["status"]["phase"] = "Succeeded"
-        self.assertEqual(self.plan(done)[0], "now")
+        for name, obj, opts in [("grace 0", bound, {"gracePeriodSeconds": 0}),
+                                ("unbound", pod(terminationGracePeriodSeconds=30), {}),
+                                ("terminal", done, {})]:
+            with self.subTest(name):
+                kind, new = self.plan(obj, **opts)
+                self.assertEqual((kind, new["metadata"]["deletionGracePeriodSeconds"]),
+                                 ("update", 0))
+                ts = reg.parse_time(new["metadata"]["deletionTimestamp"])
+                self.assertAlmostEqual((ts - reg.now()).total_seconds(), 0, delta=2)
+                self.assertTrue(reg.should_delete_after_update(new))
+        fin = pod(nodeName="n1")
+        fin["metadata"]["finalizers"] = ["x/y"]
+        kind, new = self.plan(fin, gracePeriodSeconds=0)
+        self.assertFalse(reg.should_delete_after_update(new))
+        self.assertEqual(self.plan(new)[0], "pending")  # finalizers keep it
+        del new["metadata"]["finalizers"]
+        self.assertEqual(self.plan(new)[0], "now")
         kind, new = self.plan(bound, gracePeriodSeconds=-5)
         self.assertEqual(new["metadata"]["deletionGracePeriodSeconds"], 1)
 
@@ -221,6 +237,25 @@ class Deletion(unittest.TestCase):
         self.assertEqual(new["metadata"]["deletionGracePeriodSeconds"], 1)
         kind, new = self.plan(marked, gracePeriodSeconds=0)
         self.assertTrue(reg.should_delete_after_update(new))
+
+    def test_pod_condition(self):
+        p = pod()
+        cond = {"type": "DisruptionTarget", "status": "True",
+                "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+        p["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
+        reg.set_pod_condition(p, cond)
+        c = p["status"]["conditions"][1]
+        self.assertEqual({k: c[k] for k in cond}, cond)
+        self.assertIsNone(c["lastProbeTime"])
+        c["lastTransitionTime"] = "2020-01-01T00:00:00Z"
+        reg.set_pod_condition(p, dict(cond, message="again"))
+        self.assertEqual(len(p["status"]["conditions"]), 2)
+        self.assertEqual(p["status"]["conditions"][1]["message"], "again")
+        self.assertEqual(p["status"]["conditions"][1]["lastTransitionTime"],
+                         "2020-01-01T00:00:00Z")  # same status: no transition
+        reg.set_pod_condition(p, dict(cond, status="False"))
+        self.assertNotEqual(p["status"]["conditions"][1]["lastTransitionTime"],
+                            "2020-01-01T00:00:00Z")
 
     def test_preconditions(self):
         with self.assertRaises(reg.ApiError) as e:
@@ -257,6 +292,34 @@ class Printers(unittest.TestCase):
             ({"phase": "Failed", "containerStatuses": [cs({"terminated": {"exitCode": 3}})]},
              None, False, "ExitCode:3"),
             ({"phase": "Failed", "reason": "Evicted"}, None, False, "Evicted"),
+            ({"phase": "Failed", "reason": "OutOfcpu", "message": "Pod was rejected"}, None,
+             False, "OutOfcpu"),
+            ({"phase": "Failed", "reason": "DeadlineExceeded"}, None, False, "DeadlineExceeded"),
+            ({"phase": "Failed", "reason": "Evicted", "containerStatuses": [
+                cs({"terminated": {"exitCode": 137, "reason": "Error"}})]}, None, False, "Error"),
+            ({"phase": "Failed", "reason": "OutOfcpu"}, None, True, "OutOfcpu"),
+            ({"phase": "Failed"}, None, False, "Failed"),
+            ({"phase": "Running", "containerStatuses": [
+                cs({"terminated": {"exitCode": 1, "reason": "Error"}})]}, None, False, "Error"),
+            ({"phase": "Running", "containerStatuses": [
+                cs({"terminated": {"exitCode": 0, "reason": "Completed"}})]}, None, False,
+             "Completed"),
+            ({"phase": "Running", "containerStatuses": [
+                cs({"terminated": {"exitCode": 137, "signal": 9}})]}, None, False, "Signal:9"),
+            ({"phase": "Running", "containerStatuses": [
+                cs({"waiting": {"reason": "CrashLoopBackOff"}}, restarts=4)]}, None, True,
+             "Terminating"),
+            ({"phase": "Pending", "containerStatuses": [
+                cs({"waiting": {"reason": "ContainerCreating"}})]}, None, False,
+             "ContainerCreating"),
+            ({"phase": "Pending"}, None, True, "Terminating"),
+            ({"phase": "Running", "containerStatuses": [
+                cs({"running": {}}, True), cs({"terminated": {"exitCode": 0,
+                                                             "reason": "Completed"}})]},
+             None, False, "NotReady"),
+            ({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+              "containerStatuses": [cs({"running": {}}, True), cs({"terminated": {
+                  "exitCode": 0, "reason": "Completed"}})]}, None, False, "Running"),
             ({"phase": "Pending", "initContainerStatuses": [
                 {"name": "i", "state": {"running": {}}}]}, init, False, "Init:0/1"),
             ({"phase": "Pending", "initContainerStatuses": [

@@ -248,32 +248,57 @@ class Api:
             if plan == "update":
                 if dry_run:
                     return new, 200
-                if reg.should_delete_after_update(new):
-                    rev = self.etcd.delete(key, kv.mod_revision)
-                    if rev is None:
-                        continue
-                    return self._deleted(res, new, rev), 200
                 rev = self.etcd.update(key, new, kv.mod_revision)
                 if rev is None:
                     continue
                 new["metadata"]["resourceVersion"] = str(rev)
-                return new, 200
-            if dry_run:
-                return self._deleted(res, obj, kv.mod_revision), 200
-            rev = self.etcd.delete(key, kv.mod_revision)
-            if rev is None:
+                if not reg.should_delete_after_update(new):
+                    return new, 200
+                # Grace exhausted: remove what was just stored (the real
+                # store's update-then-delete; a racing writer that removed it
+                # first is not an error, issue 19403).
+                obj, mod = new, rev
+            else:
+                mod = kv.mod_revision
+                if dry_run:
+                    return self._deleted(res, obj, mod), 200
+            if self.etcd.delete(key, mod) is None:
+                if plan == "update":
+                    cur, _ = self.etcd.get(key)
+                    if cur is None:
+                        return self._deleted(res, obj, mod), 200
                 continue
-            return self._deleted(res, obj, rev), 200
+            # Like the etcd3 store, the deleted object carries the revision it
+            # had, not the revision of the delete.
+            return self._deleted(res, obj, mod), 200
+
+    def evict(self, ns, name, opts, dry_run=False):
+        """policy/v1 Eviction (no PodDisruptionBudgets here, so every pod can
+        go): like the real eviction REST, first add the DisruptionTarget
+        condition (checking the uid/resourceVersion preconditions), then
+        delete with the eviction's DeleteOptions."""
+        pods = reg.find_resource("", "v1", "pods")
+        if not dry_run:
+            def mutate(pod):
+                reg.precondition_check(pods, pod, opts)
+                reg.set_pod_condition(pod, {"type": "DisruptionTarget", "status": "True",
+                                            "reason": "EvictionByEvictionAPI",
+                                            "message": "Eviction API: evicting"})
+                return pod
+            new = self.update(pods, ns, name, mutate)
+            pre = (opts or {}).get("preconditions") or {}
+            if pre.get("resourceVersion"):  # we moved it: follow our own write
+                opts = dict(opts, preconditions=dict(
+                    pre, resourceVersion=new["metadata"]["resourceVersion"]))
+        return self.delete(pods, ns, name, opts, dry_run)
 
     @staticmethod
     def _deleted(res, obj, rev):
         if res.name == "pods":  # the pod registry returns the deleted object
             obj["metadata"]["resourceVersion"] = str(rev)
             return obj
-        d = {"name": obj["metadata"]["name"], "kind": res.name,
-             "uid": obj["metadata"].get("uid")}
-        if res.group:
-            d["group"] = res.group
+        d = reg._details(res, obj["metadata"]["name"])
+        d["uid"] = obj["metadata"].get("uid")
         return success_status(200, d)
 
     def bind(self, ns, name, node, dry_run=False):
@@ -387,6 +412,17 @@ def openapi_v3_gv(group, version):
 # ------------------------------------------------------------------ HTTP
 
 
+# The apiserver's MaxRequestBodyBytes (3 MiB) and its answer to a larger body.
+MAX_BODY = 3 * 1024 * 1024
+TOO_LARGE = (413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}")
+
+
+class _BodyError(Exception):
+    def __init__(self, code, reason, message, unread=0):
+        super().__init__(message)
+        self.code, self.reason, self.message, self.unread = code, reason, message, unread
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "cubelet-test-apiserver"
@@ -421,9 +457,81 @@ class Handler(BaseHTTPRequestHandler):
     def send_error_status(self, err):
         self.send_json(err.code, err.status())
 
+    def read_raw_body(self):
+        """Read the whole request body (Content-Length or chunked) before
+        anything answers, so that no early error (401, 404, 405, 415, ...)
+        leaves body bytes on a keep-alive connection to be parsed as the next
+        request. Raises _BodyError when the body cannot or must not be read;
+        the answer then closes the connection."""
+        te = (self.headers.get("Transfer-Encoding") or "").strip().lower()
+        if te and te != "identity":
+            if te != "chunked":
+                raise _BodyError(501, "NotImplemented",
+                                 f"unsupported Transfer-Encoding: {te}")
+            return self._read_chunked()
+        cl = (self.headers.get("Content-Length") or "").strip()
+        if not cl:
+            return b""
+        if not cl.isdigit():
+            raise _BodyError(400, "BadRequest", f"invalid Content-Length: {cl!r}")
+        n = int(cl)
+        if n > MAX_BODY:
+            raise _BodyError(*TOO_LARGE, unread=n)
+        raw = self.rfile.read(n)
+        if len(raw) != n:
+            raise _BodyError(400, "BadRequest", "request body shorter than its Content-Length")
+        return raw
+
+    def _read_chunked(self):
+        out = bytearray()
+        while True:
+            line = self.rfile.readline(1024)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise _BodyError(400, "BadRequest", "malformed chunked request body")
+            if size < 0 or len(out) + size > MAX_BODY:
+                raise _BodyError(*TOO_LARGE)
+            if size == 0:
+                while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return bytes(out)
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.readline(1024) not in (b"\r\n", b"\n"):
+                raise _BodyError(400, "BadRequest", "malformed chunked request body")
+            out += chunk
+
+    def handle_expect_100(self):
+        """Refuse a too large body before the client sends it (and close,
+        since the client may send it anyway)."""
+        cl = (self.headers.get("Content-Length") or "").strip()
+        if cl.isdigit() and int(cl) > MAX_BODY:
+            self.send_body_error(_BodyError(*TOO_LARGE))
+            return False
+        return super().handle_expect_100()
+
+    def send_body_error(self, e, unread=0):
+        """Answer and close. A client still sending the body it announced
+        (unread bytes, up to 4 limits' worth) has it read and dropped first,
+        so that closing does not reset the connection before it reads the
+        answer (a lingering close)."""
+        self.close_connection = True
+        self.send_json(e.code, ApiError(e.code, e.reason, e.message).status(),
+                       {"Connection": "close"})
+        if 0 < unread <= 4 * MAX_BODY:
+            try:
+                self.wfile.flush()
+                self.request.settimeout(5)
+                while unread > 0:
+                    got = self.rfile.read(min(unread, 1 << 16))
+                    if not got:
+                        break
+                    unread -= len(got)
+            except (OSError, ssl.SSLError):
+                pass
+
     def read_body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
+        raw = self.raw_body
         if not raw:
             return None
         ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
@@ -461,6 +569,14 @@ class Handler(BaseHTTPRequestHandler):
         return None
 
     def handle_any(self):
+        self.raw_body = b""
+        try:
+            self.raw_body = self.read_raw_body()
+        except _BodyError as e:
+            return self.send_body_error(e, e.unread)
+        except (OSError, ssl.SSLError):
+            self.close_connection = True
+            return
         try:
             url = urllib.parse.urlsplit(self.path)
             q = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query,
@@ -607,7 +723,8 @@ class Handler(BaseHTTPRequestHandler):
                 bname = ((body or {}).get("metadata") or {}).get("name")
                 if bname and bname != name:
                     raise reg.bad_request("name in URL does not match name in Eviction object")
-                api.delete(res, ns, name, (body or {}).get("deleteOptions") or {}, dry)
+                opts = (body or {}).get("deleteOptions") or {}
+                api.evict(ns, name, opts, dry or "All" in (opts.get("dryRun") or []))
                 return self.send_json(201, success_status(201))
             raise ApiError(405, "MethodNotAllowed",
                            "the server does not allow this method on the requested resource")
@@ -995,6 +1112,26 @@ def kubeconfig(path, server, ca, user, creds):
     os.replace(tmp, path)
 
 
+def load_or_make_token(path):
+    """The bearer token kept in path, or a new one written there: tokens
+    survive a restart on the same --data dir, so kubeconfigs and token files
+    handed out earlier (node.kubeconfig) stay valid."""
+    try:
+        with open(path) as f:
+            tok = f.read().strip()
+        if len(tok) >= 16 and all(c in "0123456789abcdef" for c in tok):
+            return tok
+    except FileNotFoundError:
+        pass
+    tok = secrets.token_hex(16)
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(tok + "\n")
+    os.replace(tmp, path)
+    return tok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--data", required=True)
@@ -1030,7 +1167,8 @@ def main():
         srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
         srv.verbose = args.verbose
         srv.address = f"127.0.0.1:{port}"
-        admin_token, node_token = secrets.token_hex(16), secrets.token_hex(16)
+        admin_token = load_or_make_token(os.path.join(data, "admin.token"))
+        node_token = load_or_make_token(os.path.join(data, "node.token"))
         srv.tokens = {admin_token: ("kubernetes-admin", ["system:masters"]),
                       node_token: (f"system:node:{args.node_name}", ["system:nodes"])}
         url = f"https://127.0.0.1:{port}"
@@ -1040,9 +1178,6 @@ def main():
                     "client-key": os.path.join(data, "admin.key")})
         kubeconfig(os.path.join(data, "node.kubeconfig"), url, ca, f"system:node:"
                    f"{args.node_name}", {"token": node_token})
-        for name, tok in (("admin.token", admin_token), ("node.token", node_token)):
-            with open(os.path.join(data, name), "w") as f:
-                f.write(tok + "\n")
         with open(os.path.join(data, "etcd.endpoint"), "w") as f:
             f.write(f"http://127.0.0.1:{cport}\n")
         with open(os.path.join(data, "etcd.pid"), "w") as f:

@@ -75,6 +75,41 @@ expect_grep '"reason":"Unauthorized"' "$out" "bad token"
 expect_grep '^401$' "$(tail -n1 <<<"$out")" "bad token code"
 out=$(curl -sS --cacert "$data/ca.crt" -o /dev/null -w '%{http_code}' "$url/api/v1/nodes")
 [ "$out" = 401 ] || fail "no credentials answered $out"
+# Early answers (401, 404, 405, 413) must not leave the request body on a
+# keep-alive connection: the next request on it must parse and be answered.
+w='%{http_code} %{num_connects}\n'
+out=$(curl -sS --cacert "$data/ca.crt" -H 'Authorization: Bearer wrong' -d '{"kind":"Node"}' \
+        -o /dev/null -w "$w" "$url/api/v1/nodes" \
+        --next --cacert "$data/ca.crt" -H 'Authorization: Bearer wrong' -d '{"kind":"Node"}' \
+        -o /dev/null -w "$w" "$url/api/v1/nodes" \
+        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" -X POST \
+        -H 'Content-Type: application/json' -d '{"metadata":{"name":"x"}}' \
+        -o /dev/null -w "$w" "$url/api/v1/no/such/path" \
+        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" -X PUT \
+        -H 'Content-Type: application/json' -d '{"target":{"name":"n"}}' \
+        -o /dev/null -w "$w" "$url/api/v1/namespaces/default/pods/x/binding" \
+        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+        -o /dev/null -w "$w" "$url/api/v1/namespaces/default")
+[ "$out" = $'401 1\n401 0\n404 0\n405 0\n200 0' ] ||
+        fail "early errors broke the keep-alive connection (code, new connections): $out"
+head -c $((3 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' >"$tmp/big.json"
+for expect in "Expect: 100-continue" "Expect:"; do
+        out=$(curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+                -H 'Content-Type: application/json' -H "$expect" --data-binary @"$tmp/big.json" \
+                -w '\n%{http_code}\n' "$url/api/v1/namespaces/default/configmaps" \
+                --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+                -o /dev/null -w '%{http_code}' "$url/api/v1/namespaces/default")
+        expect_grep '"message":"Request entity too large: limit is 3145728","reason":"RequestEntityTooLarge","code":413' \
+                "$out" "too large body ($expect)"
+        [ "$(tail -n2 <<<"$out" | tr '\n' ' ')" = "413 200 " ] || fail "after a 413 ($expect): $out"
+done
+out=$(printf '{"metadata":{"name":"chunked"},"data":{"a":"b"}}' |
+        curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+                -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' \
+                --data-binary @- -o /dev/null -w "$w" "$url/api/v1/namespaces/default/configmaps" \
+                --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+                -o /dev/null -w "$w" "$url/api/v1/namespaces/default/configmaps/chunked")
+[ "$out" = $'201 1\n200 0' ] || fail "chunked request body: $out"
 out=$(kubectl --server "$url" --certificate-authority "$data/ca.crt" --token wrong get pods 2>&1) &&
         fail "kubectl with a bad token succeeded"
 expect_grep 'error: You must be logged in to the server' "$out" "kubectl bad token"
@@ -223,8 +258,31 @@ expect_grep 'Normal +Pulled +[0-9]+s +kubelet +Container image "nginx:1.26" alre
 out=$(k get events)
 expect_grep '^LAST SEEN +TYPE +REASON +OBJECT +MESSAGE$' "$(head -n1 <<<"$out")" "events header"
 expect_grep 'Normal +Pulled +pod/web +Container image' "$out" "events row"
-acurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
-        "$url/api/v1/namespaces/default/events/web.1" --data '{"count":2}' || fail "event patch"
+# The kubelet's event recorder aggregates a repeat by a strategic merge patch
+# of count and lastTimestamp; describe then prints "AGE (xN over FIRST)".
+first=$(date -u -d '-5 min' +%Y-%m-%dT%H:%M:%SZ)
+ncurl -o /dev/null -f -X POST -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/events" --data-binary @- <<EOF || fail "event create"
+{"metadata":{"name":"web.2","namespace":"default"},
+ "involvedObject":{"kind":"Pod","namespace":"default","name":"web","uid":"$uid","apiVersion":"v1"},
+ "reason":"BackOff","message":"Back-off restarting failed container nginx in pod web_default($uid)",
+ "type":"Warning","source":{"component":"kubelet","host":"node-a"},
+ "firstTimestamp":"$first","lastTimestamp":"$first","count":1}
+EOF
+last=$(date -u -d '-20 sec' +%Y-%m-%dT%H:%M:%SZ)
+out=$(ncurl -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/events/web.2" \
+        --data "{\"count\":2,\"lastTimestamp\":\"$last\",\"message\":\"Back-off restarting failed container nginx in pod web_default($uid)\"}") ||
+        fail "event patch"
+[ "$(json 'o["count"], o["firstTimestamp"], o["lastTimestamp"]' <<<"$out")" = "2 $first $last" ] ||
+        fail "event patch result: $out"
+out=$(k describe pod web)
+expect_grep 'Warning +BackOff +2[0-9]s \(x2 over 5m[0-9]*s?\) +kubelet +Back-off restarting failed container nginx' \
+        "$out" "describe aggregated event"
+expect_grep 'Normal +Pulled +[0-9]+s +kubelet +Container image' "$out" "describe single event"
+out=$(k get events -o wide --field-selector reason=BackOff)
+expect_grep '^2[0-9]s +Warning +BackOff +pod/web +kubelet, node-a +Back-off restarting .* 5m[0-9]*s? +2 +web\.2$' \
+        "$out" "aggregated event row"
 
 step "leases"
 ncurl -o /dev/null -f -X POST -H 'Content-Type: application/json' \
@@ -291,6 +349,114 @@ out=$(k delete pod forced --grace-period=0 --force 2>&1)
 expect_grep 'pod "forced" force deleted' "$out" "force delete"
 out=$(k get pod forced 2>&1) && fail "force-deleted pod still there"
 expect_grep 'Error from server \(NotFound\): pods "forced" not found' "$out" "NotFound"
+
+step "the kubelet's deletion flow: graceful delete, terminal status, final delete"
+# secs_to TS: seconds from now to the RFC 3339 time TS
+secs_to() { /usr/bin/python3 -c 'import sys,datetime as d; print(round((d.datetime.fromisoformat(sys.argv[1].replace("Z","+00:00"))-d.datetime.now(d.timezone.utc)).total_seconds()))' "$1"; }
+for p in kd ev; do
+        sed "s/name: pending}/name: $p}/; s/^spec:/spec:\n  nodeName: node-a\n  terminationGracePeriodSeconds: 45/" \
+                "$tmp/pending.yaml" | k create -f - >/dev/null
+        ncurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+                "$url/api/v1/namespaces/default/pods/$p/status" \
+                --data "{\"metadata\":{\"uid\":\"$(pod_uid $p)\"},\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"c\",\"ready\":false,\"restartCount\":4,\"image\":\"busybox\",\"imageID\":\"\",\"state\":{\"waiting\":{\"reason\":\"CrashLoopBackOff\"}}}]}}" ||
+                fail "$p: status patch"
+done
+expect_grep '^kd +0/1 +CrashLoopBackOff +4 ' "$(k get pods)" "CrashLoopBackOff row"
+kuid=$(pod_uid kd)
+rv=$(k get pod kd -o jsonpath='{.metadata.resourceVersion}')
+ncurl -N "$url/api/v1/namespaces/default/pods?watch=true&fieldSelector=metadata.name%3Dkd&resourceVersion=$rv&timeoutSeconds=30" \
+        >"$tmp/kd.watch" 2>/dev/null &
+bg_pids+=($!)
+# (a) DELETE without a body: deletionTimestamp = now + terminationGracePeriodSeconds, kept.
+out=$(ncurl -f -X DELETE "$url/api/v1/namespaces/default/pods/kd") || fail "(a) delete"
+[ "$(json 'o["kind"], o["metadata"]["deletionGracePeriodSeconds"]' <<<"$out")" = "Pod 45" ] ||
+        fail "(a) delete answer: $out"
+d=$(secs_to "$(json 'o["metadata"]["deletionTimestamp"]' <<<"$out")")
+[ "$d" -ge 43 ] && [ "$d" -le 46 ] || fail "(a) deletionTimestamp is now+$d s, not now+45 s"
+expect_grep '^kd +0/1 +Terminating +4 ' "$(k get pods)" "(a) Terminating row"
+# (b) the kubelet reports the terminal phase while deletionTimestamp is set.
+cat >"$tmp/terminal.json" <<EOF
+{"metadata":{"uid":"$kuid"},"status":{"\$setElementOrder/conditions":[{"type":"PodScheduled"},{"type":"Ready"}],
+ "conditions":[{"type":"Ready","status":"False","reason":"PodCompleted"}],"phase":"Failed",
+ "containerStatuses":[{"name":"c","ready":false,"restartCount":4,"image":"busybox","imageID":"",
+ "state":{"terminated":{"exitCode":137,"reason":"Error","startedAt":"$now","finishedAt":"$now"}}}]}}
+EOF
+out=$(ncurl -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/pods/kd/status" --data-binary @"$tmp/terminal.json") ||
+        fail "(b) terminal status patch"
+[ "$(json 'o["status"]["phase"], o["metadata"]["deletionGracePeriodSeconds"], len(o["status"]["conditions"])' <<<"$out")" = "Failed 45 2" ] ||
+        fail "(b) status patch answer: $out"
+expect_grep '^kd +0/1 +Error +4 ' "$(k get pods)" "(b) a terminal pod being deleted shows its reason"
+# (e) a status patch for another incarnation of the pod (uid differs): 409.
+code=$(ncurl -o "$tmp/uid.out" -w '%{http_code}' -X PATCH \
+        -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/pods/kd/status" \
+        --data '{"metadata":{"uid":"11111111-1111-1111-1111-111111111111"},"status":{"phase":"Succeeded"}}')
+[ "$code" = 409 ] || fail "(e) status patch with another uid answered $code"
+expect_grep "\"message\":\"Operation cannot be fulfilled on pods \\\\\"kd\\\\\": Precondition failed: UID in precondition: 11111111-1111-1111-1111-111111111111, UID in object meta: $kuid\",\"reason\":\"Conflict\",.*\"code\":409" \
+        "$(cat "$tmp/uid.out")" "(e) uid precondition on status"
+# (c) the final delete: grace 0 with the uid precondition removes it.
+out=$(ncurl -f -X DELETE -H 'Content-Type: application/json' "$url/api/v1/namespaces/default/pods/kd" \
+        --data "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"$kuid\"}}") ||
+        fail "(c) final delete"
+[ "$(json 'o["metadata"]["uid"], o["metadata"]["deletionGracePeriodSeconds"]' <<<"$out")" = "$kuid 0" ] ||
+        fail "(c) final delete answer: $out"
+out=$(k get pod kd 2>&1) && fail "(c) pod still there after the final delete"
+expect_grep 'pods "kd" not found' "$out" "(c) NotFound"
+for _ in $(seq 50); do grep -q '"DELETED"' "$tmp/kd.watch" && break; sleep 0.1; done
+out=$(/usr/bin/python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print(" ".join("%s:%s:%s" % (e["type"], e["object"]["status"]["phase"],
+                             e["object"]["metadata"].get("deletionGracePeriodSeconds", "-"))
+               for e in ev))' "$tmp/kd.watch")
+[ "$out" = $'MODIFIED:Running:45 MODIFIED:Failed:45 MODIFIED:Failed:0 DELETED:Failed:0' ] ||
+        fail "(a-c) watch events: $out"
+# (f) a status patch for a pod that does not exist (any more): 404.
+for p in kd x; do
+        code=$(ncurl -o "$tmp/nf.out" -w '%{http_code}' -X PATCH \
+                -H 'Content-Type: application/strategic-merge-patch+json' \
+                "$url/api/v1/namespaces/default/pods/$p/status" --data "{\"metadata\":{\"uid\":\"$kuid\"},\"status\":{\"phase\":\"Failed\"}}")
+        [ "$code" = 404 ] || fail "(f) status patch of missing pod $p answered $code"
+        expect_grep "^\\{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":\\{\\},\"status\":\"Failure\",\"message\":\"pods \\\\\"$p\\\\\" not found\",\"reason\":\"NotFound\",\"details\":\\{\"name\":\"$p\",\"kind\":\"pods\"\\},\"code\":404\\}$" \
+                "$(cat "$tmp/nf.out")" "(f) NotFound Status for $p"
+done
+# (d) eviction: DisruptionTarget, then the graceful delete with the eviction's DeleteOptions.
+euid=$(pod_uid ev)
+evict() { ncurl -o "$tmp/ev.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        "$url/api/v1/namespaces/default/pods/ev/eviction" \
+        --data "{\"apiVersion\":\"policy/v1\",\"kind\":\"Eviction\",\"metadata\":{\"name\":\"ev\",\"namespace\":\"default\"},\"deleteOptions\":$1}"; }
+code=$(evict '{"preconditions":{"uid":"not-the-uid"}}')
+[ "$code" = 409 ] || fail "(d) eviction with another uid answered $code"
+expect_grep 'Precondition failed: UID in precondition: not-the-uid' "$(cat "$tmp/ev.out")" "(d) eviction uid"
+[ -z "$(k get pod ev -o jsonpath='{.metadata.deletionTimestamp}{.status.conditions[?(@.type=="DisruptionTarget")].type}')" ] ||
+        fail "(d) a refused eviction changed the pod"
+code=$(evict "{\"gracePeriodSeconds\":7,\"preconditions\":{\"uid\":\"$euid\"}}")
+[ "$code" = 201 ] || fail "(d) eviction answered $code: $(cat "$tmp/ev.out")"
+[ "$(cat "$tmp/ev.out")" = '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}' ] ||
+        fail "(d) eviction answer: $(cat "$tmp/ev.out")"
+out=$(k get pod ev -o json)
+[ "$(json 'o["metadata"]["deletionGracePeriodSeconds"]' <<<"$out")" = 7 ] || fail "(d) eviction grace: $out"
+d=$(secs_to "$(json 'o["metadata"]["deletionTimestamp"]' <<<"$out")")
+[ "$d" -ge 5 ] && [ "$d" -le 8 ] || fail "(d) deletionTimestamp is now+$d s, not now+7 s"
+[ "$(json '[(c["reason"], c["message"]) for c in o["status"]["conditions"] if c["type"] == "DisruptionTarget" and c["status"] == "True"]' <<<"$out")" = \
+        "[('EvictionByEvictionAPI', 'Eviction API: evicting')]" ] || fail "(d) DisruptionTarget condition: $out"
+[ "$(evict '{"gracePeriodSeconds":30}')" = 201 ] || fail "(d) second eviction"
+[ "$(k get pod ev -o jsonpath='{.metadata.deletionGracePeriodSeconds}')" = 7 ] ||
+        fail "(d) a second eviction lengthened the grace period"
+ncurl -o /dev/null -f -X DELETE -H 'Content-Type: application/json' "$url/api/v1/namespaces/default/pods/ev" \
+        --data "{\"gracePeriodSeconds\":0,\"preconditions\":{\"uid\":\"$euid\"}}" || fail "(d) final delete"
+k get pod ev >/dev/null 2>&1 && fail "(d) evicted pod still there after the final delete"
+# A pod the kubelet rejected at admission shows its reason; terminal pods go at once.
+sed 's/name: pending}/name: rejected}/; s/^spec:/spec:\n  nodeName: node-a/' "$tmp/pending.yaml" |
+        k create -f - >/dev/null
+ncurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
+        "$url/api/v1/namespaces/default/pods/rejected/status" \
+        --data "{\"metadata\":{\"uid\":\"$(pod_uid rejected)\"},\"status\":{\"phase\":\"Failed\",\"reason\":\"OutOfcpu\",\"message\":\"Pod was rejected: Node didn't have enough resource: cpu, requested: 4000, used: 0, capacity: 2000\"}}" ||
+        fail "rejection status patch"
+expect_grep '^rejected +0/1 +OutOfcpu +0 ' "$(k get pods)" "OutOfcpu row"
+[ "$(k delete pod rejected --wait=false)" = 'pod "rejected" deleted' ] || fail "delete rejected"
+k get pod rejected >/dev/null 2>&1 && fail "a terminal pod was not deleted at once"
 
 step "409 on a stale update"
 k get pod web -o json >"$tmp/web.json"
@@ -371,6 +537,34 @@ out=$(k delete namespace default 2>&1) && fail "deleting default succeeded"
 expect_grep 'namespaces "default" is forbidden: this namespace may not be deleted' "$out" "default"
 
 step "stop: no process left behind"
+kill -TERM "$server_pid"
+wait "$server_pid" || true
+server_pid=""
+for _ in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$etcd_pid" 2>/dev/null && fail "etcd still running after SIGTERM"
+
+step "restart on the same --data and --port: credentials handed out stay valid"
+cp "$data/node.kubeconfig" "$tmp/node.kubeconfig.old"
+cp "$data/ca.crt" "$tmp/ca.crt.old"
+port=${url##*:}
+bash "$src/tests/apiserver/run.sh" --data "$data" --port "$port" --node-name node-a \
+        >"$tmp/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 100); do
+        grep -q '^ready ' "$tmp/server.log" && break
+        kill -0 "$server_pid" 2>/dev/null || fail "restart: server exited: $(cat "$tmp/server.log")"
+        sleep 0.1
+done
+[ "$(sed -n 's/^ready //p' "$tmp/server.log")" = "$url" ] || fail "restart: $(cat "$tmp/server.log")"
+etcd_pid=$(cat "$data/etcd.pid")
+cmp -s "$data/node.kubeconfig" "$tmp/node.kubeconfig.old" || fail "node.kubeconfig rewritten differently"
+cmp -s "$data/ca.crt" "$tmp/ca.crt.old" || fail "CA regenerated on restart"
+[ "$(cat "$data/node.token")" = "$node_token" ] || fail "node token changed on restart"
+out=$(kubectl --kubeconfig "$tmp/node.kubeconfig.old" get pod pending -o name 2>&1)
+[ "$out" = pod/pending ] || fail "old node.kubeconfig after a restart: $out"
+[ "$(ncurl -o /dev/null -w '%{http_code}' "$url/api/v1/nodes/node-a")" = 200 ] ||
+        fail "old node token after a restart"
+[ "$(k get ns default -o name)" = namespace/default ] || fail "admin certificate after a restart"
 kill -TERM "$server_pid"
 wait "$server_pid" || true
 server_pid=""

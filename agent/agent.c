@@ -18,6 +18,7 @@
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
 #include "agent/reflector.h"
+#include "runtime/sandbox.h"
 #include "status/podstatus.h"
 #include "lib/cleanup.h"
 
@@ -283,8 +284,9 @@ static void on_pod(enum ag_change change, const struct ag_object *o, void *data)
         struct agent *a = data;
         static const char *const names[] = {"ADDED", "UPDATED", "DELETED"};
         const char *phase = o->pod != NULL && o->pod->status.phase ? o->pod->status.phase : "";
-        log_v(3, "pod %s/%s uid=%s %s phase=%s%s", o->namespace_ ? o->namespace_ : "",
+        log_v(3, "pod %s/%s uid=%s %s phase=%s rv=%s%s", o->namespace_ ? o->namespace_ : "",
               o->name ? o->name : "", o->uid, names[change], phase[0] ? phase : "(none)",
+              o->resource_version ? o->resource_version : "",
               o->pod != NULL && o->pod->meta.deletion_timestamp ? " terminating" : "");
         ag_pods_change(a->pod_mgr, change, o);
 }
@@ -475,6 +477,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
 
 static void stop_agent(struct agent *a)
 {
+        struct cb_error err = {0};
         /* Reflectors and the status loop cancel their requests and timers
          * before the client and the loop go. */
         ag_reflector_free(a->pods);
@@ -483,6 +486,10 @@ static void stop_agent(struct agent *a)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
         ag_pods_free(a->pod_mgr);
+        /* The private bind mount of <root>/sandboxes goes once no pod
+         * sandbox is left (containers outlive the agent otherwise). */
+        if (a->root_dir != NULL && rt_sandbox_release_root(a->root_dir, &err) < 0)
+                log_warning("%s", err.msg);
         ag_events_free(a->events);
         ag_nodestatus_free(a->ns);
         ag_api_free(a->api);

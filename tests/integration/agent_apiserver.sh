@@ -34,6 +34,10 @@ cleanup() {
                 [ -f "$tmp/agent.log" ] && { echo "--- agent log"; tail -n 40 "$tmp/agent.log"; }
                 [ -f "$tmp/server.log" ] && { echo "--- server log"; tail -n 20 "$tmp/server.log"; }
         fi
+        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l
+        for h in /sys/fs/cgroup/*/"$cgroot"; do
+                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+        done
         rm -rf "$tmp"
         exit "$rc"
 }
@@ -76,8 +80,22 @@ wait_log() {
 }
 # count_log PATTERN: number of matching lines.
 count_log() { grep -Ec "$1" "$tmp/agent.log" || true; }
+# no_dup NAME: no watch event of pod NAME was reported twice (same event
+# type and resourceVersion). The agent's own status updates add UPDATED
+# events of their own, so "exactly once" only holds for ADDED and DELETED.
+no_dup() {
+        local d
+        d=$(grep -Eo "pod default/$1 uid=[^ ]+ (ADDED|UPDATED|DELETED) phase=[^ ]+ rv=[0-9]+" \
+                "$tmp/agent.log" | awk '{print $4, $6}' | sort | uniq -d)
+        [ -z "$d" ] || fail "$1: events reported twice: $d"
+}
 
-mkdir -p "$data" "$tmp/root"
+mkdir -p "$data" "$tmp/root" "$tmp/cni-empty"
+# The agent runs the pods it is given: keep its cgroups under a private
+# parent and give it no CNI network (sandboxes then fail and are retried,
+# which this test does not look at); -v 3 logs each pod event.
+cgroot=cubelet-agent-it-$$
+agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-empty" --pod-logs-dir "$tmp/logs")
 start_server 1
 k() { kubectl --kubeconfig "$data/admin.kubeconfig" "$@"; }
 
@@ -104,7 +122,7 @@ contexts:
 - name: node
   context: {cluster: standin, user: node}
 YAML
-"$cubelet" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
+"$cubelet" "${agent_common[@]}" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
         --root-dir "$tmp/root" --node-status-update-frequency 1s \
         --node-lease-duration-seconds 4 --watch-timeout-seconds 5 \
         --node-labels example.com/role=edge --register-with-taints dedicated=test:NoSchedule \
@@ -205,10 +223,13 @@ kill -CONT "$agent_pid"
 wait_log 'pod default/p-replay uid=.* DELETED' 20
 wait_log 'pod default/p-kept uid=.* ADDED'
 sleep 1
-for ev in ADDED UPDATED DELETED; do
+for ev in ADDED DELETED; do
         [ "$(count_log "pod default/p-replay uid=.* $ev")" = 1 ] || fail "p-replay $ev not logged exactly once"
 done
+[ "$(count_log 'pod default/p-replay uid=.* UPDATED')" -ge 1 ] || fail "p-replay: the label change was not seen"
+no_dup p-replay
 [ "$(count_log 'pod default/p-mine uid=.* ADDED')" = 1 ] || fail "p-mine reported twice"
+no_dup p-mine
 pass "changes made while cut off were replayed once each"
 
 # ---- cut off past a compaction: 410 and relist ----
@@ -228,8 +249,10 @@ wait_log 'pod default/p-new uid=.* ADDED'
 sleep 1
 [ "$(count_log 'pod default/p-kept uid=.* DELETED')" = 1 ] || fail "p-kept DELETED not once"
 [ "$(count_log 'pod default/p-new uid=.* ADDED')" = 1 ] || fail "p-new ADDED not once"
-[ "$(count_log 'pod default/p-mine uid=.* (ADDED|UPDATED)')" = 1 ] || fail "p-mine reported again after the relist"
-[ "$(count_log 'pod default/p-replay')" = 3 ] || fail "p-replay reported again after the relist"
+[ "$(count_log 'pod default/p-mine uid=.* ADDED')" = 1 ] || fail "p-mine ADDED again after the relist"
+no_dup p-mine
+no_dup p-replay
+no_dup p-new
 pass "410 after compaction: relisted, deleted and new pods reconciled once"
 
 # the agent still serves: a pod created now is seen
@@ -245,7 +268,7 @@ sed 's|token: .*|token: not-the-token|' "$data/node.kubeconfig" >"$tmp/bad-token
 grep -q other-ca.crt "$tmp/bad-ca.kubeconfig" && grep -q not-the-token "$tmp/bad-token.kubeconfig" ||
         fail "cannot build the broken kubeconfigs"
 for bad in bad-ca bad-token; do
-        "$cubelet" --kubeconfig "$tmp/$bad.kubeconfig" --hostname-override "$bad" \
+        "$cubelet" "${agent_common[@]}" --kubeconfig "$tmp/$bad.kubeconfig" --hostname-override "$bad" \
                 --root-dir "$tmp/root" >"$tmp/$bad.log" 2>&1 &
         extra_pids+=($!)
 done
@@ -282,7 +305,7 @@ grep -q 'received Terminated: shutting down' "$tmp/agent.log" || fail "no shutdo
 pass "SIGTERM: exit 0"
 
 # ---- restart on an existing node: 409, GET, labels reconciled ----
-"$cubelet" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
+"$cubelet" "${agent_common[@]}" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
         --root-dir "$tmp/root" --node-labels example.com/role=core >"$tmp/agent.log" 2>&1 &
 agent_pid=$!
 wait_log 'node test-node registered with the apiserver at .*existing node, labels reconciled'

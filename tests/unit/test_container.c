@@ -132,7 +132,9 @@ static void run(struct rt_container_config *c, struct rt_container_state *st, st
         struct cb_error err = {0};
         struct rt_container_state s0;
         ck_assert_msg(rt_container_create_start(c, &s0, &err) == 0, "start %s: %s", c->id, err.msg);
-        ck_assert_int_eq(s0.status, RT_CONTAINER_RUNNING);
+        /* A container that exits at once may already be EXITED here. */
+        ck_assert_msg(s0.status == RT_CONTAINER_RUNNING || s0.status == RT_CONTAINER_EXITED,
+                      "state after start: %d", s0.status);
         ck_assert_int_gt(s0.pid, 0);
         wait_exit(c->id, st, 60000);
         memset(l, 0, sizeof(*l));

@@ -4,7 +4,8 @@
  * without an apiserver, the way `podman kube play` does: admission against
  * this node, images, sandbox, containers and restartPolicy, through the
  * same pod worker the agent uses. Prints one JSON line per status change
- * ({"time", "pod", "status"}) on stdout and the kubelet's events on stderr
+ * ({"time", "pod", "status"}) on stdout, and at the end the pod's timeline
+ * ({"pod", "timeline": [{"step", "offsetUs", "time"}]}), and the kubelet's events on stderr
  * at -v=1. Exits 0 when the pod Succeeded, 1 when it Failed (or was
  * rejected); SIGINT/SIGTERM stop it gracefully (terminationGracePeriodSeconds)
  * and clean everything up; a second signal stops it with grace 0.
@@ -86,6 +87,13 @@ static void on_event(struct ag_pod_worker *w, const char *type, const char *reas
         else
                 log_v(1, "pod %s%s%s: %s %s", rp->pod_ref, field_path ? " " : "",
                       field_path ? field_path : "", reason, message);
+}
+
+static void on_timeline(struct ag_pod_worker *w, const char *step, uint64_t offset_us, void *data)
+{
+        struct runpod *rp = data;
+        (void)w;
+        log_v(2, "pod %s: timeline %s +%.3fms", rp->pod_ref, step, (double)offset_us / 1000.0);
 }
 
 static void on_done(struct ag_pod_worker *w, void *data)
@@ -271,7 +279,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         rp.grace = pod->spec.has_termination_grace_period
                        ? pod->spec.termination_grace_period_seconds
                        : 30;
-        static const struct ag_pod_worker_ops ops = {on_status, on_event, on_done};
+        static const struct ag_pod_worker_ops ops = {on_status, on_event, on_done, on_timeline};
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);
@@ -288,6 +296,15 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         if (ag_loop_run(rp.loop, &err) < 0)
                 goto fail;
         status = rp.final == ST_PHASE_SUCCEEDED ? 0 : 1;
+        /* The last line: when each step happened (for studying transitions). */
+        cJSON *line = cJSON_CreateObject();
+        cJSON_AddStringToObject(line, "pod", pod_ref);
+        cJSON_AddItemToObject(line, "timeline", ag_pod_worker_timeline_json(rp.worker));
+        char *text = cJSON_PrintUnformatted(line);
+        if (text != NULL)
+                printf("%s\n", text);
+        free(text);
+        cJSON_Delete(line);
         goto out;
 fail:
         fprintf(stderr, "cubelet run-pod: %s: %s\n", pod_ref, err.msg);

@@ -40,6 +40,7 @@ struct rec {
         struct ag_request *del_req;
         struct ag_timer *del_timer;
         struct ag_request *aux_req; /* the DisruptionTarget patch / the eviction DELETE */
+        char *delivered_phase;      /* the last phase the apiserver accepted */
 };
 
 struct ag_pods {
@@ -96,6 +97,7 @@ static void rec_free(struct rec *r)
                 ag_timer_free(r->del_timer);
         k8s_pod_free(r->pod);
         cJSON_Delete(r->json);
+        free(r->delivered_phase);
         free(r->uid);
         free(r->ns);
         free(r->name);
@@ -166,8 +168,17 @@ static void on_worker_done(struct ag_pod_worker *w, void *data)
         maybe_final_delete(r);
 }
 
+static void on_worker_timeline(struct ag_pod_worker *w, const char *step, uint64_t offset_us,
+                               void *data)
+{
+        struct rec *r = data;
+        (void)w;
+        log_v(2, "pod %s/%s: timeline %s +%.3fms", pod_ns(r), r->name, step,
+              (double)offset_us / 1000.0);
+}
+
 static const struct ag_pod_worker_ops worker_ops = {on_worker_status, on_worker_event,
-                                                    on_worker_done};
+                                                    on_worker_done, on_worker_timeline};
 
 /* The pod as admitted, next to the worker's state: after an agent restart
  * it lets the agent stop and clean up a pod deleted while it was away. */
@@ -239,6 +250,7 @@ static void admit(struct rec *r)
                 return;
         }
         log_info("pod %s/%s uid=%s admitted", pod_ns(r), r->name, r->uid);
+        ag_pod_worker_mark(r->worker, "admitted", NULL);
         check_noexecute(r);
 }
 
@@ -308,8 +320,20 @@ static void on_status_delivered(const char *uid, bool delivered, void *data)
         struct ag_pods *p = data;
         (void)delivered;
         struct rec *r = find(p, uid);
-        if (r != NULL)
-                maybe_final_delete(r);
+        if (r == NULL)
+                return;
+        if (delivered && r->worker != NULL) {
+                const cJSON *st = ag_pod_worker_status(r->worker);
+                const cJSON *phase = cJSON_GetObjectItemCaseSensitive(st, "phase");
+                if (cJSON_IsString(phase) &&
+                    (r->delivered_phase == NULL ||
+                     strcmp(r->delivered_phase, phase->valuestring) != 0)) {
+                        free(r->delivered_phase);
+                        r->delivered_phase = strdup(phase->valuestring);
+                        ag_pod_worker_mark(r->worker, "statusDelivered", phase->valuestring);
+                }
+        }
+        maybe_final_delete(r);
 }
 
 static void start_termination(struct rec *r, int64_t grace, const char *why)
@@ -490,6 +514,8 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
                 if (r == NULL)
                         return;
                 r->gone = true;
+                if (r->worker != NULL)
+                        ag_pod_worker_mark(r->worker, "deleted", NULL);
                 ag_status_mgr_forget(p->status, r->uid);
                 if (r->worker != NULL && !r->finished) {
                         /* Force-deleted: stop with the minimal grace period. */

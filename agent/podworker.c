@@ -80,6 +80,12 @@ struct ag_pod_worker {
         struct ag_timer *grace;    /* termination grace period */
         bool terminating, killed, torn_down, done;
         bool adopted; /* state from an earlier agent was found */
+        struct step {
+                char name[96];
+                uint64_t mono_us; /* CLOCK_MONOTONIC */
+                int64_t wall_us;  /* CLOCK_REALTIME */
+        } steps[AG_TIMELINE_MAX];
+        size_t n_steps;
         enum st_phase forced;
         char reason[REASON_MAX], message[MESSAGE_MAX];
 };
@@ -115,6 +121,45 @@ static void emit_event(struct ag_pod_worker *w, const struct ctr *c, const char 
                 snprintf(path, sizeof(path), "spec.%s{%s}",
                          c->init ? "initContainers" : "containers", c->spec->name);
         w->ops->event(w, type, reason, msg, c ? path : NULL, w->data);
+}
+
+/* ---- the phase-transition timeline ------------------------------------------ */
+
+void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container)
+{
+        if (w->n_steps >= AG_TIMELINE_MAX)
+                return;
+        struct step *st = &w->steps[w->n_steps++];
+        snprintf(st->name, sizeof(st->name), "%s%s%s", step, container ? ":" : "",
+                 container ? container : "");
+        struct timespec m, r;
+        clock_gettime(CLOCK_MONOTONIC, &m);
+        clock_gettime(CLOCK_REALTIME, &r);
+        st->mono_us = (uint64_t)m.tv_sec * 1000000u + (uint64_t)m.tv_nsec / 1000u;
+        st->wall_us = (int64_t)r.tv_sec * 1000000 + r.tv_nsec / 1000;
+        if (w->ops->timeline != NULL)
+                w->ops->timeline(w, st->name, st->mono_us - w->steps[0].mono_us, w->data);
+}
+
+cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w)
+{
+        cJSON *arr = cJSON_CreateArray();
+        for (size_t i = 0; arr != NULL && i < w->n_steps; i++) {
+                const struct step *st = &w->steps[i];
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "step", st->name);
+                cJSON_AddNumberToObject(o, "offsetUs", (double)(st->mono_us - w->steps[0].mono_us));
+                char ts[96];
+                time_t sec = (time_t)(st->wall_us / 1000000);
+                struct tm tm;
+                gmtime_r(&sec, &tm);
+                snprintf(ts, sizeof(ts), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
+                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                         (int)((uint64_t)st->wall_us % 1000000u));
+                cJSON_AddStringToObject(o, "time", ts);
+                cJSON_AddItemToArray(arr, o);
+        }
+        return arr;
 }
 
 /* ---- status ----------------------------------------------------------------- */
@@ -187,6 +232,8 @@ static void compute_status(struct ag_pod_worker *w)
         cJSON *st = ag_pod_status_json(&view, &obs, now_s());
         if (st == NULL)
                 goto out;
+        if (phase != w->phase)
+                ag_pod_worker_mark(w, "phase", st_phase_name(phase));
         w->phase = phase;
         char *text = cJSON_PrintUnformatted(st);
         if (text != NULL && (w->last_status == NULL || strcmp(text, w->last_status) != 0)) {
@@ -265,6 +312,7 @@ static void save_state(struct ag_pod_worker *w)
         cJSON_AddNumberToObject(o, "startTime", (double)w->start_time);
         cJSON_AddBoolToObject(o, "cgroupCreated", w->cgroup_created);
         cJSON_AddBoolToObject(o, "sandbox", w->sandbox_ready);
+        cJSON_AddItemToObject(o, "timeline", ag_pod_worker_timeline_json(w));
         cJSON *arr = cJSON_AddArrayToObject(o, "containers");
         for (size_t i = 0; i < w->n; i++) {
                 const struct ctr *c = &w->ctrs[i];
@@ -457,6 +505,7 @@ static void teardown(struct ag_pod_worker *w)
         snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
         rt_rm_rf(dir, NULL);
         w->sandbox_ready = false;
+        ag_pod_worker_mark(w, "tornDown", NULL);
         w->torn_down = true;
 }
 
@@ -506,6 +555,7 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
                 st.finished_at = (int64_t)time(NULL) * 1000000000LL;
         }
         stop_watch(c);
+        ag_pod_worker_mark(w, "containerExited", c->spec->name);
         c->running = false;
         c->exited = true;
         c->term = (struct st_container_state){
@@ -849,6 +899,7 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
         c->wait_reason[0] = c->wait_message[0] = '\0';
         if (ensure_image(w, c, &img) < 0)
                 return;
+        ag_pod_worker_mark(w, "imageReady", c->spec->name);
         snprintf(c->image, sizeof(c->image), "%s", img->ref);
         const char *ref = img->ref;
         const char *at = strchr(ref, '@');
@@ -964,6 +1015,7 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
         c->obs.state = (struct st_container_state){.kind = ST_STATE_RUNNING,
                                                    .started_at = st.started_at / 1000000000LL};
         emit_event(w, c, "Normal", "Started", "Started container %s", c->spec->name);
+        ag_pod_worker_mark(w, "containerStarted", c->spec->name);
         watch_exit(w, c);
 out:
         cb_arena_free(a);
@@ -1100,6 +1152,7 @@ static int ensure_sandbox(struct ag_pod_worker *w)
                 return -1;
         }
         w->sandbox_ready = true;
+        ag_pod_worker_mark(w, "sandboxReady", NULL);
         w->n_pod_ips = 0;
         for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
                 snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s", w->sandbox.pod_ips[i]);
@@ -1317,6 +1370,10 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
         if (pod->status.start_time != NULL)
                 st_time_parse(pod->status.start_time, &w->start_time, NULL);
         adopt(w);
+        if (!w->adopted)
+                ag_pod_worker_mark(w, "workerStarted", NULL);
+        else
+                ag_pod_worker_mark(w, "adopted", NULL);
         if (pod->spec.has_active_deadline)
                 ag_timer_arm(w->deadline, (uint64_t)(pod->spec.active_deadline_seconds > 0
                                                          ? pod->spec.active_deadline_seconds

@@ -61,7 +61,19 @@ struct ag_pod_worker_ops {
         /* Terminal (Succeeded/Failed) or terminated, and everything torn
          * down: containers, sandbox, network, cgroups. */
         void (*done)(struct ag_pod_worker *w, void *data);
+        /* A step of the pod's timeline, offset_us after the first (may be NULL). */
+        void (*timeline)(struct ag_pod_worker *w, const char *step, uint64_t offset_us, void *data);
 };
+
+/* The phase-transition timeline: named steps with microsecond monotonic
+ * stamps (workerStarted/adopted, sandboxReady, imageReady:<c>,
+ * containerStarted:<c>, phase:<Phase>, containerExited:<c>, tornDown, and
+ * what the caller adds: watched, admitted, statusDelivered:<Phase>,
+ * deleted). Kept in worker.json, so it survives an agent restart. */
+#define AG_TIMELINE_MAX 128
+void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container);
+/* [{"step", "offsetUs", "time"}]; the caller owns it. */
+cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w);
 
 /* Starts a worker for an admitted pod; takes ownership of pod. The first
  * steps run from the loop, not inside this call. */

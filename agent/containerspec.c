@@ -11,24 +11,7 @@
 
 #include "agent/qos.h"
 #include "agent/selector.h"
-
-const char *const ag_default_caps[] = {
-    "CAP_CHOWN",
-    "CAP_DAC_OVERRIDE",
-    "CAP_FSETID",
-    "CAP_FOWNER",
-    "CAP_MKNOD",
-    "CAP_NET_RAW",
-    "CAP_SETGID",
-    "CAP_SETUID",
-    "CAP_SETFCAP",
-    "CAP_SETPCAP",
-    "CAP_NET_BIND_SERVICE",
-    "CAP_SYS_CHROOT",
-    "CAP_KILL",
-    "CAP_AUDIT_WRITE",
-    NULL,
-};
+#include "runtime/container.h"
 
 /* ---- $(VAR) expansion ---------------------------------------------------- */
 
@@ -481,8 +464,10 @@ static int resolve_caps(struct cb_arena *a, const struct k8s_container *c,
                 for (int i = 0; i < cs.max; i++)
                         cs.on[i] = cs.names[i] != NULL;
         } else {
-                for (size_t i = 0; ag_default_caps[i] != NULL; i++) {
-                        int idx = cap_index(&cs, ag_default_caps[i]);
+                /* containerd's default set, as the runtime defines it. */
+                const char *const *defaults = rt_caps_default(NULL);
+                for (size_t i = 0; defaults[i] != NULL; i++) {
+                        int idx = cap_index(&cs, defaults[i]);
                         if (idx >= 0)
                                 cs.on[idx] = true;
                 }

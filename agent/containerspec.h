@@ -95,9 +95,6 @@ char *ag_expand(struct cb_arena *a, const char *in,
 enum k8s_pull_policy ag_pull_policy(const struct k8s_container *c);
 const char *ag_pull_policy_name(enum k8s_pull_policy p);
 
-/* containerd's default capability set (14 names, "CAP_" prefixed). */
-extern const char *const ag_default_caps[];
-
 /*
  * Builds the spec. init tells whether c is an init container (used in
  * error messages). Errors (-1) are the kubelet's CreateContainerConfigError

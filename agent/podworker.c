@@ -667,7 +667,10 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                 emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s", image,
                            err.msg);
                 emit_event(w, c, "Warning", "Failed", "Error: ErrImagePull");
-                arm_ctr_timer(c, c->pull_backoff.backoff);
+                /* The kubelet syncs the pod again soon after a failed sync;
+                 * that sync finds the pull in back-off (ImagePullBackOff) and
+                 * the next pull happens when the back-off has passed. */
+                arm_ctr_timer(c, 1);
                 return -1;
         }
         clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -1,0 +1,600 @@
+#!/usr/bin/env bash
+# The pod lifecycle as a user sees it through kubectl: the cubelet agent
+# against the stand-in apiserver (tests/apiserver, real etcd), busybox pods
+# with CNI (bridge, host-local, portmap) and cgroups under a private parent.
+# Every check reads what kubectl shows (get -o wide/json, -w, events), never
+# the agent's log: node Ready; Pending -> Running -> Succeeded; Failed;
+# OnFailure restarts; CrashLoopBackOff; image errors; each admission
+# rejection; NoExecute eviction (at once, after tolerationSeconds, cancelled);
+# graceful, SIGKILL-after-grace and force deletes; drain; an apiserver outage;
+# 30 pods at once. Exit 77 when not root or a tool is missing.
+set -uo pipefail
+: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+for t in jq umoci ip iptables busybox kubectl openssl python3 /usr/bin/etcd; do
+        command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/portmap ] ||
+        { echo "SKIP: CNI plugins missing"; exit 77; }
+[ -d /sys/fs/cgroup/memory ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
+
+tmp=$(mktemp -d /tmp/cubelet-podlife.XXXXXX)
+data=$tmp/data
+root=$tmp/root
+logs=$tmp/logs
+cgroot=cubelet-it-$$
+bridge=cbl$$
+NODE=it-node-$$
+# A /24 that no route on this machine covers.
+for x in $(seq 40 250); do
+        subnet=10.$x.$(($$ % 200 + 20)).0/24
+        ip route | grep -q "^10\.$x\." || break
+done
+server_pid=""
+agent_pid=""
+bg_pids=()
+port=""
+T0=$(date +%s)
+
+cleanup() {
+        local rc=$? p h
+        set +e
+        for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+        if [ -n "$agent_pid" ]; then
+                kill -TERM "$agent_pid" 2>/dev/null
+                for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
+                kill -KILL "$agent_pid" 2>/dev/null
+                wait "$agent_pid" 2>/dev/null
+        fi
+        # Whatever a failed check left: container processes (their monitors
+        # exit with them), mounts, cgroups.
+        for h in /sys/fs/cgroup/*/"$cgroot"; do
+                [ -d "$h" ] || continue
+                find "$h" -depth -type d | while read -r d; do
+                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+                done
+        done
+        if [ -n "$server_pid" ]; then
+                kill -TERM "$server_pid" 2>/dev/null
+                wait "$server_pid" 2>/dev/null
+        fi
+        sleep 0.3
+        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
+        for h in /sys/fs/cgroup/*/"$cgroot"; do
+                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+        done
+        ip link del "$bridge" 2>/dev/null
+        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$tmp/agent.log" ]; then
+                echo "--- agent log (tail)"
+                tail -n 30 "$tmp/agent.log"
+        fi
+        rm -rf "$tmp"
+        exit "$rc"
+}
+trap cleanup EXIT
+
+fails=0
+xfails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { echo "ok   [$(($(date +%s) - T0))s] $*"; }
+die() { echo "FATAL: $*"; fails=$((fails + 1)); exit 1; }
+# known_bug WHAT REPRO: a check that fails because of a reported bug in the
+# agent; printed as XFAIL, does not fail the suite.
+known_bug() { echo "XFAIL (known bug): $1"; echo "      repro: $2"; xfails=$((xfails + 1)); }
+
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+# fle A B: A <= B (decimals)
+fle() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
+# poll SECONDS CMD...: until CMD succeeds (every 0.2 s); 1 on timeout.
+poll() {
+        local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
+        shift
+        while :; do
+                "$@" && return 0
+                [ "$(date +%s%N)" -lt "$end" ] || return 1
+                sleep 0.2
+        done
+}
+pj() { k get pod "$1" -o jsonpath="$2" 2>/dev/null; }
+# The STATUS and RESTARTS columns of `kubectl get pod -o wide`.
+col() { k get pod "$1" -o wide --no-headers 2>/dev/null | awk -v c="$2" '{print $c}'; }
+status_is() { [ "$(col "$1" 3)" = "$2" ]; }
+phase_is() { [ "$(pj "$1" '{.status.phase}')" = "$2" ]; }
+gone() { ! k get pod "$1" >/dev/null 2>&1; }
+# events NAME REASON: "type|message" lines of the pod's events with REASON.
+events() {
+        k get events --field-selector "involvedObject.name=$1,reason=$2" \
+                -o jsonpath='{range .items[*]}{.type}|{.message}{"\n"}{end}' 2>/dev/null
+}
+has_event() { events "$1" "$2" | grep -qF -- "$3"; }
+# mkpod NAME [restartPolicy] [grace]: the pod spec's containers/volumes on stdin
+# (indented by 2), bound to this node.
+mkpod() {
+        {
+                printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec:\n' "$1"
+                printf '  nodeName: %s\n  restartPolicy: %s\n  terminationGracePeriodSeconds: %s\n' \
+                        "$NODE" "${2:-Always}" "${3:-2}"
+                cat
+        } | k create -f - >/dev/null || fail "$1: kubectl create failed"
+}
+# sleeper NAME: a running pod that exits on SIGTERM at once.
+sleeper() {
+        mkpod "$1" Always "${2:-5}" <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "echo bye; exit 0" TERM; echo up; while :; do sleep 0.2; done']
+EOF
+}
+wait_running() { poll "${2:-30}" phase_is "$1" Running || fail "$1: not Running after ${2:-30}s (status $(col "$1" 3))"; }
+pod_log() { cat "$logs"/default_"$1"_"$2"/"$3"/"${4:-0}".log 2>/dev/null; }
+# clear_pods: deletes every pod and waits until they are gone.
+# The pod pullfail (section 6, it lives from section 2 on) is kept unless
+# "all" is given.
+clear_pods() {
+        local sel=(--field-selector "metadata.name!=pullfail")
+        [ "${1:-}" = all ] && sel=(--all)
+        k delete pods "${sel[@]}" --grace-period=1 --wait=false >/dev/null 2>&1
+        poll 40 eval '[ -z "$(k get pods "${sel[@]}" -o name 2>/dev/null)" ]' ||
+                fail "pods not gone 40 s after delete: $(k get pods --no-headers 2>&1 | paste -sd';')"
+}
+# pod_cgroup_procs UID: processes left in the pod's cgroups.
+pod_cgroup_procs() {
+        find /sys/fs/cgroup/memory/"$cgroot" -type d -name "*$1*" 2>/dev/null |
+                while read -r d; do find "$d" -name cgroup.procs -exec cat {} +; done
+}
+watch_bg() { # FILE kubectl-args...: a background watch
+        local f=$1
+        shift
+        k "$@" >"$f" 2>/dev/null &
+        bg_pids+=($!)
+}
+
+# ---- setup -------------------------------------------------------------------
+mkdir -p "$data" "$root" "$logs" "$tmp/cni"
+bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
+"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
+        die "image import failed"
+cat >"$tmp/cni/10-it.conflist" <<EOF
+{"cniVersion":"1.0.0","name":"cubelet-it-$$","plugins":[
+ {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}},
+ {"type":"portmap","capabilities":{"portMappings":true}}]}
+EOF
+
+# start_server N: starts the stand-in (on $port once known); waits for the
+# N-th "ready" line of the server log.
+start_server() {
+        local args=(--data "$data" --node-name "$NODE")
+        [ -n "$port" ] && args+=(--port "$port")
+        "$SOURCE_DIR/tests/apiserver/run.sh" "${args[@]}" >>"$tmp/server.log" 2>&1 &
+        server_pid=$!
+        for _ in $(seq 150); do
+                if [ "$(grep -c '^ready ' "$tmp/server.log")" -ge "$1" ]; then
+                        port=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
+                        return 0
+                fi
+                kill -0 "$server_pid" 2>/dev/null || die "the stand-in exited at start: $(tail -3 "$tmp/server.log")"
+                sleep 0.2
+        done
+        die "the stand-in did not become ready"
+}
+start_server 1
+"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
+        --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" --cgroup-root "$cgroot" \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+        --node-lease-duration-seconds 4 >"$tmp/agent.log" 2>&1 &
+agent_pid=$!
+
+# ---- 1. the node registers Ready -------------------------------------------------
+poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
+k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+line=$(k get nodes -o wide --no-headers | grep "^$NODE ")
+read -r n_name n_status _ _ _ n_ip _ <<<"$line"
+[ "$n_status" = Ready ] && [ "$n_ip" = 10.0.0.5 ] || fail "get nodes -o wide: '$line'"
+pass "1 node $n_name $n_status INTERNAL-IP $n_ip"
+
+# The image pull back-off takes a while: the pod of section 6 starts now and
+# is checked after section 7. It tolerates every taint (sections 7 and 8).
+watch_bg "$tmp/pull.reasons" get pods -w --field-selector metadata.name=pullfail \
+        -o jsonpath='{.status.containerStatuses[0].state.waiting.reason}{"\n"}'
+sleep 0.5
+t_pullfail=$(now)
+mkpod pullfail Always <<'EOF'
+  tolerations: [{operator: Exists}]
+  containers:
+  - name: main
+    image: 127.0.0.1:1/x:1
+EOF
+
+# ---- 2. Pending -> Running -> Succeeded --------------------------------------------
+watch_bg "$tmp/ok.phases" get pods -w --field-selector metadata.name=ok -o jsonpath='{.status.phase}{"\n"}'
+sleep 0.5 # the watch is established before the pod exists
+mkpod ok Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'echo hello; sleep 2; exit 0']
+EOF
+k wait --for=jsonpath='{.status.phase}'=Succeeded pod/ok --timeout=40s >/dev/null || fail "ok: not Succeeded"
+sleep 0.5
+phases=$(grep -v '^$' "$tmp/ok.phases" | uniq | paste -sd,)
+[ "$phases" = Pending,Running,Succeeded ] || fail "ok: watched phases '$phases', want Pending,Running,Succeeded"
+[ "$(col ok 3)" = Completed ] || fail "ok: STATUS '$(col ok 3)', want Completed"
+[ "$(pj ok '{.status.containerStatuses[0].state.terminated.reason}/{.status.containerStatuses[0].state.terminated.exitCode}')" = Completed/0 ] ||
+        fail "ok: terminated $(pj ok '{.status.containerStatuses[0].state}')"
+ok_ip=$(pj ok '{.status.podIP}')
+[[ "$ok_ip" == "${subnet%.0/24}".* ]] || fail "ok: podIP '$ok_ip' not in $subnet"
+[ "$(col ok 6)" = "$ok_ip" ] || fail "ok: get -o wide IP column '$(col ok 6)'"
+[ "$(pj ok '{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}')" = False/PodCompleted ] ||
+        fail "ok: Ready condition $(pj ok '{.status.conditions[?(@.type=="Ready")]}')"
+has_event ok Started "Started container main" || fail "ok: no Started event"
+pass "2 ok: phases $phases, STATUS Completed, podIP $ok_ip, Ready False/PodCompleted"
+
+# ---- 3. Never + exit 3 -> Failed ------------------------------------------------------
+mkpod fails Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'exit 3']
+EOF
+k wait --for=jsonpath='{.status.phase}'=Failed pod/fails --timeout=30s >/dev/null || fail "fails: not Failed"
+[ "$(col fails 3)" = Error ] || fail "fails: STATUS '$(col fails 3)', want Error"
+[ "$(pj fails '{.status.containerStatuses[0].state.terminated.exitCode}/{.status.containerStatuses[0].state.terminated.reason}')" = 3/Error ] ||
+        fail "fails: terminated $(pj fails '{.status.containerStatuses[0].state}')"
+pass "3 fails: phase Failed, STATUS Error, exitCode 3"
+
+# ---- 4. OnFailure: two failures then success -------------------------------------
+mkpod onfail OnFailure <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'n=$(ls /work | wc -l); touch /work/run$n; [ $n -ge 2 ] && exit 0; exit 7']
+    volumeMounts: [{name: work, mountPath: /work}]
+  volumes: [{name: work, emptyDir: {}}]
+EOF
+k wait --for=jsonpath='{.status.phase}'=Succeeded pod/onfail --timeout=40s >/dev/null ||
+        fail "onfail: not Succeeded (status $(col onfail 3))"
+[ "$(pj onfail '{.status.containerStatuses[0].restartCount}')" = 2 ] ||
+        fail "onfail: restartCount '$(pj onfail '{.status.containerStatuses[0].restartCount}')', want 2"
+[ "$(pj onfail '{.status.containerStatuses[0].lastState.terminated.exitCode}')" = 7 ] || fail "onfail: lastState exit code"
+[ "$(col onfail 3)/$(col onfail 4)" = Completed/2 ] || fail "onfail: STATUS/RESTARTS $(col onfail 3)/$(col onfail 4)"
+pass "4 onfail: Succeeded with restartCount 2"
+
+# ---- 5. Always + crash -> CrashLoopBackOff ------------------------------------------
+mkpod crash Always <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'exit 1']
+EOF
+crash_uid=$(pj crash '{.metadata.uid}')
+poll 30 status_is crash CrashLoopBackOff || fail "crash: STATUS never CrashLoopBackOff (last $(col crash 3))"
+r1=$(pj crash '{.status.containerStatuses[0].restartCount}')
+poll 20 eval '[ "$(pj crash "{.status.containerStatuses[0].restartCount}")" -gt "${r1:-0}" ]' ||
+        fail "crash: restartCount stuck at $r1"
+r2=$(col crash 4)
+want="Back-off restarting failed container main in pod crash_default($crash_uid)"
+poll 10 eval 'events crash BackOff | grep -qxF "Warning|$want"' ||
+        fail "crash: no Warning BackOff event '$want' (have: $(events crash BackOff | head -2 | paste -sd';'))"
+# describe: the waiting state comes and goes with each restart.
+desc=""
+poll 10 eval 'desc=$(k describe pod crash 2>&1); grep -Eq "^ +Reason: +CrashLoopBackOff$" <<<"$desc"' ||
+        fail "crash: describe never shows 'Reason: CrashLoopBackOff'"
+grep -Eq '^ +Restart Count: +[1-9]' <<<"$desc" || fail "crash: describe shows no restart count"
+grep -Eq '^ +Exit Code: +1$' <<<"$desc" || fail "crash: describe shows no last exit code 1"
+grep -Eq "Warning +BackOff .*$(sed 's/[()]/./g' <<<"$want")" <<<"$desc" ||
+        fail "crash: describe lists no BackOff event: $(grep -A8 '^Events:' <<<"$desc" | tail -4)"
+pass "5 crash: CrashLoopBackOff, RESTARTS $r1 -> $r2, Warning BackOff event"
+
+# ---- 6. image errors ---------------------------------------------------------------
+mkpod neverpull Always <<'EOF'
+  containers:
+  - name: main
+    image: nosuch:1.0
+    imagePullPolicy: Never
+EOF
+mkpod badname Always <<'EOF'
+  containers:
+  - name: main
+    image: "Upper/Case:1"
+EOF
+poll 20 status_is neverpull ErrImageNeverPull || fail "neverpull: STATUS '$(col neverpull 3)'"
+msg=$(pj neverpull '{.status.containerStatuses[0].state.waiting.message}')
+[ "$msg" = 'Container image "nosuch:1.0" is not present with pull policy of Never' ] ||
+        fail "neverpull: waiting message '$msg'"
+poll 20 status_is badname InvalidImageName || fail "badname: STATUS '$(col badname 3)'"
+pass "6 ErrImageNeverPull with the kubelet's message, InvalidImageName"
+clear_pods
+
+# ---- 7. admission rejections ---------------------------------------------------------
+hp=$((20000 + $$ % 20000))
+mkpod hostport1 Always <<EOF
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+    ports: [{containerPort: 8080, hostPort: $hp}]
+EOF
+wait_running hostport1
+mkpod hostport2 Always <<EOF
+  containers:
+  - name: main
+    image: busybox:1.36
+    ports: [{containerPort: 8081, hostPort: $hp}]
+EOF
+mkpod bigcpu Always <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    resources: {requests: {cpu: "100000"}}
+EOF
+mkpod bigmem Always <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    resources: {requests: {memory: 100Ti}}
+EOF
+mkpod selector Always <<'EOF'
+  nodeSelector: {example.com/nowhere: "true"}
+  containers:
+  - name: main
+    image: busybox:1.36
+EOF
+# check_rejected NAME REASON MESSAGE-PREFIX
+check_rejected() {
+        local name=$1 reason=$2 want=$3 j got
+        k wait --for=jsonpath='{.status.phase}'=Failed "pod/$name" --timeout=20s >/dev/null ||
+                { fail "$name: not Failed (status $(col "$name" 3))"; return; }
+        j=$(k get pod "$name" -o json)
+        got=$(jq -r .status.reason <<<"$j")
+        [ "$got" = "$reason" ] || fail "$name: status.reason '$got', want $reason"
+        [ "$(col "$name" 3)" = "$reason" ] || fail "$name: STATUS '$(col "$name" 3)', want $reason"
+        got=$(jq -r .status.message <<<"$j")
+        [[ "$got" == "Pod was rejected: $want"* ]] || fail "$name: status.message '$got', want 'Pod was rejected: $want...'"
+        got=$(jq -c '[.status.containerStatuses[]? | select(.state.running or .state.terminated or .containerID)]' <<<"$j")
+        [ "$got" = "[]" ] || fail "$name: a container was started: $got"
+        poll 10 eval 'k get events --field-selector "involvedObject.name=$name" -o json >"$tmp/ev.json" &&
+                jq -e --arg r "$reason" "any(.items[]; .type == \"Warning\" and .reason == \$r)" "$tmp/ev.json" >/dev/null' ||
+                fail "$name: no Warning $reason event"
+        got=$(jq -r '[.items[] | select(.reason == "Started" or .reason == "Created") | .message] | join(";")' "$tmp/ev.json")
+        [ -z "$got" ] || fail "$name: container events: $got"
+        [ -z "$(ls -d "$logs"/default_"$name"_* 2>/dev/null)" ] || fail "$name: a container log exists"
+}
+check_rejected bigcpu OutOfcpu "Node didn't have enough resource: cpu, requested: 100000000, used: "
+check_rejected bigmem OutOfmemory "Node didn't have enough resource: memory, requested: 109951162777600, used: "
+check_rejected selector NodeAffinity "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector"
+check_rejected hostport2 NodePorts "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+phase_is hostport1 Running || fail "hostport1: no longer Running"
+clear_pods
+k taint nodes "$NODE" it-reject=yes:NoExecute >/dev/null || fail "kubectl taint failed"
+poll 10 eval '[ -n "$(k get node "$NODE" -o jsonpath="{.spec.taints[?(@.key==\"it-reject\")]}")" ]'
+sleep 1.5 # the agent sees the taint (node watch) before the pod arrives
+mkpod tainted Always <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+EOF
+check_rejected tainted TaintToleration "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate"
+k taint nodes "$NODE" it-reject=yes:NoExecute- >/dev/null || fail "kubectl taint (remove) failed"
+pass "7 rejected: OutOfcpu OutOfmemory NodeAffinity NodePorts TaintToleration"
+clear_pods
+
+# ---- 6 (cont.). unreachable registry: ErrImagePull, then ImagePullBackOff ----
+# The kubelet shows ImagePullBackOff at a sync inside the doubled back-off
+# window (its pod worker resyncs ~10 s after a failed sync): within ~30 s.
+poll $((45 - $(since "$t_pullfail" | cut -d. -f1))) eval 'grep -q ImagePullBackOff "$tmp/pull.reasons"'
+seq_reasons=$(grep -v '^$' "$tmp/pull.reasons" | uniq | paste -sd,)
+t_pf=$(since "$t_pullfail")
+if [[ "$seq_reasons" == *ErrImagePull,ImagePullBackOff* ]]; then
+        pass "6 pullfail: waiting reasons $seq_reasons (${t_pf}s)"
+else
+        fail "pullfail: waiting reasons '$seq_reasons' after ${t_pf}s, want ErrImagePull then ImagePullBackOff"
+fi
+clear_pods all
+
+# ---- 8. NoExecute eviction ---------------------------------------------------------
+# (a) no toleration: evicted at once, DisruptionTarget, graceful stop.
+sleeper victim 5
+wait_running victim
+watch_bg "$tmp/victim.json" get pod victim -w -o json
+sleep 0.5
+t=$(now)
+k taint nodes "$NODE" k=v:NoExecute >/dev/null || fail "kubectl taint failed"
+poll 10 eval '[ -n "$(pj victim "{.metadata.deletionTimestamp}")" ] || gone victim' ||
+        fail "victim: not marked for deletion 10 s after the taint"
+t_mark=$(since "$t")
+k wait --for=delete pod/victim --timeout=30s >/dev/null 2>&1 || fail "victim: not gone 30 s after the taint"
+t_gone=$(since "$t")
+sleep 0.5
+vj=$(jq -s '.' "$tmp/victim.json" 2>/dev/null) || vj='[]'
+dt=$(jq -r '[.[].status.conditions[]? | select(.type=="DisruptionTarget")][0] | "\(.status)/\(.reason)/\(.message)"' <<<"$vj")
+[ "$dt" = "True/DeletionByTaintManager/Taint manager: deleting due to NoExecute taint" ] ||
+        fail "victim: DisruptionTarget condition '$dt'"
+[ "$(jq -r '[.[] | select(.metadata.deletionTimestamp)][0].metadata.deletionGracePeriodSeconds' <<<"$vj")" = 5 ] ||
+        fail "victim: not a graceful delete with the pod's grace (5)"
+[ "$(jq -r '[.[].status.containerStatuses[]?.state.terminated.exitCode | select(. != null)][0]' <<<"$vj")" = 0 ] ||
+        fail "victim: container did not stop gracefully (TERM trap exit 0): $(jq -c '[.[].status.containerStatuses[]?.state]' <<<"$vj")"
+fle "$t_mark" 3 || fail "victim: marked for deletion after ${t_mark}s, want at once"
+k taint nodes "$NODE" k=v:NoExecute- >/dev/null || fail "kubectl taint (remove) failed"
+pass "8a victim: marked after ${t_mark}s, gone after ${t_gone}s, DisruptionTarget DeletionByTaintManager"
+
+# (c) tolerationSeconds 30, taint removed after 2 s: not evicted.
+tol() { # NAME SECONDS
+        mkpod "$1" Always 2 <<EOF
+  tolerations: [{key: k, operator: Equal, value: v, effect: NoExecute, tolerationSeconds: $2}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+EOF
+}
+tol tol30 30
+tol tol3 3
+wait_running tol30
+wait_running tol3
+k taint nodes "$NODE" k=v:NoExecute >/dev/null || fail "kubectl taint failed"
+sleep 2
+k taint nodes "$NODE" k=v:NoExecute- >/dev/null || fail "kubectl taint (remove) failed"
+sleep 5
+[ "$(pj tol30 '{.status.phase}/{.metadata.deletionTimestamp}')" = Running/ ] ||
+        fail "tol30: evicted although the taint was removed after 2 s: $(pj tol30 '{.status.phase}/{.metadata.deletionTimestamp}')"
+[ "$(pj tol3 '{.status.phase}/{.metadata.deletionTimestamp}')" = Running/ ] ||
+        fail "tol3: evicted although the taint was removed after 2 s"
+pass "8c tol30 (and tol3) still Running 5 s after the taint was removed at 2 s"
+# (b) tolerationSeconds 3: survives ~3 s, then evicted.
+t=$(now)
+k taint nodes "$NODE" k=v:NoExecute >/dev/null || fail "kubectl taint failed"
+poll 15 eval '[ -n "$(pj tol3 "{.metadata.deletionTimestamp}")" ] || gone tol3' || fail "tol3: not evicted 15 s after the taint"
+t_mark=$(since "$t")
+fle 2.5 "$t_mark" && fle "$t_mark" 8 || fail "tol3: marked for deletion after ${t_mark}s, want ~3 s"
+k wait --for=delete pod/tol3 --timeout=20s >/dev/null 2>&1 || fail "tol3: not gone"
+t_gone=$(since "$t")
+[ -z "$(pj tol30 '{.metadata.deletionTimestamp}')" ] || fail "tol30: evicted before 30 s"
+k taint nodes "$NODE" k=v:NoExecute- >/dev/null || fail "kubectl taint (remove) failed"
+pass "8b tol3: marked after ${t_mark}s, gone after ${t_gone}s"
+clear_pods
+
+# ---- 9. graceful delete ------------------------------------------------------------
+sleeper trapper 10
+mkpod stubborn Always 2 <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "" TERM; echo up; sleep 3600']
+EOF
+wait_running trapper
+wait_running stubborn
+trapper_uid=$(pj trapper '{.metadata.uid}')
+poll 10 eval 'pod_log trapper "$trapper_uid" main | grep -q "stdout F up"' || fail "trapper: no 'up' log line"
+t=$(now)
+k delete pod trapper --timeout=30s >/dev/null 2>&1 || fail "trapper: kubectl delete failed"
+t_del=$(since "$t")
+gone trapper || fail "trapper: still there after kubectl delete returned"
+fle "$t_del" 5 || fail "trapper: kubectl delete took ${t_del}s (the TERM trap exits at once)"
+pod_log trapper "$trapper_uid" main | grep -q 'stdout F bye$' ||
+        fail "trapper: no 'bye' in $logs/default_trapper_$trapper_uid/main/0.log: $(pod_log trapper "$trapper_uid" main | tail -2)"
+t=$(now)
+k delete pod stubborn --timeout=30s >/dev/null 2>&1 || fail "stubborn: kubectl delete failed"
+t_del2=$(since "$t")
+gone stubborn || fail "stubborn: still there"
+fle 1.8 "$t_del2" && fle "$t_del2" 6 || fail "stubborn: delete took ${t_del2}s, want ~2 s (SIGKILL after the grace)"
+pass "9 trapper deleted in ${t_del}s with 'bye' logged; stubborn (ignores TERM, grace 2) in ${t_del2}s"
+
+# ---- 10. force delete ----------------------------------------------------------------
+sleeper forced 30
+wait_running forced
+forced_uid=$(pj forced '{.metadata.uid}')
+[ -n "$(pod_cgroup_procs "$forced_uid")" ] || fail "forced: no process found in the pod's cgroup (uid $forced_uid)"
+t=$(now)
+k delete pod forced --grace-period=0 --force >/dev/null 2>&1 || fail "forced: kubectl delete failed"
+gone forced || fail "forced: still in the API after a force delete"
+t_del=$(since "$t")
+poll 10 eval '[ -z "$(pod_cgroup_procs "$forced_uid")" ]' ||
+        fail "forced: processes left in the pod cgroup 10 s later: $(pod_cgroup_procs "$forced_uid" | paste -sd' ')"
+t_stop=$(since "$t")
+pass "10 forced: gone from the API in ${t_del}s, no process in its cgroup after ${t_stop}s"
+
+# ---- 11. drain -------------------------------------------------------------------------
+sleeper drain1
+mkpod drain2 Always 5 <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes: [{name: scratch, emptyDir: {}}]
+EOF
+wait_running drain1
+wait_running drain2
+t=$(now)
+k drain "$NODE" --ignore-daemonsets --delete-emptydir-data --force --timeout=60s >"$tmp/drain.out" 2>&1 ||
+        fail "drain failed: $(tail -3 "$tmp/drain.out")"
+t_drain=$(since "$t")
+gone drain1 && gone drain2 || fail "drain: pods still there: $(k get pods --no-headers | paste -sd';')"
+grep -q 'evicted' "$tmp/drain.out" || fail "drain: no eviction reported: $(cat "$tmp/drain.out")"
+[ "$(k get node "$NODE" --no-headers | awk '{print $2}')" = Ready,SchedulingDisabled ] ||
+        fail "drain: node STATUS '$(k get node "$NODE" --no-headers | awk '{print $2}')'"
+k uncordon "$NODE" >/dev/null || fail "uncordon failed"
+[ "$(k get node "$NODE" --no-headers | awk '{print $2}')" = Ready ] || fail "uncordon: node not Ready"
+pass "11 drain: both pods evicted and gone in ${t_drain}s, Ready,SchedulingDisabled, uncordoned"
+
+# ---- 12. apiserver restarted while a pod exits --------------------------------------
+mkpod outage Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'echo started; sleep 3; echo done; exit 0']
+EOF
+wait_running outage
+outage_uid=$(pj outage '{.metadata.uid}')
+started=$(pj outage '{.status.containerStatuses[0].state.running.startedAt}')
+token_before=$(cat "$data/node.token")
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=""
+poll 10 eval 'pod_log outage "$outage_uid" main | grep -q "stdout F done"' || fail "outage: the container did not finish"
+sleep 1 # the exit is noticed while the stand-in is down
+start_server 2
+[ "$(cat "$data/node.token")" = "$token_before" ] ||
+        fail "stand-in: node.token changed across the restart: $data/node.kubeconfig is stale for the agent"
+k wait --for=jsonpath='{.status.phase}'=Succeeded pod/outage --timeout=40s >/dev/null ||
+        fail "outage: not Succeeded 40 s after the restart (phase $(pj outage '{.status.phase}'))"
+got=$(pj outage '{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].state.terminated.reason}/{.status.containerStatuses[0].state.terminated.startedAt}')
+[ "$got" = "0/Completed/$started" ] || fail "outage: restartCount/reason/startedAt '$got', want 0/Completed/$started"
+[ ! -e "$logs/default_outage_$outage_uid/main/1.log" ] || fail "outage: the container was restarted (1.log exists)"
+k wait --for=condition=Ready "node/$NODE" --timeout=20s >/dev/null || fail "node not Ready after the restart"
+pass "12 outage: Succeeded after the apiserver came back, not restarted, node Ready"
+clear_pods
+
+# ---- 13. 30 pods at once -----------------------------------------------------------------
+for i in $(seq 1 30); do
+        cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: many-$i, namespace: default, labels: {batch: many}}
+spec:
+  nodeName: $NODE
+  terminationGracePeriodSeconds: 3
+  containers: [{name: main, image: busybox:1.36, command: [sleep, "3600"]}]
+EOF
+done >"$tmp/many.yaml"
+count_phase() { k get pods -l batch=many -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' 2>/dev/null | grep -c "^$1$"; }
+t=$(now)
+k create -f "$tmp/many.yaml" >/dev/null || fail "many: kubectl create failed"
+poll 60 eval '[ "$(count_phase Running)" -eq 30 ]' || fail "many: only $(count_phase Running)/30 Running after 60 s"
+t_run=$(since "$t")
+t=$(now)
+k delete pods -l batch=many --wait=false >/dev/null || fail "many: kubectl delete failed"
+poll 60 eval '[ -z "$(k get pods -l batch=many -o name 2>/dev/null)" ]' ||
+        fail "many: $(k get pods -l batch=many -o name | wc -l) pods left 60 s after delete"
+t_gone=$(since "$t")
+pass "13 30 pods Running in ${t_run}s, all gone ${t_gone}s after delete (grace 3)"
+
+# ---- nothing left behind ----------------------------------------------------------------
+clear_pods
+poll 15 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "pod*" 2>/dev/null)" ]' ||
+        fail "pod cgroups left: $(find /sys/fs/cgroup/memory/"$cgroot" -type d -name 'pod*' | head -3)"
+left_behind() {
+        ls "$root/sandboxes" "$root/containers" 2>/dev/null | grep -v -e '^$' -e ':$'
+        ls "$tmp/ipam/cubelet-it-$$" 2>/dev/null | grep -v -e lock -e last_reserved
+        ip -o link show master "$bridge" 2>/dev/null
+}
+poll 10 eval '[ -z "$(left_behind)" ]' || fail "left behind after all pods are gone: $(left_behind | head -5 | paste -sd' ')"
+kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
+# A clean stop; under -DCUBELET_SANITIZE=ON also no sanitizer report.
+kill -TERM "$agent_pid"
+poll 10 eval '! kill -0 "$agent_pid" 2>/dev/null' || { fail "the agent still runs 10 s after SIGTERM"; kill -KILL "$agent_pid"; }
+rc=0
+wait "$agent_pid" || rc=$?
+agent_pid=""
+[ "$rc" -eq 0 ] || fail "the agent exited $rc on SIGTERM"
+grep -E -m3 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/agent.log" && fail "sanitizer reports in the agent log"
+
+echo "pod_lifecycle: $fails failure(s), $xfails known bug(s), $(($(date +%s) - T0))s"
+[ "$fails" -eq 0 ] || exit 1
+echo "pod_lifecycle: all checks passed"

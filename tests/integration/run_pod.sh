@@ -66,7 +66,8 @@ run() {
   rc=$?
   set -e
 }
-last() { tail -n1 "$tmp/$1.jsonl" | jq -r "$2"; }
+# The status lines (the last line of a finished run is the pod's timeline).
+last() { jq -c 'select(.status)' "$tmp/$1.jsonl" | tail -n1 | jq -r "$2"; }
 expect_last() {
   local got
   got=$(last "$1" "$2")
@@ -93,7 +94,7 @@ spec:
 EOF
 run ok
 [ $rc -eq 0 ] || fail "ok: exit $rc, want 0 ($(tail -3 "$tmp/ok.err"))"
-phases=$(jq -r .status.phase "$tmp/ok.jsonl" | uniq | paste -sd,)
+phases=$(jq -r 'select(.status) | .status.phase' "$tmp/ok.jsonl" | uniq | paste -sd,)
 [ "$phases" == "Pending,Running,Succeeded" ] || fail "ok: phases $phases, want Pending,Running,Succeeded"
 expect_last ok '.status.containerStatuses[0].state.terminated.reason' Completed
 expect_last ok '.status.containerStatuses[0].state.terminated.exitCode' 0
@@ -111,6 +112,13 @@ nprocs=$(sed -n 's/.* stdout F procs=//p' <<<"$log")
 [ "${nprocs:-99}" -le 5 ] || fail "ok: sees $nprocs processes; host processes visible?"
 grep -q 'stdout F has-pod-ip' <<<"$log" || fail "ok: /etc/hosts lacks the pod's hostname"
 grep -q 'Started Started container main' "$tmp/ok.err" || fail "ok: no Started event"
+steps=$(tail -n1 "$tmp/ok.jsonl" | jq -r '[.timeline[].step] | join(",")')
+for s in workerStarted sandboxReady imageReady:main containerStarted:main phase:Running \
+         containerExited:main phase:Succeeded tornDown; do
+  [[ ",$steps," == *",$s,"* ]] || fail "ok: timeline lacks $s: $steps"
+done
+tail -n1 "$tmp/ok.jsonl" | jq -e '[.timeline[].offsetUs] | . == sort' >/dev/null ||
+  fail "ok: timeline offsets are not increasing"
 
 # --- Never + failure -> Failed, exit 1 -----------------------------------------
 cat >"$tmp/fails.yaml" <<'EOF'
@@ -162,6 +170,17 @@ grep -q 'BackOff Back-off restarting failed container main in pod restarts_defau
   fail "restarts: no BackOff event"
 [ "$(pod_log restarts main 2 | grep -c 'stdout F prepared')" -eq 1 ] ||
   fail "restarts: the third run did not see the init container's file"
+
+# --- cubelet logs reads the CRI files as kubectl logs shows them ------------------
+cl() { "$CUBELET" logs --pod-logs-dir "$tmp/logs" "$@"; }
+[ "$(cl default/restarts main)" == "prepared" ] || fail "logs: newest instance: '$(cl default/restarts main)'"
+[ "$(cl default/restarts main -p)" == "prepared" ] || fail "logs --previous"
+[ "$(cl default/ok main --tail 1)" == "has-pod-ip" ] || fail "logs --tail 1: '$(cl default/ok main --tail 1)'"
+cl default/ok --timestamps | head -1 | grep -qE '^20[0-9-]+T[0-9:.]+Z host=custom-host' ||
+  fail "logs --timestamps"
+if cl default/restarts >/dev/null 2>&1; then fail "logs without a container for a two-container pod"; fi
+if cl default/nosuch >/dev/null 2>&1; then fail "logs of a pod that never ran"; fi
+if cl default/fails main -p >/dev/null 2>&1; then fail "logs -p without a previous instance"; fi
 
 # --- admission rejection ----------------------------------------------------------
 cat >"$tmp/rejected.yaml" <<'EOF'

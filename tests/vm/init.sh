@@ -187,7 +187,8 @@ stage_pod() {
   ended=$(uptime_s)
   echo "CUBELET-POD-STAGE run-pod exited $rc; stderr:"
   sed 's/^/CUBELET-POD-STDERR /' /tmp/runpod.err
-  last=$(tail -n 1 /tmp/runpod.jsonl)
+  # the last status line (the very last line of a finished run is the timeline)
+  last=$(jq -c "select(.status)" /tmp/runpod.jsonl | tail -n 1)
   # the outcome in short (the whole line when jq cannot read it)
   short=$(echo "$last" | jq -c '{phase: .status.phase, containers: [.status.containerStatuses[] | {(.name): .state}]}' 2>/dev/null) ||
     short=$last

@@ -28,6 +28,9 @@ static const struct subcommand subcommands[] = {
     {"run-pod", cmd_run_pod,
      "run-pod FILE: run one pod on this machine without an apiserver; one JSON status line per "
      "change"},
+    {"logs", cmd_logs,
+     "logs [-p] [--tail N] [--timestamps] [--pod-logs-dir DIR] NS/POD [CONTAINER]: a "
+     "container's log"},
     {"image", cmd_image,
      "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/containerspec.h"
+#include "agent/prober.h"
 #include "agent/qos.h"
 #include "agent/statusgen.h"
 #include "cgroups/cgroup.h"
@@ -43,6 +44,8 @@ struct ctr {
         bool exited;                    /* the current instance has terminated */
         struct st_container_state term; /* its terminated state, when exited */
         int stop_signal;                /* the image StopSignal, else SIGTERM */
+        struct ag_prober *startup, *liveness, *readiness;
+        struct ag_timer *kill_timer; /* SIGKILL after a failed liveness/startup probe */
         int exit_fd;
         struct ag_io *exit_io;
         struct st_backoff backoff;
@@ -170,8 +173,6 @@ static void fill_obs(struct ctr *c)
         o->image = c->image[0] ? c->image : NULL;
         o->image_id = c->image_id[0] ? c->image_id : NULL;
         o->container_id = c->cid[0] ? c->cid : NULL;
-        o->readiness_succeeded = true; /* no probes yet: running means ready */
-        o->startup_succeeded = true;
         if (c->running) {
                 o->known = true;
                 o->state.kind = ST_STATE_RUNNING;
@@ -385,6 +386,8 @@ static void load_term(const cJSON *t, struct st_container_state *s, char *reason
 }
 
 static void watch_exit(struct ag_pod_worker *w, struct ctr *c);
+static void start_probers(struct ag_pod_worker *w, struct ctr *c);
+static void stop_probers(struct ctr *c);
 
 /* Re-adopts one container from its saved record and the runtime's view. */
 static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON *j)
@@ -422,6 +425,7 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                 c->obs.state = (struct st_container_state){
                     .kind = ST_STATE_RUNNING, .started_at = st.started_at / 1000000000LL};
                 watch_exit(w, c);
+                start_probers(w, c);
                 return;
         }
         c->exited = true;
@@ -555,6 +559,8 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
                 st.finished_at = (int64_t)time(NULL) * 1000000000LL;
         }
         stop_watch(c);
+        stop_probers(c);
+        ag_timer_disarm(c->kill_timer);
         ag_pod_worker_mark(w, "containerExited", c->spec->name);
         c->running = false;
         c->exited = true;
@@ -568,6 +574,128 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
         snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
         snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
         advance(w);
+}
+
+/* ---- probes ------------------------------------------------------------------
+ *
+ * As the kubelet's prober manager: a startup probe first (the container is
+ * not "started" until it succeeds), then liveness and readiness. A liveness
+ * or startup failure kills the container (stop signal, then SIGKILL after
+ * the grace period) and the restart policy decides what follows; readiness
+ * only moves `ready`. Every failed attempt is an Unhealthy event. */
+
+static void stop_probers(struct ctr *c)
+{
+        ag_prober_free(c->startup);
+        ag_prober_free(c->liveness);
+        ag_prober_free(c->readiness);
+        c->startup = c->liveness = c->readiness = NULL;
+}
+
+static void on_probe(struct ag_prober *p, const struct ag_probe_update *u, void *data);
+
+static struct ag_prober *new_prober(struct ag_pod_worker *w, struct ctr *c, enum ag_probe_kind k,
+                                    const struct k8s_probe *probe)
+{
+        struct ag_probe_target t = {
+            .ip = w->pod->spec.host_network || w->n_pod_ips == 0 ? "127.0.0.1" : w->pod_ips[0],
+            .ports = c->spec->ports,
+            .n_ports = c->spec->n_ports,
+            .root_dir = w->env->root_dir,
+            .container_id = c->id,
+            .monitor_path = w->env->monitor_path,
+        };
+        struct cb_error err = {0};
+        struct ag_prober *p = ag_prober_new(w->env->loop, k, probe, &t, on_probe, c, &err);
+        if (p == NULL)
+                emit_event(w, c, "Warning", "Unhealthy", "%s probe errored: %s",
+                           k == AG_PROBE_LIVENESS  ? "Liveness"
+                           : k == AG_PROBE_STARTUP ? "Startup"
+                                                   : "Readiness",
+                           err.msg);
+        return p;
+}
+
+static void start_liveness_readiness(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (c->spec->liveness_probe.present)
+                c->liveness = new_prober(w, c, AG_PROBE_LIVENESS, &c->spec->liveness_probe);
+        if (c->spec->readiness_probe.present)
+                c->readiness = new_prober(w, c, AG_PROBE_READINESS, &c->spec->readiness_probe);
+}
+
+static void start_probers(struct ag_pod_worker *w, struct ctr *c)
+{
+        stop_probers(c);
+        c->obs.startup_succeeded = !c->spec->startup_probe.present;
+        c->obs.readiness_succeeded = !c->spec->readiness_probe.present;
+        if (c->spec->startup_probe.present)
+                c->startup = new_prober(w, c, AG_PROBE_STARTUP, &c->spec->startup_probe);
+        else
+                start_liveness_readiness(w, c);
+}
+
+static void on_kill_timer(struct ag_timer *t, void *data)
+{
+        struct ctr *c = data;
+        (void)t;
+        if (c->running)
+                rt_container_kill_all(c->w->env->root_dir, c->id, NULL);
+}
+
+/* A failed liveness or startup probe: stop the container; its exit goes
+ * through the restart policy like any other. */
+static void probe_kill(struct ag_pod_worker *w, struct ctr *c, const char *which,
+                       const struct k8s_probe *probe)
+{
+        emit_event(w, c, "Normal", "Killing", "Container %s failed %s probe, will be restarted",
+                   c->spec->name, which);
+        int64_t grace = probe->has_termination_grace_period
+                            ? probe->termination_grace_period_seconds
+                        : w->pod->spec.has_termination_grace_period
+                            ? w->pod->spec.termination_grace_period_seconds
+                            : 30;
+        if (grace < 2)
+                grace = 2;
+        struct cb_error err = {0};
+        if (rt_container_signal(w->env->root_dir, c->id,
+                                c->stop_signal > 0 ? c->stop_signal : SIGTERM, &err) < 0 &&
+            err.code != ESRCH)
+                emit_event(w, c, "Warning", "FailedKillPod", "%s", err.msg);
+        ag_timer_arm(c->kill_timer, (uint64_t)grace * 1000);
+}
+
+static void on_probe(struct ag_prober *p, const struct ag_probe_update *u, void *data)
+{
+        struct ctr *c = data;
+        struct ag_pod_worker *w = c->w;
+        if (u->message != NULL && !w->terminating)
+                emit_event(w, c, "Warning", "Unhealthy", "%s", u->message);
+        if (!u->changed || !c->running || w->terminating)
+                return;
+        if (p == c->startup) {
+                if (u->result == AG_PROBE_SUCCESS) {
+                        c->obs.startup_succeeded = true;
+                        ag_pod_worker_mark(w, "startupProbeSucceeded", c->spec->name);
+                        ag_prober_free(c->startup); /* allowed from its own callback */
+                        c->startup = NULL;
+                        start_liveness_readiness(w, c);
+                        compute_status(w);
+                } else if (u->result == AG_PROBE_FAILURE) {
+                        stop_probers(c);
+                        probe_kill(w, c, "startup", &c->spec->startup_probe);
+                }
+        } else if (p == c->liveness) {
+                if (u->result == AG_PROBE_FAILURE) {
+                        stop_probers(c);
+                        probe_kill(w, c, "liveness", &c->spec->liveness_probe);
+                }
+        } else if (p == c->readiness) {
+                c->obs.readiness_succeeded = u->result == AG_PROBE_SUCCESS;
+                ag_pod_worker_mark(w, c->obs.readiness_succeeded ? "ready" : "notReady",
+                                   c->spec->name);
+                compute_status(w);
+        }
 }
 
 static void watch_exit(struct ag_pod_worker *w, struct ctr *c)
@@ -1019,6 +1147,7 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
                                                    .started_at = st.started_at / 1000000000LL};
         emit_event(w, c, "Normal", "Started", "Started container %s", c->spec->name);
         ag_pod_worker_mark(w, "containerStarted", c->spec->name);
+        start_probers(w, c);
         watch_exit(w, c);
 out:
         cb_arena_free(a);
@@ -1277,6 +1406,7 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
                 if (c->timer)
                         ag_timer_disarm(c->timer);
                 c->waiting_timer = false;
+                stop_probers(c);
                 if (!c->running || !first)
                         continue;
                 emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
@@ -1355,7 +1485,8 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                 c->w = w;
                 c->exit_fd = -1;
                 c->timer = ag_timer_new(env->loop, on_ctr_timer, c, err);
-                if (c->timer == NULL)
+                c->kill_timer = ag_timer_new(env->loop, on_kill_timer, c, err);
+                if (c->timer == NULL || c->kill_timer == NULL)
                         goto fail;
         }
         if (k8s_pod_cgroup_plan(pod, env->node_memory_capacity, env->pod_pids_limit,
@@ -1398,8 +1529,11 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 return;
         for (size_t i = 0; w->ctrs && i < w->n; i++) {
                 stop_watch(&w->ctrs[i]);
+                stop_probers(&w->ctrs[i]);
                 if (w->ctrs[i].timer)
                         ag_timer_free(w->ctrs[i].timer);
+                if (w->ctrs[i].kill_timer)
+                        ag_timer_free(w->ctrs[i].kill_timer);
         }
         free(w->ctrs);
         if (w->kick)

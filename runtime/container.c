@@ -780,6 +780,10 @@ int rt_container_create_start(const struct rt_container_config *config,
                  config->log_path != NULL ? config->log_path : "");
         if (rt_state_write(dir, &st, err) < 0)
                 return -1;
+        /* config.json: what exec (probes, and later kubectl exec) needs to
+         * enter the container with the same security settings. */
+        if (rt_container_save_config(config, err) < 0)
+                return -1;
 
         _cleanup_free_ char *json = NULL;
         if (rt_config_to_json(config, &json, err) < 0)

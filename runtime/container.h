@@ -232,3 +232,41 @@ int rt_crilog_parse(const char *line, size_t len, struct rt_crilog_entry *ret,
 typedef int (*rt_crilog_line_fn)(enum rt_stream s, int64_t ts_ns, const char *line, size_t len,
                                  void *ud);
 int rt_crilog_read(const char *path, rt_crilog_line_fn fn, void *ud, struct cb_error *err);
+
+/* ---- exec in a running container (runtime/exec.c) ----------------------- */
+
+/* Saves the container's config as <state dir>/config.json, which
+ * rt_container_exec_start reads (call it once the state dir exists, e.g.
+ * right after rt_container_create_start created it). */
+int rt_container_save_config(const struct rt_container_config *c, struct cb_error *err);
+
+/* Runs argv (argv[0] through the container's PATH) in the RUNNING container
+ * id, confined exactly like the container: its mount/PID/net/IPC/UTS
+ * namespaces, cgroup, uid/gid/groups, capabilities, no_new_privs, seccomp
+ * filter, cwd and env, in a fresh process (`monitor_path __exec`, pattern
+ * 14) with every other fd closed and signals reset. *ret_pidfd (for epoll:
+ * readable when the command has ended) and *ret_out_fd (O_NONBLOCK read end
+ * of a pipe with the command's stdout+stderr) are O_CLOEXEC and the
+ * caller's. Exit code: the command's, 128+signal, 126 cannot execute (or a
+ * setup step failed), 127 not found; the reason is in the output. A
+ * container that is not running fails with err->code ESRCH. */
+int rt_container_exec_start(const char *root_dir, const char *id, const char *monitor_path,
+                            const char *const *argv, int *ret_pidfd, int *ret_out_fd,
+                            struct cb_error *err);
+/* Stops a running exec: the command's whole process group is SIGKILLed. */
+int rt_container_exec_kill(int pidfd, struct cb_error *err);
+/* Reaps the exec (waitid P_PIDFD): 1 with *ret_exit_code when it has
+ * ended, 0 when it still runs (block false), -1 on error. */
+int rt_container_exec_reap(int pidfd, bool block, int *ret_exit_code, struct cb_error *err);
+/* Reads what out_fd has now into buf[*len..cap), dropping the excess;
+ * returns the new *len. */
+size_t rt_container_exec_read(int out_fd, char *buf, size_t cap, size_t *len);
+/* For CLIs and tests: waits with poll() up to timeout_ms (-1: forever) and
+ * reaps; out gets the output (NUL-terminated, truncated to out_size - 1).
+ * On timeout the command is killed and -1 returned with ETIMEDOUT. */
+int rt_container_exec_wait(int pidfd, int out_fd, int timeout_ms, int *ret_exit_code, char *out,
+                           size_t out_size, struct cb_error *err);
+/* The hidden `cubelet __exec CONFIG_FD SECCOMP_FD|none PID STARTTIME`
+ * entry point (argv[0] is "__exec"). */
+int rt_exec_main(int argc, char **argv);
+/* ---- end of exec -------------------------------------------------------- */

@@ -252,6 +252,37 @@ expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.ter
 expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.exitCode' 137
 pod_log oom ro | grep -q 'Read-only file system' || fail "oom: readOnlyRootFilesystem: touch did not get EROFS"
 
+# --- probes: readiness (httpGet) drives Ready, liveness (exec) kills --------------------
+cat >"$tmp/probed.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: probed}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: web
+    image: busybox:1.36
+    command: [sh, -c, 'mkdir -p /www; echo ok > /www/index.html; busybox httpd -f -p 8080 -h /www & touch /tmp/healthy; sleep 4; rm /tmp/healthy; sleep 3600']
+    readinessProbe:
+      httpGet: {path: /index.html, port: 8080}
+      periodSeconds: 1
+    livenessProbe:
+      exec: {command: [cat, /tmp/healthy]}
+      periodSeconds: 1
+      failureThreshold: 2
+EOF
+run probed
+ready=$(jq -r 'select(.status) | .status.conditions[] | select(.type=="Ready") | .status' "$tmp/probed.jsonl" |
+  uniq | paste -sd,)
+[ "$ready" == "False,True,False" ] || fail "probed: Ready went $ready, want False,True,False"
+expect_last probed .status.phase Failed
+expect_last probed '.status.containerStatuses[0].state.terminated.exitCode' 137
+grep -q "Unhealthy Liveness probe failed: cat: can't open '/tmp/healthy'" "$tmp/probed.err" ||
+  fail "probed: no Unhealthy event with the probe's output"
+grep -q 'Killing Container web failed liveness probe, will be restarted' "$tmp/probed.err" ||
+  fail "probed: no Killing event for the liveness failure"
+
 # --- nothing left behind ---------------------------------------------------------------
 [ -z "$(ls "$root/containers" 2>/dev/null)" ] || fail "containers left: $(ls "$root/containers")"
 [ -z "$(ls "$root/sandboxes" 2>/dev/null)" ] || fail "sandboxes left: $(ls "$root/sandboxes")"

@@ -46,6 +46,10 @@ struct ctr {
         int stop_signal;                /* the image StopSignal, else SIGTERM */
         struct ag_prober *startup, *liveness, *readiness;
         struct ag_timer *kill_timer; /* SIGKILL after a failed liveness/startup probe */
+        int hook_pidfd, hook_out;    /* a running preStop exec */
+        struct ag_io *hook_io;
+        struct ag_timer *hook_timer; /* a preStop sleep */
+        bool in_prestop, signalled;
         int exit_fd;
         struct ag_io *exit_io;
         struct st_backoff backoff;
@@ -82,7 +86,9 @@ struct ag_pod_worker {
         struct ag_timer *deadline; /* activeDeadlineSeconds */
         struct ag_timer *grace;    /* termination grace period */
         bool terminating, killed, torn_down, done;
-        bool adopted; /* state from an earlier agent was found */
+        bool adopted;               /* state from an earlier agent was found */
+        bool grace_extended;        /* the 2 s after a preStop hook used the grace period */
+        uint64_t grace_deadline_ms; /* when the grace period ends (monotonic) */
         struct step {
                 char name[96];
                 uint64_t mono_us; /* CLOCK_MONOTONIC */
@@ -388,6 +394,7 @@ static void load_term(const cJSON *t, struct st_container_state *s, char *reason
 static void watch_exit(struct ag_pod_worker *w, struct ctr *c);
 static void start_probers(struct ag_pod_worker *w, struct ctr *c);
 static void stop_probers(struct ctr *c);
+static void end_hook(struct ctr *c);
 
 /* Re-adopts one container from its saved record and the runtime's view. */
 static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON *j)
@@ -560,6 +567,8 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
         }
         stop_watch(c);
         stop_probers(c);
+        end_hook(c);
+        c->in_prestop = false;
         ag_timer_disarm(c->kill_timer);
         ag_pod_worker_mark(w, "containerExited", c->spec->name);
         c->running = false;
@@ -1372,20 +1381,154 @@ static void on_deadline(struct ag_timer *t, void *data)
         (void)t;
         const char *msg = "Pod was active on the node longer than the specified deadline";
         emit_event(w, NULL, "Normal", "DeadlineExceeded", "%s", msg);
-        w->forced = ST_PHASE_FAILED;
-        ag_pod_worker_terminate(w, 0, "DeadlineExceeded", msg);
+        /* Killed with the pod's own grace period, preStop hooks included. */
+        ag_pod_worker_terminate(w,
+                                w->pod->spec.has_termination_grace_period
+                                    ? w->pod->spec.termination_grace_period_seconds
+                                    : 30,
+                                "DeadlineExceeded", msg);
+}
+
+/* ---- stopping a container: preStop hook, then the stop signal ---------------
+ *
+ * As the kubelet's killContainer: with a grace period, the preStop hook
+ * runs first (exec inside the container, or sleep) and may use the whole
+ * grace period; then the stop signal; SIGKILL to the container's cgroup when
+ * the grace period is over, with at least 2 s after the signal when the
+ * hook used it all. */
+
+static void send_stop_signal(struct ag_pod_worker *w, struct ctr *c)
+{
+        struct cb_error err = {0};
+        c->in_prestop = false;
+        c->signalled = true;
+        if (!c->running)
+                return;
+        if (rt_container_signal(w->env->root_dir, c->id,
+                                c->stop_signal > 0 ? c->stop_signal : SIGTERM, &err) < 0 &&
+            err.code != ESRCH)
+                emit_event(w, c, "Warning", "FailedKillPod", "%s", err.msg);
+}
+
+static void end_hook(struct ctr *c)
+{
+        if (c->hook_io != NULL) {
+                ag_io_free(c->hook_io);
+                c->hook_io = NULL;
+        }
+        if (c->hook_pidfd >= 0) {
+                rt_container_exec_kill(c->hook_pidfd, NULL);
+                int code;
+                rt_container_exec_reap(c->hook_pidfd, true, &code, NULL);
+                close(c->hook_pidfd);
+                c->hook_pidfd = -1;
+        }
+        if (c->hook_out >= 0) {
+                close(c->hook_out);
+                c->hook_out = -1;
+        }
+        if (c->hook_timer != NULL)
+                ag_timer_disarm(c->hook_timer);
+}
+
+static void on_hook_exit(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        struct ctr *c = data;
+        struct ag_pod_worker *w = c->w;
+        (void)io;
+        (void)fd;
+        (void)events;
+        int code = -1;
+        char out[1024] = "";
+        size_t len = 0;
+        if (c->hook_out >= 0)
+                rt_container_exec_read(c->hook_out, out, sizeof(out) - 1, &len);
+        out[len] = '\0';
+        if (rt_container_exec_reap(c->hook_pidfd, false, &code, NULL) < 0)
+                code = -1;
+        close(c->hook_pidfd);
+        c->hook_pidfd = -1;
+        end_hook(c);
+        if (code != 0)
+                emit_event(w, c, "Warning", "FailedPreStopHook",
+                           "PreStopHook failed: exit code %d%s%s", code, out[0] ? ": " : "", out);
+        ag_pod_worker_mark(w, "preStopDone", c->spec->name);
+        send_stop_signal(w, c);
+}
+
+static void on_hook_timer(struct ag_timer *t, void *data)
+{
+        struct ctr *c = data;
+        (void)t;
+        ag_pod_worker_mark(c->w, "preStopDone", c->spec->name);
+        send_stop_signal(c->w, c);
+}
+
+/* Starts the preStop hook; false when there is none (or it cannot run:
+ * then the stop signal goes at once). */
+static bool start_prestop(struct ag_pod_worker *w, struct ctr *c)
+{
+        const struct k8s_handler *h = &c->spec->pre_stop;
+        struct cb_error err = {0};
+        switch (h->kind) {
+        case K8S_HANDLER_NONE:
+                return false;
+        case K8S_HANDLER_SLEEP:
+                c->in_prestop = true;
+                ag_timer_arm(c->hook_timer,
+                             (uint64_t)(h->sleep_seconds > 0 ? h->sleep_seconds : 0) * 1000);
+                return true;
+        case K8S_HANDLER_EXEC: {
+                const char **argv = calloc(h->n_command + 1, sizeof(char *));
+                if (argv == NULL)
+                        return false;
+                for (size_t i = 0; i < h->n_command; i++)
+                        argv[i] = h->command[i];
+                int r = rt_container_exec_start(w->env->root_dir, c->id, w->env->monitor_path, argv,
+                                                &c->hook_pidfd, &c->hook_out, &err);
+                free(argv);
+                if (r == 0)
+                        c->hook_io =
+                            ag_io_new(w->env->loop, c->hook_pidfd, EPOLLIN, on_hook_exit, c, &err);
+                if (r < 0 || c->hook_io == NULL) {
+                        end_hook(c);
+                        emit_event(w, c, "Warning", "FailedPreStopHook", "PreStopHook failed: %s",
+                                   err.msg);
+                        return false;
+                }
+                c->in_prestop = true;
+                return true;
+        }
+        default:
+                emit_event(w, c, "Warning", "FailedPreStopHook",
+                           "PreStopHook failed: only exec and sleep preStop hooks are supported by "
+                           "cubelet yet");
+                return false;
+        }
 }
 
 static void on_grace(struct ag_timer *t, void *data)
 {
         struct ag_pod_worker *w = data;
-        (void)t;
-        w->killed = true;
+        /* Containers still in their preStop hook get the stop signal now
+         * and 2 s more (the kubelet's minimum); the others are killed. */
+        bool extended = false;
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
-                if (c->running)
+                if (c->running && c->in_prestop && !w->grace_extended) {
+                        end_hook(c);
+                        send_stop_signal(w, c);
+                        extended = true;
+                } else if (c->running) {
                         rt_container_kill_all(w->env->root_dir, c->id, NULL);
+                }
         }
+        if (extended) {
+                w->grace_extended = true;
+                ag_timer_arm(t, 2000);
+                return;
+        }
+        w->killed = true;
 }
 
 void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, const char *reason,
@@ -1393,7 +1536,8 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
 {
         if (w->done)
                 return;
-        if (reason != NULL) {
+        /* A verdict (reason) only for a pod that is not terminal already. */
+        if (reason != NULL && w->phase != ST_PHASE_SUCCEEDED && w->phase != ST_PHASE_FAILED) {
                 snprintf(w->reason, sizeof(w->reason), "%s", reason);
                 snprintf(w->message, sizeof(w->message), "%s", message ? message : "");
                 if (w->forced == ST_PHASE_NONE)
@@ -1410,18 +1554,18 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
                 if (!c->running || !first)
                         continue;
                 emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
-                struct cb_error err = {0};
-                if (rt_container_signal(w->env->root_dir, c->id,
-                                        c->stop_signal > 0 ? c->stop_signal : SIGTERM, &err) < 0 &&
-                    err.code != ESRCH)
-                        emit_event(w, c, "Warning", "FailedKillPod", "%s", err.msg);
+                if (grace_seconds <= 0 || !start_prestop(w, c))
+                        send_stop_signal(w, c);
         }
         ag_timer_disarm(w->deadline);
-        /* The kubelet's minimum of 2 s per container; never longer than
-         * an earlier grace period. */
+        /* The kubelet's minimum of 2 s per container; the grace period can
+         * only shrink (a later, shorter deletion moves the deadline). */
         int64_t grace = grace_seconds < 2 ? 2 : grace_seconds;
-        if (first || !ag_timer_armed(w->grace) || w->killed)
+        uint64_t deadline = ag_now_ms() + (uint64_t)grace * 1000;
+        if (first || w->killed || deadline < w->grace_deadline_ms) {
+                w->grace_deadline_ms = deadline;
                 ag_timer_arm(w->grace, (uint64_t)grace * 1000);
+        }
         ag_timer_arm(w->kick, 0);
 }
 
@@ -1484,9 +1628,11 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                     c->init ? &pod->spec.init_containers[i] : &pod->spec.containers[i - w->n_init];
                 c->w = w;
                 c->exit_fd = -1;
+                c->hook_pidfd = c->hook_out = -1;
                 c->timer = ag_timer_new(env->loop, on_ctr_timer, c, err);
                 c->kill_timer = ag_timer_new(env->loop, on_kill_timer, c, err);
-                if (c->timer == NULL || c->kill_timer == NULL)
+                c->hook_timer = ag_timer_new(env->loop, on_hook_timer, c, err);
+                if (c->timer == NULL || c->kill_timer == NULL || c->hook_timer == NULL)
                         goto fail;
         }
         if (k8s_pod_cgroup_plan(pod, env->node_memory_capacity, env->pod_pids_limit,
@@ -1534,6 +1680,9 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                         ag_timer_free(w->ctrs[i].timer);
                 if (w->ctrs[i].kill_timer)
                         ag_timer_free(w->ctrs[i].kill_timer);
+                end_hook(&w->ctrs[i]);
+                if (w->ctrs[i].hook_timer)
+                        ag_timer_free(w->ctrs[i].hook_timer);
         }
         free(w->ctrs);
         if (w->kick)

@@ -142,6 +142,17 @@ static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, 
         return 0;
 }
 
+/* A sync handler's verdict (activeDeadlineSeconds, eviction) overrides the
+ * phase computed from the containers on every computation, as the kubelet
+ * re-applies its sync handlers on every sync: a container that exits 0 on
+ * the stop signal does not make a pod past its deadline Succeeded. The
+ * caller sets the verdict only for a pod that was not terminal already. */
+static bool forced_applies(const struct k8s_pod *pod, const struct ag_pod_obs *obs)
+{
+        (void)pod;
+        return obs->forced_phase != ST_PHASE_NONE;
+}
+
 enum st_phase ag_pod_phase(const struct k8s_pod *pod, const struct ag_pod_obs *obs)
 {
         struct st_pod_input in;
@@ -149,9 +160,7 @@ enum st_phase ag_pod_phase(const struct k8s_pod *pod, const struct ag_pod_obs *o
         enum st_phase phase = ST_PHASE_PENDING;
         if (build_input(pod, obs, 0, &in, &cv) == 0) {
                 phase = obs->rejected ? ST_PHASE_FAILED : st_compute_phase(&in);
-                /* A sync handler's verdict, unless the phase is already terminal. */
-                if (obs->forced_phase != ST_PHASE_NONE && phase != ST_PHASE_SUCCEEDED &&
-                    phase != ST_PHASE_FAILED)
+                if (forced_applies(pod, obs))
                         phase = obs->forced_phase;
         }
         conv_free(&cv);
@@ -187,8 +196,7 @@ cJSON *ag_pod_status_json(const struct k8s_pod *pod, const struct ag_pod_obs *ob
         if (build_input(pod, obs, now, &in, &cv) < 0)
                 goto out;
         enum st_phase phase = st_compute_phase(&in);
-        bool forced = obs->forced_phase != ST_PHASE_NONE && phase != ST_PHASE_SUCCEEDED &&
-                      phase != ST_PHASE_FAILED;
+        bool forced = forced_applies(pod, obs);
         if (forced)
                 phase = obs->forced_phase;
         st = cJSON_CreateObject();

@@ -46,8 +46,9 @@ struct ag_pod_obs {
         const char *const *host_ips; /* the node's InternalIPs, first first */
         size_t n_host_ips;
         int64_t start_time; /* 0 = not started (set once, never changed) */
-        /* A sync handler's verdict (admission rejection, eviction,
-         * activeDeadlineSeconds): forces the phase with reason and message. */
+        /* A sync handler's verdict (eviction, activeDeadlineSeconds): forces
+         * the phase with reason and message on every computation; set it
+         * only for a pod that is not terminal yet. */
         enum st_phase forced_phase; /* ST_PHASE_NONE when none */
         const char *reason, *message;
         /* Admission rejected the pod: the kubelet's status is then only

@@ -211,6 +211,9 @@ spec:
   - name: main
     image: busybox:1.36
     command: [sh, -c, 'trap "echo got-term; exit 42" TERM; echo ready; while :; do sleep 0.2; done']
+    lifecycle:
+      preStop:
+        exec: {command: [sh, -c, 'echo prestop-ran > /proc/1/fd/1; sleep 1']}
 EOF
 "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/graceful.yaml" \
   --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" >"$tmp/graceful.jsonl" 2>"$tmp/graceful.err" &
@@ -227,6 +230,8 @@ set -e
 [ $rc -eq 1 ] || fail "graceful: exit $rc, want 1 (Failed after a stop)"
 expect_last graceful '.status.containerStatuses[0].state.terminated.exitCode' 42
 pod_log graceful main | grep -q 'stdout F got-term' || fail "graceful: the TERM trap did not run"
+order=$(pod_log graceful main | sed -n 's/.* stdout F \(prestop-ran\|got-term\)$/\1/p' | paste -sd,)
+[ "$order" == "prestop-ran,got-term" ] || fail "graceful: preStop hook then SIGTERM expected, log shows '$order'"
 grep -q 'Killing Stopping container main' "$tmp/graceful.err" || fail "graceful: no Killing event"
 
 # --- memory limit -> OOMKilled; read-only root -----------------------------------------
@@ -282,6 +287,28 @@ grep -q "Unhealthy Liveness probe failed: cat: can't open '/tmp/healthy'" "$tmp/
   fail "probed: no Unhealthy event with the probe's output"
 grep -q 'Killing Container web failed liveness probe, will be restarted' "$tmp/probed.err" ||
   fail "probed: no Killing event for the liveness failure"
+
+# --- activeDeadlineSeconds: Failed with DeadlineExceeded ---------------------------------
+cat >"$tmp/deadline.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: deadline}
+spec:
+  activeDeadlineSeconds: 2
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+EOF
+t0=$(date +%s)
+run deadline
+took=$(($(date +%s) - t0))
+[ $rc -eq 1 ] || fail "deadline: exit $rc, want 1"
+expect_last deadline .status.phase Failed
+expect_last deadline .status.reason DeadlineExceeded
+expect_last deadline .status.message "Pod was active on the node longer than the specified deadline"
+[ "$took" -ge 2 ] && [ "$took" -le 15 ] || fail "deadline: took ${took}s, want about 2s"
 
 # --- nothing left behind ---------------------------------------------------------------
 [ -z "$(ls "$root/containers" 2>/dev/null)" ] || fail "containers left: $(ls "$root/containers")"

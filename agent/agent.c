@@ -18,6 +18,7 @@
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
 #include "agent/reflector.h"
+#include "agent/selfcgroup.h"
 #include "runtime/sandbox.h"
 #include "status/podstatus.h"
 #include "lib/cleanup.h"
@@ -39,6 +40,7 @@ struct agent_flags {
         int watch_timeout_s;
         const char *pod_logs_dir;
         const char *cgroup_root;
+        bool cgroup_root_set;
         const char *insecure[16];
         size_t n_insecure;
         int backoff_base_s, backoff_max_s;
@@ -56,6 +58,7 @@ struct agent {
         char exe[PATH_MAX];
         const char *node_name;
         const char *root_dir, *cni_conf_dir, *cni_bin_dir;
+        char cgroup_parent[512]; /* the delegated subtree on v2 under systemd, else "" */
         bool pods_synced;
         bool registered, ready_sent;
         struct ag_timer *notify; /* STATUS= and WATCHDOG=1 for systemd */
@@ -235,9 +238,10 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                         r = parse_int("--watch-timeout-seconds", v, 1, 86400, &f->watch_timeout_s);
                 else if ((v = flag_value(argc, argv, &i, "--pod-logs-dir", &missing)))
                         f->pod_logs_dir = v;
-                else if ((v = flag_value(argc, argv, &i, "--cgroup-root", &missing)))
+                else if ((v = flag_value(argc, argv, &i, "--cgroup-root", &missing))) {
                         f->cgroup_root = v;
-                else if ((v = flag_value(argc, argv, &i, "--insecure-registry", &missing))) {
+                        f->cgroup_root_set = true;
+                } else if ((v = flag_value(argc, argv, &i, "--insecure-registry", &missing))) {
                         if (f->n_insecure < CB_ARRAY_SIZE(f->insecure))
                                 f->insecure[f->n_insecure++] = v;
                 } else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-base", &missing)))
@@ -402,6 +406,21 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
                 return -1;
         if (ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
                 return -1;
+        /* Under systemd with Delegate=yes on cgroup v2 the agent may only
+         * manage its own subtree, which must stay an inner node: move the
+         * agent into <own>/supervisor and put kubepods beside it. */
+        if (!fl->cgroup_root_set && getenv("INVOCATION_ID") != NULL) {
+                struct cb_error cerr = {0};
+                if (ag_move_self_to_leaf("supervisor", a->cgroup_parent, sizeof(a->cgroup_parent),
+                                         &cerr) < 0)
+                        log_warning("cannot move into a leaf cgroup (pods go under the hierarchy "
+                                    "root): %s",
+                                    cerr.msg);
+                else if (a->cgroup_parent[0] != '\0')
+                        log_info("cgroup v2 delegation: the agent runs in %s/supervisor, pods go "
+                                 "under %s/kubepods",
+                                 a->cgroup_parent, a->cgroup_parent);
+        }
         nc->data = a;
         nc->on_registered = on_registered;
         if (ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
@@ -426,7 +445,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             .monitor_path = a->exe,
             .cni_conf_dir = a->cni_conf_dir,
             .cni_bin_dir = a->cni_bin_dir,
-            .cgroup_root = fl->cgroup_root,
+            .cgroup_root = a->cgroup_parent[0] ? a->cgroup_parent : fl->cgroup_root,
             .node_name = a->node_name,
             .host_ips = a->host_ips,
             .n_host_ips = 1,

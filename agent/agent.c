@@ -14,7 +14,9 @@
 #include "agent/log.h"
 #include "agent/loop.h"
 #include "agent/nodeinfo.h"
+#include "agent/endpoint.h"
 #include "agent/events.h"
+#include "agent/metrics.h"
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
 #include "agent/reflector.h"
@@ -41,6 +43,8 @@ struct agent_flags {
         const char *pod_logs_dir;
         const char *cgroup_root;
         bool cgroup_root_set;
+        const char *healthz_address;
+        int healthz_port;
         const char *insecure[16];
         size_t n_insecure;
         int backoff_base_s, backoff_max_s;
@@ -53,6 +57,8 @@ struct agent {
         struct ag_reflector *pods, *node;
         struct ag_events *events;
         struct ag_pods *pod_mgr;
+        struct ag_metrics *metrics;
+        struct ag_endpoint *endpoint;
         struct ag_node_env env;
         const char *host_ips[1];
         char exe[PATH_MAX];
@@ -102,7 +108,12 @@ static void agent_usage(FILE *f)
                    "  --crash-loop-backoff-base N          first restart delay in seconds "
                    "(default 10)\n"
                    "  --crash-loop-backoff-max N           restart delay cap in seconds "
-                   "(default 300)\n");
+                   "(default 300)\n"
+                   "  --healthz-port N                     local endpoint: /healthz /metrics "
+                   "/pods /timelines\n"
+                   "                                       (default 10248; 0 disables)\n"
+                   "  --healthz-bind-address IP            its address (default 127.0.0.1; "
+                   "loopback only)\n");
 }
 
 int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
@@ -201,6 +212,8 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                                   .lease_duration_s = AG_NODE_LEASE_DURATION_S,
                                   .pod_logs_dir = "/var/log/pods",
                                   .cgroup_root = "",
+                                  .healthz_address = "127.0.0.1",
+                                  .healthz_port = 10248,
                                   .backoff_base_s = ST_BACKOFF_BASE_DEFAULT,
                                   .backoff_max_s = ST_BACKOFF_CAP_DEFAULT};
         for (int i = 0; i < argc; i++) {
@@ -238,6 +251,10 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                         r = parse_int("--watch-timeout-seconds", v, 1, 86400, &f->watch_timeout_s);
                 else if ((v = flag_value(argc, argv, &i, "--pod-logs-dir", &missing)))
                         f->pod_logs_dir = v;
+                else if ((v = flag_value(argc, argv, &i, "--healthz-bind-address", &missing)))
+                        f->healthz_address = v;
+                else if ((v = flag_value(argc, argv, &i, "--healthz-port", &missing)))
+                        r = parse_int("--healthz-port", v, 0, 65535, &f->healthz_port);
                 else if ((v = flag_value(argc, argv, &i, "--cgroup-root", &missing))) {
                         f->cgroup_root = v;
                         f->cgroup_root_set = true;
@@ -352,6 +369,38 @@ static void on_node(enum ag_change change, const struct ag_object *o, void *data
         ag_pods_node(a->pod_mgr, change == AG_DELETED ? NULL : o);
 }
 
+/* ---- the local endpoint (127.0.0.1:10248 by default) ---- */
+
+static cJSON *src_pods(void *data)
+{
+        struct agent *a = data;
+        return ag_pods_list_json(a->pod_mgr);
+}
+
+static cJSON *src_timelines(void *data)
+{
+        struct agent *a = data;
+        return ag_pods_timelines_json(a->pod_mgr);
+}
+
+static char *src_metrics(void *data)
+{
+        struct agent *a = data;
+        ag_pods_update_metrics(a->pod_mgr);
+        return ag_metrics_render(a->metrics);
+}
+
+static bool src_healthy(void *data, char *why, size_t size)
+{
+        struct agent *a = data;
+        /* Answering at all means the loop runs; the node must be registered. */
+        if (!a->registered) {
+                snprintf(why, size, "node %s is not registered yet", a->node_name);
+                return false;
+        }
+        return true;
+}
+
 /* ---- setup ---- */
 
 static int make_node_config(const struct agent_flags *fl, const struct cb_global_opts *opts,
@@ -463,6 +512,19 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         if (ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0 ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
+        a->metrics = ag_metrics_new();
+        if (a->metrics == NULL)
+                return cb_error_set(err, ENOMEM, "metrics");
+        ag_pods_set_metrics(a->pod_mgr, a->metrics);
+        if (fl->healthz_port > 0) {
+                struct ag_endpoint_sources src = {src_pods, src_timelines, src_metrics, src_healthy,
+                                                  a};
+                if (ag_endpoint_start(a->loop, fl->healthz_address, fl->healthz_port, &src,
+                                      &a->endpoint, err) < 0)
+                        return cb_error_prefix(err, "--healthz-bind-address/--healthz-port");
+                log_info("serving /healthz /metrics /pods /timelines on %s:%d", fl->healthz_address,
+                         ag_endpoint_port(a->endpoint));
+        }
         char pod_sel[512], node_sel[512];
         snprintf(pod_sel, sizeof(pod_sel), "spec.nodeName=%s", a->node_name);
         snprintf(node_sel, sizeof(node_sel), "metadata.name=%s", a->node_name);
@@ -504,7 +566,9 @@ static void stop_agent(struct agent *a)
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
+        ag_endpoint_free(a->endpoint);
         ag_pods_free(a->pod_mgr);
+        ag_metrics_free(a->metrics);
         /* The private bind mount of <root>/sandboxes goes once no pod
          * sandbox is left (containers outlive the agent otherwise). */
         if (a->root_dir != NULL && rt_sandbox_release_root(a->root_dir, &err) < 0)

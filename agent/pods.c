@@ -11,6 +11,7 @@
 
 #include "agent/admit.h"
 #include "agent/log.h"
+#include "agent/metrics.h"
 #include "agent/statusgen.h"
 #include "agent/taint.h"
 #include "lib/cleanup.h"
@@ -52,6 +53,7 @@ struct ag_pods {
         struct rec *recs;
         size_t n;
         bool swept; /* left-over pods from an earlier run handled */
+        struct ag_metrics *metrics;
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -175,6 +177,16 @@ static void on_worker_timeline(struct ag_pod_worker *w, const char *step, uint64
         (void)w;
         log_v(2, "pod %s/%s: timeline %s +%.3fms", pod_ns(r), r->name, step,
               (double)offset_us / 1000.0);
+        if (r->p->metrics != NULL) {
+                /* The step without its container: "containerStarted:web" -> containerStarted. */
+                char name[64];
+                snprintf(name, sizeof(name), "%.*s", (int)strcspn(step, ":"), step);
+                ag_metrics_observe(r->p->metrics, "cubelet_pod_step_duration_seconds",
+                                   "Seconds from a pod worker's start to each step of its "
+                                   "phase-transition timeline.",
+                                   (const char *const[]){"step", name, NULL},
+                                   (double)offset_us / 1e6, NULL);
+        }
 }
 
 static const struct ag_pod_worker_ops worker_ops = {on_worker_status, on_worker_event,
@@ -672,6 +684,70 @@ void ag_pods_synced(struct ag_pods *p)
         }
         closedir(d);
         collect_orphans(p);
+}
+
+cJSON *ag_pods_list_json(const struct ag_pods *p)
+{
+        cJSON *list = cJSON_CreateObject();
+        cJSON_AddStringToObject(list, "kind", "PodList");
+        cJSON_AddStringToObject(list, "apiVersion", "v1");
+        cJSON_AddObjectToObject(list, "metadata");
+        cJSON *items = cJSON_AddArrayToObject(list, "items");
+        for (const struct rec *r = p->recs; r && items; r = r->next) {
+                if (r->gone || r->json == NULL)
+                        continue;
+                cJSON *pod = cJSON_Duplicate(r->json, true);
+                /* The status as this node knows it (what it last computed). */
+                const cJSON *st = r->worker ? ag_pod_worker_status(r->worker) : NULL;
+                if (pod != NULL && st != NULL)
+                        cJSON_ReplaceItemInObjectCaseSensitive(pod, "status",
+                                                               cJSON_Duplicate(st, true));
+                if (pod != NULL)
+                        cJSON_AddItemToArray(items, pod);
+        }
+        return list;
+}
+
+cJSON *ag_pods_timelines_json(const struct ag_pods *p)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON *arr = cJSON_AddArrayToObject(o, "pods");
+        for (const struct rec *r = p->recs; r && arr; r = r->next) {
+                if (r->worker == NULL)
+                        continue;
+                cJSON *e = cJSON_CreateObject();
+                cJSON_AddStringToObject(e, "namespace", pod_ns(r));
+                cJSON_AddStringToObject(e, "name", r->name);
+                cJSON_AddStringToObject(e, "uid", r->uid);
+                cJSON_AddItemToObject(e, "timeline", ag_pod_worker_timeline_json(r->worker));
+                cJSON_AddItemToArray(arr, e);
+        }
+        return o;
+}
+
+void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m)
+{
+        p->metrics = m;
+}
+
+void ag_pods_update_metrics(const struct ag_pods *p)
+{
+        static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed"};
+        if (p->metrics == NULL)
+                return;
+        for (size_t i = 0; i < CB_ARRAY_SIZE(phases); i++) {
+                int n = 0;
+                for (const struct rec *r = p->recs; r; r = r->next) {
+                        const cJSON *st = r->worker ? ag_pod_worker_status(r->worker) : NULL;
+                        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "phase");
+                        if (cJSON_IsString(ph) && strcmp(ph->valuestring, phases[i]) == 0)
+                                n++;
+                        else if (r->rejected && strcmp(phases[i], "Failed") == 0)
+                                n++;
+                }
+                ag_metrics_gauge_set(p->metrics, "cubelet_pods", "Pods this node runs, by phase.",
+                                     (const char *const[]){"phase", phases[i], NULL}, n, NULL);
+        }
 }
 
 size_t ag_pods_count(const struct ag_pods *p)

@@ -48,3 +48,15 @@ void ag_pods_node(struct ag_pods *p, const struct ag_object *node);
 void ag_pods_synced(struct ag_pods *p);
 
 size_t ag_pods_count(const struct ag_pods *p);
+
+/* The node's pods as a v1 PodList with the statuses this node computed
+ * (the kubelet's read-only /pods), and their phase-transition timelines
+ * ({"pods": [{namespace, name, uid, timeline}]}). The caller owns them. */
+cJSON *ag_pods_list_json(const struct ag_pods *p);
+cJSON *ag_pods_timelines_json(const struct ag_pods *p);
+
+/* Observe timeline steps as cubelet_pod_step_duration_seconds{step} and
+ * keep cubelet_pods{phase} current (ag_pods_update_metrics). */
+struct ag_metrics;
+void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m);
+void ag_pods_update_metrics(const struct ag_pods *p);

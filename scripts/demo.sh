@@ -112,11 +112,12 @@ cat >"$tmp/cni/10-demo.conflist" <<EOF
  {"type":"portmap","capabilities":{"portMappings":true}}]}
 EOF
 
-echo "- cubelet as node $node (crash-loop backoff shortened to 2s..8s for the demo)"
+hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+echo "- cubelet as node $node (crash-loop backoff shortened to 2s..8s for the demo; endpoint 127.0.0.1:$hport)"
 "$cubelet" -v 1 --root-dir "$tmp/root" --cni-conf-dir "$tmp/cni" --kubeconfig "$tmp/api/node.kubeconfig" \
   --hostname-override "$node" --node-ip 10.99.0.1 --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" \
   --insecure-registry "$reg" --crash-loop-backoff-base 2 --crash-loop-backoff-max 8 \
-  --node-status-update-frequency 2s >"$tmp/cubelet.log" 2>&1 &
+  --node-status-update-frequency 2s --healthz-port "$hport" >"$tmp/cubelet.log" 2>&1 &
 cubelet_pid=$!
 pids+=("$cubelet_pid")
 kubectl wait --for=condition=Ready "node/$node" --timeout=30s >/dev/null
@@ -153,6 +154,13 @@ bold "kubectl get pods -o wide"
 kubectl get pods -o wide
 bold "Events (kubectl get events)"
 kubectl get events --sort-by=.lastTimestamp | tail -25
+bold "cubelet's phase-transition timelines (http://127.0.0.1:$hport/timelines), ms since each pod's worker started"
+curl -fsS "http://127.0.0.1:$hport/timelines" | jq -r '.pods[] |
+  "  \(.name | . + (" " * (11 - length))) " +
+  ([.timeline[] | select(.step | test("^(sandboxReady|containerStarted|phase|statusDelivered|containerExited)")) |
+    "\(.step) \(.offsetUs / 1000 | floor)"] | join(", "))'
+echo
+echo "Step latency histograms: curl http://127.0.0.1:$hport/metrics | grep cubelet_pod_step"
 bold "The crash-looping pod, as kubectl describe shows it"
 kubectl describe pod crashloops | sed -n '/^Status:/p;/State:/,/Restart Count:/p;/^Events:/,$p' | head -30
 echo

@@ -95,7 +95,8 @@ mkdir -p "$data" "$tmp/root" "$tmp/cni-empty"
 # parent and give it no CNI network (sandboxes then fail and are retried,
 # which this test does not look at); -v 3 logs each pod event.
 cgroot=cubelet-agent-it-$$
-agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-empty" --pod-logs-dir "$tmp/logs")
+agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-empty" --pod-logs-dir "$tmp/logs"
+        --healthz-port 0)
 start_server 1
 k() { kubectl --kubeconfig "$data/admin.kubeconfig" "$@"; }
 

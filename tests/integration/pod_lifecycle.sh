@@ -183,7 +183,9 @@ start_server() {
         die "the stand-in did not become ready"
 }
 start_server 1
+hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
+        --healthz-port "$hport" \
         --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" --cgroup-root "$cgroot" \
         --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
         --node-lease-duration-seconds 4 >"$tmp/agent.log" 2>&1 &
@@ -568,6 +570,22 @@ t=$(now)
 k create -f "$tmp/many.yaml" >/dev/null || fail "many: kubectl create failed"
 poll 60 eval '[ "$(count_phase Running)" -eq 30 ]' || fail "many: only $(count_phase Running)/30 Running after 60 s"
 t_run=$(since "$t")
+# The local endpoint: health, the node's pods, metrics and timelines.
+ep() { curl -fsS "http://127.0.0.1:$hport/$1"; }
+[ "$(ep healthz)" == "ok" ] || fail "endpoint: /healthz did not answer ok"
+n_ep=$(ep pods | jq '[.items[] | select(.metadata.labels.batch == "many" and .status.phase == "Running")] | length')
+[ "$n_ep" == 30 ] || fail "endpoint: /pods shows $n_ep of the 30 pods Running"
+metrics=$(ep metrics)
+grep -q '^cubelet_pods{phase="Running"} 30$' <<<"$metrics" ||
+        fail "endpoint: /metrics lacks cubelet_pods{phase=\"Running\"} 30"
+started=$(sed -n 's/^cubelet_pod_step_duration_seconds_count{step="containerStarted"} //p' <<<"$metrics")
+[ "${started:-0}" -ge 30 ] || fail "endpoint: containerStarted observed ${started:-0} times, want >= 30"
+p_sum=$(sed -n 's/^cubelet_pod_step_duration_seconds_sum{step="containerStarted"} //p' <<<"$metrics")
+ep timelines | jq -e '.pods[] | select(.name == "many-1") | [.timeline[].step] |
+        index("containerStarted:main") and index("phase:Running")' >/dev/null ||
+        fail "endpoint: /timelines lacks many-1's steps"
+if curl -fsS "http://127.0.0.1:$hport/nosuch" >/dev/null 2>&1; then fail "endpoint: /nosuch answered"; fi
+pass "endpoint: /healthz, /pods (30 Running), /metrics (mean worker start -> container started $(awk -v s="$p_sum" -v n="$started" 'BEGIN { printf "%.3f", s / n }')s over $started), /timelines"
 t=$(now)
 k delete pods -l batch=many --wait=false >/dev/null || fail "many: kubectl delete failed"
 poll 60 eval '[ -z "$(k get pods -l batch=many -o name 2>/dev/null)" ]' ||

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/admit.h"
 #include "agent/log.h"
@@ -220,7 +221,22 @@ static void admit(struct rec *r)
         r->admitted_checked = true;
         const char *phase = r->pod->status.phase;
         if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
-                /* Terminal already: nothing to run; a deletion completes at once. */
+                /* Terminal already: nothing to run. If an earlier agent left
+                 * state behind (it crashed before the teardown finished),
+                 * re-adopt the pod only to tear it down. */
+                char state[4200];
+                snprintf(state, sizeof(state), "%s/pods/%s/worker.json", p->env->root_dir, r->uid);
+                struct k8s_pod *copy = access(state, F_OK) == 0 ? decode_copy(r) : NULL;
+                struct cb_error err = {0};
+                if (copy != NULL &&
+                    ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) == 0) {
+                        log_info("pod %s/%s is %s but its sandbox was not torn down: cleaning up",
+                                 pod_ns(r), r->name, phase);
+                        ag_pod_worker_terminate(r->worker, 2, NULL, NULL);
+                        return;
+                }
+                if (copy != NULL)
+                        log_error("pod %s/%s: cannot clean up: %s", pod_ns(r), r->name, err.msg);
                 r->finished = true;
                 r->rejected = true;
                 maybe_final_delete(r);

@@ -625,7 +625,7 @@ int rt_container_state(const char *root_dir, const char *id, struct rt_container
 
 /* ---- spawning the monitor ------------------------------------------------------ */
 
-static int memfd_with(const char *name, const char *data, struct cb_error *err)
+int rt_memfd_with(const char *name, const char *data, struct cb_error *err)
 {
         _cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
         if (fd < 0)
@@ -644,7 +644,7 @@ static int memfd_with(const char *name, const char *data, struct cb_error *err)
 
 /* fds above the ones the monitor receives, so no dup2 is a no-op that
  * would keep close-on-exec set */
-static int high_fd(int fd, struct cb_error *err)
+int rt_high_fd(int fd, struct cb_error *err)
 {
         int h = fcntl(fd, F_DUPFD_CLOEXEC, 10);
         if (h < 0)
@@ -663,9 +663,9 @@ static int high_fd(int fd, struct cb_error *err)
 static int spawn_monitor(const char *exe, int cfg, int bpf, int sock, pid_t *ret,
                          struct cb_error *err)
 {
-        _cleanup_close_ int hc = high_fd(cfg, err);
-        _cleanup_close_ int hb = bpf >= 0 ? high_fd(bpf, err) : -1;
-        _cleanup_close_ int hs = high_fd(sock, err);
+        _cleanup_close_ int hc = rt_high_fd(cfg, err);
+        _cleanup_close_ int hb = bpf >= 0 ? rt_high_fd(bpf, err) : -1;
+        _cleanup_close_ int hs = rt_high_fd(sock, err);
         if (hc < 0 || hs < 0 || (bpf >= 0 && hb < 0))
                 return -1;
         posix_spawn_file_actions_t fa;
@@ -788,7 +788,7 @@ int rt_container_create_start(const struct rt_container_config *config,
         _cleanup_free_ char *json = NULL;
         if (rt_config_to_json(config, &json, err) < 0)
                 return -1;
-        _cleanup_close_ int cfg = memfd_with("cubelet-config", json, err);
+        _cleanup_close_ int cfg = rt_memfd_with("cubelet-config", json, err);
         if (cfg < 0)
                 return -1;
         int sp[2];

@@ -113,3 +113,14 @@ struct rt_init_args {
 /* C0: waits for sync 1, unshares the PID namespace, forks C and reports its
  * pid; C runs the setup and execs. Never returns. */
 __attribute__((noreturn)) void rt_init_run(const struct rt_init_args *a);
+
+/* Shared by the container init and exec (runtime/init.c): supplementary
+ * groups, then gid and uid with the permitted capabilities kept (capset
+ * follows); every signal disposition back to SIG_DFL and an empty mask. */
+int rt_set_user(const struct rt_container_config *c, struct cb_error *err);
+void rt_reset_signals(void);
+
+/* runtime/container.c: a memfd (MFD_CLOEXEC) holding data, and
+ * a close-on-exec duplicate of fd numbered 10 or above. */
+int rt_memfd_with(const char *name, const char *data, struct cb_error *err);
+int rt_high_fd(int fd, struct cb_error *err);

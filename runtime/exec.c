@@ -76,31 +76,6 @@ int rt_container_save_config(const struct rt_container_config *c, struct cb_erro
 
 /* ---- agent side ------------------------------------------------------------ */
 
-static int memfd_of(const char *data, struct cb_error *err)
-{
-        _cleanup_close_ int fd = memfd_create("cubelet-exec", MFD_CLOEXEC);
-        if (fd < 0)
-                return cb_error_set(err, errno, "cannot create a memfd");
-        size_t len = strlen(data), off = 0;
-        while (off < len) {
-                ssize_t n = write(fd, data + off, len - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return cb_error_set(err, errno, "cannot write the exec memfd");
-                off += (size_t)n;
-        }
-        return take_fd(&fd);
-}
-
-static int dup_high(int fd, struct cb_error *err)
-{
-        int h = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-        if (h < 0)
-                return cb_error_set(err, errno, "fcntl(F_DUPFD_CLOEXEC)");
-        return h;
-}
-
 int rt_container_exec_start(const char *root_dir, const char *id, const char *monitor_path,
                             const char *const *argv, int *ret_pidfd, int *ret_out_fd,
                             struct cb_error *err)
@@ -153,7 +128,7 @@ int rt_container_exec_start(const char *root_dir, const char *id, const char *mo
         _cleanup_free_ char *req = NULL;
         if (rt_config_to_json(&c, &req, err) < 0)
                 return cb_error_prefix(err, "exec in container %s", id);
-        _cleanup_close_ int cfg = memfd_of(req, err);
+        _cleanup_close_ int cfg = rt_memfd_with("cubelet-exec", req, err);
         if (cfg < 0)
                 return -1;
         int pp[2];
@@ -164,9 +139,9 @@ int rt_container_exec_start(const char *root_dir, const char *id, const char *mo
         if (fcntl(rd, F_SETFL, O_NONBLOCK) < 0)
                 return cb_error_set(err, errno, "exec in container %s: O_NONBLOCK", id);
 
-        _cleanup_close_ int hc = dup_high(cfg, err);
-        _cleanup_close_ int hb = bpf >= 0 ? dup_high(bpf, err) : -1;
-        _cleanup_close_ int hw = dup_high(wr, err);
+        _cleanup_close_ int hc = rt_high_fd(cfg, err);
+        _cleanup_close_ int hb = bpf >= 0 ? rt_high_fd(bpf, err) : -1;
+        _cleanup_close_ int hw = rt_high_fd(wr, err);
         if (hc < 0 || hw < 0 || (bpf >= 0 && hb < 0))
                 return -1;
         posix_spawn_file_actions_t fa;
@@ -327,39 +302,6 @@ __attribute__((noreturn)) static void fail(int code, const struct cb_error *e)
         _exit(code);
 }
 
-static int set_user(const struct rt_container_config *c, struct cb_error *err)
-{
-        gid_t groups[64];
-        if (c->n_groups > CB_ARRAY_SIZE(groups))
-                return cb_error_set(err, E2BIG, "more than %zu supplementary groups",
-                                    CB_ARRAY_SIZE(groups));
-        for (size_t i = 0; i < c->n_groups; i++)
-                groups[i] = (gid_t)c->groups[i];
-        if (setgroups(c->n_groups, groups) < 0)
-                return cb_error_set(err, errno, "setgroups failed");
-        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
-                return cb_error_set(err, errno, "PR_SET_KEEPCAPS failed");
-        if (setresgid(c->gid, c->gid, c->gid) < 0)
-                return cb_error_set(err, errno, "cannot set gid %u", c->gid);
-        if (setresuid(c->uid, c->uid, c->uid) < 0)
-                return cb_error_set(err, errno, "cannot set uid %u", c->uid);
-        if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-                return cb_error_set(err, errno, "PR_SET_KEEPCAPS failed");
-        return 0;
-}
-
-static void reset_signals(void)
-{
-        struct sigaction sa = {.sa_handler = SIG_DFL};
-        sigemptyset(&sa.sa_mask);
-        for (int s = 1; s < _NSIG; s++)
-                if (s != SIGKILL && s != SIGSTOP)
-                        (void)sigaction(s, &sa, NULL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-}
-
 static const char *env_get(const char *const *env, const char *key)
 {
         size_t n = strlen(key);
@@ -426,7 +368,7 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
                         fail(126, &err);
                 seccomp_done = true;
         }
-        if (rt_caps_drop_bounding(caps, &err) < 0 || set_user(c, &err) < 0 ||
+        if (rt_caps_drop_bounding(caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
             rt_caps_set(caps, &err) < 0)
                 fail(126, &err);
         if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
@@ -441,7 +383,7 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll(&hup, 1, 0) != 0)
                 _exit(126);
         close(go_fd);
-        reset_signals();
+        rt_reset_signals();
         if (rt_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 && errno != ENOSYS) {
                 cb_error_set(&err, errno, "close_range failed");
                 fail(126, &err);

@@ -66,7 +66,7 @@ static int join_namespaces(const struct rt_container_config *c, struct cb_error 
         return 0;
 }
 
-static int set_user(const struct rt_container_config *c, struct cb_error *err)
+int rt_set_user(const struct rt_container_config *c, struct cb_error *err)
 {
         gid_t groups[64];
         if (c->n_groups > CB_ARRAY_SIZE(groups))
@@ -89,7 +89,7 @@ static int set_user(const struct rt_container_config *c, struct cb_error *err)
         return 0;
 }
 
-static void reset_signals(void)
+void rt_reset_signals(void)
 {
         /* ignored dispositions survive execve (crun #2058): reset all */
         struct sigaction sa = {.sa_handler = SIG_DFL};
@@ -237,7 +237,7 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
                 seccomp_done = true;
         }
         /* 6, 7 */
-        if (rt_caps_drop_bounding(a->caps, &err) < 0 || set_user(c, &err) < 0 ||
+        if (rt_caps_drop_bounding(a->caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
             rt_caps_set(a->caps, &err) < 0)
                 die(sfd, &err);
         /* 8 */
@@ -246,7 +246,7 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
                 die(sfd, &err);
         }
         /* 9, 10 */
-        reset_signals();
+        rt_reset_signals();
         if (close_fds(&err) < 0)
                 die(sfd, &err);
         /* 11 */

@@ -95,13 +95,17 @@ poll_cgroups() {
     for d in "$pod_dir"/*/; do
       [ -f "$d/cgroup.procs" ] || continue
       id=$(basename "$d")
-      # the pod's files too, while one of its containers runs
+      # the pod's files too, while one of its containers runs: kept only
+      # when that container still runs after the read (as snapshot does),
+      # so the teardown at the end cannot overwrite a good copy
       if snapshot "$d" "/tmp/snap/$id"; then
-        mkdir -p /tmp/snap/pod-while-running
+        rm -rf /tmp/snap.pod
+        mkdir -p /tmp/snap.pod
         for f in $snap_files; do
-          cat "$pod_dir/$f" >"/tmp/snap/pod-while-running/$f" 2>/dev/null ||
-            echo "<missing>" >"/tmp/snap/pod-while-running/$f"
+          cat "$pod_dir/$f" >"/tmp/snap.pod/$f" 2>/dev/null || echo "<missing>" >"/tmp/snap.pod/$f"
         done
+        read -r p <"$d/cgroup.procs" 2>/dev/null && [ -n "$p" ] &&
+          rm -rf /tmp/snap/pod-while-running && mv /tmp/snap.pod /tmp/snap/pod-while-running
       fi
     done
     sleep 0.2

@@ -184,12 +184,15 @@ start_server() {
 }
 start_server 1
 hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
-        --healthz-port "$hport" \
-        --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" --cgroup-root "$cgroot" \
-        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
-        --node-lease-duration-seconds 4 >"$tmp/agent.log" 2>&1 &
-agent_pid=$!
+start_agent() {
+        "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
+                --healthz-port "$hport" \
+                --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" --cgroup-root "$cgroot" \
+                --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+                --node-lease-duration-seconds 4 >>"$tmp/agent.log" 2>&1 &
+        agent_pid=$!
+}
+start_agent
 
 # ---- 1. the node registers Ready -------------------------------------------------
 poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
@@ -592,6 +595,55 @@ poll 60 eval '[ -z "$(k get pods -l batch=many -o name 2>/dev/null)" ]' ||
         fail "many: $(k get pods -l batch=many -o name | wc -l) pods left 60 s after delete"
 t_gone=$(since "$t")
 pass "13 30 pods Running in ${t_run}s, all gone ${t_gone}s after delete (grace 3)"
+
+# ---- 14. the agent SIGKILLed and restarted: re-adoption -----------------------------------
+# A running container keeps running (same containerID, no restart); one that
+# exits while the agent is down has its exit reported; a pod deleted while
+# the agent is down is stopped after the restart.
+cat >"$tmp/adopt.yaml" <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: adopt, namespace: default}
+spec:
+  nodeName: $NODE
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: long, image: busybox:1.36, command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']}
+  - {name: quick, image: busybox:1.36, command: [sh, -c, 'sleep 3; exit 5']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: orphan, namespace: default}
+spec:
+  nodeName: $NODE
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, image: busybox:1.36, command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']}
+EOF
+k create -f "$tmp/adopt.yaml" >/dev/null || fail "adopt: kubectl create failed"
+k wait --for=jsonpath='{.status.phase}'=Running pod/adopt pod/orphan --timeout=60s >/dev/null ||
+        fail "adopt: pods not Running"
+cid() { k get pod adopt -o jsonpath="{.status.containerStatuses[?(@.name==\"$1\")].containerID}"; }
+long_before=$(cid long)
+orphan_uid=$(k get pod orphan -o jsonpath='{.metadata.uid}')
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null || true
+k delete pod orphan --grace-period=0 --force >/dev/null 2>&1 || true
+sleep 4 # quick exits (after 3 s) while the agent is down
+start_agent
+poll 30 eval '[ "$(k get pod adopt -o jsonpath="{.status.containerStatuses[?(@.name==\"quick\")].state.terminated.exitCode}")" == 5 ]' ||
+        fail "adopt: quick's exit 5 (while the agent was down) was not reported"
+[ "$(cid long)" == "$long_before" ] || fail "adopt: long was replaced ($long_before -> $(cid long))"
+[ "$(k get pod adopt -o jsonpath='{.status.containerStatuses[?(@.name=="long")].restartCount}')" == 0 ] ||
+        fail "adopt: long was restarted"
+[ "$(k get pod adopt -o jsonpath='{.status.containerStatuses[?(@.name=="long")].ready}')" == true ] ||
+        fail "adopt: long not ready after the restart"
+poll 20 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "pod$orphan_uid" 2>/dev/null)" ]' ||
+        fail "adopt: the pod deleted while the agent was down was not cleaned up"
+pass "14 agent SIGKILLed: running container adopted (same ID, 0 restarts), exit during the outage reported, deleted pod cleaned up"
+k delete pod adopt --wait=true --timeout=30s >/dev/null 2>&1 || fail "adopt: delete"
 
 # ---- nothing left behind ----------------------------------------------------------------
 clear_pods

@@ -53,11 +53,13 @@ struct ag_pods {
         struct k8s_node *node;
         struct rec *recs;
         size_t n;
-        bool swept; /* left-over pods from an earlier run handled */
+        bool swept;  /* left-over pods from an earlier run handled */
+        bool synced; /* the first pod list arrived */
         struct ag_metrics *metrics;
 };
 
 static void maybe_final_delete(struct rec *r);
+static void maybe_sweep(struct ag_pods *p);
 static void check_noexecute(struct rec *r);
 
 static const char *pod_ns(const struct rec *r)
@@ -605,6 +607,7 @@ void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
                         admit(r);
                 check_noexecute(r);
         }
+        maybe_sweep(p);
 }
 
 /* Container garbage collection after a restart: runtime containers that no
@@ -641,8 +644,21 @@ static void collect_orphans(struct ag_pods *p)
 
 void ag_pods_synced(struct ag_pods *p)
 {
-        if (p->swept)
+        p->synced = true;
+        maybe_sweep(p);
+}
+
+/* The sweep and the container GC run once, after the first pod list AND
+ * after every listed pod went through admission (which waits for the
+ * Node): until then a pod's containers are not claimed by its worker yet
+ * and would be mistaken for orphans. */
+static void maybe_sweep(struct ag_pods *p)
+{
+        if (p->swept || !p->synced || p->node == NULL)
                 return;
+        for (const struct rec *r = p->recs; r; r = r->next)
+                if (!r->admitted_checked && !r->gone && r->pod != NULL)
+                        return;
         p->swept = true;
         /* Pods that ran here but were deleted while the agent was away:
          * re-adopt them from their saved state, then stop and clean up. */

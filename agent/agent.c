@@ -23,6 +23,7 @@
 #include "agent/selfcgroup.h"
 #include "runtime/sandbox.h"
 #include "status/podstatus.h"
+#include "agent/offload.h"
 #include "lib/cleanup.h"
 
 #include <systemd/sd-daemon.h>
@@ -509,6 +510,9 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             .pull_backoff_base = 10,
             .pull_backoff_cap = 300,
         };
+        if (ag_offload_new(a->loop, "image pulls", 1, &a->env.pulls, err) < 0 ||
+            ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0)
+                return -1;
         if (ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0 ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
@@ -568,6 +572,10 @@ static void stop_agent(struct agent *a)
         sd_notify(0, "STOPPING=1");
         ag_endpoint_free(a->endpoint);
         ag_pods_free(a->pod_mgr);
+        /* After the workers: jobs still running finish, and their results
+         * are dropped (the next agent finds and redoes a half-made sandbox). */
+        ag_offload_free(a->env.pulls);
+        ag_offload_free(a->env.sandboxes);
         ag_metrics_free(a->metrics);
         /* The private bind mount of <root>/sandboxes goes once no pod
          * sandbox is left (containers outlive the agent otherwise). */

@@ -27,6 +27,7 @@
 #include "agent/log.h"
 #include "agent/loop.h"
 #include "agent/nodeinfo.h"
+#include "agent/offload.h"
 #include "agent/podworker.h"
 #include "agent/statusgen.h"
 #include "lib/cleanup.h"
@@ -288,6 +289,9 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         if (ag_loop_new(&rp.loop, &err) < 0)
                 goto fail;
         env.loop = rp.loop;
+        if (ag_offload_new(rp.loop, "image pulls", 1, &env.pulls, &err) < 0 ||
+            ag_offload_new(rp.loop, "sandboxes", 1, &env.sandboxes, &err) < 0)
+                goto fail;
         if (ag_loop_add_signals(rp.loop, &mask, on_signal, &rp, &err) < 0)
                 goto fail;
         if (ag_pod_worker_new(&env, steal_pointer(&pod), &ops, &rp, &rp.worker, &err) < 0)
@@ -310,6 +314,8 @@ fail:
         fprintf(stderr, "cubelet run-pod: %s: %s\n", pod_ref, err.msg);
 out:
         ag_pod_worker_free(rp.worker);
+        ag_offload_free(env.pulls);
+        ag_offload_free(env.sandboxes);
         if (rt_sandbox_release_root(opts->root_dir, &err) < 0)
                 log_warning("%s", err.msg);
         if (rp.loop)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/containerspec.h"
+#include "agent/offload.h"
 #include "agent/prober.h"
 #include "agent/qos.h"
 #include "agent/statusgen.h"
@@ -28,6 +29,9 @@
 #define REASON_MAX       64
 #define MESSAGE_MAX      1024
 #define SANDBOX_RETRY_MS 10000
+
+struct pull_job;
+struct sandbox_job;
 
 struct ctr {
         const struct k8s_container *spec;
@@ -57,6 +61,8 @@ struct ctr {
         int64_t pull_failed_at;
         struct ag_timer *timer; /* restart or pull backoff */
         bool waiting_timer;
+        struct pull_job *pull_job; /* a pull in progress */
+        struct rt_image *pulled;   /* its result, not yet used */
 };
 
 struct ag_pod_worker {
@@ -72,6 +78,7 @@ struct ag_pod_worker {
         bool have_plan;
         bool cgroup_created;
         bool sandbox_ready;
+        struct sandbox_job *sandbox_job; /* being made, off the loop */
         struct rt_sandbox sandbox;
         char pod_ip_buf[2][64];
         const char *pod_ips[2];
@@ -532,6 +539,8 @@ static void finish(struct ag_pod_worker *w)
 {
         if (w->done)
                 return;
+        if (w->sandbox_job != NULL)
+                return; /* sandbox_done() kicks the worker again */
         for (size_t i = 0; i < w->n; i++)
                 if (w->ctrs[i].timer)
                         ag_timer_disarm(w->ctrs[i].timer);
@@ -745,10 +754,148 @@ static void arm_ctr_timer(struct ctr *c, int64_t seconds)
         ag_timer_arm(c->timer, (uint64_t)(seconds > 0 ? seconds : 0) * 1000);
 }
 
-/* Makes sure the image is present under the pull policy. 0: present. */
+/* ---- image pulls, off the loop --------------------------------------------------------
+ *
+ * Pulls run on the agent's pull queue (one at a time, as the kubelet's
+ * default serializeImagePulls), never on the event loop. The job owns
+ * copies of its inputs; c is cleared when the worker goes away first. */
+
+struct pull_job {
+        struct ctr *c;
+        char *root_dir, *image;
+        char **insecure;
+        size_t n_insecure;
+        int rc;
+        struct cb_error err;
+        struct rt_image *img;
+        uint64_t submitted_us, started_us, finished_us;
+};
+
+static uint64_t mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void pull_job_free(struct pull_job *j)
+{
+        if (j == NULL)
+                return;
+        free(j->root_dir);
+        free(j->image);
+        for (size_t i = 0; i < j->n_insecure; i++)
+                free(j->insecure[i]);
+        free(j->insecure);
+        rt_image_free(j->img);
+        free(j);
+}
+
+static void pull_work(void *data)
+{
+        struct pull_job *j = data;
+        j->started_us = mono_us();
+        struct rt_pull_opts opts = {
+            .insecure_registries = (const char *const *)j->insecure,
+            .n_insecure = j->n_insecure,
+        };
+        j->rc = rt_image_pull(j->root_dir, j->image, &opts, NULL, &j->err);
+        if (j->rc == 0) {
+                j->rc = rt_image_lookup(j->root_dir, j->image, &j->img, &j->err);
+                if (j->rc == 0 && j->img == NULL)
+                        j->rc = cb_error_set(&j->err, 0, "image not found after the pull");
+        }
+        j->finished_us = mono_us();
+}
+
+static void pull_done(void *data, bool cancelled)
+{
+        struct pull_job *j = data;
+        struct ctr *c = j->c;
+        if (c == NULL) {
+                pull_job_free(j);
+                return;
+        }
+        struct ag_pod_worker *w = c->w;
+        c->pull_job = NULL;
+        if (cancelled || w->done || w->terminating) {
+                pull_job_free(j);
+                return;
+        }
+        int64_t now = now_s();
+        if (j->rc < 0) {
+                st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
+                                w->env->pull_backoff_cap);
+                c->pull_failed_at = now;
+                set_waiting(c, "ErrImagePull", "%s", j->err.msg);
+                emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s", j->image,
+                           j->err.msg);
+                emit_event(w, c, "Warning", "Failed", "Error: ErrImagePull");
+                /* The kubelet syncs the pod again soon after a failed sync;
+                 * that sync finds the pull in back-off (ImagePullBackOff) and
+                 * the next pull happens when the back-off has passed. */
+                arm_ctr_timer(c, 1);
+        } else {
+                double secs = (double)(j->finished_us - j->started_us) / 1e6;
+                double total = (double)(j->finished_us - j->submitted_us) / 1e6;
+                emit_event(w, c, "Normal", "Pulled",
+                           "Successfully pulled image \"%s\" in %.3fs (%.3fs including waiting). "
+                           "Image size: %" PRIu64 " bytes.",
+                           j->image, secs, total, j->img->size);
+                c->pull_failed_at = 0;
+                rt_image_free(c->pulled);
+                c->pulled = j->img;
+                j->img = NULL;
+        }
+        pull_job_free(j);
+        ag_timer_arm(w->kick, 0);
+}
+
+/* Queues the pull; 1 (in progress) or -1. */
+static int submit_pull(struct ag_pod_worker *w, struct ctr *c, const char *image)
+{
+        struct pull_job *j = calloc(1, sizeof(*j));
+        if (j == NULL)
+                return -1;
+        j->c = c;
+        j->root_dir = strdup(w->env->root_dir);
+        j->image = strdup(image);
+        j->insecure = calloc(w->env->n_insecure_registries + 1, sizeof(char *));
+        bool ok = j->root_dir && j->image && j->insecure;
+        for (size_t i = 0; ok && i < w->env->n_insecure_registries; i++) {
+                j->insecure[i] = strdup(w->env->insecure_registries[i]);
+                ok = j->insecure[i] != NULL;
+                j->n_insecure += ok;
+        }
+        struct cb_error err = {0};
+        if (!ok) {
+                cb_error_set(&err, ENOMEM, "queueing the pull");
+        } else {
+                j->submitted_us = mono_us();
+                if (ag_offload_submit(w->env->pulls, pull_work, pull_done, j, &err) == 0) {
+                        c->pull_job = j;
+                        emit_event(w, c, "Normal", "Pulling", "Pulling image \"%s\"", image);
+                        return 1;
+                }
+        }
+        pull_job_free(j);
+        set_waiting(c, "ErrImagePull", "%s", err.msg);
+        arm_ctr_timer(c, 1);
+        return -1;
+}
+
+/* Makes sure the image is present under the pull policy. 0: present, 1: a pull is
+ * in progress (the worker is kicked when it ends), -1: not available. */
 static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image **ret)
 {
         const char *image = c->spec->image ? c->spec->image : "";
+        if (c->pull_job != NULL)
+                return 1;
+        if (c->pulled != NULL) {
+                *ret = c->pulled;
+                c->pulled = NULL;
+                return 0;
+        }
         struct cb_error err = {0};
         struct rt_image_ref ref;
         if (rt_image_ref_parse(image, &ref, &err) < 0) {
@@ -786,39 +933,7 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                 arm_ctr_timer(c, c->pull_failed_at + c->pull_backoff.backoff - now);
                 return -1;
         }
-        emit_event(w, c, "Normal", "Pulling", "Pulling image \"%s\"", image);
-        struct rt_pull_opts opts = {
-            .insecure_registries = w->env->insecure_registries,
-            .n_insecure = w->env->n_insecure_registries,
-        };
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (rt_image_pull(w->env->root_dir, image, &opts, NULL, &err) < 0 ||
-            rt_image_lookup(w->env->root_dir, image, &img, &err) < 0 || img == NULL) {
-                if (img == NULL && err.msg[0] == '\0')
-                        snprintf(err.msg, sizeof(err.msg), "image not found after the pull");
-                st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
-                                w->env->pull_backoff_cap);
-                c->pull_failed_at = now;
-                set_waiting(c, "ErrImagePull", "%s", err.msg);
-                emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s", image,
-                           err.msg);
-                emit_event(w, c, "Warning", "Failed", "Error: ErrImagePull");
-                /* The kubelet syncs the pod again soon after a failed sync;
-                 * that sync finds the pull in back-off (ImagePullBackOff) and
-                 * the next pull happens when the back-off has passed. */
-                arm_ctr_timer(c, 1);
-                return -1;
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-        emit_event(w, c, "Normal", "Pulled",
-                   "Successfully pulled image \"%s\" in %.3fs (%.3fs including waiting). Image "
-                   "size: %" PRIu64 " bytes.",
-                   image, secs, secs, img->size);
-        c->pull_failed_at = 0;
-        *ret = img;
-        return 0;
+        return submit_pull(w, c, image);
 }
 
 /* Looks a user or group name up in the image's /etc/passwd or /etc/group,
@@ -1037,7 +1152,7 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
 {
         struct rt_image *img = NULL;
         c->wait_reason[0] = c->wait_message[0] = '\0';
-        if (ensure_image(w, c, &img) < 0)
+        if (ensure_image(w, c, &img) != 0)
                 return;
         ag_pod_worker_mark(w, "imageReady", c->spec->name);
         snprintf(c->image, sizeof(c->image), "%s", img->ref);
@@ -1222,10 +1337,83 @@ static void on_sandbox_timer(struct ag_timer *t, void *data)
         advance(data);
 }
 
+/* ---- the sandbox, off the loop ----------------------------------------------------------
+ *
+ * Namespaces and the CNI ADD run on the agent's sandbox queue. The job owns
+ * copies of everything it reads (an arena); w is cleared when the worker is
+ * freed first (agent shutdown: the half-made sandbox is found, removed and
+ * made again by the next agent). A terminating worker waits for the job
+ * before it tears down, so teardown never races a CNI ADD. */
+
+struct sandbox_job {
+        struct ag_pod_worker *w;
+        struct cb_arena *arena;
+        struct rt_sandbox_config cfg;
+        int rc;
+        struct cb_error err;
+        struct rt_sandbox sandbox;
+};
+
+static void sandbox_job_free(struct sandbox_job *j)
+{
+        if (j == NULL)
+                return;
+        cb_arena_free(j->arena);
+        free(j);
+}
+
+static void sandbox_work(void *data)
+{
+        struct sandbox_job *j = data;
+        /* A sandbox left by an earlier attempt is torn down first. */
+        rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, NULL);
+        j->rc = rt_sandbox_create(&j->cfg, &j->sandbox, &j->err);
+}
+
+static void sandbox_done(void *data, bool cancelled)
+{
+        struct sandbox_job *j = data;
+        struct ag_pod_worker *w = j->w;
+        if (w == NULL) {
+                sandbox_job_free(j);
+                return;
+        }
+        w->sandbox_job = NULL;
+        if (cancelled) {
+                sandbox_job_free(j);
+                return;
+        }
+        if (j->rc < 0) {
+                if (!w->terminating)
+                        emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                                   "Failed to create pod sandbox: %s", j->err.msg);
+                ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+        } else {
+                /* Also when terminating: teardown removes it. */
+                w->sandbox = j->sandbox;
+                w->sandbox_ready = true;
+                ag_pod_worker_mark(w, "sandboxReady", NULL);
+                w->n_pod_ips = 0;
+                for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
+                        snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s",
+                                 w->sandbox.pod_ips[i]);
+                        w->pod_ips[w->n_pod_ips++] = w->pod_ip_buf[i];
+                }
+        }
+        sandbox_job_free(j);
+        ag_timer_arm(w->kick, 0);
+}
+
+/* 0: ready; 1: being made (the worker is kicked when it is); -1: failed
+ * (retried by the sandbox timer). */
 static int ensure_sandbox(struct ag_pod_worker *w)
 {
         if (w->sandbox_ready)
                 return 0;
+        if (w->sandbox_job != NULL)
+                return 1;
+        if (ag_timer_armed(w->sandbox_timer))
+                return -1;
         struct cb_error err = {0};
         const struct k8s_pod *p = w->pod;
         if (!w->cgroup_created) {
@@ -1238,17 +1426,25 @@ static int ensure_sandbox(struct ag_pod_worker *w)
                 }
                 w->cgroup_created = true;
         }
+        struct sandbox_job *j = calloc(1, sizeof(*j));
+        if (j == NULL)
+                return -1;
+        j->w = w;
+        j->arena = cb_arena_new(0);
+        if (j->arena == NULL) {
+                free(j);
+                return -1;
+        }
+        struct cb_arena *a = j->arena;
         size_t n_ports = 0;
         for (size_t i = 0; i < p->spec.n_containers; i++)
-                for (size_t j = 0; j < p->spec.containers[i].n_ports; j++)
-                        n_ports += p->spec.containers[i].ports[j].host_port > 0;
-        _cleanup_free_ struct rt_port_mapping *ports = calloc(n_ports + 1, sizeof(*ports));
-        if (ports == NULL)
-                return -1;
+                for (size_t jj = 0; jj < p->spec.containers[i].n_ports; jj++)
+                        n_ports += p->spec.containers[i].ports[jj].host_port > 0;
+        struct rt_port_mapping *ports = cb_arena_calloc(a, n_ports + 1, sizeof(*ports));
         size_t k = 0;
-        for (size_t i = 0; i < p->spec.n_containers; i++)
-                for (size_t j = 0; j < p->spec.containers[i].n_ports; j++) {
-                        const struct k8s_container_port *cp = &p->spec.containers[i].ports[j];
+        for (size_t i = 0; ports && i < p->spec.n_containers; i++)
+                for (size_t jj = 0; jj < p->spec.containers[i].n_ports; jj++) {
+                        const struct k8s_container_port *cp = &p->spec.containers[i].ports[jj];
                         if (cp->host_port <= 0)
                                 continue;
                         ports[k].host_port = cp->host_port;
@@ -1261,45 +1457,41 @@ static int ensure_sandbox(struct ag_pod_worker *w)
                                  cp->host_ip ? cp->host_ip : "");
                         k++;
                 }
-        char hostname[64];
-        snprintf(hostname, sizeof(hostname), "%s",
-                 p->spec.hostname && p->spec.hostname[0] ? p->spec.hostname : p->meta.name);
-        char cache[RT_PATH_MAX];
-        snprintf(cache, sizeof(cache), "%s/cni-cache", w->env->root_dir);
-        struct rt_sandbox_config cfg = {
-            .root_dir = w->env->root_dir,
-            .name = p->meta.name,
-            .namespace_ = pod_ns(p),
-            .uid = p->meta.uid,
-            .hostname = hostname,
+        const char *hostname =
+            p->spec.hostname && p->spec.hostname[0] ? p->spec.hostname : p->meta.name;
+        j->cfg = (struct rt_sandbox_config){
+            .root_dir = cb_arena_strdup(a, w->env->root_dir),
+            .name = cb_arena_strdup(a, p->meta.name),
+            .namespace_ = cb_arena_strdup(a, pod_ns(p)),
+            .uid = cb_arena_strdup(a, p->meta.uid),
+            .hostname = cb_arena_strndup(a, hostname, 63),
             .dns_domain = "",
             .host_network = p->spec.host_network,
             .host_ipc = p->spec.host_ipc,
             .host_pid = p->spec.host_pid,
             .ports = ports,
             .n_ports = k,
-            .cni = {.conf_dir = w->env->cni_conf_dir,
-                    .bin_dirs = w->env->cni_bin_dir,
-                    .cache_dir = cache},
-            .cgroup_parent = w->pod_cgroup,
+            .cni = {.conf_dir = cb_arena_strdup(a, w->env->cni_conf_dir),
+                    .bin_dirs = cb_arena_strdup(a, w->env->cni_bin_dir),
+                    .cache_dir = cb_arena_printf(a, "%s/cni-cache", w->env->root_dir)},
+            .cgroup_parent = cb_arena_strdup(a, w->pod_cgroup),
         };
-        snprintf(cfg.id, sizeof(cfg.id), "%s", p->meta.uid);
-        /* A sandbox left by an earlier attempt is torn down first. */
-        rt_sandbox_remove(w->env->root_dir, cfg.id, NULL);
-        if (rt_sandbox_create(&cfg, &w->sandbox, &err) < 0) {
+        snprintf(j->cfg.id, sizeof(j->cfg.id), "%s", p->meta.uid);
+        if (ports == NULL || cb_arena_over_limit(a) || !j->cfg.root_dir || !j->cfg.name ||
+            !j->cfg.namespace_ || !j->cfg.uid || !j->cfg.hostname || !j->cfg.cni.conf_dir ||
+            !j->cfg.cni.bin_dirs || !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent) {
+                sandbox_job_free(j);
+                return -1;
+        }
+        if (ag_offload_submit(w->env->sandboxes, sandbox_work, sandbox_done, j, &err) < 0) {
+                sandbox_job_free(j);
                 emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
                            "Failed to create pod sandbox: %s", err.msg);
                 ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
                 return -1;
         }
-        w->sandbox_ready = true;
-        ag_pod_worker_mark(w, "sandboxReady", NULL);
-        w->n_pod_ips = 0;
-        for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
-                snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s", w->sandbox.pod_ips[i]);
-                w->pod_ips[w->n_pod_ips++] = w->pod_ip_buf[i];
-        }
-        return 0;
+        w->sandbox_job = j;
+        return 1;
 }
 
 static bool init_done(const struct ctr *c)
@@ -1673,7 +1865,12 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
 {
         if (w == NULL)
                 return;
+        if (w->sandbox_job)
+                w->sandbox_job->w = NULL;
         for (size_t i = 0; w->ctrs && i < w->n; i++) {
+                if (w->ctrs[i].pull_job)
+                        w->ctrs[i].pull_job->c = NULL;
+                rt_image_free(w->ctrs[i].pulled);
                 stop_watch(&w->ctrs[i]);
                 stop_probers(&w->ctrs[i]);
                 if (w->ctrs[i].timer)

@@ -30,6 +30,11 @@
 #include "lib/error.h"
 
 /* What every worker on the node shares. Strings are borrowed. */
+struct ag_offload;
+
+/* Sandboxes made at once (CNI ADDs in parallel, as the CRI runtimes do). */
+#define AG_SANDBOX_THREADS 3
+
 struct ag_node_env {
         struct ag_loop *loop;
         const char *root_dir;     /* --root-dir */
@@ -47,6 +52,8 @@ struct ag_node_env {
         size_t n_insecure_registries;
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
         int64_t pull_backoff_base, pull_backoff_cap; /* seconds; image pulls */
+        struct ag_offload *pulls;     /* image pulls, one at a time (agent/offload.h) */
+        struct ag_offload *sandboxes; /* sandbox creation: namespaces, CNI ADD */
 };
 
 struct ag_pod_worker;

@@ -20,9 +20,11 @@ struct subcommand {
 
 int cmd_monitor(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_exec_helper(int argc, char **argv, const struct cb_global_opts *opts);
+int cmd_pause(int argc, char **argv, const struct cb_global_opts *opts);
 static const struct subcommand subcommands[] = {
     {"__monitor", cmd_monitor, NULL},  /* hidden: runtime/monitor.c */
     {"__exec", cmd_exec_helper, NULL}, /* hidden: runtime/exec.c */
+    {"__pause", cmd_pause, NULL},      /* hidden: runtime/pause.c */
     {"version", cmd_version, "print the version"},
     {"inspect", cmd_inspect,
      "inspect POD_FILE [--node NODE_FILE] [--running PODLIST_FILE]: admission, QoS, "

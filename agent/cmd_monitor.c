@@ -6,9 +6,17 @@
  */
 #include "agent/cli.h"
 #include "runtime/container.h"
+#include "runtime/sandbox.h"
 
 int cmd_monitor(int argc, char **argv, const struct cb_global_opts *opts)
 {
         (void)opts;
         return rt_monitor_main(argc, argv);
+}
+
+/* `cubelet __pause 3`: the pod PID namespace init (runtime/pause.c). */
+int cmd_pause(int argc, char **argv, const struct cb_global_opts *opts)
+{
+        (void)opts;
+        return rt_pause_main(argc, argv);
 }

@@ -591,13 +591,6 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
 {
         struct ag_container_spec s = {0};
         const struct k8s_security_context *sc = &c->security_context;
-        /* Each container has its own PID namespace (or the host's); a shared
-         * one needs a pod-level init that cubelet does not have yet. Refuse
-         * rather than run the pod with semantics it did not ask for. */
-        if (pod->spec.share_process_namespace)
-                return cb_error_set(err, 0,
-                                    "spec.shareProcessNamespace: true is not supported by cubelet "
-                                    "yet; remove it or run the pod on another node");
         s.pull_policy = ag_pull_policy(c);
         s.privileged = sc->has_privileged && sc->privileged;
         s.no_new_privs = sc->has_allow_privilege_escalation && !sc->allow_privilege_escalation;

@@ -32,6 +32,7 @@
 
 struct pull_job;
 struct sandbox_job;
+struct start_job;
 
 struct ctr {
         const struct k8s_container *spec;
@@ -61,8 +62,9 @@ struct ctr {
         int64_t pull_failed_at;
         struct ag_timer *timer; /* restart or pull backoff */
         bool waiting_timer;
-        struct pull_job *pull_job; /* a pull in progress */
-        struct rt_image *pulled;   /* its result, not yet used */
+        struct pull_job *pull_job;   /* a pull in progress */
+        struct start_job *start_job; /* a container being created and started */
+        struct rt_image *pulled;     /* its result, not yet used */
 };
 
 struct ag_pod_worker {
@@ -527,10 +529,11 @@ static void teardown(struct ag_pod_worker *w)
         w->torn_down = true;
 }
 
+/* Running, or being started off the loop. */
 static bool any_running(const struct ag_pod_worker *w)
 {
         for (size_t i = 0; i < w->n; i++)
-                if (w->ctrs[i].running)
+                if (w->ctrs[i].running || w->ctrs[i].start_job != NULL)
                         return true;
         return false;
 }
@@ -541,6 +544,9 @@ static void finish(struct ag_pod_worker *w)
                 return;
         if (w->sandbox_job != NULL)
                 return; /* sandbox_done() kicks the worker again */
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].start_job != NULL)
+                        return; /* start_done() kicks the worker again */
         for (size_t i = 0; i < w->n; i++)
                 if (w->ctrs[i].timer)
                         ag_timer_disarm(w->ctrs[i].timer);
@@ -1148,8 +1154,40 @@ static int signal_number(const char *name)
         return *name != '\0' && *end == '\0' && v > 0 && v < 65 ? (int)v : SIGTERM;
 }
 
+/* ---- creating and starting a container, off the loop ---------------------------------- */
+
+struct start_job {
+        struct ctr *c; /* NULL once the worker is gone */
+        char id[RT_ID_MAX];
+        struct cb_arena *arena;
+        struct rt_image *img;
+        struct rt_sandbox sandbox;
+        struct rt_container_config cfg;
+        int rc;
+        struct cb_error err;
+        struct rt_container_state state;
+};
+
+static void start_job_free(struct start_job *j)
+{
+        cb_arena_free(j->arena);
+        rt_image_free(j->img);
+        free(j);
+}
+
+static void start_work(void *data)
+{
+        struct start_job *j = data;
+        j->rc = rt_container_create_start(&j->cfg, &j->state, &j->err);
+}
+
+static void start_done(void *data, bool cancelled);
+static void send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
+
 static void start_container(struct ag_pod_worker *w, struct ctr *c)
 {
+        if (c->start_job != NULL)
+                return;
         struct rt_image *img = NULL;
         c->wait_reason[0] = c->wait_message[0] = '\0';
         if (ensure_image(w, c, &img) != 0)
@@ -1202,9 +1240,14 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
         for (size_t i = 0; groups && i < s.n_groups; i++)
                 groups[i] = (uint32_t)s.groups[i];
 
-        new_id(c->id, sizeof(c->id));
+        struct start_job *j = calloc(1, sizeof(*j));
+        if (j == NULL) {
+                set_waiting(c, "CreateContainerError", "out of memory");
+                goto out;
+        }
+        new_id(j->id, sizeof(j->id));
         const struct k8s_container_cgroup *cp = plan_for(w, c);
-        char *cg_path = cb_arena_printf(a, "%s/%s", w->pod_cgroup, c->id);
+        char *cg_path = cb_arena_printf(a, "%s/%s", w->pod_cgroup, j->id);
         char *log_dir = cb_arena_printf(a, "%s/%s_%s_%s/%s", w->env->pod_logs_dir, pod_ns(w->pod),
                                         w->pod->meta.name, w->pod->meta.uid, c->spec->name);
         char *log_path =
@@ -1212,15 +1255,19 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
         if (cg_path == NULL || log_dir == NULL || log_path == NULL || mkdir_p(log_dir, 0755) < 0) {
                 set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
                             log_dir ? log_dir : "");
-                c->id[0] = '\0';
+                free(j);
                 goto out;
         }
-        struct rt_container_config cfg = {
-            .id = c->id,
-            .name = c->spec->name,
-            .root_dir = w->env->root_dir,
-            .monitor_path = w->env->monitor_path,
-            .sandbox = &w->sandbox,
+        /* The job owns everything the config points at: the arena, the
+         * image (its layer dirs) and a copy of the sandbox. */
+        j->c = c;
+        j->sandbox = w->sandbox;
+        j->cfg = (struct rt_container_config){
+            .id = j->id,
+            .name = cb_arena_strdup(a, c->spec->name),
+            .root_dir = cb_arena_strdup(a, w->env->root_dir),
+            .monitor_path = cb_arena_strdup(a, w->env->monitor_path),
+            .sandbox = &j->sandbox,
             .lower_dirs = img->layer_dirs,
             .n_lower = img->n_layers,
             .argv = (const char *const *)s.argv,
@@ -1247,11 +1294,49 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
             .log_path = log_path,
             .stop_signal = signal_number(img->config.stop_signal),
         };
-        snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
-        c->stop_signal = cfg.stop_signal;
+        if (cb_arena_over_limit(a) || j->cfg.name == NULL || j->cfg.root_dir == NULL ||
+            j->cfg.monitor_path == NULL) {
+                set_waiting(c, "CreateContainerError", "out of memory");
+                free(j);
+                goto out;
+        }
+        c->stop_signal = j->cfg.stop_signal;
         emit_event(w, c, "Normal", "Created", "Created container: %s", c->spec->name);
-        struct rt_container_state st;
-        if (rt_container_create_start(&cfg, &st, &err) < 0) {
+        j->arena = a;
+        j->img = img;
+        a = NULL;
+        img = NULL;
+        if (ag_offload_submit(w->env->sandboxes, start_work, start_done, j, &err) < 0) {
+                j->rc = -1;
+                j->err = err;
+                start_done(j, false); /* reported as a failed start */
+                goto out;
+        }
+        c->start_job = j;
+out:
+        cb_arena_free(a);
+        rt_image_free(img);
+}
+
+static void start_done(void *data, bool cancelled)
+{
+        struct start_job *j = data;
+        struct ctr *c = j->c;
+        if (c == NULL || cancelled) {
+                /* The worker is gone (agent shutdown): the next agent finds
+                 * the container unowned and removes it, or it never ran. */
+                if (c != NULL)
+                        c->start_job = NULL;
+                start_job_free(j);
+                return;
+        }
+        struct ag_pod_worker *w = c->w;
+        c->start_job = NULL;
+        snprintf(c->id, sizeof(c->id), "%s", j->id);
+        snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
+        struct rt_container_state st = j->state;
+        struct cb_error err = j->err;
+        if (j->rc < 0) {
                 /* containerd reports a failed start as terminated StartError / 128. */
                 c->running = false;
                 c->exited = true;
@@ -1262,8 +1347,11 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
                 snprintf(c->term_message, sizeof(c->term_message), "%s", err.msg);
                 snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
                 emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
-                goto out;
+                start_job_free(j);
+                ag_timer_arm(w->kick, 0);
+                return;
         }
+        start_job_free(j);
         c->running = true;
         c->exited = false;
         c->obs.known = true;
@@ -1271,11 +1359,15 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
                                                    .started_at = st.started_at / 1000000000LL};
         emit_event(w, c, "Normal", "Started", "Started container %s", c->spec->name);
         ag_pod_worker_mark(w, "containerStarted", c->spec->name);
-        start_probers(w, c);
         watch_exit(w, c);
-out:
-        cb_arena_free(a);
-        rt_image_free(img);
+        if (w->terminating) {
+                /* Deleted while it started: stop it as the others were. */
+                emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
+                send_stop_signal(w, c);
+        } else {
+                start_probers(w, c);
+        }
+        ag_timer_arm(w->kick, 0);
 }
 
 /* ---- restarts ------------------------------------------------------------------------ */
@@ -1475,11 +1567,14 @@ static int ensure_sandbox(struct ag_pod_worker *w)
                     .bin_dirs = cb_arena_strdup(a, w->env->cni_bin_dir),
                     .cache_dir = cb_arena_printf(a, "%s/cni-cache", w->env->root_dir)},
             .cgroup_parent = cb_arena_strdup(a, w->pod_cgroup),
+            .share_pid = p->spec.share_process_namespace,
+            .pause_path = cb_arena_strdup(a, w->env->monitor_path),
         };
         snprintf(j->cfg.id, sizeof(j->cfg.id), "%s", p->meta.uid);
         if (ports == NULL || cb_arena_over_limit(a) || !j->cfg.root_dir || !j->cfg.name ||
             !j->cfg.namespace_ || !j->cfg.uid || !j->cfg.hostname || !j->cfg.cni.conf_dir ||
-            !j->cfg.cni.bin_dirs || !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent) {
+            !j->cfg.cni.bin_dirs || !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent ||
+            !j->cfg.pause_path) {
                 sandbox_job_free(j);
                 return -1;
         }
@@ -1508,7 +1603,7 @@ static bool run_init(struct ag_pod_worker *w)
                 struct ctr *c = &w->ctrs[i];
                 if (init_done(c))
                         continue;
-                if (c->running || c->waiting_timer)
+                if (c->running || c->waiting_timer || c->start_job)
                         return false;
                 if (c->exited) {
                         if (!should_restart(w, c))
@@ -1526,7 +1621,7 @@ static void run_regular(struct ag_pod_worker *w)
 {
         for (size_t i = w->n_init; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
-                if (c->running || c->waiting_timer)
+                if (c->running || c->waiting_timer || c->start_job)
                         continue;
                 if (!c->exited) {
                         start_container(w, c);
@@ -1870,6 +1965,8 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
         for (size_t i = 0; w->ctrs && i < w->n; i++) {
                 if (w->ctrs[i].pull_job)
                         w->ctrs[i].pull_job->c = NULL;
+                if (w->ctrs[i].start_job)
+                        w->ctrs[i].start_job->c = NULL;
                 rt_image_free(w->ctrs[i].pulled);
                 stop_watch(&w->ctrs[i]);
                 stop_probers(&w->ctrs[i]);

@@ -277,7 +277,17 @@ void rt_init_run(const struct rt_init_args *a)
         const struct rt_sandbox *sb = a->config->sandbox;
         /* a new PID namespace applies to children only: C, forked next,
          * is its pid 1 */
-        if ((sb == NULL || !sb->host_pid) && unshare(CLONE_NEWPID) < 0) {
+        if (sb != NULL && sb->pidns_path[0] != '\0') {
+                /* shareProcessNamespace: the pod's namespace, its init the
+                 * sandbox's pause process (runtime/pause.c) */
+                int fd = open(sb->pidns_path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || setns(fd, CLONE_NEWPID) < 0) {
+                        cb_error_set(&err, errno, "cannot join the pod's PID namespace %s",
+                                     sb->pidns_path);
+                        die(a->sync_fd, &err);
+                }
+                close(fd);
+        } else if ((sb == NULL || !sb->host_pid) && unshare(CLONE_NEWPID) < 0) {
                 cb_error_set(&err, errno, "cannot create the PID namespace");
                 die(a->sync_fd, &err);
         }

@@ -9,7 +9,8 @@
  *      the per-container upper/work dirs, or a bind of a plain directory;
  *   3. /proc (the container's pid namespace), /sys read-only, a minimal
  *      /dev on tmpfs (null zero full random urandom tty, pts, shm, ptmx and
- *      the fd/stdin/stdout/stderr links);
+ *      the fd/stdin/stdout/stderr links); a privileged container also gets
+ *      the host's device nodes and a writable /sys;
  *   4. the volumes (bind ro/rw, tmpfs), each target created and resolved
  *      inside the rootfs with openat2(RESOLVE_IN_ROOT) so a symlink in the
  *      image cannot point a mount at the host, then mounted through the
@@ -21,8 +22,10 @@
  *   7. "/" remounted read-only when asked (per-mount flag: the volumes and
  *      /dev, /proc stay as they are).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,7 +197,65 @@ static int setup_rootfs(const struct rt_container_config *c, const char *state_d
         return 0;
 }
 
-static int setup_dev(int rootfd, struct cb_error *err)
+/* A privileged container gets the host's device nodes, as containerd gives
+ * them (its host-devices walk): every character and block device under the
+ * host's /dev, made with the same numbers, mode and owner, except the
+ * pseudo-terminal, shm and mqueue trees, the console and the nodes made
+ * above. Runs before pivot_root, when the host's /dev is still /dev. */
+static int copy_host_devices(int hostfd, int devfd, int depth, struct cb_error *err)
+{
+        static const char *const skip[] = {"pts",     "shm",  "mqueue", "fd",
+                                           "console", ".lxc", ".udev"};
+        int dfd = dup(hostfd);
+        if (dfd < 0)
+                return cb_error_set(err, errno, "cannot read the host's /dev");
+        DIR *d = fdopendir(dfd);
+        if (d == NULL) {
+                close(dfd);
+                return cb_error_set(err, errno, "cannot read the host's /dev");
+        }
+        int rc = 0;
+        struct dirent *de;
+        while (rc == 0 && (de = readdir(d)) != NULL) {
+                const char *n = de->d_name;
+                if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+                        continue;
+                bool skipped = false;
+                for (size_t i = 0; depth == 0 && i < CB_ARRAY_SIZE(skip); i++)
+                        skipped |= strcmp(n, skip[i]) == 0;
+                if (skipped)
+                        continue;
+                struct stat st;
+                if (fstatat(hostfd, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* gone meanwhile */
+                if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+                        if (mknodat(devfd, n, st.st_mode & (S_IFMT | 07777), st.st_rdev) < 0) {
+                                if (errno == EEXIST)
+                                        continue;
+                                rc =
+                                    cb_error_set(err, errno, "cannot create the device /dev/%s", n);
+                                break;
+                        }
+                        (void)fchownat(devfd, n, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW);
+                        (void)fchmodat(devfd, n, st.st_mode & 07777, 0);
+                } else if (S_ISDIR(st.st_mode) && depth < 4) {
+                        if (mkdirat(devfd, n, 0755) < 0 && errno != EEXIST) {
+                                rc = cb_error_set(err, errno, "cannot create /dev/%s", n);
+                                break;
+                        }
+                        _cleanup_close_ int sub_host =
+                            openat(hostfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        _cleanup_close_ int sub_dev =
+                            openat(devfd, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub_host >= 0 && sub_dev >= 0)
+                                rc = copy_host_devices(sub_host, sub_dev, depth + 1, err);
+                }
+        }
+        closedir(d);
+        return rc;
+}
+
+static int setup_dev(int rootfd, bool privileged, struct cb_error *err)
 {
         if (mount_at(rootfd, "/dev", false, "tmpfs", "tmpfs", MS_NOSUID | MS_STRICTATIME,
                      "mode=755,size=65536k", err) < 0)
@@ -229,6 +290,13 @@ static int setup_dev(int rootfd, struct cb_error *err)
                 }
                 if (fchmodat(devfd, devs[i].name, 0666, 0) < 0)
                         return cb_error_set(err, errno, "cannot chmod /dev/%s", devs[i].name);
+        }
+        if (privileged) {
+                _cleanup_close_ int hostfd = open("/dev", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (hostfd < 0)
+                        return cb_error_set(err, errno, "cannot open the host's /dev");
+                if (copy_host_devices(hostfd, devfd, 0, err) < 0)
+                        return -1;
         }
         if (mount_at(rootfd, "/dev/pts", false, "devpts", "devpts", MS_NOSUID | MS_NOEXEC,
                      "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0)
@@ -333,7 +401,7 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
                     (!c->privileged && remount_ro(rootfd, "/sys", err) < 0))
                         return -1;
         }
-        if (setup_dev(rootfd, err) < 0 || setup_volumes(c, rootfd, err) < 0)
+        if (setup_dev(rootfd, c->privileged, err) < 0 || setup_volumes(c, rootfd, err) < 0)
                 return -1;
         if (chdir(mnt) < 0)
                 return cb_error_set(err, errno, "cannot chdir to the rootfs %s", mnt);

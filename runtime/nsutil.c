@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "lib/cleanup.h"
+#include "runtime/syscalls.h"
 
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
@@ -165,10 +166,25 @@ static void write_all(int fd, const void *p, size_t n)
         }
 }
 
+/* Closes every fd >= 3 except a and b. A child forked from one thread of
+ * the agent holds copies of the fds other threads just made (pipes of a
+ * concurrent sandbox or CNI call); a long-lived child must drop them at
+ * once, or a pipe whose EOF another thread waits for never ends. */
+static void close_all_except(int a, int b)
+{
+        unsigned lo = (unsigned)(a < b ? a : b), hi = (unsigned)(a < b ? b : a);
+        if (lo > 3)
+                (void)rt_close_range(3, lo - 1, 0);
+        if (hi > lo + 1)
+                (void)rt_close_range(lo + 1, hi - 1, 0);
+        (void)rt_close_range(hi + 1, ~0U, 0);
+}
+
 /* The helper child: async-signal-safe calls only (see the file comment). */
 static _Noreturn void pin_child(int report_fd, int hold_fd, int flags, const char *hostname)
 {
         struct pin_report rep = {0, 0};
+        close_all_except(report_fd, hold_fd);
         if (unshare(flags) < 0) {
                 rep = (struct pin_report){1, errno};
         } else if ((flags & CLONE_NEWUTS) && hostname != NULL &&
@@ -213,6 +229,11 @@ static int bind_pin(pid_t pid, const char *ns_dir, const char *name, struct cb_e
                 return cb_error_set(err, e, "cannot bind-mount %s onto %s", src, dst);
         }
         return 0;
+}
+
+int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err)
+{
+        return bind_pin(pid, ns_dir, name, err);
 }
 
 int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct cb_error *err)

@@ -140,6 +140,7 @@ static cJSON *config_to_json(const struct rt_sandbox_config *cfg)
         add_str(cni, "cacheDir", cfg->cni.cache_dir);
         add_str(o, "resolvConf", cfg->resolv_conf);
         add_str(o, "cgroupParent", cfg->cgroup_parent);
+        cJSON_AddBoolToObject(o, "sharePID", cfg->share_pid && !cfg->host_pid);
         return o;
 }
 
@@ -401,6 +402,14 @@ static int fill_sandbox(const char *dir, const cJSON *cfg, const cJSON *state,
                                  ip->valuestring);
         }
         ret->host_pid = jbool(cfg, "hostPID");
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(state, "pausePid");
+        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(state, "pauseStartTime");
+        if (jbool(cfg, "sharePID") && cJSON_IsNumber(pp) && cJSON_IsNumber(ps)) {
+                ret->pause_pid = (pid_t)pp->valuedouble;
+                ret->pause_start_time = (uint64_t)ps->valuedouble;
+                if (path_join(ret->pidns_path, RT_PATH_MAX, err, "%s/ns/pid", dir) < 0)
+                        return -1;
+        }
         const char *cg = jstr(cfg, "cgroupParent");
         snprintf(ret->cgroup_parent, sizeof(ret->cgroup_parent), "%s", cg ? cg : "");
         return 0;
@@ -426,6 +435,12 @@ static int validate_config(const struct rt_sandbox_config *cfg, struct cb_error 
                 return cb_error_set(err, EINVAL,
                                     "sandbox %s: hostname \"%s\" is longer than 64 characters",
                                     cfg->id, cfg->hostname);
+        if (cfg->share_pid && !cfg->host_pid &&
+            (cfg->pause_path == NULL || cfg->pause_path[0] != '/'))
+                return cb_error_set(err, EINVAL,
+                                    "sandbox %s: a shared PID namespace needs pause_path, the "
+                                    "absolute path of the cubelet binary",
+                                    cfg->id);
         if (!cfg->host_network && (cfg->cni.conf_dir == NULL || cfg->cni.conf_dir[0] == '\0'))
                 return cb_error_set(
                     err, EINVAL, "sandbox %s: cni.conf_dir must be set for a pod network", cfg->id);
@@ -444,6 +459,20 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                 if (mkdir(ns_dir, 0700) < 0 && errno != EEXIST)
                         return cb_error_set(err, errno, "cannot create %s", ns_dir);
                 if (rt_ns_pin(ns_dir, flags, cfg->hostname, err) < 0)
+                        return cb_error_prefix(err, "sandbox %s", cfg->id);
+        }
+        if (cfg->share_pid && !cfg->host_pid) {
+                if (mkdir(ns_dir, 0700) < 0 && errno != EEXIST)
+                        return cb_error_set(err, errno, "cannot create %s", ns_dir);
+                pid_t pid;
+                uint64_t start;
+                if (rt_pause_start(cfg->pause_path, cfg->cgroup_parent, &pid, &start, err) < 0)
+                        return cb_error_prefix(err, "sandbox %s", cfg->id);
+                /* Recorded before the pin: a crash now still stops it. */
+                cJSON_AddNumberToObject(state, "pausePid", (double)pid);
+                cJSON_AddNumberToObject(state, "pauseStartTime", (double)start);
+                if (write_json(dir, "state.json", state, err) < 0 ||
+                    rt_ns_pin_process(pid, ns_dir, "pid", err) < 0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
         }
         cJSON_ReplaceItemInObjectCaseSensitive(state, "namespaces", cJSON_CreateBool(true));
@@ -590,6 +619,11 @@ int rt_sandbox_check(const char *root_dir, const char *id, struct cb_error *err)
                         return cb_error_set(err, 0,
                                             "sandbox %s: the %s namespace pin %s is not mounted",
                                             id, ns_names[i], pins[i]);
+        if (sb.pidns_path[0] != '\0' && !rt_pause_alive(sb.pause_pid, sb.pause_start_time))
+                return cb_error_set(err, 0,
+                                    "sandbox %s: the pause process %d (the pod's PID namespace "
+                                    "init) is gone",
+                                    id, (int)sb.pause_pid);
         if (jbool(cfg, "hostNetwork"))
                 return 0;
         char cache[RT_PATH_MAX];
@@ -694,8 +728,14 @@ int rt_sandbox_remove(const char *root_dir, const char *id, struct cb_error *err
                         write_json(dir, "state.json", state, &ignored);
                 }
         }
-        for (size_t i = 0; i < CB_ARRAY_SIZE(ns_names); i++) {
-                if (path_join(p, sizeof(p), err, "%s/ns/%s", dir, ns_names[i]) < 0 ||
+        const cJSON *pp = cJSON_GetObjectItemCaseSensitive(state, "pausePid");
+        const cJSON *ps = cJSON_GetObjectItemCaseSensitive(state, "pauseStartTime");
+        if (cJSON_IsNumber(pp) && cJSON_IsNumber(ps) &&
+            rt_pause_stop((pid_t)pp->valuedouble, (uint64_t)ps->valuedouble, err) < 0)
+                return cb_error_prefix(err, "sandbox %s", id);
+        for (size_t i = 0; i < CB_ARRAY_SIZE(ns_names) + 1; i++) {
+                const char *name = i < CB_ARRAY_SIZE(ns_names) ? ns_names[i] : "pid";
+                if (path_join(p, sizeof(p), err, "%s/ns/%s", dir, name) < 0 ||
                     rt_ns_unpin(p, err) < 0)
                         return cb_error_prefix(err, "sandbox %s", id);
         }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lib/error.h"
 
@@ -54,6 +55,11 @@ struct rt_sandbox_config {
          * nameservers that would not be reachable from the pod). */
         const char *resolv_conf;
         const char *cgroup_parent; /* the pod cgroup path (cgroups/plan.h) */
+        /* shareProcessNamespace: one PID namespace for the pod, its init a
+         * `cubelet __pause` process (runtime/pause.c) started from
+         * pause_path, the absolute path of the cubelet binary. */
+        bool share_pid;
+        const char *pause_path;
 };
 
 /* What a created sandbox offers its containers. */
@@ -69,6 +75,9 @@ struct rt_sandbox {
         char pod_ips[2][64]; /* from the CNI result: first IPv4, then IPv6; "" if none */
         size_t n_pod_ips;
         bool host_pid;
+        char pidns_path[RT_PATH_MAX]; /* the pod's PID namespace pin; "" = one per container */
+        pid_t pause_pid;              /* its init, with share_pid */
+        uint64_t pause_start_time;
         char cgroup_parent[RT_PATH_MAX];
 };
 
@@ -122,3 +131,16 @@ int rt_sandbox_hosts_content(const char *hostname, const char *dns_domain,
  * a pod cannot reach; every other line is kept. *ret is malloc'd;
  * *ret_n_servers (may be NULL) counts the nameservers kept. */
 int rt_sandbox_resolv_without_loopback(const char *text, char **ret, size_t *ret_n_servers);
+
+/* ---- the pod PID namespace init (runtime/pause.c) ------------------------------ */
+
+/* Starts `exe __pause` as pid 1 of a new PID namespace, in cgroup (may be
+ * NULL). Returns its pid and start time. */
+int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t *ret_start,
+                   struct cb_error *err);
+/* SIGKILLs it (through a pidfd, only if it still has start_time) and waits
+ * until it has exited; its PID namespace goes with it. */
+int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err);
+bool rt_pause_alive(pid_t pid, uint64_t start_time);
+/* The `cubelet __pause 3` mode. */
+int rt_pause_main(int argc, char **argv);

@@ -7,7 +7,7 @@
 # OnFailure restarts; CrashLoopBackOff; image errors; each admission
 # rejection; NoExecute eviction (at once, after tolerationSeconds, cancelled);
 # graceful, SIGKILL-after-grace and force deletes; drain; an apiserver outage;
-# 30 pods at once. Exit 77 when not root or a tool is missing.
+# 110 pods at once (the default maxPods). Exit 77 when not root or a tool is missing.
 set -uo pipefail
 : "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -555,8 +555,9 @@ k wait --for=condition=Ready "node/$NODE" --timeout=20s >/dev/null || fail "node
 pass "12 outage: Succeeded after the apiserver came back, not restarted, node Ready"
 clear_pods
 
-# ---- 13. 30 pods at once -----------------------------------------------------------------
-for i in $(seq 1 30); do
+# ---- 13. 110 pods at once (maxPods) ----------------------------------------------------------------
+many=110
+for i in $(seq 1 $many); do
         cat <<EOF
 ---
 apiVersion: v1
@@ -571,30 +572,30 @@ done >"$tmp/many.yaml"
 count_phase() { k get pods -l batch=many -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' 2>/dev/null | grep -c "^$1$"; }
 t=$(now)
 k create -f "$tmp/many.yaml" >/dev/null || fail "many: kubectl create failed"
-poll 60 eval '[ "$(count_phase Running)" -eq 30 ]' || fail "many: only $(count_phase Running)/30 Running after 60 s"
+poll 180 eval '[ "$(count_phase Running)" -eq $many ]' || fail "many: only $(count_phase Running)/$many Running after 180 s"
 t_run=$(since "$t")
 # The local endpoint: health, the node's pods, metrics and timelines.
 ep() { curl -fsS "http://127.0.0.1:$hport/$1"; }
 [ "$(ep healthz)" == "ok" ] || fail "endpoint: /healthz did not answer ok"
 n_ep=$(ep pods | jq '[.items[] | select(.metadata.labels.batch == "many" and .status.phase == "Running")] | length')
-[ "$n_ep" == 30 ] || fail "endpoint: /pods shows $n_ep of the 30 pods Running"
+[ "$n_ep" == $many ] || fail "endpoint: /pods shows $n_ep of the $many pods Running"
 metrics=$(ep metrics)
-grep -q '^cubelet_pods{phase="Running"} 30$' <<<"$metrics" ||
-        fail "endpoint: /metrics lacks cubelet_pods{phase=\"Running\"} 30"
+grep -q "^cubelet_pods{phase=\"Running\"} $many\$" <<<"$metrics" ||
+        fail "endpoint: /metrics lacks cubelet_pods{phase=\"Running\"} $many"
 started=$(sed -n 's/^cubelet_pod_step_duration_seconds_count{step="containerStarted"} //p' <<<"$metrics")
-[ "${started:-0}" -ge 30 ] || fail "endpoint: containerStarted observed ${started:-0} times, want >= 30"
+[ "${started:-0}" -ge $many ] || fail "endpoint: containerStarted observed ${started:-0} times, want >= $many"
 p_sum=$(sed -n 's/^cubelet_pod_step_duration_seconds_sum{step="containerStarted"} //p' <<<"$metrics")
 ep timelines | jq -e '.pods[] | select(.name == "many-1") | [.timeline[].step] |
         index("containerStarted:main") and index("phase:Running")' >/dev/null ||
         fail "endpoint: /timelines lacks many-1's steps"
 if curl -fsS "http://127.0.0.1:$hport/nosuch" >/dev/null 2>&1; then fail "endpoint: /nosuch answered"; fi
-pass "endpoint: /healthz, /pods (30 Running), /metrics (mean worker start -> container started $(awk -v s="$p_sum" -v n="$started" 'BEGIN { printf "%.3f", s / n }')s over $started), /timelines"
+pass "endpoint: /healthz, /pods ($many Running), /metrics (mean worker start -> container started $(awk -v s="$p_sum" -v n="$started" 'BEGIN { printf "%.3f", s / n }')s over $started), /timelines"
 t=$(now)
 k delete pods -l batch=many --wait=false >/dev/null || fail "many: kubectl delete failed"
-poll 60 eval '[ -z "$(k get pods -l batch=many -o name 2>/dev/null)" ]' ||
-        fail "many: $(k get pods -l batch=many -o name | wc -l) pods left 60 s after delete"
+poll 180 eval '[ -z "$(k get pods -l batch=many -o name 2>/dev/null)" ]' ||
+        fail "many: $(k get pods -l batch=many -o name | wc -l) pods left 180 s after delete"
 t_gone=$(since "$t")
-pass "13 30 pods Running in ${t_run}s, all gone ${t_gone}s after delete (grace 3)"
+pass "13 $many pods Running in ${t_run}s, all gone ${t_gone}s after delete (grace 3)"
 
 # ---- 14. the agent SIGKILLed and restarted: re-adoption -----------------------------------
 # A running container keeps running (same containerID, no restart); one that
@@ -644,6 +645,54 @@ poll 20 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "pod$or
         fail "adopt: the pod deleted while the agent was down was not cleaned up"
 pass "14 agent SIGKILLed: running container adopted (same ID, 0 restarts), exit during the outage reported, deleted pod cleaned up"
 k delete pod adopt --wait=true --timeout=30s >/dev/null 2>&1 || fail "adopt: delete"
+
+# ---- 15. the agent SIGKILLed while it starts pods ----------------------------------------
+# Killed as soon as the first sandbox exists, while the other pods are being
+# pulled, networked or started: after the restart every pod runs exactly one
+# container (none lost, none doubled), with one IP and one veth each.
+n15=12
+for i in $(seq 1 $n15); do
+        cat <<EOF
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: mid-$i, namespace: default, labels: {batch: mid}}
+spec:
+  nodeName: $NODE
+  terminationGracePeriodSeconds: 2
+  containers: [{name: main, image: busybox:1.36, command: [sleep, "3600"]}]
+EOF
+done >"$tmp/mid.yaml"
+k create -f "$tmp/mid.yaml" >/dev/null || fail "mid: kubectl create failed"
+poll 30 eval '[ -n "$(ls "$root/sandboxes" 2>/dev/null)" ]' || fail "mid: no sandbox was ever made"
+kill -KILL "$agent_pid"
+wait "$agent_pid" 2>/dev/null || true
+at_kill="$(ls "$root/sandboxes" 2>/dev/null | wc -l) sandboxes, $(ls "$root/containers" 2>/dev/null | wc -l) containers"
+start_agent
+mid_running() { k get pods -l batch=mid -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' 2>/dev/null | grep -c '^Running$'; }
+poll 90 eval '[ "$(mid_running)" -eq $n15 ]' || fail "mid: only $(mid_running)/$n15 Running 90 s after the restart"
+restarts=$(k get pods -l batch=mid -o jsonpath='{range .items[*]}{.status.containerStatuses[0].restartCount}{"\n"}{end}' | sort -u | paste -sd,)
+[ "$restarts" == 0 ] || fail "mid: restart counts $restarts, want all 0"
+for uid in $(k get pods -l batch=mid -o jsonpath='{.items[*].metadata.uid}'); do
+        pod_cg=$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "pod$uid" 2>/dev/null | head -1)
+        [ -n "$pod_cg" ] || { fail "mid: pod $uid has no cgroup"; continue; }
+        n_ctr=$(find "$pod_cg" -mindepth 1 -maxdepth 1 -type d | wc -l)
+        n_proc=0 # the workload's processes ("sleep 3600") anywhere in the pod's cgroups
+        for pid in $(find "$pod_cg" -name cgroup.procs -exec cat {} +); do
+                [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" == "sleep 3600 " ] && n_proc=$((n_proc + 1))
+        done
+        [ "$n_ctr" -eq 1 ] && [ "$n_proc" -eq 1 ] ||
+                fail "mid: pod $uid has $n_ctr container cgroups and $n_proc workload processes, want 1 and 1"
+done
+# Every pod on the node (the mid-* ones and any other) has one of each.
+n_node=$(k get pods -A --field-selector "spec.nodeName=$NODE" -o name | wc -l)
+mid_ips=$(ls "$tmp/ipam/cubelet-it-$$" 2>/dev/null | grep -c -v -e lock -e last_reserved)
+mid_veths=$(ip -o link show master "$bridge" 2>/dev/null | wc -l)
+[ "$mid_ips" -eq "$n_node" ] && [ "$mid_veths" -eq "$n_node" ] ||
+        fail "mid: $mid_ips IP allocations and $mid_veths veths for $n_node pods"
+[ "$(ls "$root/sandboxes" | wc -l)" -eq "$n_node" ] || fail "mid: $(ls "$root/sandboxes" | wc -l) sandboxes for $n_node pods"
+pass "15 agent SIGKILLed mid-start (at the kill: $at_kill): all $n15 Running, 1 container, 1 IP, 1 veth each, 0 restarts"
+k delete pods -l batch=mid --wait=true --timeout=60s >/dev/null 2>&1 || fail "mid: delete"
 
 # ---- nothing left behind ----------------------------------------------------------------
 clear_pods

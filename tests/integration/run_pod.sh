@@ -288,6 +288,35 @@ grep -q "Unhealthy Liveness probe failed: cat: can't open '/tmp/healthy'" "$tmp/
 grep -q 'Killing Container web failed liveness probe, will be restarted' "$tmp/probed.err" ||
   fail "probed: no Killing event for the liveness failure"
 
+# --- shareProcessNamespace: one PID namespace, pid 1 the pod's pause process ----------------
+cat >"$tmp/shared.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: shared}
+spec:
+  restartPolicy: Never
+  shareProcessNamespace: true
+  containers:
+  - name: server
+    image: busybox:1.36
+    command: [sh, -c, 'exec sleep 7']
+  - name: peek
+    image: busybox:1.36
+    # Sees the other container's process and signals it; is not pid 1.
+    command: [sh, -c]
+    args: ['for i in $(seq 50); do p=$(pgrep -x sleep) && break; sleep 0.1; done; echo "self=$$$$ peer=$p init=$(tr "\0" " " </proc/1/cmdline)"; kill -TERM "$p" && echo signalled']
+EOF
+run shared
+[ $rc -eq 1 ] || fail "shared: exit $rc, want 1 (server ends by SIGTERM from peek: Failed)"
+slog=$(pod_log shared peek)
+grep -qE 'stdout F self=[0-9]+ peer=[0-9]+ init=/pause __pause 3 ?$' <<<"$slog" || fail "shared: peek saw: $slog"
+self_pid=$(sed -n 's/.*self=\([0-9]*\).*/\1/p' <<<"$slog")
+[ -n "$self_pid" ] && [ "$self_pid" != 1 ] || fail "shared: peek is pid ${self_pid:-?}, want not 1"
+grep -q 'stdout F signalled' <<<"$slog" || fail "shared: peek could not signal the server"
+expect_last shared '.status.containerStatuses[] | select(.name=="server") | .state.terminated.exitCode' 143
+[ -z "$(ls "$root/sandboxes" 2>/dev/null)" ] || fail "shared: sandbox left"
+echo "ok   shareProcessNamespace: peek (pid $self_pid) saw and signalled server; pid 1 is the pause process"
+
 # --- activeDeadlineSeconds: Failed with DeadlineExceeded ---------------------------------
 cat >"$tmp/deadline.yaml" <<'EOF'
 apiVersion: v1

@@ -363,13 +363,6 @@ START_TEST(test_seccomp_and_flags)
         ck_assert_int_eq(s.seccomp, AG_SECCOMP_UNCONFINED);
         k8s_pod_free(p);
 
-        /* A shared PID namespace is refused, not silently ignored. */
-        p = pod_from("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"shareProcessNamespace\":true,"
-                     "\"containers\":[{\"name\":\"c\",\"image\":\"i:1\",\"command\":[\"x\"]}]}}");
-        ck_assert_int_eq(build(p, 0, NULL, &s, &err), -1);
-        ck_assert_msg(strstr(err.msg, "spec.shareProcessNamespace"), "%s", err.msg);
-        k8s_pod_free(p);
-
         /* Nothing set anywhere: Unconfined (the kubelet's seccompDefault=false). */
         p = pod_from("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":[{\"name\":\"c\","
                      "\"image\":\"i:1\",\"command\":[\"x\"]}]}}");

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The pod's PID namespace init, for shareProcessNamespace: the role of the
+ * kubelet's pause container. A PID namespace dies with its init, so a bind
+ * mount alone cannot keep it; this small process (`cubelet __pause`) is
+ * pid 1 of the namespace, reaps the zombies re-parented to it, and lives
+ * until the sandbox is removed. It runs in its own session, in the pod
+ * cgroup, outside the agent's process tree, so an agent restart leaves it
+ * (and the pod's containers) running.
+ *
+ *   agent --posix_spawn--> P0 `cubelet __pause 3` --unshare(PID), fork--> P (pid 1)
+ *
+ * P0 reports P's pid (as the agent sees it) on fd 3 and exits; the agent
+ * checks P's start time, moves it into the pod cgroup and pins its PID
+ * namespace at <sandbox>/ns/pid, which containers join with setns().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cgroups/cgroup.h"
+#include "lib/cleanup.h"
+#include "runtime/container_internal.h"
+#include "runtime/sandbox.h"
+#include "runtime/syscalls.h"
+
+#define PAUSE_STOP_TIMEOUT_MS 10000
+
+struct pause_report {
+        int errnum; /* 0 = ok */
+        int step;   /* 1 = unshare, 2 = fork */
+        pid_t pid;
+};
+
+static void write_report(int fd, const struct pause_report *r)
+{
+        ssize_t n;
+        do
+                n = write(fd, r, sizeof(*r));
+        while (n < 0 && errno == EINTR);
+}
+
+/* pid 1 of the pod's PID namespace. */
+static _Noreturn void pause_init(void)
+{
+        (void)prctl(PR_SET_NAME, "pause", 0, 0, 0);
+        (void)rt_close_range(3, ~0U, 0);
+        if (chdir("/") < 0)
+                _exit(1);
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sigprocmask(SIG_SETMASK, &set, NULL);
+        for (;;) {
+                siginfo_t si;
+                int sig = sigwaitinfo(&set, &si);
+                if (sig == SIGTERM || sig == SIGINT)
+                        _exit(0);
+                /* SIGCHLD (or EINTR): reap every orphan that ended */
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+        }
+}
+
+int rt_pause_main(int argc, char **argv)
+{
+        if (argc < 3 || strcmp(argv[2], "3") != 0) {
+                /* Not a library message: this mode has no caller to return to. */
+                static const char msg[] = "cubelet __pause: internal mode of cubelet's runtime\n";
+                ssize_t n = write(2, msg, sizeof(msg) - 1);
+                (void)n;
+                return 2;
+        }
+        (void)rt_close_range(4, ~0U, 0);
+        struct pause_report r = {0, 0, 0};
+        if (unshare(CLONE_NEWPID) < 0) {
+                r = (struct pause_report){errno, 1, 0};
+                write_report(3, &r);
+                return 1;
+        }
+        pid_t pid = fork();
+        if (pid < 0) {
+                r = (struct pause_report){errno, 2, 0};
+                write_report(3, &r);
+                return 1;
+        }
+        if (pid == 0)
+                pause_init();
+        r.pid = pid;
+        write_report(3, &r);
+        return 0;
+}
+
+int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t *ret_start,
+                   struct cb_error *err)
+{
+        if (exe == NULL || exe[0] != '/')
+                return cb_error_set(err, EINVAL,
+                                    "the pause process needs the absolute path of the cubelet "
+                                    "binary");
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return cb_error_set(err, errno, "cannot create a pipe for the pause process");
+        _cleanup_close_ int rd = p[0];
+        _cleanup_close_ int wr = p[1];
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&attr);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        posix_spawn_file_actions_adddup2(&fa, wr, 3);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+        sigset_t all, none;
+        sigfillset(&all);
+        sigemptyset(&none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
+                                            POSIX_SPAWN_SETSIGMASK);
+        char *argv[] = {"/pause", "__pause", "3", NULL};
+        char *envp[] = {NULL};
+        pid_t p0;
+        int rc = posix_spawn(&p0, exe, &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (rc != 0)
+                return cb_error_set(err, rc, "cannot start the pause process %s", exe);
+        cb_closep(&wr);
+        wr = -1;
+        struct pause_report r;
+        ssize_t n;
+        do
+                n = read(rd, &r, sizeof(r));
+        while (n < 0 && errno == EINTR);
+        while (waitpid(p0, NULL, 0) < 0 && errno == EINTR)
+                ;
+        if (n != (ssize_t)sizeof(r))
+                return cb_error_set(err, 0, "the pause process exited before reporting");
+        if (r.errnum != 0)
+                return cb_error_set(err, r.errnum, "the pause process cannot %s",
+                                    r.step == 1 ? "create the PID namespace" : "fork its init");
+        uint64_t start = 0;
+        if (rt_proc_start_time(r.pid, &start, err) < 0)
+                return cb_error_prefix(err, "the pause process");
+        if (cgroup != NULL && cgroup[0] != '\0' && cg_attach(cgroup, r.pid, err) < 0) {
+                rt_pause_stop(r.pid, start, NULL);
+                return cb_error_prefix(err, "the pause process");
+        }
+        *ret_pid = r.pid;
+        *ret_start = start;
+        return 0;
+}
+
+bool rt_pause_alive(pid_t pid, uint64_t start_time)
+{
+        uint64_t now;
+        return pid > 0 && rt_proc_start_time(pid, &now, NULL) == 0 && now == start_time;
+}
+
+int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err)
+{
+        if (pid <= 0)
+                return 0;
+        _cleanup_close_ int fd = rt_pidfd_open(pid, 0);
+        if (fd < 0)
+                return errno == ESRCH
+                           ? 0
+                           : cb_error_set(err, errno, "cannot open the pause process %d", (int)pid);
+        uint64_t now;
+        if (rt_proc_start_time(pid, &now, NULL) < 0 || now != start_time)
+                return 0; /* gone, and the pid reused */
+        if (rt_pidfd_send_signal(fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+                return cb_error_set(err, errno, "cannot kill the pause process %d", (int)pid);
+        /* The pidfd turns readable when it has exited (its parent reaps it). */
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        int r;
+        do
+                r = poll(&pf, 1, PAUSE_STOP_TIMEOUT_MS);
+        while (r < 0 && errno == EINTR);
+        if (r == 0)
+                return cb_error_set(err, ETIMEDOUT, "the pause process %d did not exit", (int)pid);
+        return 0;
+}

@@ -511,7 +511,8 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             .pull_backoff_cap = 300,
         };
         if (ag_offload_new(a->loop, "image pulls", 1, &a->env.pulls, err) < 0 ||
-            ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0)
+            ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
+            ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0)
                 return -1;
         if (ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0 ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
@@ -576,6 +577,7 @@ static void stop_agent(struct agent *a)
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);
         ag_offload_free(a->env.sandboxes);
+        ag_offload_free(a->env.hooks);
         ag_metrics_free(a->metrics);
         /* The private bind mount of <root>/sandboxes goes once no pod
          * sandbox is left (containers outlive the agent otherwise). */

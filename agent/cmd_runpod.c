@@ -290,7 +290,8 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
                 goto fail;
         env.loop = rp.loop;
         if (ag_offload_new(rp.loop, "image pulls", 1, &env.pulls, &err) < 0 ||
-            ag_offload_new(rp.loop, "sandboxes", 1, &env.sandboxes, &err) < 0)
+            ag_offload_new(rp.loop, "sandboxes", 1, &env.sandboxes, &err) < 0 ||
+            ag_offload_new(rp.loop, "hooks", 2, &env.hooks, &err) < 0)
                 goto fail;
         if (ag_loop_add_signals(rp.loop, &mask, on_signal, &rp, &err) < 0)
                 goto fail;
@@ -316,6 +317,7 @@ out:
         ag_pod_worker_free(rp.worker);
         ag_offload_free(env.pulls);
         ag_offload_free(env.sandboxes);
+        ag_offload_free(env.hooks);
         if (rt_sandbox_release_root(opts->root_dir, &err) < 0)
                 log_warning("%s", err.msg);
         if (rp.loop)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/containerspec.h"
+#include "agent/hook.h"
 #include "agent/offload.h"
 #include "agent/prober.h"
 #include "agent/qos.h"
@@ -29,6 +30,11 @@
 #define REASON_MAX       64
 #define MESSAGE_MAX      1024
 #define SANDBOX_RETRY_MS 10000
+#define HOOK_PRESTOP     1
+#define HOOK_POSTSTART   2
+/* An httpGet postStart hook has no deadline in the kubelet; cubelet gives it
+ * this long. */
+#define POSTSTART_HTTP_TIMEOUT_MS 60000
 
 struct pull_job;
 struct sandbox_job;
@@ -55,6 +61,9 @@ struct ctr {
         struct ag_io *hook_io;
         struct ag_timer *hook_timer; /* a preStop sleep */
         bool in_prestop, signalled;
+        bool in_poststart;              /* started; its postStart hook runs */
+        int hook_kind;                  /* HOOK_PRESTOP / HOOK_POSTSTART while one runs */
+        struct ag_http_hook *http_hook; /* an httpGet hook in flight */
         int exit_fd;
         struct ag_io *exit_io;
         struct st_backoff backoff;
@@ -188,7 +197,13 @@ static void fill_obs(struct ctr *c)
         o->image = c->image[0] ? c->image : NULL;
         o->image_id = c->image_id[0] ? c->image_id : NULL;
         o->container_id = c->cid[0] ? c->cid : NULL;
-        if (c->running) {
+        if (c->running && c->in_poststart) {
+                /* Not Running until its postStart hook has completed. */
+                o->known = true;
+                o->state.kind = ST_STATE_WAITING;
+                o->state.reason = "ContainerCreating";
+                o->state.message = NULL;
+        } else if (c->running) {
                 o->known = true;
                 o->state.kind = ST_STATE_RUNNING;
                 o->state.reason = o->state.message = NULL;
@@ -404,6 +419,7 @@ static void watch_exit(struct ag_pod_worker *w, struct ctr *c);
 static void start_probers(struct ag_pod_worker *w, struct ctr *c);
 static void stop_probers(struct ctr *c);
 static void end_hook(struct ctr *c);
+static void probe_kill_quiet(struct ag_pod_worker *w, struct ctr *c);
 
 /* Re-adopts one container from its saved record and the runtime's view. */
 static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON *j)
@@ -584,6 +600,8 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
         stop_probers(c);
         end_hook(c);
         c->in_prestop = false;
+        c->in_poststart = false;
+        c->hook_kind = 0;
         ag_timer_disarm(c->kill_timer);
         ag_pod_worker_mark(w, "containerExited", c->spec->name);
         c->running = false;
@@ -669,16 +687,16 @@ static void on_kill_timer(struct ag_timer *t, void *data)
 
 /* A failed liveness or startup probe: stop the container; its exit goes
  * through the restart policy like any other. */
-static void probe_kill(struct ag_pod_worker *w, struct ctr *c, const char *which,
-                       const struct k8s_probe *probe)
+static int64_t pod_grace(const struct ag_pod_worker *w)
 {
-        emit_event(w, c, "Normal", "Killing", "Container %s failed %s probe, will be restarted",
-                   c->spec->name, which);
-        int64_t grace = probe->has_termination_grace_period
-                            ? probe->termination_grace_period_seconds
-                        : w->pod->spec.has_termination_grace_period
-                            ? w->pod->spec.termination_grace_period_seconds
-                            : 30;
+        return w->pod->spec.has_termination_grace_period
+                   ? w->pod->spec.termination_grace_period_seconds
+                   : 30;
+}
+
+/* The stop signal now, SIGKILL to the cgroup after grace (at least 2 s). */
+static void kill_with_grace(struct ag_pod_worker *w, struct ctr *c, int64_t grace)
+{
         if (grace < 2)
                 grace = 2;
         struct cb_error err = {0};
@@ -688,6 +706,23 @@ static void probe_kill(struct ag_pod_worker *w, struct ctr *c, const char *which
                 emit_event(w, c, "Warning", "FailedKillPod", "%s", err.msg);
         ag_timer_arm(c->kill_timer, (uint64_t)grace * 1000);
 }
+
+static void probe_kill(struct ag_pod_worker *w, struct ctr *c, const char *which,
+                       const struct k8s_probe *probe)
+{
+        emit_event(w, c, "Normal", "Killing", "Container %s failed %s probe, will be restarted",
+                   c->spec->name, which);
+        kill_with_grace(w, c,
+                        probe->has_termination_grace_period
+                            ? probe->termination_grace_period_seconds
+                            : pod_grace(w));
+}
+
+static void probe_kill_quiet(struct ag_pod_worker *w, struct ctr *c)
+{
+        kill_with_grace(w, c, pod_grace(w));
+}
+
 
 static void on_probe(struct ag_prober *p, const struct ag_probe_update *u, void *data)
 {
@@ -1183,6 +1218,8 @@ static void start_work(void *data)
 
 static void start_done(void *data, bool cancelled);
 static void send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
+static bool start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_handler *h,
+                       int kind, int64_t http_timeout_ms);
 
 static void start_container(struct ag_pod_worker *w, struct ctr *c)
 {
@@ -1364,6 +1401,10 @@ static void start_done(void *data, bool cancelled)
                 /* Deleted while it started: stop it as the others were. */
                 emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
                 send_stop_signal(w, c);
+        } else if (c->spec->post_start.kind != K8S_HANDLER_NONE) {
+                /* Probes start once the postStart hook has succeeded. */
+                c->in_poststart = true;
+                start_hook(w, c, &c->spec->post_start, HOOK_POSTSTART, POSTSTART_HTTP_TIMEOUT_MS);
         } else {
                 start_probers(w, c);
         }
@@ -1699,6 +1740,10 @@ static void send_stop_signal(struct ag_pod_worker *w, struct ctr *c)
 
 static void end_hook(struct ctr *c)
 {
+        if (c->http_hook != NULL) {
+                ag_http_hook_cancel(c->http_hook);
+                c->http_hook = NULL;
+        }
         if (c->hook_io != NULL) {
                 ag_io_free(c->hook_io);
                 c->hook_io = NULL;
@@ -1718,6 +1763,44 @@ static void end_hook(struct ctr *c)
                 ag_timer_disarm(c->hook_timer);
 }
 
+static void pod_ref(const struct ag_pod_worker *w, char *buf, size_t size)
+{
+        /* The kubelet's format.Pod: name_namespace(uid) */
+        snprintf(buf, size, "%s_%s(%s)", w->pod->meta.name, pod_ns(w->pod), w->pod->meta.uid);
+}
+
+/* A postStart or preStop hook ended (ok, or msg: the kubelet's event text). */
+static void hook_finished(struct ctr *c, bool ok, const char *msg)
+{
+        struct ag_pod_worker *w = c->w;
+        int kind = c->hook_kind;
+        c->hook_kind = 0;
+        end_hook(c);
+        if (kind == HOOK_PRESTOP) {
+                if (!ok)
+                        emit_event(w, c, "Warning", "FailedPreStopHook", "%s", msg);
+                ag_pod_worker_mark(w, "preStopDone", c->spec->name);
+                send_stop_signal(w, c);
+                return;
+        }
+        if (kind != HOOK_POSTSTART)
+                return;
+        c->in_poststart = false;
+        if (ok) {
+                ag_pod_worker_mark(w, "postStartDone", c->spec->name);
+                if (!w->terminating && c->running)
+                        start_probers(w, c);
+        } else if (c->running && !w->terminating) {
+                /* As the kubelet: the container is killed; its exit goes
+                 * through the restart policy. */
+                emit_event(w, c, "Warning", "FailedPostStartHook", "%s", msg);
+                emit_event(w, c, "Normal", "Killing", "FailedPostStartHook");
+                probe_kill_quiet(w, c);
+        }
+        compute_status(w);
+        ag_timer_arm(w->kick, 0);
+}
+
 static void on_hook_exit(struct ag_io *io, int fd, uint32_t events, void *data)
 {
         struct ctr *c = data;
@@ -1735,40 +1818,63 @@ static void on_hook_exit(struct ag_io *io, int fd, uint32_t events, void *data)
                 code = -1;
         close(c->hook_pidfd);
         c->hook_pidfd = -1;
-        end_hook(c);
-        if (code != 0)
-                emit_event(w, c, "Warning", "FailedPreStopHook",
-                           "PreStopHook failed: exit code %d%s%s", code, out[0] ? ": " : "", out);
-        ag_pod_worker_mark(w, "preStopDone", c->spec->name);
-        send_stop_signal(w, c);
+        const struct k8s_handler *h =
+            c->hook_kind == HOOK_POSTSTART ? &c->spec->post_start : &c->spec->pre_stop;
+        char cmd[512] = "", ref[512], msg[2048];
+        for (size_t i = 0, n = 0; i < h->n_command && n < sizeof(cmd); i++)
+                n +=
+                    (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", i ? " " : "", h->command[i]);
+        pod_ref(w, ref, sizeof(ref));
+        snprintf(msg, sizeof(msg),
+                 "Exec lifecycle hook ([%s]) for Container \"%s\" in Pod \"%s\" failed - error: "
+                 "command '%s' exited with %d: , message: \"%s\"",
+                 cmd, c->spec->name, ref, cmd, code, out);
+        hook_finished(c, code == 0, msg);
+}
+
+static void on_http_hook(bool ok, const char *error, void *data)
+{
+        struct ctr *c = data;
+        c->http_hook = NULL;
+        const struct k8s_handler *h =
+            c->hook_kind == HOOK_POSTSTART ? &c->spec->post_start : &c->spec->pre_stop;
+        char ref[512], msg[2048];
+        pod_ref(c->w, ref, sizeof(ref));
+        snprintf(msg, sizeof(msg),
+                 "HTTP lifecycle hook (%s) for Container \"%s\" in Pod \"%s\" failed - error: %s",
+                 h->path ? h->path : "", c->spec->name, ref, error ? error : "");
+        hook_finished(c, ok, msg);
 }
 
 static void on_hook_timer(struct ag_timer *t, void *data)
 {
         struct ctr *c = data;
         (void)t;
-        ag_pod_worker_mark(c->w, "preStopDone", c->spec->name);
-        send_stop_signal(c->w, c);
+        hook_finished(c, true, NULL);
 }
 
-/* Starts the preStop hook; false when there is none (or it cannot run:
- * then the stop signal goes at once). */
-static bool start_prestop(struct ag_pod_worker *w, struct ctr *c)
+/* Starts a hook of kind HOOK_PRESTOP/HOOK_POSTSTART. false: nothing runs
+ * (no handler, or it could not start: then the failure is reported as the
+ * hook's and hook_finished() has run). */
+static bool start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_handler *h,
+                       int kind, int64_t http_timeout_ms)
 {
-        const struct k8s_handler *h = &c->spec->pre_stop;
         struct cb_error err = {0};
+        c->hook_kind = kind;
         switch (h->kind) {
         case K8S_HANDLER_NONE:
+                c->hook_kind = 0;
                 return false;
         case K8S_HANDLER_SLEEP:
-                c->in_prestop = true;
                 ag_timer_arm(c->hook_timer,
                              (uint64_t)(h->sleep_seconds > 0 ? h->sleep_seconds : 0) * 1000);
                 return true;
         case K8S_HANDLER_EXEC: {
                 const char **argv = calloc(h->n_command + 1, sizeof(char *));
-                if (argv == NULL)
-                        return false;
+                if (argv == NULL) {
+                        cb_error_set(&err, ENOMEM, "exec hook");
+                        break;
+                }
                 for (size_t i = 0; i < h->n_command; i++)
                         argv[i] = h->command[i];
                 int r = rt_container_exec_start(w->env->root_dir, c->id, w->env->monitor_path, argv,
@@ -1777,21 +1883,45 @@ static bool start_prestop(struct ag_pod_worker *w, struct ctr *c)
                 if (r == 0)
                         c->hook_io =
                             ag_io_new(w->env->loop, c->hook_pidfd, EPOLLIN, on_hook_exit, c, &err);
-                if (r < 0 || c->hook_io == NULL) {
-                        end_hook(c);
-                        emit_event(w, c, "Warning", "FailedPreStopHook", "PreStopHook failed: %s",
-                                   err.msg);
-                        return false;
-                }
-                c->in_prestop = true;
-                return true;
+                if (r == 0 && c->hook_io != NULL)
+                        return true;
+                break;
         }
+        case K8S_HANDLER_HTTP_GET:
+                c->http_hook = ag_http_hook_start(
+                    w->env->hooks, h,
+                    w->pod->spec.host_network || w->n_pod_ips == 0 ? "127.0.0.1" : w->pod_ips[0],
+                    c->spec->ports, c->spec->n_ports, http_timeout_ms, on_http_hook, c, &err);
+                if (c->http_hook != NULL)
+                        return true;
+                break;
         default:
-                emit_event(w, c, "Warning", "FailedPreStopHook",
-                           "PreStopHook failed: only exec and sleep preStop hooks are supported by "
-                           "cubelet yet");
-                return false;
+                cb_error_set(&err, 0, "a %s hook is not supported",
+                             h->kind == K8S_HANDLER_TCP_SOCKET ? "tcpSocket" : "gRPC");
+                break;
         }
+        char ref[512], msg[2048];
+        pod_ref(w, ref, sizeof(ref));
+        snprintf(msg, sizeof(msg),
+                 "%s lifecycle hook for Container \"%s\" in Pod \"%s\" failed - error: %s",
+                 h->kind == K8S_HANDLER_EXEC       ? "Exec"
+                 : h->kind == K8S_HANDLER_HTTP_GET ? "HTTP"
+                                                   : "Unknown",
+                 c->spec->name, ref, err.msg);
+        hook_finished(c, false, msg);
+        return false;
+}
+
+/* Starts the preStop hook; false when there is none (or it cannot run:
+ * then the stop signal goes at once). */
+static bool start_prestop(struct ag_pod_worker *w, struct ctr *c, int64_t grace_seconds)
+{
+        if (c->spec->pre_stop.kind == K8S_HANDLER_NONE)
+                return false;
+        c->in_prestop = true;
+        /* When it cannot start, hook_finished() has sent the stop signal. */
+        start_hook(w, c, &c->spec->pre_stop, HOOK_PRESTOP, grace_seconds * 1000);
+        return true;
 }
 
 static void on_grace(struct ag_timer *t, void *data)
@@ -1841,7 +1971,7 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
                 if (!c->running || !first)
                         continue;
                 emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
-                if (grace_seconds <= 0 || !start_prestop(w, c))
+                if (grace_seconds <= 0 || !start_prestop(w, c, grace_seconds))
                         send_stop_signal(w, c);
         }
         ag_timer_disarm(w->deadline);

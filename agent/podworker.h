@@ -34,6 +34,8 @@ struct ag_offload;
 
 /* Sandboxes made at once (CNI ADDs in parallel, as the CRI runtimes do). */
 #define AG_SANDBOX_THREADS 3
+/* httpGet lifecycle hooks in flight at once. */
+#define AG_HOOK_THREADS 4
 
 struct ag_node_env {
         struct ag_loop *loop;
@@ -53,7 +55,8 @@ struct ag_node_env {
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
         int64_t pull_backoff_base, pull_backoff_cap; /* seconds; image pulls */
         struct ag_offload *pulls;     /* image pulls, one at a time (agent/offload.h) */
-        struct ag_offload *sandboxes; /* sandbox creation: namespaces, CNI ADD */
+        struct ag_offload *sandboxes; /* sandbox creation, container starts */
+        struct ag_offload *hooks;     /* httpGet lifecycle hooks */
 };
 
 struct ag_pod_worker;

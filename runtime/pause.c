@@ -74,7 +74,7 @@ static _Noreturn void pause_init(void)
 
 int rt_pause_main(int argc, char **argv)
 {
-        if (argc < 3 || strcmp(argv[2], "3") != 0) {
+        if (argc != 2 || strcmp(argv[1], "3") != 0) {
                 /* Not a library message: this mode has no caller to return to. */
                 static const char msg[] = "cubelet __pause: internal mode of cubelet's runtime\n";
                 ssize_t n = write(2, msg, sizeof(msg) - 1);

@@ -17,6 +17,10 @@ pkgs+=(iptables)
 # The cgroup v2 test VM (tests/integration/cgroupv2_qemu.sh): qemu under
 # software emulation, a Debian kernel to boot and cpio for its initramfs.
 pkgs+=(qemu-system-x86 linux-image-amd64 cpio)
+# The benchmark's peer (scripts/bench.sh): podman kube play on runc.
+if [ "${1:-}" = "--bench" ]; then
+  pkgs+=(podman runc catatonit)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -234,6 +234,65 @@ order=$(pod_log graceful main | sed -n 's/.* stdout F \(prestop-ran\|got-term\)$
 [ "$order" == "prestop-ran,got-term" ] || fail "graceful: preStop hook then SIGTERM expected, log shows '$order'"
 grep -q 'Killing Stopping container main' "$tmp/graceful.err" || fail "graceful: no Killing event"
 
+# --- lifecycle hooks: postStart exec, preStop httpGet; a failing httpGet postStart ----------
+cat >"$tmp/hooks.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: hooks}
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: web
+    image: busybox:1.36
+    ports: [{name: http, containerPort: 8080}]
+    # busybox httpd; its CGI writes each request it gets to the container log.
+    command: [sh, -c]
+    args:
+    - |
+      mkdir -p /www/cgi-bin
+      printf '#!/bin/sh\necho "hook-hit $REQUEST_URI ua=$HTTP_USER_AGENT" >/proc/1/fd/1\nprintf "Content-Type: text/plain\\r\\n\\r\\nok\\n"\n' >/www/cgi-bin/h
+      chmod +x /www/cgi-bin/h
+      exec httpd -f -p 8080 -h /www
+    lifecycle:
+      postStart:
+        exec: {command: [sh, -c, 'echo poststart-ran >/proc/1/fd/1']}
+      preStop:
+        httpGet: {path: /cgi-bin/h?prestop, port: http}
+  - name: badhook
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+    lifecycle:
+      postStart:
+        httpGet: {path: /nothing, port: 9}
+EOF
+"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/hooks.yaml" \
+  --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" --crash-loop-backoff-base 30 >"$tmp/hooks.jsonl" 2>"$tmp/hooks.err" &
+rp=$!
+pids+=("$rp")
+web_running() { jq -e 'select(.status) | .status.containerStatuses[] | select(.name=="web") | .state.running' "$tmp/hooks.jsonl" >/dev/null 2>&1; }
+for _ in $(seq 100); do web_running && break; sleep 0.1; done
+web_running || fail "hooks: web never Running"
+for _ in $(seq 100); do grep -q 'FailedPostStartHook' "$tmp/hooks.err" && break; sleep 0.1; done
+grep -q 'Warning FailedPostStartHook: HTTP lifecycle hook (/nothing) for Container "badhook" in Pod "hooks_default(' "$tmp/hooks.err" ||
+  fail "hooks: no FailedPostStartHook event for badhook: $(grep -i hook "$tmp/hooks.err" | head -3)"
+# badhook is killed after its failed hook and restarted (restartCount moves).
+for _ in $(seq 150); do
+  jq -e 'select(.status) | .status.containerStatuses[] | select(.name=="badhook") | .restartCount >= 1' "$tmp/hooks.jsonl" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+jq -e 'select(.status) | .status.containerStatuses[] | select(.name=="badhook") | .restartCount >= 1' "$tmp/hooks.jsonl" >/dev/null 2>&1 ||
+  fail "hooks: badhook was not restarted after its postStart hook failed"
+kill -TERM "$rp"
+set +e
+wait "$rp"
+set -e
+wlog=$(pod_log hooks web)
+grep -q 'stdout F poststart-ran' <<<"$wlog" || fail "hooks: the postStart exec hook did not run: $wlog"
+grep -q 'stdout F hook-hit /cgi-bin/h?prestop ua=kube-lifecycle/1.32' <<<"$wlog" ||
+  fail "hooks: the preStop httpGet did not reach the container: $wlog"
+grep -q 'FailedPreStopHook' "$tmp/hooks.err" && fail "hooks: the preStop hook reported a failure"
+echo "ok   hooks: postStart exec ran, preStop httpGet reached the container, a failing httpGet postStart killed and restarted its container"
+
 # --- memory limit -> OOMKilled; read-only root -----------------------------------------
 cat >"$tmp/oom.yaml" <<'EOF'
 apiVersion: v1
@@ -304,7 +363,7 @@ spec:
     image: busybox:1.36
     # Sees the other container's process and signals it; is not pid 1.
     command: [sh, -c]
-    args: ['for i in $(seq 50); do p=$(pgrep -x sleep) && break; sleep 0.1; done; echo "self=$$$$ peer=$p init=$(tr "\0" " " </proc/1/cmdline)"; kill -TERM "$p" && echo signalled']
+    args: ['for i in $(seq 50); do for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && p=$${d#/proc/}; done; [ -n "$p" ] && break; sleep 0.1; done; echo "self=$$$$ peer=$p init=$(tr "\0" " " </proc/1/cmdline)"; [ -n "$p" ] && kill -TERM "$p" && echo signalled']
 EOF
 run shared
 [ $rc -eq 1 ] || fail "shared: exit $rc, want 1 (server ends by SIGTERM from peek: Failed)"

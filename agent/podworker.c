@@ -723,7 +723,6 @@ static void probe_kill_quiet(struct ag_pod_worker *w, struct ctr *c)
         kill_with_grace(w, c, pod_grace(w));
 }
 
-
 static void on_probe(struct ag_prober *p, const struct ag_probe_update *u, void *data)
 {
         struct ctr *c = data;

@@ -273,7 +273,7 @@ web_running() { jq -e 'select(.status) | .status.containerStatuses[] | select(.n
 for _ in $(seq 100); do web_running && break; sleep 0.1; done
 web_running || fail "hooks: web never Running"
 for _ in $(seq 100); do grep -q 'FailedPostStartHook' "$tmp/hooks.err" && break; sleep 0.1; done
-grep -q 'Warning FailedPostStartHook: HTTP lifecycle hook (/nothing) for Container "badhook" in Pod "hooks_default(' "$tmp/hooks.err" ||
+grep -q 'FailedPostStartHook HTTP lifecycle hook (/nothing) for Container "badhook" in Pod "hooks_default(' "$tmp/hooks.err" ||
   fail "hooks: no FailedPostStartHook event for badhook: $(grep -i hook "$tmp/hooks.err" | head -3)"
 # badhook is killed after its failed hook and restarted (restartCount moves).
 for _ in $(seq 150); do

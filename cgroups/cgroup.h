@@ -65,6 +65,10 @@ int cg_create(const char *path, const struct cg_limits *limits, struct cb_error 
 int cg_update(const char *path, const struct cg_limits *limits, struct cb_error *err);
 /* Moves process pid (all its threads) into path in every hierarchy. */
 int cg_attach(const char *path, pid_t pid, struct cb_error *err);
+/* The device policy of an unprivileged container (cgroups/devices.c):
+ * mknod anything, read/write only the standard nodes. Call on a cgroup
+ * that has no process yet. */
+int cg_restrict_devices(const char *path, struct cb_error *err);
 /* Removes path and every cgroup below it, children first, from every
  * hierarchy. A path that does not exist is success. Fails with EBUSY,
  * naming the cgroup and the pids, while any process is left in the

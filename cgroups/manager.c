@@ -42,11 +42,11 @@
 #define CG_FILE_MAX  (1024 * 1024) /* the largest interface file read (cgroup.procs) */
 #define CG_MAX_DEPTH 32
 #define CG_MAX_FILES 16
-#define CG_MAX_HIERS 4
+#define CG_MAX_HIERS 5
 
 /* Controllers a pod or container cgroup is created in. cpuacct exists on
  * v1 only (v2 reports usage in cpu.stat). */
-static const char *const v1_controllers[] = {"cpu", "cpuacct", "memory", "pids"};
+static const char *const v1_controllers[] = {"cpu", "cpuacct", "memory", "pids", "devices"};
 static const char *const v2_controllers[] = {"cpu", "memory", "pids"};
 
 /* A hierarchy the needed controllers live in: one on v2, up to four on v1
@@ -62,7 +62,8 @@ static struct cb_error init_err;
 static enum cg_mode mode;
 static struct hier hiers[CG_MAX_HIERS];
 static size_t n_hiers;
-static char *mounts[4]; /* mount point per needed controller, NULL when not mounted */
+static char *mounts[CB_ARRAY_SIZE(
+    v1_controllers)]; /* mount point per needed controller, NULL when not mounted */
 
 /* libcgroup logs through a callback; library code never prints, so the
  * last warning or error is kept and appended to the error message. */

@@ -368,9 +368,13 @@ static int run(struct monitor *m, int bpf_fd)
                 close(bpf_fd);
         }
         if (c->privileged) {
+                /* Every capability this process holds (containerd's
+                 * WithAllCurrentCapabilities): asking for one outside our
+                 * own bounding set would make capset fail. */
                 a.caps = 0;
                 for (int i = 0; i <= rt_cap_last(); i++)
-                        a.caps |= UINT64_C(1) << i;
+                        if (prctl(PR_CAPBSET_READ, i, 0, 0, 0) == 1)
+                                a.caps |= UINT64_C(1) << i;
         } else if (rt_caps_parse(c->caps, c->n_caps, &a.caps, &err) < 0) {
                 return start_failed(m, &err);
         }
@@ -379,6 +383,7 @@ static int run(struct monitor *m, int bpf_fd)
         if (c->cgroup_path != NULL && c->cgroup_path[0] != '\0') {
                 struct cg_oom oom;
                 if (cg_create(c->cgroup_path, &c->limits, &err) < 0 ||
+                    (!c->privileged && cg_restrict_devices(c->cgroup_path, &err) < 0) ||
                     cg_read_oom(c->cgroup_path, &oom, &err) < 0)
                         return start_failed(m, &err);
                 m->oom_before = oom.oom_kill;

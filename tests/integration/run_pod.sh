@@ -293,6 +293,32 @@ grep -q 'stdout F hook-hit /cgi-bin/h?prestop ua=kube-lifecycle/1.32' <<<"$wlog"
 grep -q 'FailedPreStopHook' "$tmp/hooks.err" && fail "hooks: the preStop hook reported a failure"
 echo "ok   hooks: postStart exec ran, preStop httpGet reached the container, a failing httpGet postStart killed and restarted its container"
 
+# --- the device policy: mknod is allowed, opening a disk is not --------------------------
+cat >"$tmp/devices.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: devices}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'mknod /tmp/blk b 8 0 && head -c1 /tmp/blk; head -c1 /dev/zero >/dev/null && echo zero-ok']
+  - name: priv
+    image: busybox:1.36
+    securityContext: {privileged: true}
+    command: [sh, -c, 'ls /dev | grep -c . ; mknod /tmp/blk b 8 0 && head -c1 /tmp/blk']
+EOF
+run devices
+dlog=$(pod_log devices main)
+grep -q '/tmp/blk: Operation not permitted' <<<"$dlog" || fail "devices: an unprivileged container opened a block device: $dlog"
+grep -q 'stdout F zero-ok' <<<"$dlog" || fail "devices: /dev/zero not usable: $dlog"
+plog=$(pod_log devices priv)
+grep -q '/tmp/blk: Operation not permitted' <<<"$plog" && fail "devices: the privileged container was refused a device: $plog"
+ndev=$(sed -n 's/.* stdout F \([0-9][0-9]*\)$/\1/p' <<<"$plog" | head -1)
+[ "${ndev:-0}" -gt 20 ] || fail "devices: the privileged container sees only ${ndev:-0} entries in /dev (the host's devices expected)"
+echo "ok   devices: unprivileged: mknod ok, open refused, /dev/zero ok; privileged: $ndev entries in /dev, no refusal"
+
 # --- memory limit -> OOMKilled; read-only root -----------------------------------------
 cat >"$tmp/oom.yaml" <<'EOF'
 apiVersion: v1

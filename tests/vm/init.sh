@@ -225,6 +225,10 @@ stage_pod() {
         *" $want"*) echo "CUBELET-POD-CHECK: ok reader's /proc/self/cgroup is $want" ;;
         *) fail "reader's log does not show /proc/self/cgroup $want: $(echo "$log" | tr '\n' '|')" ;;
       esac
+      case $log in
+        *"/tmp/blk: Operation not permitted"*) echo "CUBELET-POD-CHECK: ok the device policy (BPF) refuses a block device" ;;
+        *) fail "reader could open a block device it made: $(echo "$log" | tr '\n' '|')" ;;
+      esac
     fi
   done
   if [ -d /tmp/snap/pod-while-running ]; then

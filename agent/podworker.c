@@ -1819,14 +1819,14 @@ static void on_hook_exit(struct ag_io *io, int fd, uint32_t events, void *data)
         c->hook_pidfd = -1;
         const struct k8s_handler *h =
             c->hook_kind == HOOK_POSTSTART ? &c->spec->post_start : &c->spec->pre_stop;
-        char cmd[512] = "", ref[512], msg[2048];
+        char cmd[512] = "", ref[512], msg[4096];
         for (size_t i = 0, n = 0; i < h->n_command && n < sizeof(cmd); i++)
                 n +=
                     (size_t)snprintf(cmd + n, sizeof(cmd) - n, "%s%s", i ? " " : "", h->command[i]);
         pod_ref(w, ref, sizeof(ref));
         snprintf(msg, sizeof(msg),
-                 "Exec lifecycle hook ([%s]) for Container \"%s\" in Pod \"%s\" failed - error: "
-                 "command '%s' exited with %d: , message: \"%s\"",
+                 "Exec lifecycle hook ([%.500s]) for Container \"%.253s\" in Pod \"%.500s\" "
+                 "failed - error: command '%.500s' exited with %d: , message: \"%.1000s\"",
                  cmd, c->spec->name, ref, cmd, code, out);
         hook_finished(c, code == 0, msg);
 }
@@ -1837,10 +1837,11 @@ static void on_http_hook(bool ok, const char *error, void *data)
         c->http_hook = NULL;
         const struct k8s_handler *h =
             c->hook_kind == HOOK_POSTSTART ? &c->spec->post_start : &c->spec->pre_stop;
-        char ref[512], msg[2048];
+        char ref[512], msg[4096];
         pod_ref(c->w, ref, sizeof(ref));
         snprintf(msg, sizeof(msg),
-                 "HTTP lifecycle hook (%s) for Container \"%s\" in Pod \"%s\" failed - error: %s",
+                 "HTTP lifecycle hook (%.500s) for Container \"%.253s\" in Pod \"%.500s\" failed - "
+                 "error: %.2500s",
                  h->path ? h->path : "", c->spec->name, ref, error ? error : "");
         hook_finished(c, ok, msg);
 }
@@ -1899,7 +1900,7 @@ static bool start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_
                              h->kind == K8S_HANDLER_TCP_SOCKET ? "tcpSocket" : "gRPC");
                 break;
         }
-        char ref[512], msg[2048];
+        char ref[512], msg[4096];
         pod_ref(w, ref, sizeof(ref));
         snprintf(msg, sizeof(msg),
                  "%s lifecycle hook for Container \"%s\" in Pod \"%s\" failed - error: %s",

@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 bash "$top/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
-"$cubelet" --root-dir "$tmp/root" image import "$tmp/img/busybox.oci.tar" >/dev/null
+"$cubelet" --root-dir "$tmp/root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
 "${P[@]}" load -q -i "$tmp/img/busybox.oci.tar" >/dev/null 2>&1
 "${P[@]}" tag localhost/1.36:latest docker.io/library/busybox:1.36
 cat >"$tmp/runc-wrap" <<'EOF'

@@ -47,10 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-bash "$top/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
-"$cubelet" --root-dir "$tmp/root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
-"${P[@]}" load -q -i "$tmp/img/busybox.oci.tar" >/dev/null 2>&1
-"${P[@]}" tag localhost/1.36:latest docker.io/library/busybox:1.36
 cat >"$tmp/runc-wrap" <<'EOF'
 #!/bin/sh
 b=""; prev=""
@@ -65,6 +61,10 @@ fi
 exec runc "$@"
 EOF
 chmod +x "$tmp/runc-wrap"
+bash "$top/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
+"$cubelet" --root-dir "$tmp/root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
+"${P[@]}" load -q -i "$tmp/img/busybox.oci.tar" >/dev/null 2>&1
+"${P[@]}" tag localhost/1.36:latest docker.io/library/busybox:1.36
 mkdir -p "$tmp/cni"
 cat >"$tmp/cni/10-bench.conflist" <<EOF
 {"cniVersion":"1.0.0","name":"cubelet-bench","plugins":[
@@ -115,17 +115,21 @@ p_med=$(median "${p_times[@]}")
 
 # Memory: what stays resident per running pod.
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
-cub "$tmp/sleep.yaml" >/dev/null 2>&1 &
+# PSS: shared pages (libraries) divided among the processes that map them
+pss_kib() { awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup" 2>/dev/null || echo 0; }
+"$cubelet" --root-dir "$tmp/root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/sleep.yaml" \
+  --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" >/dev/null 2>&1 &
 sleeper_pid=$!
 mon=""
 for _ in $(seq 100); do
-  mon=$(cat "$tmp"/root/containers/*/state.json 2>/dev/null | jq -r 'select(.status == "running") | .monitorPid' | head -1)
+  mon=$(cat "$tmp"/root/containers/*/state.json 2>/dev/null | jq -r 'select(.status == "running") | .monitorPid' | head -1 || true)
   [ -n "$mon" ] && [ "$mon" != null ] && break
   sleep 0.1
 done
 [ -n "$mon" ] && [ "$mon" != null ] || { echo "bench.sh: cubelet's sleeping pod did not start" >&2; exit 1; }
 sleep 1
 c_rss=$(rss_kib "$mon")
+c_pss=$(pss_kib "$mon")
 # The agent side while the pod runs (run-pod is the agent for one pod).
 c_agent=$(rss_kib "$sleeper_pid")
 kill -TERM "$sleeper_pid"
@@ -135,15 +139,18 @@ sleeper_pid=""
 "${P[@]}" kube play "$tmp/sleep.yaml" >/dev/null 2>&1
 sleep 1
 p_rss=0
+p_pss=0
 p_what=""
 for cid in $("${P[@]}" ps -q --filter pod=sleep); do
   conmon=$("${P[@]}" inspect -f '{{.State.ConmonPid}}' "$cid")
   pid=$("${P[@]}" inspect -f '{{.State.Pid}}' "$cid")
   name=$("${P[@]}" inspect -f '{{.Name}}' "$cid")
   p_rss=$((p_rss + $(rss_kib "$conmon")))
+  p_pss=$((p_pss + $(pss_kib "$conmon")))
   p_what="$p_what conmon($name)=$(rss_kib "$conmon")KiB"
   if [[ "$name" == *-infra ]]; then
     p_rss=$((p_rss + $(rss_kib "$pid")))
+    p_pss=$((p_pss + $(pss_kib "$pid")))
     p_what="$p_what pause=$(rss_kib "$pid")KiB"
   fi
 done
@@ -153,7 +160,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 echo "cubelet run-pod vs podman kube play (runc), $runs runs each, alternating; $(nproc) cores"
 printf '%-44s %10s %10s %8s\n' "" cubelet podman ratio
 printf '%-44s %8sms %8sms %8s\n' "one pod to completion and torn down (median)" "$c_med" "$p_med" "$(ratio "$c_med" "$p_med")"
-printf '%-44s %7sKiB %7sKiB %8s\n' "resident per running pod (node side)" "$c_rss" "$p_rss" "$(ratio "$c_rss" "$p_rss")"
+printf '%-44s %7sKiB %7sKiB %8s\n' "RSS per running pod (node side)" "$c_rss" "$p_rss" "$(ratio "$c_rss" "$p_rss")"
+printf '%-44s %7sKiB %7sKiB %8s\n' "PSS per running pod (node side)" "$c_pss" "$p_pss" "$(ratio "$c_pss" "$p_pss")"
 echo "  cubelet: container monitor=${c_rss}KiB (run-pod, the agent for this pod: ${c_agent}KiB)"
 echo "  podman: $p_what"
 echo "  (podman's OCI runtime runs through a jq wrapper that drops rlimits: this machine cannot raise them)"

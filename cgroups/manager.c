@@ -458,11 +458,17 @@ int cg_attach(const char *path, pid_t pid, struct cb_error *err)
         for (size_t h = 0; h < n_hiers; h++) {
                 if (join(file, sizeof(file), hiers[h].mount, p, err) < 0)
                         return -1;
-                if (!is_dir(file))
+                if (!is_dir(file)) {
+                        /* A cgroup made by an agent from before the devices
+                         * controller joined (an upgrade under running
+                         * containers): the others still apply. */
+                        if (strcmp(hiers[h].controller, "devices") == 0)
+                                continue;
                         return cb_error_set(err, ENOENT,
                                             "cannot attach pid %d to %s: %s does not exist; "
                                             "create the cgroup first",
                                             (int)pid, p, file);
+                }
                 size_t len = strlen(file);
                 if ((size_t)snprintf(file + len, sizeof(file) - len, "/cgroup.procs") >=
                     sizeof(file) - len)

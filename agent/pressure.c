@@ -38,6 +38,7 @@ struct ag_pressure {
         int notify_fd;
         struct ag_io *notify_io;
         uint64_t notify_threshold;
+        char last_warning[CB_ERROR_MSG_MAX];
 };
 
 /* ---- measuring ---- */
@@ -74,12 +75,16 @@ static void fs_observe(const char *dir, struct k8s_observation *bytes,
 }
 
 int ag_pressure_measure(const char *root_dir, int64_t memory_capacity, struct k8s_observations *ret,
-                        struct cb_error *err)
+                        struct cb_error *warn, struct cb_error *err)
 {
         struct k8s_observations o = {0};
         struct cg_node_memory mem;
         struct cb_error merr = {0};
-        if (memory_capacity > 0 && cg_read_node_memory(&mem, &merr) == 0) {
+        if (memory_capacity <= 0)
+                cb_error_set(&merr, 0, "memory.available: the node's memory capacity is unknown");
+        else if (cg_read_node_memory(&mem, &merr) < 0)
+                cb_error_prefix(&merr, "memory.available cannot be measured");
+        else {
                 int64_t ws =
                     mem.working_set > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)mem.working_set;
                 o.o[K8S_SIGNAL_MEMORY_AVAILABLE] = (struct k8s_observation){
@@ -106,7 +111,12 @@ int ag_pressure_measure(const char *root_dir, int64_t memory_capacity, struct k8
                     (struct k8s_observation){.present = true,
                                              .available = (int64_t)pid_max - (int64_t)si.procs,
                                              .capacity = (int64_t)pid_max};
-        }
+        } else if (merr.msg[0] == '\0')
+                cb_error_set(&merr, errno, "pid.available cannot be measured");
+        if (!o.o[K8S_SIGNAL_NODEFS_AVAILABLE].present && merr.msg[0] == '\0')
+                cb_error_set(&merr, errno, "nodefs.available: cannot statvfs %s", root_dir);
+        if (warn != NULL)
+                *warn = merr;
         bool any = false;
         for (int i = 0; i < K8S_SIGNAL_COUNT; i++)
                 any |= o.o[i].present;
@@ -348,8 +358,14 @@ out:
 static void synchronize(struct ag_pressure *pm)
 {
         struct k8s_observations obs;
-        struct cb_error err = {0};
-        if (ag_pressure_measure(pm->cfg.root_dir, pm->cfg.memory_capacity, &obs, &err) < 0) {
+        struct cb_error err = {0}, warn = {0};
+        int r = ag_pressure_measure(pm->cfg.root_dir, pm->cfg.memory_capacity, &obs, &warn, &err);
+        /* A signal that cannot be measured never meets its threshold: say
+         * so once (again when the reason changes). */
+        if (warn.msg[0] != '\0' && strcmp(warn.msg, pm->last_warning) != 0)
+                log_warning("eviction manager: %s", warn.msg);
+        snprintf(pm->last_warning, sizeof(pm->last_warning), "%s", warn.msg);
+        if (r < 0) {
                 log_warning("eviction manager: %s", err.msg);
                 return;
         }
@@ -427,7 +443,8 @@ static void arm_memory_notifier(struct ag_pressure *pm, const struct k8s_observa
         struct cg_node_memory mem;
         struct cb_error err = {0};
         char dir[4096], path[4200];
-        if (cg_read_node_memory(&mem, &err) < 0 || cg_dir("", "memory", dir, sizeof(dir), &err) < 0)
+        if (cg_read_node_memory(&mem, &err) < 0 ||
+            cg_root_dir("memory", dir, sizeof(dir), &err) < 0)
                 return;
         int64_t th = k8s_threshold_value(t, o->capacity);
         int64_t inactive = (int64_t)(mem.usage - mem.working_set);

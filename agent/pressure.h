@@ -54,11 +54,11 @@ int ag_pressure_new(struct ag_loop *loop, const struct ag_pressure_config *cfg,
 void ag_pressure_start(struct ag_pressure *pm);
 void ag_pressure_free(struct ag_pressure *pm);
 
-/* The node's signals now. Signals that cannot be measured are left
- * absent (and logged by the caller through err only when nothing could be
- * measured). */
+/* The node's signals now. Signals that cannot be measured are left absent
+ * and the first such failure is put in *warn (may be NULL); -1 (err) only
+ * when nothing could be measured. */
 int ag_pressure_measure(const char *root_dir, int64_t memory_capacity, struct k8s_observations *ret,
-                        struct cb_error *err);
+                        struct cb_error *warn, struct cb_error *err);
 
 /* Blocks and inodes under dir (not crossing mount points, not following
  * symlinks), like du; missing dir gives 0. */

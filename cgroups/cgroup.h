@@ -95,6 +95,10 @@ void cg_free_names(char **names, size_t n);
  * length, or -1 when buf is too small or the controller is not mounted. */
 int cg_dir(const char *path, const char *controller, char *buf, size_t size, struct cb_error *err);
 
+/* The root directory of controller's hierarchy (the mount point; on v2
+ * the unified mount). Returns the length, or -1. */
+int cg_root_dir(const char *controller, char *buf, size_t size, struct cb_error *err);
+
 struct cg_oom {
         /* Processes the OOM killer killed in this cgroup: v1 memory.oom_control
          * "oom_kill" (this cgroup only), v2 memory.events "oom_kill" (this

@@ -59,7 +59,7 @@ static int read_small(const char *path, char **buf, struct cb_error *err)
 int cg_read_node_memory(struct cg_node_memory *ret, struct cb_error *err)
 {
         char dir[4096], path[4200];
-        if (cg_init(err) < 0 || cg_dir("", "memory", dir, sizeof(dir), err) < 0)
+        if (cg_init(err) < 0 || cg_root_dir("memory", dir, sizeof(dir), err) < 0)
                 return -1;
         struct cg_node_memory m = {0};
         uint64_t inactive = 0;

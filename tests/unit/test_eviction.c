@@ -3,8 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/eviction.h"
+#include "agent/pressure.h"
 #include "cgroups/cgroup.h"
 
 #define MI (1024LL * 1024)
@@ -504,6 +507,76 @@ START_TEST(test_meminfo)
 }
 END_TEST
 
+/* ---- live measurements on this machine ---- */
+
+START_TEST(test_measure_live)
+{
+        FILE *f = fopen("/proc/meminfo", "re");
+        ck_assert(f != NULL);
+        char buf[4096];
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        uint64_t total = 0;
+        struct cb_error err = {0}, warn = {0};
+        ck_assert_int_eq(cg_parse_meminfo(buf, "MemTotal", &total, &err), 1);
+        struct k8s_observations o;
+        ck_assert_msg(ag_pressure_measure("/", (int64_t)total, &o, &warn, &err) == 0, "%s",
+                      err.msg);
+        ck_assert_msg(warn.msg[0] == '\0', "a signal was not measured: %s", warn.msg);
+        const struct k8s_observation *m = &o.o[K8S_SIGNAL_MEMORY_AVAILABLE];
+        ck_assert(m->present);
+        ck_assert_int_eq(m->capacity, (int64_t)total);
+        ck_assert(m->available > 0 && m->available < m->capacity);
+        const struct k8s_observation *fs = &o.o[K8S_SIGNAL_NODEFS_AVAILABLE];
+        ck_assert(fs->present && fs->available > 0 && fs->available <= fs->capacity);
+        ck_assert(o.o[K8S_SIGNAL_IMAGEFS_AVAILABLE].present);
+        const struct k8s_observation *pid = &o.o[K8S_SIGNAL_PID_AVAILABLE];
+        ck_assert(pid->present && pid->available > 0 && pid->available < pid->capacity);
+        /* A root dir that does not exist: memory and pids still measured. */
+        ck_assert_int_eq(ag_pressure_measure("/nonexistent/x", (int64_t)total, &o, &warn, &err), 0);
+        ck_assert(!o.o[K8S_SIGNAL_NODEFS_AVAILABLE].present);
+        ck_assert(strstr(warn.msg, "nodefs.available") != NULL);
+        ck_assert(o.o[K8S_SIGNAL_MEMORY_AVAILABLE].present);
+}
+END_TEST
+
+START_TEST(test_disk_usage)
+{
+        char dir[] = "/tmp/cubelet-du.XXXXXX";
+        ck_assert(mkdtemp(dir) != NULL);
+        char path[256];
+        snprintf(path, sizeof(path), "%s/sub", dir);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        snprintf(path, sizeof(path), "%s/sub/f", dir);
+        FILE *f = fopen(path, "we");
+        ck_assert(f != NULL);
+        static char block[65536];
+        memset(block, 'x', sizeof(block));
+        for (int i = 0; i < 16; i++)
+                ck_assert_int_eq(fwrite(block, 1, sizeof(block), f), sizeof(block));
+        ck_assert_int_eq(fclose(f), 0);
+        snprintf(path, sizeof(path), "%s/link", dir);
+        ck_assert_int_eq(symlink("/usr", path), 0);
+        int64_t bytes = 0, inodes = 0;
+        ag_disk_usage(dir, &bytes, &inodes);
+        /* dir, sub, f, link; 1 MiB of data (not following the link). */
+        ck_assert_int_eq(inodes, 4);
+        ck_assert_msg(bytes >= 1048576 && bytes < 1048576 + 65536, "%lld", (long long)bytes);
+        int64_t b2 = 0, i2 = 0;
+        ag_disk_usage("/nonexistent/x", &b2, &i2);
+        ck_assert_int_eq(b2 + i2, 0);
+        static const char *const rm[] = {"link", "sub/f"};
+        for (size_t i = 0; i < 2; i++) {
+                snprintf(path, sizeof(path), "%s/%s", dir, rm[i]);
+                ck_assert_int_eq(unlink(path), 0);
+        }
+        snprintf(path, sizeof(path), "%s/sub", dir);
+        ck_assert_int_eq(rmdir(path), 0);
+        ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("eviction");
@@ -520,6 +593,8 @@ int main(void)
         tcase_add_test(tc, test_messages);
         tcase_add_test(tc, test_quantity_strings);
         tcase_add_test(tc, test_meminfo);
+        tcase_add_test(tc, test_measure_live);
+        tcase_add_test(tc, test_disk_usage);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_FORK);

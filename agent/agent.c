@@ -460,6 +460,13 @@ static int make_node_config(const struct agent_flags *fl, const struct cb_global
                                     "on the default-route interface): pass --node-ip");
         }
         nc->node_name = nc->facts.hostname;
+        /* Allocatable leaves out the hard eviction thresholds. */
+        int64_t em = 0, ee = 0;
+        k8s_eviction_reservation(&fl->eviction_hard, nc->facts.memory_bytes,
+                                 nc->facts.ephemeral_bytes, &em, &ee);
+        nc->facts.has_eviction_reservation = true;
+        nc->facts.eviction_memory = em;
+        nc->facts.eviction_ephemeral = ee;
         nc->max_pods = fl->max_pods;
         nc->update_ms = fl->update_ms;
         nc->report_ms = fl->report_ms;
@@ -528,8 +535,10 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             .n_host_ips = 1,
             .node_memory_capacity = mem,
             .alloc_milli_cpu = (int64_t)nc->facts.cpus * 1000,
-            .alloc_memory = mem > (100LL << 20) ? mem - (100LL << 20) : 0,
-            .alloc_ephemeral = nc->facts.ephemeral_bytes - nc->facts.ephemeral_bytes / 10,
+            .alloc_memory = mem > nc->facts.eviction_memory ? mem - nc->facts.eviction_memory : 0,
+            .alloc_ephemeral = nc->facts.ephemeral_bytes > nc->facts.eviction_ephemeral
+                                   ? nc->facts.ephemeral_bytes - nc->facts.eviction_ephemeral
+                                   : 0,
             .insecure_registries = fl->insecure,
             .n_insecure_registries = fl->n_insecure,
             .backoff_base = fl->backoff_base_s,

@@ -213,6 +213,16 @@ int64_t k8s_threshold_value(const struct k8s_threshold *t, int64_t capacity)
         return (int64_t)((double)capacity * (double)t->percentage);
 }
 
+void k8s_eviction_reservation(const struct k8s_eviction_thresholds *t, int64_t memory_capacity,
+                              int64_t ephemeral_capacity, int64_t *ret_memory,
+                              int64_t *ret_ephemeral)
+{
+        const struct k8s_threshold *m = &t->t[K8S_SIGNAL_MEMORY_AVAILABLE];
+        const struct k8s_threshold *n = &t->t[K8S_SIGNAL_NODEFS_AVAILABLE];
+        *ret_memory = m->set ? k8s_threshold_value(m, memory_capacity) : 0;
+        *ret_ephemeral = n->set ? k8s_threshold_value(n, ephemeral_capacity) : 0;
+}
+
 unsigned k8s_thresholds_met(const struct k8s_eviction_thresholds *t,
                             const struct k8s_observations *obs)
 {

@@ -107,6 +107,13 @@ int k8s_eviction_parse_hard(const char *s, struct k8s_eviction_thresholds *ret,
 /* "memory.available<100Mi,nodefs.available<10%" back, for logs. */
 void k8s_eviction_format(const struct k8s_eviction_thresholds *t, char *buf, size_t size);
 
+/* HardEvictionReservation: what allocatable leaves out for the
+ * memory.available and nodefs.available thresholds (a percentage of the
+ * memory / root filesystem capacity); 0 for an unset signal. */
+void k8s_eviction_reservation(const struct k8s_eviction_thresholds *t, int64_t memory_capacity,
+                              int64_t ephemeral_capacity, int64_t *ret_memory,
+                              int64_t *ret_ephemeral);
+
 /* What the node measured for a signal. */
 struct k8s_observation {
         bool present;

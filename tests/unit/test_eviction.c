@@ -149,6 +149,18 @@ START_TEST(test_threshold_values_and_met)
                          1073741840);
         ck_assert_int_eq(k8s_threshold_value(&t.t[K8S_SIGNAL_MEMORY_AVAILABLE], 1), 100 * MI);
 
+        /* Allocatable leaves out memory.available and nodefs.available. */
+        int64_t rm, re;
+        k8s_eviction_reservation(&t, 8192 * MI, 10240 * MI, &rm, &re);
+        ck_assert_int_eq(rm, 100 * MI);
+        ck_assert_int_eq(re, 1073741840);
+        struct k8s_eviction_thresholds d;
+        ck_assert_int_eq(
+            k8s_eviction_parse_hard("memory.available<25%,imagefs.available<50%", &d, &err), 0);
+        k8s_eviction_reservation(&d, 8192 * MI, 10240 * MI, &rm, &re);
+        ck_assert_int_eq(rm, 2048 * MI);
+        ck_assert_int_eq(re, 0);
+
         struct k8s_observations o = {0};
         o.o[K8S_SIGNAL_MEMORY_AVAILABLE] =
             (struct k8s_observation){true, 100 * MI, 8192 * MI}; /* equal: not met */

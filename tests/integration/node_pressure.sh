@@ -13,7 +13,8 @@
 #     DiskPressure and PIDPressure, every new pod rejected, running pods
 #     evicted for inodes one per cycle;
 #  C. restarted with the defaults: no pressure.
-# Exit 77 when not root or a tool is missing.
+# Exit 77 when not root or a tool is missing. KEEP_AGENT_LOG=FILE keeps the
+# agent's log.
 set -uo pipefail
 : "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
@@ -67,6 +68,7 @@ cleanup() {
                 echo "--- agent log (tail)"
                 tail -n 40 "$tmp/agent.log"
         fi
+        [ -n "${KEEP_AGENT_LOG:-}" ] && cp "$tmp/agent.log" "$KEEP_AGENT_LOG"
         rm -rf "$tmp"
         exit "$rc"
 }

@@ -19,6 +19,7 @@
 #include "agent/metrics.h"
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
+#include "agent/pressure.h"
 #include "agent/reflector.h"
 #include "agent/selfcgroup.h"
 #include "runtime/sandbox.h"
@@ -49,6 +50,8 @@ struct agent_flags {
         const char *insecure[16];
         size_t n_insecure;
         int backoff_base_s, backoff_max_s;
+        struct k8s_eviction_thresholds eviction_hard;
+        uint64_t eviction_transition_ms;
 };
 
 struct agent {
@@ -58,6 +61,7 @@ struct agent {
         struct ag_reflector *pods, *node;
         struct ag_events *events;
         struct ag_pods *pod_mgr;
+        struct ag_pressure *pressure;
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_node_env env;
@@ -114,7 +118,18 @@ static void agent_usage(FILE *f)
                    "/pods /timelines\n"
                    "                                       (default 10248; 0 disables)\n"
                    "  --healthz-bind-address IP            its address (default 127.0.0.1; "
-                   "loopback only)\n");
+                   "loopback only)\n"
+                   "  --eviction-hard LIST                 hard eviction thresholds, e.g. "
+                   "memory.available<100Mi,\n"
+                   "                                       nodefs.available<10%% (default "
+                   "memory.available<100Mi,\n"
+                   "                                       nodefs.available<10%%,"
+                   "nodefs.inodesFree<5%%,imagefs.available<15%%;\n"
+                   "                                       giving it replaces them all)\n"
+                   "  --eviction-pressure-transition-period DUR  how long a pressure condition "
+                   "stays after\n"
+                   "                                       its threshold was last met (default "
+                   "5m)\n");
 }
 
 int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
@@ -216,7 +231,9 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                                   .healthz_address = "127.0.0.1",
                                   .healthz_port = 10248,
                                   .backoff_base_s = ST_BACKOFF_BASE_DEFAULT,
-                                  .backoff_max_s = ST_BACKOFF_CAP_DEFAULT};
+                                  .backoff_max_s = ST_BACKOFF_CAP_DEFAULT,
+                                  .eviction_transition_ms = K8S_EVICTION_TRANSITION_MS};
+        k8s_eviction_defaults(&f->eviction_hard);
         for (int i = 0; i < argc; i++) {
                 bool missing = false;
                 const char *v;
@@ -266,6 +283,16 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                         r = parse_int("--crash-loop-backoff-base", v, 1, 300, &f->backoff_base_s);
                 else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-max", &missing)))
                         r = parse_int("--crash-loop-backoff-max", v, 1, 300, &f->backoff_max_s);
+                else if ((v = flag_value(argc, argv, &i, "--eviction-hard", &missing))) {
+                        struct cb_error e = {0};
+                        if (k8s_eviction_parse_hard(v, &f->eviction_hard, &e) < 0) {
+                                fprintf(stderr, "cubelet: %s\n", e.msg);
+                                r = -1;
+                        }
+                } else if ((v = flag_value(argc, argv, &i, "--eviction-pressure-transition-period",
+                                           &missing)))
+                        r = parse_dur("--eviction-pressure-transition-period", v,
+                                      &f->eviction_transition_ms);
                 else if (!missing) {
                         fprintf(stderr,
                                 "cubelet: unknown flag or command \"%s\"; see cubelet --help\n",
@@ -433,6 +460,13 @@ static int make_node_config(const struct agent_flags *fl, const struct cb_global
                                     "on the default-route interface): pass --node-ip");
         }
         nc->node_name = nc->facts.hostname;
+        /* Allocatable leaves out the hard eviction thresholds. */
+        int64_t em = 0, ee = 0;
+        k8s_eviction_reservation(&fl->eviction_hard, nc->facts.memory_bytes,
+                                 nc->facts.ephemeral_bytes, &em, &ee);
+        nc->facts.has_eviction_reservation = true;
+        nc->facts.eviction_memory = em;
+        nc->facts.eviction_ephemeral = ee;
         nc->max_pods = fl->max_pods;
         nc->update_ms = fl->update_ms;
         nc->report_ms = fl->report_ms;
@@ -501,8 +535,10 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             .n_host_ips = 1,
             .node_memory_capacity = mem,
             .alloc_milli_cpu = (int64_t)nc->facts.cpus * 1000,
-            .alloc_memory = mem > (100LL << 20) ? mem - (100LL << 20) : 0,
-            .alloc_ephemeral = nc->facts.ephemeral_bytes - nc->facts.ephemeral_bytes / 10,
+            .alloc_memory = mem > nc->facts.eviction_memory ? mem - nc->facts.eviction_memory : 0,
+            .alloc_ephemeral = nc->facts.ephemeral_bytes > nc->facts.eviction_ephemeral
+                                   ? nc->facts.ephemeral_bytes - nc->facts.eviction_ephemeral
+                                   : 0,
             .insecure_registries = fl->insecure,
             .n_insecure_registries = fl->n_insecure,
             .backoff_base = fl->backoff_base_s,
@@ -521,6 +557,18 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         if (a->metrics == NULL)
                 return cb_error_set(err, ENOMEM, "metrics");
         ag_pods_set_metrics(a->pod_mgr, a->metrics);
+        struct ag_pressure_config pc = {
+            .thresholds = fl->eviction_hard,
+            .transition_ms = fl->eviction_transition_ms,
+            .interval_ms = K8S_EVICTION_MONITORING_MS,
+            .root_dir = a->root_dir,
+            .pod_logs_dir = fl->pod_logs_dir,
+            .cgroup_root = a->env.cgroup_root,
+            .memory_capacity = mem,
+            .node_name = a->node_name,
+        };
+        if (ag_pressure_new(a->loop, &pc, a->ns, a->pod_mgr, a->events, &a->pressure, err) < 0)
+                return -1;
         if (fl->healthz_port > 0) {
                 struct ag_endpoint_sources src = {src_pods, src_timelines, src_metrics, src_healthy,
                                                   a};
@@ -556,6 +604,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             ag_reflector_new(a->loop, a->api, &node, &a->node, err) < 0)
                 return -1;
         ag_nodestatus_start(a->ns);
+        ag_pressure_start(a->pressure);
         ag_reflector_start(a->node);
         ag_reflector_start(a->pods);
         return 0;
@@ -572,6 +621,7 @@ static void stop_agent(struct agent *a)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
         ag_endpoint_free(a->endpoint);
+        ag_pressure_free(a->pressure);
         ag_pods_free(a->pod_mgr);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */

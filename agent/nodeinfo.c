@@ -233,6 +233,10 @@ cJSON *ag_node_json(const struct ag_node_facts *f, const char *node_name, int ma
                       f->ephemeral_bytes, max_pods);
         long long mem = f->memory_bytes - EVICTION_MEMORY_AVAILABLE;
         long long eph = f->ephemeral_bytes - f->ephemeral_bytes * EVICTION_NODEFS_PERCENT / 100;
+        if (f->has_eviction_reservation) {
+                mem = f->memory_bytes - f->eviction_memory;
+                eph = f->ephemeral_bytes - f->eviction_ephemeral;
+        }
         add_resources(cJSON_AddObjectToObject(status, "allocatable"), f->cpus, mem < 0 ? 0 : mem,
                       eph < 0 ? 0 : eph, max_pods);
         if (cJSON_GetObjectItem(status, "allocatable") == NULL)

@@ -4,10 +4,12 @@
 /*
  * This machine as a Kubernetes Node: capacity read from the host (cpu count,
  * MemTotal, the root dir's filesystem size, maxPods) and allocatable as the
- * kubelet computes it on a default node (capacity minus the 100Mi
- * memory.available hard-eviction threshold; ephemeral-storage minus the 10%
- * nodefs.available threshold).
+ * kubelet computes it (capacity minus the memory.available hard-eviction
+ * threshold; ephemeral-storage minus the nodefs.available threshold; by
+ * default 100Mi and 10%).
  */
+
+#include <stdbool.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +27,11 @@ struct ag_node_facts {
         char boot_id[64];      /* /proc/sys/kernel/random/boot_id */
         char os_image[256];    /* PRETTY_NAME of /etc/os-release */
         char node_ip[64];      /* IPv4 of the default-route interface, "" when none */
+        /* The hard eviction thresholds subtracted for allocatable
+         * (HardEvictionReservation: memory.available, nodefs.available);
+         * without them the kubelet's defaults, 100Mi and 10%. */
+        bool has_eviction_reservation;
+        long long eviction_memory, eviction_ephemeral;
 };
 
 /* The version the agent reports as nodeInfo.kubeletVersion: the Kubernetes

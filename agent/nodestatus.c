@@ -9,6 +9,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "agent/eviction.h"
 #include "agent/log.h"
 #include "agent/reflector.h"
 #include "lib/cleanup.h"
@@ -248,6 +249,21 @@ static void init_conditions(struct ag_nodestatus *ns)
         for (size_t i = 0; i < 4; i++) {
                 ns->cond[i] = init[i];
                 snprintf(ns->cond[i].transition, sizeof(ns->cond[i].transition), "%s", now);
+        }
+}
+
+void ag_nodestatus_set_pressure(struct ag_nodestatus *ns, unsigned conditions)
+{
+        char now[40];
+        ag_format_time(now, sizeof(now), false);
+        for (unsigned i = 0; i < 3; i++) {
+                struct k8s_node_condition_text t;
+                k8s_pressure_condition(1u << i, (conditions & (1u << i)) != 0, &t);
+                if (strcmp(ns->cond[i].status, t.status) != 0)
+                        snprintf(ns->cond[i].transition, sizeof(ns->cond[i].transition), "%s", now);
+                ns->cond[i].status = t.status;
+                ns->cond[i].reason = t.reason;
+                ns->cond[i].message = t.message;
         }
 }
 

@@ -53,6 +53,10 @@ void ag_nodestatus_start(struct ag_nodestatus *ns);
  * or NULL once it is deleted; compared with the computed status. */
 void ag_nodestatus_observe(struct ag_nodestatus *ns, const cJSON *node);
 void ag_nodestatus_free(struct ag_nodestatus *ns);
+/* The pressure conditions (K8S_PRESSURE_* of agent/eviction.h) the
+ * eviction manager reports; the next status update carries them, with
+ * lastTransitionTime moved for each one that flipped. */
+void ag_nodestatus_set_pressure(struct ag_nodestatus *ns, unsigned conditions);
 
 /* ---- pure helpers (unit tested) ---- */
 

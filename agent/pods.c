@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/admit.h"
+#include "agent/eviction.h"
 #include "agent/log.h"
 #include "agent/metrics.h"
 #include "agent/statusgen.h"
@@ -43,6 +44,8 @@ struct rec {
         struct ag_timer *del_timer;
         struct ag_request *aux_req; /* the DisruptionTarget patch / the eviction DELETE */
         char *delivered_phase;      /* the last phase the apiserver accepted */
+        char *pressure_message;     /* evicted for node pressure: the message */
+        char pressure_time[32];     /* ... and when (DisruptionTarget) */
 };
 
 struct ag_pods {
@@ -56,6 +59,7 @@ struct ag_pods {
         bool swept;  /* left-over pods from an earlier run handled */
         bool synced; /* the first pod list arrived */
         struct ag_metrics *metrics;
+        unsigned pressure; /* node conditions for admission (K8S_PRESSURE_*) */
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -103,6 +107,7 @@ static void rec_free(struct rec *r)
         k8s_pod_free(r->pod);
         cJSON_Delete(r->json);
         free(r->delivered_phase);
+        free(r->pressure_message);
         free(r->uid);
         free(r->ns);
         free(r->name);
@@ -136,6 +141,41 @@ static struct k8s_pod *decode_copy(const struct rec *r)
 
 /* ---- worker callbacks ---------------------------------------------------------- */
 
+/* A pod evicted for node pressure gets the DisruptionTarget condition
+ * together with its terminal phase, as the kubelet's status manager merges
+ * it (mergePodStatus). Returns a copy of status with it, or NULL. */
+static cJSON *with_disruption_target(const struct rec *r, const cJSON *status)
+{
+        const cJSON *phase = cJSON_GetObjectItemCaseSensitive(status, "phase");
+        if (r->pressure_message == NULL || !cJSON_IsString(phase) ||
+            (strcmp(phase->valuestring, "Failed") != 0 &&
+             strcmp(phase->valuestring, "Succeeded") != 0))
+                return NULL;
+        cJSON *st = cJSON_Duplicate(status, true);
+        if (st == NULL)
+                return NULL;
+        cJSON *conds = cJSON_GetObjectItemCaseSensitive(st, "conditions");
+        if (!cJSON_IsArray(conds)) {
+                cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+                conds = cJSON_AddArrayToObject(st, "conditions");
+        }
+        for (int i = cJSON_GetArraySize(conds) - 1; i >= 0; i--) {
+                const cJSON *t =
+                    cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(conds, i), "type");
+                if (cJSON_IsString(t) && strcmp(t->valuestring, "DisruptionTarget") == 0)
+                        cJSON_DeleteItemFromArray(conds, i);
+        }
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "DisruptionTarget");
+        cJSON_AddStringToObject(c, "status", "True");
+        cJSON_AddNullToObject(c, "lastProbeTime");
+        cJSON_AddStringToObject(c, "lastTransitionTime", r->pressure_time);
+        cJSON_AddStringToObject(c, "reason", "TerminationByKubelet");
+        cJSON_AddStringToObject(c, "message", r->pressure_message);
+        cJSON_InsertItemInArray(conds, 0, c);
+        return st;
+}
+
 static void on_worker_status(struct ag_pod_worker *w, const cJSON *status, void *data)
 {
         struct rec *r = data;
@@ -144,8 +184,9 @@ static void on_worker_status(struct ag_pod_worker *w, const cJSON *status, void 
         const cJSON *phase = cJSON_GetObjectItemCaseSensitive(status, "phase");
         log_v(1, "pod %s/%s: phase %s", pod_ns(r), r->name,
               cJSON_IsString(phase) ? phase->valuestring : "?");
-        if (!r->gone &&
-            ag_status_mgr_set(r->p->status, pod_ns(r), r->name, r->uid, status, &err) < 0)
+        _cleanup_cjson_ cJSON *evicted = with_disruption_target(r, status);
+        if (!r->gone && ag_status_mgr_set(r->p->status, pod_ns(r), r->name, r->uid,
+                                          evicted ? evicted : status, &err) < 0)
                 log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
 }
 
@@ -250,7 +291,14 @@ static void admit(struct rec *r)
                 if (o != r && o->worker && !o->finished)
                         admitted[n++] = (struct k8s_pod *)ag_pod_worker_pod(o->worker);
         struct k8s_admit_result res;
-        k8s_admit(r->pod, p->node, admitted, n, &res);
+        /* The eviction manager's handler runs first, as the kubelet's. A pod
+         * this node already ran (its state is on disk: an agent restart) is
+         * not rejected for pressure: its containers run. */
+        char state[4200];
+        snprintf(state, sizeof(state), "%s/pods/%s/worker.json", p->env->root_dir, r->uid);
+        k8s_eviction_admit(r->pod, access(state, F_OK) == 0 ? 0 : p->pressure, &res);
+        if (res.admitted)
+                k8s_admit(r->pod, p->node, admitted, n, &res);
         free(admitted);
         if (!res.admitted) {
                 char msg[600];
@@ -780,6 +828,64 @@ void ag_pods_update_metrics(const struct ag_pods *p)
                 ag_metrics_gauge_set(p->metrics, "cubelet_pods", "Pods this node runs, by phase.",
                                      (const char *const[]){"phase", phases[i], NULL}, n, NULL);
         }
+}
+
+/* ---- node pressure ------------------------------------------------------------------ */
+
+static bool active(const struct rec *r)
+{
+        if (r->worker == NULL || r->finished || r->gone || r->deleting || r->evicted ||
+            r->pressure_message != NULL || r->pod == NULL)
+                return false;
+        const cJSON *st = ag_pod_worker_status(r->worker);
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "phase");
+        return !(cJSON_IsString(ph) && (strcmp(ph->valuestring, "Failed") == 0 ||
+                                        strcmp(ph->valuestring, "Succeeded") == 0));
+}
+
+int ag_pods_active(const struct ag_pods *p, struct ag_pod_ref **ret, size_t *ret_n)
+{
+        struct ag_pod_ref *v = calloc(p->n + 1, sizeof(*v));
+        if (v == NULL)
+                return -1;
+        size_t n = 0;
+        for (const struct rec *r = p->recs; r; r = r->next)
+                if (active(r))
+                        v[n++] = (struct ag_pod_ref){.uid = r->uid,
+                                                     .pod = ag_pod_worker_pod(r->worker),
+                                                     .status = ag_pod_worker_status(r->worker)};
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid)
+{
+        const struct rec *r = find((struct ag_pods *)p, uid);
+        return r == NULL || r->finished;
+}
+
+int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s, const char *message)
+{
+        struct rec *r = find(p, uid);
+        if (r == NULL || !active(r))
+                return -1;
+        r->pressure_message = strdup(message);
+        if (r->pressure_message == NULL)
+                return -1;
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(r->pressure_time, sizeof(r->pressure_time), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        log_info("pod %s/%s: evicted: %s", pod_ns(r), r->name, message);
+        record_event(r, "Warning", K8S_EVICTION_REASON, message, NULL);
+        ag_pod_worker_terminate(r->worker, grace_s, K8S_EVICTION_REASON, message);
+        return 0;
+}
+
+void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions)
+{
+        p->pressure = conditions;
 }
 
 size_t ag_pods_count(const struct ag_pods *p)

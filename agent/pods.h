@@ -49,6 +49,31 @@ void ag_pods_synced(struct ag_pods *p);
 
 size_t ag_pods_count(const struct ag_pods *p);
 
+/* ---- node pressure (agent/pressure.c) ---- */
+
+/* A pod that runs here and may be evicted: admitted, not terminal, not
+ * being deleted or evicted. Borrowed until the next loop callback. */
+struct ag_pod_ref {
+        const char *uid;
+        const struct k8s_pod *pod; /* the spec the worker runs */
+        const cJSON *status;       /* the last status computed (may be NULL) */
+};
+
+/* The active pods (malloc'd array, free() it); *ret_n entries. */
+int ag_pods_active(const struct ag_pods *p, struct ag_pod_ref **ret, size_t *ret_n);
+/* True when the pod is gone or its worker has torn everything down. */
+bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid);
+/* Evicts the pod as the kubelet's eviction manager does: a Warning event
+ * "Evicted" with message, the containers stopped with grace_s, phase
+ * Failed with reason Evicted and message, and the DisruptionTarget
+ * condition (TerminationByKubelet) with the terminal phase. -1 when the
+ * pod is not active. */
+int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s,
+                           const char *message);
+/* The node conditions (K8S_PRESSURE_* mask) admission checks new pods
+ * against (the eviction manager's admit handler). */
+void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions);
+
 /* The node's pods as a v1 PodList with the statuses this node computed
  * (the kubelet's read-only /pods), and their phase-transition timelines
  * ({"pods": [{namespace, name, uid, timeline}]}). The caller owns them. */

@@ -95,6 +95,10 @@ void cg_free_names(char **names, size_t n);
  * length, or -1 when buf is too small or the controller is not mounted. */
 int cg_dir(const char *path, const char *controller, char *buf, size_t size, struct cb_error *err);
 
+/* The root directory of controller's hierarchy (the mount point; on v2
+ * the unified mount). Returns the length, or -1. */
+int cg_root_dir(const char *controller, char *buf, size_t size, struct cb_error *err);
+
 struct cg_oom {
         /* Processes the OOM killer killed in this cgroup: v1 memory.oom_control
          * "oom_kill" (this cgroup only), v2 memory.events "oom_kill" (this
@@ -119,6 +123,16 @@ struct cg_stats {
 int cg_read_oom(const char *path, struct cg_oom *ret, struct cb_error *err);
 int cg_read_stats(const char *path, struct cg_stats *ret, struct cb_error *err);
 
+/* The node's memory as the root cgroup shows it (cgroups/node.c): v1 root
+ * memory.usage_in_bytes minus total_inactive_file; v2 MemTotal - MemFree of
+ * /proc/meminfo minus the root's inactive_file. */
+struct cg_node_memory {
+        uint64_t usage;
+        uint64_t working_set;
+};
+
+int cg_read_node_memory(struct cg_node_memory *ret, struct cb_error *err);
+
 /*
  * Pure parsers (cgroups/parse.c), no I/O.
  */
@@ -135,6 +149,9 @@ int cg_parse_u64(const char *buf, uint64_t *ret, struct cb_error *err);
  * "name=systemd"). Returns the length written to buf, -1 when missing. */
 int cg_parse_proc_cgroup(const char *buf, const char *controller, char *path, size_t size,
                          struct cb_error *err);
+/* A /proc/meminfo line ("MemTotal:  24683620 kB") in bytes. Returns 1 when
+ * found, 0 when absent, -1 when malformed. */
+int cg_parse_meminfo(const char *buf, const char *key, uint64_t *ret, struct cb_error *err);
 /* Appends the pids of a cgroup.procs file to *pids (malloc'd, *n entries). */
 int cg_parse_pids(const char *buf, pid_t **pids, size_t *n, struct cb_error *err);
 /* memory.oom_control (v1) or memory.events (v2) into ret (limit_hits is

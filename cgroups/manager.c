@@ -504,6 +504,21 @@ static const char *mount_of(const char *controller)
         return NULL;
 }
 
+int cg_root_dir(const char *controller, char *buf, size_t size, struct cb_error *err)
+{
+        if (cg_init(err) < 0)
+                return -1;
+        const char *m = mount_of(controller);
+        if (m == NULL)
+                return cb_error_set(err, ENOENT,
+                                    "the %s controller is not mounted (cgroup mode %s)", controller,
+                                    cg_mode_name(mode));
+        int n = snprintf(buf, size, "%s", m);
+        if (n < 0 || (size_t)n >= size)
+                return cb_error_set(err, ENAMETOOLONG, "cgroup mount %s is too long", m);
+        return n;
+}
+
 int cg_exists(const char *path, bool *ret, struct cb_error *err)
 {
         char dir[CG_DIR_MAX];

@@ -16,6 +16,7 @@
 #include "agent/nodeinfo.h"
 #include "agent/endpoint.h"
 #include "agent/events.h"
+#include "agent/kubeletapi.h"
 #include "agent/metrics.h"
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
@@ -49,6 +50,7 @@ struct agent_flags {
         const char *insecure[16];
         size_t n_insecure;
         int backoff_base_s, backoff_max_s;
+        struct ag_napi_flags napi;
 };
 
 struct agent {
@@ -60,6 +62,7 @@ struct agent {
         struct ag_pods *pod_mgr;
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
+        struct ag_napi *napi;
         struct ag_node_env env;
         const char *host_ips[1];
         char exe[PATH_MAX];
@@ -115,6 +118,7 @@ static void agent_usage(FILE *f)
                    "                                       (default 10248; 0 disables)\n"
                    "  --healthz-bind-address IP            its address (default 127.0.0.1; "
                    "loopback only)\n");
+        fputs(ag_napi_usage(), f);
 }
 
 int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
@@ -217,6 +221,7 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                                   .healthz_port = 10248,
                                   .backoff_base_s = ST_BACKOFF_BASE_DEFAULT,
                                   .backoff_max_s = ST_BACKOFF_CAP_DEFAULT};
+        ag_napi_flags_init(&f->napi);
         for (int i = 0; i < argc; i++) {
                 bool missing = false;
                 const char *v;
@@ -266,6 +271,8 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                         r = parse_int("--crash-loop-backoff-base", v, 1, 300, &f->backoff_base_s);
                 else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-max", &missing)))
                         r = parse_int("--crash-loop-backoff-max", v, 1, 300, &f->backoff_max_s);
+                else if (!missing && (r = ag_napi_parse_flag(argc, argv, &i, &f->napi)) != 0)
+                        r = r > 0 ? 0 : -1;
                 else if (!missing) {
                         fprintf(stderr,
                                 "cubelet: unknown flag or command \"%s\"; see cubelet --help\n",
@@ -402,6 +409,43 @@ static bool src_healthy(void *data, char *why, size_t size)
         return true;
 }
 
+/* ---- the node API (port 10250) ---- */
+
+static int start_node_api(struct agent *a, const struct agent_flags *fl,
+                          const struct ag_node_config *nc, struct cb_error *err)
+{
+        const struct ag_napi_flags *f = &fl->napi;
+        if (f->client_ca_file == NULL && f->token_file == NULL) {
+                log_info("node API (port %d) off: no --client-ca-file or "
+                         "--authentication-token-file",
+                         f->port);
+                return 0;
+        }
+        char cert_dir[4096];
+        snprintf(cert_dir, sizeof(cert_dir), "%s/pki", a->root_dir);
+        struct ag_napi_config cfg = {
+            .address = f->address,
+            .port = f->port,
+            .tls_cert_file = f->tls_cert_file,
+            .tls_key_file = f->tls_key_file,
+            .cert_dir = f->cert_dir != NULL ? f->cert_dir : cert_dir,
+            .node_ip = nc->facts.node_ip,
+            .hostname = nc->facts.hostname,
+            .client_ca_file = f->client_ca_file,
+            .token_file = f->token_file,
+            .root_dir = a->root_dir,
+            .pod_logs_dir = fl->pod_logs_dir,
+            .monitor_path = a->exe,
+            .pods = src_pods,
+            .healthy = src_healthy,
+            .data = a,
+        };
+        if (ag_napi_start(a->loop, &cfg, &a->napi, err) < 0)
+                return -1;
+        log_info("node API: serving HTTPS on %s:%d", f->address, ag_napi_port(a->napi));
+        return 0;
+}
+
 /* ---- setup ---- */
 
 static int make_node_config(const struct agent_flags *fl, const struct cb_global_opts *opts,
@@ -530,6 +574,8 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
                 log_info("serving /healthz /metrics /pods /timelines on %s:%d", fl->healthz_address,
                          ag_endpoint_port(a->endpoint));
         }
+        if (start_node_api(a, fl, nc, err) < 0)
+                return -1;
         char pod_sel[512], node_sel[512];
         snprintf(pod_sel, sizeof(pod_sel), "spec.nodeName=%s", a->node_name);
         snprintf(node_sel, sizeof(node_sel), "metadata.name=%s", a->node_name);
@@ -572,6 +618,7 @@ static void stop_agent(struct agent *a)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
         ag_endpoint_free(a->endpoint);
+        ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */

@@ -693,6 +693,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, m, res, ns, name, sub, q):
         api = self.server.api
+        if sub in KUBELET_SUBRESOURCES:
+            return self.proxy_kubelet(m, res, ns, name, sub, q)
         dry = q.get("dryRun") == "All"
         if m in ("GET", "HEAD"):
             if name is None:
@@ -963,6 +965,167 @@ class Handler(BaseHTTPRequestHandler):
             emit("DELETED", new)
 
 
+    # ---- pods/log, exec, attach, portforward: proxied to the node's kubelet
+
+    def proxy_kubelet(self, m, res, ns, name, sub, q):
+        """As kube-apiserver does: find the pod's node, its InternalIP and
+        kubelet port (status.daemonEndpoints), and forward the request there
+        over TLS with the kubelet client certificate. The kubelet's serving
+        certificate is not verified (kube-apiserver without
+        --kubelet-certificate-authority). A WebSocket/SPDY upgrade becomes a
+        raw byte tunnel after the kubelet's answer."""
+        upgrade = "upgrade" in (self.headers.get("Connection") or "").lower()
+        if sub == "log" and m not in ("GET", "HEAD"):
+            raise ApiError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource")
+        if sub != "log" and m not in ("GET", "POST"):
+            raise ApiError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource")
+        api = self.server.api
+        pod = api.get(res, ns, name)
+        spec = pod.get("spec") or {}
+        node_name = spec.get("nodeName")
+        if not node_name:
+            raise reg.bad_request(f"pod {name} does not have a host assigned")
+        query = [(k, v) for k, v in urllib.parse.parse_qsl(
+            urllib.parse.urlsplit(self.path).query, keep_blank_values=True) if k != "container"]
+        container = q.get("container", "")
+        names = [c.get("name") for c in (spec.get("containers") or [])]
+        all_names = names + [c.get("name") for c in (spec.get("initContainers") or []) +
+                             (spec.get("ephemeralContainers") or [])]
+        if sub != "portforward":
+            if not container:
+                if len(names) != 1:
+                    raise reg.bad_request(
+                        f"a container name must be specified for pod {name}, choose one of: "
+                        f"[{' '.join(names)}]")
+                container = names[0]
+            elif container not in all_names:
+                raise reg.bad_request(f"container {container} is not valid for pod {name}")
+        node = api.get(reg.find_resource("", "v1", "nodes"), None, node_name)
+        st = node.get("status") or {}
+        host = next((a.get("address") for a in st.get("addresses") or []
+                     if a.get("type") == "InternalIP"), None)
+        port = ((st.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+        if not host or not port:
+            raise ApiError(503, "ServiceUnavailable",
+                           f"node {node_name} has no InternalIP or kubelet port")
+        path = {"log": f"/containerLogs/{ns}/{name}/{container}",
+                "exec": f"/exec/{ns}/{name}/{container}",
+                "attach": f"/attach/{ns}/{name}/{container}",
+                "portforward": f"/portForward/{ns}/{name}"}[sub]
+        qs = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        target = urllib.parse.quote(path) + ("?" + qs if qs else "")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(os.path.join(self.server.data, "kubelet-client.crt"),
+                            os.path.join(self.server.data, "kubelet-client.key"))
+        try:
+            raw = socket.create_connection((host, int(port)), timeout=10)
+            up = ctx.wrap_socket(raw)
+        except OSError as e:
+            raise ApiError(500, "InternalError",
+                           f"error trying to reach service: dial tcp {host}:{port}: {e}")
+        try:
+            hdrs = [f"{m} {target} HTTP/1.1", f"Host: {host}:{port}"]
+            for k, v in self.headers.items():
+                if k.lower() in ("host", "authorization", "content-length",
+                                 "transfer-encoding", "accept-encoding"):
+                    continue
+                if not upgrade and k.lower() in ("connection", "upgrade"):
+                    continue
+                hdrs.append(f"{k}: {v}")
+            if not upgrade:
+                hdrs.append("Connection: close")
+            up.sendall(("\r\n".join(hdrs) + "\r\n\r\n").encode())
+            self.relay_kubelet(up, upgrade)
+        finally:
+            try:
+                up.close()
+            except OSError:
+                pass
+        self.close_connection = True
+
+    def relay_kubelet(self, up, upgrade):
+        rf = up.makefile("rb")
+        status = rf.readline(65536)
+        if not status:
+            raise ApiError(500, "InternalError", "the kubelet closed the connection")
+        parts = status.decode("latin-1").split(" ", 2)
+        code = int(parts[1])
+        reason = parts[2].strip() if len(parts) > 2 else ""
+        headers = []
+        while True:
+            line = rf.readline(65536)
+            if line in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = line.decode("latin-1").partition(":")
+            headers.append((k.strip(), v.strip()))
+        self.send_response_only(code, reason)
+        length = None
+        for k, v in headers:
+            if k.lower() == "content-length":
+                length = int(v)
+            if k.lower() in ("content-length", "transfer-encoding", "connection") and \
+                    code != 101:
+                continue
+            self.send_header(k, v)
+        if code != 101:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+        if code == 101:
+            return self.tunnel(up, rf)
+        # the body: up to Content-Length, else until the kubelet closes;
+        # streamed as it comes (kubectl logs -f)
+        left = length
+        while left is None or left > 0:
+            chunk = rf.read1(65536 if left is None else min(left, 65536))
+            if not chunk:
+                break
+            self.wfile.write(chunk)
+            if left is not None:
+                left -= len(chunk)
+
+    def tunnel(self, up, up_rf):
+        """Both directions until either side closes."""
+        client_rf = self.rfile
+
+        def pump_up():
+            try:
+                while True:
+                    data = client_rf.read1(65536)
+                    if not data:
+                        break
+                    up.sendall(data)
+            except (OSError, ValueError):
+                pass
+            try:
+                up.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+        t = threading.Thread(target=pump_up, daemon=True)
+        t.start()
+        try:
+            while True:
+                data = up_rf.read1(65536)
+                if not data:
+                    break
+                self.wfile.write(data)
+        except (OSError, ValueError):
+            pass
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        t.join(5)
+
+
+KUBELET_SUBRESOURCES = ("log", "exec", "attach", "portforward")
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -1166,6 +1329,7 @@ def main():
         port = srv.server_address[1]
         srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
         srv.verbose = args.verbose
+        srv.data = data
         srv.address = f"127.0.0.1:{port}"
         admin_token = load_or_make_token(os.path.join(data, "admin.token"))
         node_token = load_or_make_token(os.path.join(data, "node.token"))

@@ -398,6 +398,12 @@ static char *src_metrics(void *data)
         return ag_metrics_render(a->metrics);
 }
 
+static cJSON *src_summary(void *data)
+{
+        struct agent *a = data;
+        return ag_pods_stats_summary(a->pod_mgr);
+}
+
 static bool src_healthy(void *data, char *why, size_t size)
 {
         struct agent *a = data;
@@ -437,6 +443,7 @@ static int start_node_api(struct agent *a, const struct agent_flags *fl,
             .pod_logs_dir = fl->pod_logs_dir,
             .monitor_path = a->exe,
             .pods = src_pods,
+            .summary = src_summary,
             .healthy = src_healthy,
             .data = a,
         };

@@ -50,7 +50,11 @@
 #define LOG_CHUNK   65536
 #define OUT_HIGH    (1 << 20) /* queued exec output above which the pipes are not read */
 #define STDIN_HIGH  (1 << 20)
-#define READ_CHUNK  32768
+/* The WebSocket close opcode's lws_write() type: libwebsockets keeps the
+ * slot between LWS_WRITE_HTTP (3) and LWS_WRITE_PING (5) for it and frames
+ * it like any other message (see exec_writable for why it is written). */
+#define LWS_WRITE_CLOSE_FRAME ((enum lws_write_protocol)4)
+#define READ_CHUNK            32768
 
 struct ag_napi {
         struct ag_loop *loop;
@@ -103,6 +107,7 @@ static void kick(struct ag_napi *s)
 struct logstream {
         int fd, ino;
         struct ag_io *ino_io;
+        struct ag_io *hup_io; /* the client's socket, for its hangup while we wait */
         struct ag_napi *srv;
         struct lws *wsi;
         struct ag_log_options opts;
@@ -132,7 +137,7 @@ struct exec {
         size_t stdin_len;
         bool stdin_close; /* close stdin once stdin_buf is written */
         int rx_channel;   /* of the message being received (fragments) */
-        bool exited, closing, rx_paused;
+        bool exited, closing, close_sent, rx_paused;
 };
 
 struct reaper {
@@ -406,6 +411,7 @@ static void logstream_free(struct logstream *l)
         if (l == NULL)
                 return;
         ag_io_free(l->ino_io);
+        ag_io_free(l->hup_io);
         if (l->ino >= 0)
                 close(l->ino);
         if (l->fd >= 0)
@@ -431,6 +437,19 @@ static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
                 }
         }
         lws_callback_on_writable(l->wsi);
+        kick(l->srv);
+}
+
+/* While a follow waits for the file, libwebsockets does not read the
+ * connection and would not see the client go away: a hangup watch does. */
+static void on_log_client_hup(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        (void)fd;
+        (void)events;
+        struct logstream *l = data;
+        ag_io_set_events(io, 0, NULL);
+        log_v(3, "node API: a log follower went away");
+        lws_set_timeout(l->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
         kick(l->srv);
 }
 
@@ -501,6 +520,9 @@ static int start_logs(struct ag_napi *s, struct lws *wsi, struct pss *ps,
                         logstream_free(l);
                         return respond_error(wsi, ps, 500, "cannot follow the log file");
                 }
+                int sfd = lws_get_socket_fd(wsi);
+                if (sfd >= 0)
+                        l->hup_io = ag_io_new(s->loop, sfd, EPOLLRDHUP, on_log_client_hup, l, NULL);
                 struct rt_container_state cst;
                 if (cid[0] == '\0' || rt_container_state(s->cfg.root_dir, cid, &cst, NULL) < 0 ||
                     cst.status != RT_CONTAINER_RUNNING)
@@ -1075,13 +1097,24 @@ static int exec_writable(struct exec *x, struct lws *wsi)
                 if (r < 0)
                         return -1;
                 update_reading(x);
-                if (x->q != NULL || x->closing)
+                if (x->q != NULL || (x->closing && !x->close_sent))
                         lws_callback_on_writable(wsi);
                 return 0;
         }
-        if (x->closing) {
-                lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, NULL, 0);
-                return -1;
+        if (x->closing && !x->close_sent) {
+                /* The close frame is written here rather than by returning
+                 * -1 after lws_close_reason(): libwebsockets 4.1 on libuv
+                 * drops the connection without it then, and kubectl
+                 * reports an abnormal closure instead of the exit status.
+                 * The peer's answering close ends the connection (or the
+                 * timeout does). */
+                uint8_t buf[LWS_PRE + 2];
+                buf[LWS_PRE] = (uint8_t)(LWS_CLOSE_STATUS_NORMAL >> 8);
+                buf[LWS_PRE + 1] = (uint8_t)(LWS_CLOSE_STATUS_NORMAL & 0xff);
+                x->close_sent = true;
+                if (lws_write(wsi, buf + LWS_PRE, 2, LWS_WRITE_CLOSE_FRAME) < 0)
+                        return -1;
+                lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 5);
         }
         return 0;
 }
@@ -1359,7 +1392,10 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
                 goto fail;
         }
         s->uv_ok = true;
-        lws_set_log_level(LLL_ERR | LLL_WARN, lws_to_log);
+        lws_set_log_level(getenv("CUBELET_LWS_DEBUG")
+                              ? LLL_ERR | LLL_WARN | LLL_NOTICE | LLL_INFO | LLL_DEBUG
+                              : LLL_ERR | LLL_WARN,
+                          lws_to_log);
         void *foreign[] = {&s->uv};
         struct lws_context_creation_info info;
         memset(&info, 0, sizeof(info));
@@ -1382,7 +1418,7 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
         info.ssl_cert_filepath = s->cert_path;
         info.ssl_private_key_filepath = s->key_path;
         info.alpn = "http/1.1";
-        info.options = LWS_SERVER_OPTION_DISABLE_IPV6;
+        info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_DISABLE_IPV6;
         struct lws_vhost *vh = lws_create_vhost(s->ctx, &info);
         if (vh == NULL) {
                 cb_error_set(err, EADDRINUSE,

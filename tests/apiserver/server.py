@@ -1048,79 +1048,74 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def relay_kubelet(self, up, upgrade):
-        rf = up.makefile("rb")
-        status = rf.readline(65536)
-        if not status:
-            raise ApiError(500, "InternalError", "the kubelet closed the connection")
-        parts = status.decode("latin-1").split(" ", 2)
+        """The kubelet's status line and headers, then its bytes both ways
+        until either side closes: the body of a log (streamed as it comes,
+        kubectl logs -f) or, after a 101, the WebSocket/SPDY tunnel."""
+        head = bytearray()
+        while b"\r\n\r\n" not in head:
+            chunk = up.recv(65536)
+            if not chunk:
+                raise ApiError(500, "InternalError", "the kubelet closed the connection")
+            head += chunk
+            if len(head) > 1 << 20:
+                raise ApiError(500, "InternalError", "the kubelet's answer has no end of headers")
+        head, _, rest = bytes(head).partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
         code = int(parts[1])
         reason = parts[2].strip() if len(parts) > 2 else ""
-        headers = []
-        while True:
-            line = rf.readline(65536)
-            if line in (b"\r\n", b"\n", b""):
-                break
-            k, _, v = line.decode("latin-1").partition(":")
-            headers.append((k.strip(), v.strip()))
         self.send_response_only(code, reason)
-        length = None
-        for k, v in headers:
-            if k.lower() == "content-length":
-                length = int(v)
-            if k.lower() in ("content-length", "transfer-encoding", "connection") and \
-                    code != 101:
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            # the body is relayed as it comes until the kubelet closes
+            if code != 101 and k.strip().lower() in ("content-length", "transfer-encoding",
+                                                     "connection"):
                 continue
-            self.send_header(k, v)
+            self.send_header(k.strip(), v.strip())
         if code != 101:
             self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.flush()
-        if code == 101:
-            return self.tunnel(up, rf)
-        # the body: up to Content-Length, else until the kubelet closes;
-        # streamed as it comes (kubectl logs -f)
-        left = length
-        while left is None or left > 0:
-            chunk = rf.read1(65536 if left is None else min(left, 65536))
-            if not chunk:
-                break
-            self.wfile.write(chunk)
-            if left is not None:
-                left -= len(chunk)
+        if rest:
+            self.connection.sendall(rest)
+        self.pump(self.connection, up)
 
-    def tunnel(self, up, up_rf):
-        """Both directions until either side closes."""
-        client_rf = self.rfile
-
-        def pump_up():
-            try:
-                while True:
-                    data = client_rf.read1(65536)
-                    if not data:
-                        break
-                    up.sendall(data)
-            except (OSError, ValueError):
-                pass
-            try:
-                up.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-        t = threading.Thread(target=pump_up, daemon=True)
-        t.start()
+    @staticmethod
+    def pump(client, up):
+        """Copies bytes both ways until either side closes (a client that
+        goes away mid-stream closes the kubelet's side too, as
+        kube-apiserver does). TLS sockets can hold decrypted bytes select()
+        does not see: pending() covers them."""
+        socks = (client, up)
+        for x in socks:
+            x.setblocking(False)
         try:
             while True:
-                data = up_rf.read1(65536)
-                if not data:
-                    break
-                self.wfile.write(data)
+                ready = [x for x in socks if x.pending()]
+                if not ready:
+                    ready, _, _ = select.select(socks, [], [])
+                for x in ready:
+                    try:
+                        data = x.recv(65536)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                        continue
+                    if not data:
+                        return
+                    other = up if x is client else client
+                    other.setblocking(True)
+                    try:
+                        other.sendall(data)
+                    finally:
+                        other.setblocking(False)
         except (OSError, ValueError):
-            pass
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        t.join(5)
+            return
+        finally:
+            for x in socks:
+                try:
+                    x.setblocking(True)
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 KUBELET_SUBRESOURCES = ("log", "exec", "attach", "portforward")

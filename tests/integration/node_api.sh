@@ -7,7 +7,7 @@
 # status of a failing command, a missing command, a tty), errors (missing
 # container, pod on another node), an exec client that drops mid-stream
 # (its command is killed, nothing leaks), and clients without credentials
-# (401). The node IP is a dummy interface's address, so the proxy really
+# (401). The node IP is the address of an empty bridge interface, so the proxy really
 # dials InternalIP:10250. Exit 77 when not root or a tool is missing.
 set -uo pipefail
 : "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
@@ -17,7 +17,7 @@ for t in jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd; do
 done
 [ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || { echo "SKIP: CNI plugins missing"; exit 77; }
 [ -d /sys/fs/cgroup/memory ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
-ip link add cbltest$$ type dummy 2>/dev/null || { echo "SKIP: cannot create a dummy interface"; exit 77; }
+ip link add cbltest$$ type bridge 2>/dev/null || { echo "SKIP: cannot create a bridge interface"; exit 77; }
 ip link del cbltest$$
 
 tmp=$(mktemp -d /tmp/cubelet-napi.XXXXXX)
@@ -110,7 +110,7 @@ agent_children() { ps -o pid= --ppid "$agent_pid" 2>/dev/null | wc -l; }
 
 # ---- setup -------------------------------------------------------------------
 mkdir -p "$data" "$root" "$logs" "$tmp/cni"
-ip link add "$dummy" type dummy && ip addr add "$nodeip/32" dev "$dummy" && ip link set "$dummy" up ||
+ip link add "$dummy" type bridge && ip addr add "$nodeip/32" dev "$dummy" && ip link set "$dummy" up ||
         die "cannot set up $dummy with $nodeip"
 bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
 "$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
@@ -180,8 +180,16 @@ out=$(k logs two -c a 2>&1)
         fail "logs -c a: '$out'"
 grep -qx a-err <<<"$out" || fail "logs -c a: no stderr line"
 [ "$(k logs two -c b 2>&1)" = b-only ] || fail "logs -c b: '$(k logs two -c b 2>&1)'"
+# kubectl picks the first container itself; the apiserver, asked without
+# one, refuses as kube-apiserver does
 out=$(k logs two 2>&1)
-grep -q "container name must be specified" <<<"$out" || fail "logs without -c on two containers: '$out'"
+grep -q 'Defaulted container "a"' <<<"$out" && grep -qx a-line-1 <<<"$out" ||
+        fail "logs without -c on two containers: '$out'"
+apiport=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
+out=$(curl -sk -H "Authorization: Bearer $(cat "$data/admin.token")" \
+        "https://127.0.0.1:$apiport/api/v1/namespaces/default/pods/two/log")
+grep -q "a container name must be specified for pod two, choose one of: \[a b\]" <<<"$out" ||
+        fail "pods/log without a container through the apiserver: '$out'"
 [ "$(k logs two -c a --tail 2 2>&1 | paste -sd,)" = "a-line-5,a-err" ] || fail "--tail 2: '$(k logs two -c a --tail 2 2>&1 | paste -sd,)'"
 [ "$(k logs two -c a --tail 0 2>&1)" = "" ] || fail "--tail 0 not empty"
 [ "$(k logs two -c a --limit-bytes 9 2>&1)" = "a-line-1" ] || fail "--limit-bytes 9: '$(k logs two -c a --limit-bytes 9 2>&1)'"
@@ -247,10 +255,10 @@ out=$(k exec two -c nosuch -- true 2>&1)
 grep -q "container nosuch is not valid" <<<"$out" || fail "exec -c nosuch: '$out'"
 # a tty (script gives kubectl a terminal)
 if command -v script >/dev/null; then
-        out=$(script -qec "kubectl --kubeconfig $data/admin.kubeconfig exec -t two -c a -- sh -c 'test -t 1 && echo is-a-tty; stty size'" /dev/null 2>&1 | tr -d '\r')
+        out=$(script -qec "kubectl --kubeconfig $data/admin.kubeconfig exec -it two -c a -- sh -c 'test -t 0 && test -t 1 && echo is-a-tty'" /dev/null </dev/null 2>&1 | tr -d '\r')
         grep -q is-a-tty <<<"$out" || fail "exec -t: '$out'"
 fi
-pass "3 exec: cat, -i stdin, exit 3 + stderr, missing command 127, container PID ns, -t"
+pass "3 exec: cat, -i stdin, exit 3 + stderr, missing command 127, container PID ns, -it"
 
 # a pod on another node
 mkpod elsewhere Always other-node-$$ <<'EOF'
@@ -287,6 +295,32 @@ poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agen
 curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200 ||
         fail "the node API stopped answering"
 pass "4 dropped exec killed its command; dropped logs -f; fds $fds0 -> $(agent_fds); still serving"
+
+# ---- 5. /stats/summary ---------------------------------------------------------------
+summary() { curl -sk -H "Authorization: Bearer tok-$$-secret" "$api/stats/summary"; }
+# jq on the pod "two"'s entry
+podstat() { summary | jq -r --arg u "$(pj two '{.metadata.uid}')" ".pods[] | select(.podRef.uid == \$u) | $1"; }
+summary >"$tmp/summary.json"
+jq -e --arg n "$NODE" '.node.nodeName == $n and .node.cpu.usageCoreNanoSeconds > 0 and
+        .node.memory.workingSetBytes > 0 and .node.fs.capacityBytes > 0' "$tmp/summary.json" >/dev/null ||
+        fail "summary node: $(jq -c .node "$tmp/summary.json" | head -c 400)"
+[ "$(podstat '.containers | map(.name) | sort | join(",")')" = a,b ] ||
+        fail "summary pod two containers: $(podstat '.containers | map(.name)')"
+[ "$(podstat '.network.name')" = eth0 ] || fail "summary pod network: $(podstat '.network')"
+mem0=$(podstat '.memory.workingSetBytes')
+[ "${mem0:-0}" -gt 0 ] || fail "summary pod memory: '$mem0'"
+k exec two -c b -- sh -c 'x=$(head -c 60000000 /dev/zero | tr "\0" a); echo held >/tmp/held; sleep 20' >/dev/null 2>&1 &
+hog=$!
+poll 30 eval 'k exec two -c b -- cat /tmp/held >/dev/null 2>&1' || fail "the allocation did not finish"
+mem1=$(podstat '.memory.workingSetBytes')
+cmem1=$(podstat '.containers[] | select(.name == "b") | .memory.workingSetBytes')
+[ "$((mem1 - mem0))" -gt 40000000 ] || fail "pod memory $mem0 -> $mem1 while 60 MB are held"
+[ "${cmem1:-0}" -gt 40000000 ] || fail "container b memory $cmem1 while 60 MB are held"
+kill "$hog" 2>/dev/null
+wait "$hog" 2>/dev/null
+poll 30 eval '[ "$(podstat ".memory.workingSetBytes")" -lt $((mem0 + 20000000)) ]' ||
+        fail "pod memory did not fall back after the allocation ended: $(podstat '.memory.workingSetBytes')"
+pass "5 /stats/summary: node, pod two (a,b, eth0), memory $mem0 -> $mem1 -> $(podstat '.memory.workingSetBytes')"
 
 echo "--- $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -928,7 +928,7 @@ static int upgrade_check(struct ag_napi *s, struct lws *wsi, struct ag_napi_targ
                 return 400;
         }
         if (r != AG_NAPI_EXEC) {
-                snprintf(msg, size, "no WebSocket endpoint at %s", path);
+                snprintf(msg, size, "no WebSocket endpoint at %.200s", path);
                 return 404;
         }
         struct args a = {0};
@@ -1447,9 +1447,15 @@ void ag_napi_free(struct ag_napi *s)
 {
         if (s == NULL)
                 return;
-        if (s->ctx != NULL)
+        /* On a foreign loop the first destroy closes the libuv handles, the
+         * loop runs their close callbacks, and the second destroy frees the
+         * context (its TLS contexts, buffers) */
+        if (s->ctx != NULL) {
                 lws_context_destroy(s->ctx);
-        /* lws closed its handles; let libuv finish closing them */
+                if (s->uv_ok)
+                        uv_run(&s->uv, UV_RUN_DEFAULT);
+                lws_context_destroy(s->ctx);
+        }
         if (s->uv_ok) {
                 uv_run(&s->uv, UV_RUN_DEFAULT);
                 uv_loop_close(&s->uv);

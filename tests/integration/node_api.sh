@@ -277,14 +277,16 @@ jq -e '.code == 404' <<<"$out" >/dev/null || fail "exec in a pod on another node
 pass "3 a pod on another node: 404 from the node API"
 
 # ---- 4. a client that drops mid-stream ---------------------------------------------
-k exec two -c a -- sh -c 'echo $$ >/tmp/sleeper.pid; exec sleep 1000' >/dev/null 2>&1 &
+# kubectl itself in the background (not the k function's subshell), so the
+# kill reaches it
+kubectl --kubeconfig "$data/admin.kubeconfig" exec two -c a -- sh -c 'echo $$ >/tmp/sleeper.pid; exec sleep 1000' >/dev/null 2>&1 &
 ex=$!
 poll 10 eval 'k exec two -c a -- cat /tmp/sleeper.pid >/dev/null 2>&1' || fail "the dropped exec never started"
 spid=$(k exec two -c a -- cat /tmp/sleeper.pid 2>/dev/null)
 kill -KILL "$ex" 2>/dev/null
 wait "$ex" 2>/dev/null
 poll 10 eval '! k exec two -c a -- kill -0 "$spid" 2>/dev/null' || fail "the exec'd command outlived its client"
-timeout 5 kubectl --kubeconfig "$data/admin.kubeconfig" logs -f two -c a >/dev/null 2>&1 &
+kubectl --kubeconfig "$data/admin.kubeconfig" logs -f two -c a >/dev/null 2>&1 &
 lf=$!
 sleep 1
 kill -KILL "$lf" 2>/dev/null
@@ -309,7 +311,8 @@ jq -e --arg n "$NODE" '.node.nodeName == $n and .node.cpu.usageCoreNanoSeconds >
 [ "$(podstat '.network.name')" = eth0 ] || fail "summary pod network: $(podstat '.network')"
 mem0=$(podstat '.memory.workingSetBytes')
 [ "${mem0:-0}" -gt 0 ] || fail "summary pod memory: '$mem0'"
-k exec two -c b -- sh -c 'x=$(head -c 60000000 /dev/zero | tr "\0" a); echo held >/tmp/held; sleep 20' >/dev/null 2>&1 &
+kubectl --kubeconfig "$data/admin.kubeconfig" exec two -c b -- awk 'BEGIN { s = sprintf("%60000000s", "");
+        print "held" > "/tmp/held"; close("/tmp/held"); system("sleep 30"); print length(s) }' >/dev/null 2>&1 &
 hog=$!
 poll 30 eval 'k exec two -c b -- cat /tmp/held >/dev/null 2>&1' || fail "the allocation did not finish"
 mem1=$(podstat '.memory.workingSetBytes')

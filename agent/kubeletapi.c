@@ -137,7 +137,15 @@ struct exec {
         size_t stdin_len;
         bool stdin_close; /* close stdin once stdin_buf is written */
         int rx_channel;   /* of the message being received (fragments) */
+        /* attach: the container's output, from its log file as it grows */
+        bool attach;
+        int att_fd, att_ino;
+        struct ag_io *att_io;
+        int64_t att_off;
+        char *att_buf; /* an incomplete last record */
+        size_t att_len;
         bool exited, closing, close_sent, rx_paused;
+        char close_text[120]; /* the close frame's reason, for refusals */
 };
 
 struct reaper {
@@ -683,6 +691,10 @@ static void exec_free(struct exec *x)
         close_fd_io(&x->in_fd, &x->in_io);
         close_fd_io(&x->out_fd, &x->out_io);
         close_fd_io(&x->err_fd, &x->err_io);
+        close_fd_io(&x->att_ino, &x->att_io);
+        if (x->att_fd >= 0)
+                close(x->att_fd);
+        free(x->att_buf);
         if (x->pty >= 0)
                 close(x->pty);
         while (x->q != NULL) {
@@ -712,8 +724,12 @@ static int queue(struct exec *x, uint8_t channel, const void *data, size_t len)
         return 0;
 }
 
+static void attach_pump(struct exec *x);
+
 static void update_reading(struct exec *x)
 {
+        if (x->attach && !x->closing && x->qbytes < OUT_HIGH / 2)
+                attach_pump(x); /* what waited while the client was slow */
         uint32_t ev = x->qbytes < OUT_HIGH ? EPOLLIN : 0;
         if (x->out_io != NULL)
                 ag_io_set_events(x->out_io, ev, NULL);
@@ -795,7 +811,7 @@ static void on_exec_exit(struct ag_io *io, int fd, uint32_t events, void *data)
         close(x->pidfd);
         x->pidfd = -1;
         x->exited = true;
-        log_v(2, "node API: exec %s exited %d", x->opts.argv[0], code);
+        log_v(2, "node API: exec %s exited %d", x->opts.argv[0] ? x->opts.argv[0] : "", code);
         finish_exec(x, r < 0 ? 1 : code, r < 0 ? err.msg : NULL);
         kick(x->srv);
 }
@@ -922,19 +938,18 @@ static int upgrade_check(struct ag_napi *s, struct lws *wsi, struct ag_napi_targ
                 return 400;
         }
         enum ag_napi_route r = ag_napi_route_path(path, t);
-        if (r == AG_NAPI_ATTACH || r == AG_NAPI_PORTFORWARD) {
-                snprintf(msg, size, "%s is not supported by this node yet",
-                         r == AG_NAPI_ATTACH ? "attach" : "port-forward");
+        if (r == AG_NAPI_PORTFORWARD) {
+                snprintf(msg, size, "port-forward is not supported by this node yet");
                 return 400;
         }
-        if (r != AG_NAPI_EXEC) {
+        if (r != AG_NAPI_EXEC && r != AG_NAPI_ATTACH) {
                 snprintf(msg, size, "no WebSocket endpoint at %.200s", path);
                 return 404;
         }
         struct args a = {0};
         struct cb_error err = {0};
         if (args_read(wsi, &a) < 0 ||
-            ag_exec_options_parse((const char *const *)a.v, a.n, true, o, &err) < 0) {
+            ag_exec_options_parse((const char *const *)a.v, a.n, r == AG_NAPI_EXEC, o, &err) < 0) {
                 snprintf(msg, size, "%s", err.msg[0] ? err.msg : "out of memory");
                 args_free(&a);
                 return 400;
@@ -971,6 +986,118 @@ static int upgrade_check(struct ag_napi *s, struct lws *wsi, struct ag_napi_targ
                          t->pod);
                 return 400;
         }
+        if (r == AG_NAPI_ATTACH && (o->in || o->tty)) {
+                snprintf(msg, size,
+                         "attach with stdin or a terminal is not supported by this node (the "
+                         "container's stdin is not kept open): use kubectl attach without -i/-t");
+                return 400;
+        }
+        return 0;
+}
+
+/* The log file of a container's current instance. */
+static int current_log(struct ag_napi *s, const struct ag_napi_target *t, const struct found *f,
+                       char *path, size_t size)
+{
+        char pod_dir[4096], cdir[4400];
+        long newest, prev;
+        if (ag_podlogs_pod_dir(s->cfg.pod_logs_dir, t->ns, t->pod, f->uid, pod_dir,
+                               sizeof(pod_dir)) < 0 ||
+            snprintf(cdir, sizeof(cdir), "%s/%s", pod_dir, t->container) >= (int)sizeof(cdir) ||
+            ag_podlogs_restarts(cdir, &newest, &prev) < 0)
+                return -1;
+        return snprintf(path, size, "%s/%ld.log", cdir, newest) < (int)size ? 0 : -1;
+}
+
+/* attach: every record appended to the log goes out on stdout or stderr,
+ * as it would have reached a terminal; the writer closing the file (the
+ * container ended) ends the session. */
+static void attach_pump(struct exec *x)
+{
+        char buf[READ_CHUNK];
+        for (int i = 0; i < 64 && x->qbytes < OUT_HIGH && x->att_fd >= 0; i++) {
+                ssize_t n = pread(x->att_fd, buf, sizeof(buf), x->att_off);
+                if (n <= 0)
+                        break;
+                x->att_off += n;
+                char *nb = realloc(x->att_buf, x->att_len + (size_t)n);
+                if (nb == NULL)
+                        break;
+                x->att_buf = nb;
+                memcpy(nb + x->att_len, buf, (size_t)n);
+                x->att_len += (size_t)n;
+                size_t start = 0;
+                char *nl;
+                while ((nl = memchr(x->att_buf + start, '\n', x->att_len - start)) != NULL) {
+                        size_t rl = (size_t)(nl - (x->att_buf + start));
+                        struct rt_crilog_entry e;
+                        if (rt_crilog_parse(x->att_buf + start, rl, &e, NULL) == 0) {
+                                uint8_t ch = e.stream == RT_STREAM_STDERR && x->opts.err
+                                                 ? AG_CH_STDERR
+                                                 : AG_CH_STDOUT;
+                                /* the content ends at the record's '\n': a
+                                 * full line goes out with it */
+                                if (ch == AG_CH_STDERR || x->opts.out)
+                                        queue(x, ch, e.content, e.len + (e.partial ? 0 : 1));
+                        }
+                        start += rl + 1;
+                }
+                memmove(x->att_buf, x->att_buf + start, x->att_len - start);
+                x->att_len -= start;
+                if (x->att_len > 2 * RT_CRILOG_MAX_LINE)
+                        x->att_len = 0; /* not a CRI writer's record: drop it */
+        }
+}
+
+static void on_attach_change(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        (void)io;
+        (void)events;
+        struct exec *x = data;
+        bool ended = false;
+        char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        for (;;) {
+                ssize_t n = read(fd, ev, sizeof(ev));
+                if (n <= 0)
+                        break;
+                for (char *p = ev; p < ev + n;) {
+                        struct inotify_event *e = (struct inotify_event *)p;
+                        if (e->mask & (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF))
+                                ended = true;
+                        p += sizeof(*e) + e->len;
+                }
+        }
+        attach_pump(x);
+        if (ended)
+                finish_exec(x, 0, NULL);
+        kick(x->srv);
+}
+
+static int start_attach(struct exec *x, const struct ag_napi_target *t, const struct found *f,
+                        struct cb_error *err)
+{
+        char path[4600];
+        if (current_log(x->srv, t, f, path, sizeof(path)) < 0)
+                return cb_error_set(err, ENOENT, "container \"%s\" has no output yet",
+                                    t->container);
+        x->att_ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (x->att_ino < 0 ||
+            inotify_add_watch(x->att_ino, path,
+                              IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF) < 0)
+                return cb_error_set(err, errno, "cannot watch %s", path);
+        x->att_fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (x->att_fd < 0 || fstat(x->att_fd, &st) < 0)
+                return cb_error_set(err, errno, "cannot open %s", path);
+        x->att_off = st.st_size; /* what comes from now on */
+        x->att_io = ag_io_new(x->srv->loop, x->att_ino, EPOLLIN, on_attach_change, x, err);
+        if (x->att_io == NULL)
+                return -1;
+        /* the container may have ended between the status and the watch */
+        struct rt_container_state cs;
+        if (f->cid != NULL && rt_container_state(x->srv->cfg.root_dir, f->cid, &cs, NULL) == 0 &&
+            cs.status != RT_CONTAINER_RUNNING)
+                finish_exec(x, 0, NULL);
         return 0;
 }
 
@@ -981,12 +1108,6 @@ static int start_exec(struct ag_napi *s, struct lws *wsi, struct pss *ps)
         struct found f = {0};
         char msg[1200];
         int code = upgrade_check(s, wsi, &t, &o, &f, msg, sizeof(msg));
-        if (code != 0) {
-                /* checked at the upgrade already; things changed meanwhile */
-                free(o.argv);
-                found_clear(&f);
-                return -1;
-        }
         struct exec *x = calloc(1, sizeof(*x));
         if (x == NULL) {
                 free(o.argv);
@@ -997,6 +1118,8 @@ static int start_exec(struct ag_napi *s, struct lws *wsi, struct pss *ps)
         x->wsi = wsi;
         x->opts = o;
         x->pidfd = x->in_fd = x->out_fd = x->err_fd = x->pty = -1;
+        x->att_fd = x->att_ino = -1;
+        x->attach = t.route == AG_NAPI_ATTACH;
         x->qtail = &x->q;
         x->rx_channel = -1;
         char proto[64] = "";
@@ -1007,13 +1130,30 @@ static int start_exec(struct ag_napi *s, struct lws *wsi, struct pss *ps)
         s->execs = x;
         ps->ex = x;
         struct cb_error err = {0};
-        log_v(1, "node API: exec %s in %s/%s container %s (%s%s%s%s)", o.argv[0], t.ns, t.pod,
-              t.container, o.in ? "stdin " : "", o.out ? "stdout " : "", o.err ? "stderr " : "",
-              o.tty ? "tty" : "");
+        if (code != 0) {
+                /* Refused after the upgrade: a refused upgrade makes kubectl
+                 * retry with SPDY, which libwebsockets answers with a bare
+                 * 403, hiding the reason. On the error channel (or in the
+                 * close frame of a protocol without channels) kubectl
+                 * shows it. */
+                log_v(2, "node API: streaming request refused (%d): %s", code, msg);
+                snprintf(x->close_text, sizeof(x->close_text), "%.100s", msg);
+                if (x->proto == 0) {
+                        x->closing = true;
+                        lws_callback_on_writable(wsi);
+                } else {
+                        finish_exec(x, 0, msg);
+                }
+                found_clear(&f);
+                return 0;
+        }
+        log_v(1, "node API: %s %s in %s/%s container %s (%s%s%s%s)", x->attach ? "attach" : "exec",
+              x->attach ? "" : o.argv[0], t.ns, t.pod, t.container, o.in ? "stdin " : "",
+              o.out ? "stdout " : "", o.err ? "stderr " : "", o.tty ? "tty" : "");
         /* an empty message on the first output channel tells the client the
          * streams are ready, as the kubelet does */
         queue(x, o.out ? AG_CH_STDOUT : o.err ? AG_CH_STDERR : AG_CH_ERROR, NULL, 0);
-        if (spawn_exec(x, f.cid, &err) < 0) {
+        if ((x->attach ? start_attach(x, &t, &f, &err) : spawn_exec(x, f.cid, &err)) < 0) {
                 log_warning("node API: exec in %s/%s container %s: %s", t.ns, t.pod, t.container,
                             err.msg);
                 finish_exec(x, 0, err.msg);
@@ -1108,11 +1248,16 @@ static int exec_writable(struct exec *x, struct lws *wsi)
                  * reports an abnormal closure instead of the exit status.
                  * The peer's answering close ends the connection (or the
                  * timeout does). */
-                uint8_t buf[LWS_PRE + 2];
-                buf[LWS_PRE] = (uint8_t)(LWS_CLOSE_STATUS_NORMAL >> 8);
-                buf[LWS_PRE + 1] = (uint8_t)(LWS_CLOSE_STATUS_NORMAL & 0xff);
+                uint8_t buf[LWS_PRE + 2 + sizeof(x->close_text)];
+                unsigned status = x->close_text[0] != '\0' && x->proto == 0
+                                      ? LWS_CLOSE_STATUS_UNEXPECTED_CONDITION
+                                      : LWS_CLOSE_STATUS_NORMAL;
+                size_t tl = x->proto == 0 ? strlen(x->close_text) : 0;
+                buf[LWS_PRE] = (uint8_t)(status >> 8);
+                buf[LWS_PRE + 1] = (uint8_t)(status & 0xff);
+                memcpy(buf + LWS_PRE + 2, x->close_text, tl);
                 x->close_sent = true;
-                if (lws_write(wsi, buf + LWS_PRE, 2, LWS_WRITE_CLOSE_FRAME) < 0)
+                if (lws_write(wsi, buf + LWS_PRE, 2 + tl, LWS_WRITE_CLOSE_FRAME) < 0)
                         return -1;
                 lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 5);
         }
@@ -1120,6 +1265,50 @@ static int exec_writable(struct exec *x, struct lws *wsi)
 }
 
 /* ---- the callback ---- */
+
+/* A whole error response written at once (before an upgrade); 1 for the
+ * upgrade callback ("answered"), -1 when it cannot be written. */
+static int reject_now(struct lws *wsi, int code, const char *msg)
+{
+        _cleanup_free_ char *body = status_json(code, reason_of(code), msg);
+        uint8_t buf[LWS_PRE + 2048], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf);
+        size_t bl = body != NULL ? strlen(body) : 0;
+        if (bl > 1024)
+                bl = 1024;
+        if (lws_add_http_common_headers(wsi, (unsigned)code, "application/json", bl, &p, end) ||
+            lws_finalize_http_header(wsi, &p, end) || p + bl > end)
+                return -1;
+        memcpy(p, body, bl);
+        p += bl;
+        if (lws_write(wsi, start, (size_t)(p - start), LWS_WRITE_HTTP_HEADERS) < 0)
+                return -1;
+        return 1;
+}
+
+/* Why a streaming request that is not a WebSocket upgrade (SPDY, or no
+ * upgrade at all) is refused: the target's problem first, as the upgrade
+ * path would report it. Always non-zero. */
+static int target_refusal(struct ag_napi *s, const char *uri, char *msg, size_t size)
+{
+        struct ag_napi_target t;
+        enum ag_napi_route r = ag_napi_route_path(uri, &t);
+        if (r != AG_NAPI_EXEC && r != AG_NAPI_ATTACH && r != AG_NAPI_PORTFORWARD) {
+                snprintf(msg, size, "no streaming endpoint at %.200s", uri);
+                return 404;
+        }
+        struct found f;
+        int code = find_target(s, &t, r == AG_NAPI_PORTFORWARD ? NULL : t.container, &f);
+        if (code != 0)
+                snprintf(msg, size, "%s", f.msg);
+        else if (r == AG_NAPI_PORTFORWARD)
+                snprintf(msg, size, "port-forward is not supported by this node yet");
+        else
+                snprintf(msg, size,
+                         "this node streams over WebSocket only (v5.channel.k8s.io, "
+                         "v4.channel.k8s.io); SPDY is not supported");
+        found_clear(&f);
+        return code != 0 ? code : 400;
+}
 
 static int handle_http(struct ag_napi *s, struct lws *wsi, struct pss *ps, const char *uri)
 {
@@ -1136,24 +1325,9 @@ static int handle_http(struct ag_napi *s, struct lws *wsi, struct pss *ps, const
                                      "the server could not find the requested "
                                      "resource");
         if (r == AG_NAPI_EXEC || r == AG_NAPI_ATTACH || r == AG_NAPI_PORTFORWARD) {
-                /* SPDY (POST with Upgrade: SPDY/3.1) or a plain request:
-                 * report what is wrong with the target first, like the
-                 * upgrade path would */
-                struct found f;
                 char msg[1200];
-                code = find_target(s, &t, r == AG_NAPI_PORTFORWARD ? NULL : t.container, &f);
-                if (code != 0)
-                        snprintf(msg, sizeof(msg), "%s", f.msg);
-                else if (r != AG_NAPI_EXEC)
-                        snprintf(msg, sizeof(msg), "%s is not supported by this node yet",
-                                 r == AG_NAPI_ATTACH ? "attach" : "port-forward");
-                else
-                        snprintf(msg, sizeof(msg),
-                                 "this node streams over WebSocket only "
-                                 "(v5.channel.k8s.io, v4.channel.k8s.io); "
-                                 "SPDY is not supported");
-                found_clear(&f);
-                return respond_error(wsi, ps, code != 0 ? code : 400, msg);
+                code = target_refusal(s, uri, msg, sizeof(msg));
+                return respond_error(wsi, ps, code, msg);
         }
         if (!get)
                 return respond_error(wsi, ps, 405,
@@ -1267,36 +1441,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
                         pss_clear(ps);
                 return 0;
         case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
-                if (s == NULL || in == NULL || strcmp(in, "websocket") != 0)
+                /* only who asks is checked before the 101: what is asked for
+                 * is refused on the stream (start_exec says why) */
+                if (s == NULL || in == NULL)
                         return -1;
-                char who[256], msg[600];
-                int code = authenticate(s, wsi, who, sizeof(who));
-                struct ag_napi_target t;
-                struct ag_exec_options o = {0};
-                struct found f = {0};
-                if (code == 0)
-                        code = upgrade_check(s, wsi, &t, &o, &f, msg, sizeof(msg));
-                else
-                        snprintf(msg, sizeof(msg), "Unauthorized");
-                free(o.argv);
-                found_clear(&f);
-                if (code == 0)
+                char who[256];
+                if (authenticate(s, wsi, who, sizeof(who)) == 0)
                         return 0;
-                log_v(2, "node API: upgrade refused (%d): %s", code, msg);
-                _cleanup_free_ char *body = status_json(code, reason_of(code), msg);
-                uint8_t buf[LWS_PRE + 2048], *start = buf + LWS_PRE, *p = start,
-                                             *end = buf + sizeof(buf);
-                size_t bl = body != NULL ? strlen(body) : 0;
-                if (bl > 1024)
-                        bl = 1024;
-                if (lws_add_http_common_headers(wsi, (unsigned)code, "application/json", bl, &p,
-                                                end) ||
-                    lws_finalize_http_header(wsi, &p, end) || p + bl > end)
-                        return -1;
-                memcpy(p, body, bl);
-                p += bl;
-                lws_write(wsi, start, (size_t)(p - start), LWS_WRITE_HTTP_HEADERS);
-                return 1;
+                log_v(2, "node API: upgrade refused (401)");
+                return reject_now(wsi, 401, "Unauthorized");
         }
         case LWS_CALLBACK_ESTABLISHED:
                 if (s == NULL || ps == NULL)
@@ -1333,6 +1486,10 @@ static const struct lws_protocols protocols[] = {
     {"v5.channel.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
     {"v4.channel.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
     {"channel.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
+    /* port-forward (refused with a reason, see start_exec): kubectl 1.32
+     * tunnels SPDY in a WebSocket; the kubelet's own WebSocket protocol */
+    {"SPDY/3.1+portforward.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
+    {"portforward.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
     {NULL, NULL, 0, 0, 0, NULL, 0},
 };
 

@@ -14,6 +14,8 @@
  *       WebSocket, subprotocols v5.channel.k8s.io, v4.channel.k8s.io,
  *       channel.k8s.io; the command runs confined like the container
  *       (runtime/exec.c), its exit status goes on the error channel.
+ *   GET /attach/NS/POD[/UID]/CONTAINER?stdout&stderr
+ *       the same protocols: the container's output from now on.
  *
  * libwebsockets does the HTTP, TLS and WebSocket framing on a libuv loop
  * whose epoll fd is driven by the agent's loop (agent/loop.h): no thread.

@@ -22,6 +22,7 @@
 #include "agent/kubeletapi.h"
 #include "agent/nodeapi_proto.h"
 #include "agent/podlogs.h"
+#include "agent/stats.h"
 #include "lib/cleanup.h"
 
 static const struct {
@@ -346,6 +347,72 @@ START_TEST(test_serving_cert)
 }
 END_TEST
 
+START_TEST(test_net_dev)
+{
+        const char *buf =
+            "Inter-|   Receive                                                |  Transmit\n"
+            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
+            "errs drop fifo colls carrier compressed\n"
+            "    lo:  123456     100    0    0    0     0          0         0   123456     100  "
+            "  0    0    0     0       0          0\n"
+            "  eth0: 987654321  5000    3    0    0     0          0         0 12345678    4000  "
+            "  7    0    0     0       0          0\n";
+        struct ag_net_iface ifs[4];
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_parse_net_dev(buf, ifs, 4, &err), 1);
+        ck_assert_str_eq(ifs[0].name, "eth0");
+        ck_assert_uint_eq(ifs[0].rx_bytes, 987654321ULL);
+        ck_assert_uint_eq(ifs[0].rx_errors, 3);
+        ck_assert_uint_eq(ifs[0].tx_bytes, 12345678ULL);
+        ck_assert_uint_eq(ifs[0].tx_errors, 7);
+        ck_assert_int_eq(ag_parse_net_dev("garbage\n", ifs, 4, &err), -1);
+        const char *bad = "Inter-|\n face |\n  eth0 1 2 3\n";
+        ck_assert_int_eq(ag_parse_net_dev(bad, ifs, 4, &err), -1);
+        const char *short_counters = "Inter-|\n face |\n  eth0: 1 2 3\n";
+        ck_assert_int_eq(ag_parse_net_dev(short_counters, ifs, 4, &err), -1);
+}
+END_TEST
+
+/* The summary's pod entry: the shape metrics-server reads; a container
+ * without a running instance is left out; the network of a process's
+ * namespace (this test's own). */
+START_TEST(test_summary_pod)
+{
+        struct ag_stats *st = ag_stats_new();
+        ck_assert_ptr_nonnull(st);
+        struct ag_stats_container cs[] = {{.name = "gone", .cgroup = ""}};
+        struct ag_stats_pod p = {.ns = "default",
+                                 .name = "web",
+                                 .uid = "u-1",
+                                 .started_ns = 1700000000LL * 1000000000LL,
+                                 .cgroup = "",
+                                 .net_pid = getpid(),
+                                 .containers = cs,
+                                 .n_containers = 1};
+        _cleanup_cjson_ cJSON *o = ag_stats_pod_json(st, &p);
+        cJSON *ref = cJSON_GetObjectItem(o, "podRef");
+        ck_assert_str_eq(cJSON_GetObjectItem(ref, "name")->valuestring, "web");
+        ck_assert_str_eq(cJSON_GetObjectItem(ref, "namespace")->valuestring, "default");
+        ck_assert_str_eq(cJSON_GetObjectItem(ref, "uid")->valuestring, "u-1");
+        ck_assert_str_eq(cJSON_GetObjectItem(o, "startTime")->valuestring, "2023-11-14T22:13:20Z");
+        ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "containers")), 0);
+        ck_assert_ptr_null(cJSON_GetObjectItem(o, "memory")); /* no cgroup yet */
+        cJSON *net = cJSON_GetObjectItem(o, "network");
+        ck_assert_ptr_nonnull(net);
+        ck_assert(cJSON_IsArray(cJSON_GetObjectItem(net, "interfaces")));
+        ck_assert_ptr_nonnull(cJSON_GetObjectItem(o, "ephemeral-storage"));
+        _cleanup_cjson_ cJSON *node = ag_stats_node_json(st, "n1", "/", 1LL << 30);
+        ck_assert_str_eq(cJSON_GetObjectItem(node, "nodeName")->valuestring, "n1");
+        cJSON *cpu = cJSON_GetObjectItem(node, "cpu");
+        ck_assert(cJSON_GetObjectItem(cpu, "usageCoreNanoSeconds")->valuedouble > 0);
+        ck_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(node, "memory"), "workingSetBytes")
+                      ->valuedouble > 0);
+        ck_assert(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(node, "fs"), "capacityBytes")->valuedouble > 0);
+        ag_stats_free(st);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("nodeapi");
@@ -364,6 +431,8 @@ int main(void)
         tcase_add_test(tc, test_exec_status);
         tcase_add_test(tc, test_tokens);
         tcase_add_test(tc, test_serving_cert);
+        tcase_add_test(tc, test_net_dev);
+        tcase_add_test(tc, test_summary_pod);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_FORK);

@@ -737,11 +737,14 @@ static void update_reading(struct exec *x)
                 ag_io_set_events(x->err_io, ev, NULL);
 }
 
-/* Reads what a stream has now; false at its end. */
-static bool pump(struct exec *x, int fd, uint8_t channel)
+/* Reads what a stream has now (with drain: up to 2 MiB whatever is queued,
+ * since the command ended and what it wrote last must not be lost); false
+ * at its end. */
+static bool pump(struct exec *x, int fd, uint8_t channel, bool drain)
 {
         uint8_t buf[READ_CHUNK];
-        for (int i = 0; i < 8 && x->qbytes < OUT_HIGH; i++) {
+        /* a drain is bounded too: a background child may keep writing */
+        for (int i = 0; drain ? i < 64 : (i < 8 && x->qbytes < OUT_HIGH); i++) {
                 ssize_t n = read(fd, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -759,10 +762,10 @@ static void finish_exec(struct exec *x, int code, const char *message)
         if (x->closing)
                 return;
         if (x->out_fd >= 0) {
-                (void)pump(x, x->out_fd, AG_CH_STDOUT);
+                (void)pump(x, x->out_fd, AG_CH_STDOUT, true);
         }
         if (x->err_fd >= 0)
-                (void)pump(x, x->err_fd, AG_CH_STDERR);
+                (void)pump(x, x->err_fd, AG_CH_STDERR, true);
         _cleanup_free_ char *st = ag_exec_status_json(code, message);
         if (x->proto >= AG_CHANNEL_V4 && st != NULL)
                 queue(x, AG_CH_ERROR, st, strlen(st));
@@ -780,7 +783,7 @@ static void on_exec_out(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)events;
         struct exec *x = data;
         uint8_t ch = io == x->err_io ? AG_CH_STDERR : AG_CH_STDOUT;
-        if (!pump(x, fd, ch)) {
+        if (!pump(x, fd, ch, false)) {
                 if (io == x->err_io) {
                         close_fd_io(&x->err_fd, &x->err_io);
                 } else {

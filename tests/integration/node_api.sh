@@ -195,8 +195,11 @@ grep -q "a container name must be specified for pod two, choose one of: \[a b\]"
 [ "$(k logs two -c a --tail 2 2>&1 | paste -sd,)" = "a-line-5,a-err" ] || fail "--tail 2: '$(k logs two -c a --tail 2 2>&1 | paste -sd,)'"
 [ "$(k logs two -c a --tail 0 2>&1)" = "" ] || fail "--tail 0 not empty"
 [ "$(k logs two -c a --limit-bytes 9 2>&1)" = "a-line-1" ] || fail "--limit-bytes 9: '$(k logs two -c a --limit-bytes 9 2>&1)'"
-k logs two -c a --timestamps 2>&1 | head -n1 | grep -Eq '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z a-line-1$' ||
-        fail "--timestamps: '$(k logs two -c a --timestamps 2>&1 | head -n1)'"
+# (the output is read whole first: with pipefail, kubectl killed by SIGPIPE
+# when head exits early would fail the check)
+out=$(k logs two -c a --timestamps 2>&1)
+head -n1 <<<"$out" | grep -Eq '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z a-line-1$' ||
+        fail "--timestamps: '$(head -n1 <<<"$out")'"
 [ "$(k logs two -c a --since=1h 2>&1 | wc -l)" = 6 ] || fail "--since=1h: '$(k logs two -c a --since=1h 2>&1)'"
 [ -z "$(k logs two -c a --since-time=2099-01-01T00:00:00Z 2>&1)" ] || fail "--since-time in the future not empty"
 out=$(k logs two -c nosuch 2>&1)
@@ -229,7 +232,7 @@ mkpod restarter Always <<'EOF'
 EOF
 poll 30 eval '[ "$(pj restarter "{.status.containerStatuses[0].restartCount}")" -ge 1 ] 2>/dev/null' ||
         fail "restarter: no restart"
-poll 10 eval 'k logs restarter --previous 2>/dev/null | grep -q run-at-' || fail "--previous: '$(k logs restarter --previous 2>&1)'"
+poll 10 eval 'k logs restarter --previous 2>/dev/null | grep run-at- >/dev/null' || fail "--previous: '$(k logs restarter --previous 2>&1)'"
 prev=$(k logs restarter --previous 2>/dev/null)
 cur=$(k logs restarter 2>/dev/null)
 [ -n "$prev" ] && [ "$prev" != "$cur" ] || fail "--previous '$prev' vs current '$cur'"
@@ -340,7 +343,7 @@ mkpod talker Never <<'EOF'
     command: [sh, -c, 'i=0; while [ $i -lt 20 ]; do echo talk-$i; echo err-$i >&2; i=$((i+1)); sleep 0.3; done']
 EOF
 wait_running talker
-poll 10 eval 'k logs talker 2>/dev/null | grep -q talk-2' || fail "talker: no output"
+poll 10 eval 'k logs talker 2>/dev/null | grep talk-2 >/dev/null' || fail "talker: no output"
 timeout 30 kubectl --kubeconfig "$data/admin.kubeconfig" attach talker >"$tmp/att.out" 2>"$tmp/att.err"
 rc=$?
 [ "$rc" = 0 ] || fail "attach exit $rc: $(cat "$tmp/att.err")"

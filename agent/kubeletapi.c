@@ -1472,7 +1472,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
                 return exec_writable(ps->ex, wsi);
         case LWS_CALLBACK_CLOSED:
                 if (ps != NULL && ps->ex != NULL) {
-                        if (!ps->ex->exited)
+                        if (!ps->ex->exited && ps->ex->pidfd >= 0)
                                 log_v(1, "node API: exec client went away: command killed");
                         exec_free(ps->ex);
                         ps->ex = NULL;

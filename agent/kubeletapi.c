@@ -45,11 +45,10 @@
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 
-#define MAX_ARGS    256
-#define ARG_MAX_LEN 8192
-#define LOG_CHUNK   65536
-#define OUT_HIGH    (1 << 20) /* queued exec output above which the pipes are not read */
-#define STDIN_HIGH  (1 << 20)
+#define MAX_ARGS   256
+#define LOG_CHUNK  65536
+#define OUT_HIGH   (1 << 20) /* queued exec output above which the pipes are not read */
+#define STDIN_HIGH (1 << 20)
 /* The WebSocket close opcode's lws_write() type: libwebsockets keeps the
  * slot between LWS_WRITE_HTTP (3) and LWS_WRITE_PING (5) for it and frames
  * it like any other message (see exec_writable for why it is written). */
@@ -256,18 +255,25 @@ static void args_free(struct args *a)
         a->n = 0;
 }
 
+/* -1 when there are more than MAX_ARGS parameters (never cut a command
+ * short silently) or memory runs out. */
 static int args_read(struct lws *wsi, struct args *a)
 {
         a->n = 0;
-        char buf[ARG_MAX_LEN];
-        for (int i = 0; a->n < MAX_ARGS; i++) {
-                int n = lws_hdr_copy_fragment(wsi, buf, sizeof(buf), WSI_TOKEN_HTTP_URI_ARGS, i);
-                if (n < 0)
+        for (int i = 0;; i++) {
+                int len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, i);
+                if (len <= 0)
                         break;
-                a->v[a->n] = strndup(buf, (size_t)n);
-                if (a->v[a->n] == NULL)
+                if (a->n == MAX_ARGS)
                         return -1;
-                a->n++;
+                char *v = malloc((size_t)len + 1);
+                if (v == NULL)
+                        return -1;
+                if (lws_hdr_copy_fragment(wsi, v, len + 1, WSI_TOKEN_HTTP_URI_ARGS, i) < 0) {
+                        free(v);
+                        return -1;
+                }
+                a->v[a->n++] = v;
         }
         return 0;
 }
@@ -953,7 +959,8 @@ static int upgrade_check(struct ag_napi *s, struct lws *wsi, struct ag_napi_targ
         struct cb_error err = {0};
         if (args_read(wsi, &a) < 0 ||
             ag_exec_options_parse((const char *const *)a.v, a.n, r == AG_NAPI_EXEC, o, &err) < 0) {
-                snprintf(msg, size, "%s", err.msg[0] ? err.msg : "out of memory");
+                snprintf(msg, size, "%s",
+                         err.msg[0] ? err.msg : "too many query parameters (at most 256)");
                 args_free(&a);
                 return 400;
         }
@@ -1362,7 +1369,7 @@ static int handle_http(struct ag_napi *s, struct lws *wsi, struct pss *ps, const
                 struct args a = {0};
                 if (args_read(wsi, &a) < 0) {
                         args_free(&a);
-                        return -1;
+                        return respond_error(wsi, ps, 400, "too many query parameters");
                 }
                 int rr = start_logs(s, wsi, ps, &t, &a);
                 args_free(&a);

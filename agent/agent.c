@@ -16,6 +16,7 @@
 #include "agent/nodeinfo.h"
 #include "agent/endpoint.h"
 #include "agent/events.h"
+#include "agent/kubeletapi.h"
 #include "agent/metrics.h"
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
@@ -52,6 +53,7 @@ struct agent_flags {
         int backoff_base_s, backoff_max_s;
         struct k8s_eviction_thresholds eviction_hard;
         uint64_t eviction_transition_ms;
+        struct ag_napi_flags napi;
 };
 
 struct agent {
@@ -64,6 +66,7 @@ struct agent {
         struct ag_pressure *pressure;
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
+        struct ag_napi *napi;
         struct ag_node_env env;
         const char *host_ips[1];
         char exe[PATH_MAX];
@@ -130,6 +133,7 @@ static void agent_usage(FILE *f)
                    "stays after\n"
                    "                                       its threshold was last met (default "
                    "5m)\n");
+        fputs(ag_napi_usage(), f);
 }
 
 int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
@@ -234,6 +238,7 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                                   .backoff_max_s = ST_BACKOFF_CAP_DEFAULT,
                                   .eviction_transition_ms = K8S_EVICTION_TRANSITION_MS};
         k8s_eviction_defaults(&f->eviction_hard);
+        ag_napi_flags_init(&f->napi);
         for (int i = 0; i < argc; i++) {
                 bool missing = false;
                 const char *v;
@@ -293,6 +298,8 @@ static int parse_flags(int argc, char **argv, struct agent_flags *f)
                                            &missing)))
                         r = parse_dur("--eviction-pressure-transition-period", v,
                                       &f->eviction_transition_ms);
+                else if (!missing && (r = ag_napi_parse_flag(argc, argv, &i, &f->napi)) != 0)
+                        r = r > 0 ? 0 : -1;
                 else if (!missing) {
                         fprintf(stderr,
                                 "cubelet: unknown flag or command \"%s\"; see cubelet --help\n",
@@ -418,6 +425,12 @@ static char *src_metrics(void *data)
         return ag_metrics_render(a->metrics);
 }
 
+static cJSON *src_summary(void *data)
+{
+        struct agent *a = data;
+        return ag_pods_stats_summary(a->pod_mgr);
+}
+
 static bool src_healthy(void *data, char *why, size_t size)
 {
         struct agent *a = data;
@@ -427,6 +440,44 @@ static bool src_healthy(void *data, char *why, size_t size)
                 return false;
         }
         return true;
+}
+
+/* ---- the node API (port 10250) ---- */
+
+static int start_node_api(struct agent *a, const struct agent_flags *fl,
+                          const struct ag_node_config *nc, struct cb_error *err)
+{
+        const struct ag_napi_flags *f = &fl->napi;
+        if (f->client_ca_file == NULL && f->token_file == NULL) {
+                log_info("node API (port %d) off: no --client-ca-file or "
+                         "--authentication-token-file",
+                         f->port);
+                return 0;
+        }
+        char cert_dir[4096];
+        snprintf(cert_dir, sizeof(cert_dir), "%s/pki", a->root_dir);
+        struct ag_napi_config cfg = {
+            .address = f->address,
+            .port = f->port,
+            .tls_cert_file = f->tls_cert_file,
+            .tls_key_file = f->tls_key_file,
+            .cert_dir = f->cert_dir != NULL ? f->cert_dir : cert_dir,
+            .node_ip = nc->facts.node_ip,
+            .hostname = nc->facts.hostname,
+            .client_ca_file = f->client_ca_file,
+            .token_file = f->token_file,
+            .root_dir = a->root_dir,
+            .pod_logs_dir = fl->pod_logs_dir,
+            .monitor_path = a->exe,
+            .pods = src_pods,
+            .summary = src_summary,
+            .healthy = src_healthy,
+            .data = a,
+        };
+        if (ag_napi_start(a->loop, &cfg, &a->napi, err) < 0)
+                return -1;
+        log_info("node API: serving HTTPS on %s:%d", f->address, ag_napi_port(a->napi));
+        return 0;
 }
 
 /* ---- setup ---- */
@@ -578,6 +629,8 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
                 log_info("serving /healthz /metrics /pods /timelines on %s:%d", fl->healthz_address,
                          ag_endpoint_port(a->endpoint));
         }
+        if (start_node_api(a, fl, nc, err) < 0)
+                return -1;
         char pod_sel[512], node_sel[512];
         snprintf(pod_sel, sizeof(pod_sel), "spec.nodeName=%s", a->node_name);
         snprintf(node_sel, sizeof(node_sel), "metadata.name=%s", a->node_name);
@@ -622,6 +675,7 @@ static void stop_agent(struct agent *a)
         sd_notify(0, "STOPPING=1");
         ag_endpoint_free(a->endpoint);
         ag_pressure_free(a->pressure);
+        ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */

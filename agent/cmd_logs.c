@@ -11,15 +11,14 @@
  * run is shown. Without CONTAINER the pod must have exactly one container
  * directory.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "agent/cli.h"
+#include "agent/podlogs.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 
@@ -64,79 +63,6 @@ static int collect(enum rt_stream s, int64_t ts_ns, const char *line, size_t len
         return 0;
 }
 
-/* The pod's log directory, <dir>/<ns>_<pod>_<uid>: when pods of this name
- * ran several times (different uids), the one written to last. */
-static int find_pod_dir(const char *dir, const char *ns, const char *pod, char *buf, size_t size)
-{
-        _cleanup_free_ char *prefix = NULL;
-        if (asprintf(&prefix, "%s_%s_", ns, pod) < 0)
-                return -1;
-        DIR *d = opendir(dir);
-        if (d == NULL)
-                return -1;
-        struct timespec best = {0};
-        int found = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-                if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
-                    strchr(de->d_name + strlen(prefix), '_') != NULL)
-                        continue;
-                char path[4096];
-                struct stat st;
-                snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-                if (stat(path, &st) < 0)
-                        continue;
-                if (!found || st.st_mtim.tv_sec > best.tv_sec ||
-                    (st.st_mtim.tv_sec == best.tv_sec && st.st_mtim.tv_nsec > best.tv_nsec)) {
-                        best = st.st_mtim;
-                        snprintf(buf, size, "%s", path);
-                }
-                found = 1;
-        }
-        closedir(d);
-        return found ? 0 : -1;
-}
-
-/* The newest and the previous restart number of a container directory. */
-static int restarts(const char *dir, long *newest, long *previous)
-{
-        DIR *d = opendir(dir);
-        if (d == NULL)
-                return -1;
-        *newest = *previous = -1;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL) {
-                char *end;
-                long n = strtol(de->d_name, &end, 10);
-                if (end == de->d_name || strcmp(end, ".log") != 0 || n < 0)
-                        continue;
-                if (n > *newest) {
-                        *previous = *newest;
-                        *newest = n;
-                } else if (n > *previous) {
-                        *previous = n;
-                }
-        }
-        closedir(d);
-        return *newest >= 0 ? 0 : -1;
-}
-
-static int only_container(const char *pod_dir, char *buf, size_t size)
-{
-        DIR *d = opendir(pod_dir);
-        if (d == NULL)
-                return -1;
-        int n = 0;
-        struct dirent *de;
-        while ((de = readdir(d)) != NULL)
-                if (de->d_name[0] != '.' && de->d_type == DT_DIR) {
-                        snprintf(buf, size, "%s", de->d_name);
-                        n++;
-                }
-        closedir(d);
-        return n == 1 ? 0 : -1;
-}
-
 int cmd_logs(int argc, char **argv, const struct cb_global_opts *opts)
 {
         (void)opts;
@@ -176,13 +102,13 @@ int cmd_logs(int argc, char **argv, const struct cb_global_opts *opts)
         }
         char ns[256], pod_dir[4096], cname[256], cdir[4400], path[4500];
         snprintf(ns, sizeof(ns), "%.*s", (int)(slash - target), target);
-        int r = find_pod_dir(dir, ns, slash + 1, pod_dir, sizeof(pod_dir));
+        int r = ag_podlogs_pod_dir(dir, ns, slash + 1, NULL, pod_dir, sizeof(pod_dir));
         if (r < 0) {
                 fprintf(stderr, "cubelet logs: %s: no logs for this pod under %s\n", target, dir);
                 return 1;
         }
         if (container == NULL) {
-                if (only_container(pod_dir, cname, sizeof(cname)) < 0) {
+                if (ag_podlogs_only_container(pod_dir, cname, sizeof(cname)) < 0) {
                         fprintf(stderr, "cubelet logs: %s has several containers: name one\n",
                                 target);
                         return 2;
@@ -191,7 +117,7 @@ int cmd_logs(int argc, char **argv, const struct cb_global_opts *opts)
         }
         snprintf(cdir, sizeof(cdir), "%s/%s", pod_dir, container);
         long newest, prev;
-        if (restarts(cdir, &newest, &prev) < 0) {
+        if (ag_podlogs_restarts(cdir, &newest, &prev) < 0) {
                 fprintf(stderr, "cubelet logs: %s: no logs for container %s\n", target, container);
                 return 1;
         }

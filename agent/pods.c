@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods.h"
+#include "agent/stats.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,7 +60,8 @@ struct ag_pods {
         bool swept;  /* left-over pods from an earlier run handled */
         bool synced; /* the first pod list arrived */
         struct ag_metrics *metrics;
-        unsigned pressure; /* node conditions for admission (K8S_PRESSURE_*) */
+        unsigned pressure;      /* node conditions for admission (K8S_PRESSURE_*) */
+        struct ag_stats *stats; /* rate samples of /stats/summary */
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -921,5 +923,21 @@ void ag_pods_free(struct ag_pods *p)
         }
         ag_status_mgr_free(p->status);
         k8s_node_free(p->node);
+        ag_stats_free(p->stats);
         free(p);
+}
+
+cJSON *ag_pods_stats_summary(struct ag_pods *p)
+{
+        if (p->stats == NULL && (p->stats = ag_stats_new()) == NULL)
+                return NULL;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToObject(o, "node",
+                              ag_stats_node_json(p->stats, p->env->node_name, p->env->root_dir,
+                                                 p->env->node_memory_capacity));
+        cJSON *arr = cJSON_AddArrayToObject(o, "pods");
+        for (const struct rec *r = p->recs; r && arr; r = r->next)
+                if (r->worker != NULL && !r->gone)
+                        cJSON_AddItemToArray(arr, ag_pod_worker_stats_json(r->worker, p->stats));
+        return o;
 }

@@ -80,6 +80,10 @@ void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions);
 cJSON *ag_pods_list_json(const struct ag_pods *p);
 cJSON *ag_pods_timelines_json(const struct ag_pods *p);
 
+/* /stats/summary: {"node": ..., "pods": [...]} (agent/stats.h). The
+ * caller owns it. */
+cJSON *ag_pods_stats_summary(struct ag_pods *p);
+
 /* Observe timeline steps as cubelet_pod_step_duration_seconds{step} and
  * keep cubelet_pods{phase} current (ag_pods_update_metrics). */
 struct ag_metrics;

@@ -25,6 +25,7 @@
 #include "runtime/container.h"
 #include "runtime/image.h"
 #include "runtime/sandbox.h"
+#include "agent/stats.h"
 #include "status/podstatus.h"
 
 #define REASON_MAX       64
@@ -2006,6 +2007,40 @@ const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w)
 bool ag_pod_worker_done(const struct ag_pod_worker *w)
 {
         return w->done;
+}
+
+cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st)
+{
+        struct ag_stats_container cs[64];
+        char cg[64][1200], logdir[64][1200];
+        size_t n = 0;
+        pid_t net_pid = 0;
+        for (size_t i = 0; i < w->n && n < CB_ARRAY_SIZE(cs); i++) {
+                const struct ctr *c = &w->ctrs[i];
+                struct rt_container_state rs;
+                if (!c->id[0] || rt_container_state(w->env->root_dir, c->id, &rs, NULL) < 0 ||
+                    rs.status != RT_CONTAINER_RUNNING)
+                        continue;
+                if (net_pid == 0)
+                        net_pid = rs.pid;
+                snprintf(cg[n], sizeof(cg[n]), "%s/%s", w->pod_cgroup, c->id);
+                snprintf(logdir[n], sizeof(logdir[n]), "%s/%s_%s_%s/%s", w->env->pod_logs_dir,
+                         pod_ns(w->pod), w->pod->meta.name, w->pod->meta.uid, c->spec->name);
+                cs[n] = (struct ag_stats_container){.name = c->spec->name,
+                                                    .cgroup = cg[n],
+                                                    .started_ns = rs.started_at,
+                                                    .log_dir = logdir[n]};
+                n++;
+        }
+        struct ag_stats_pod p = {.ns = pod_ns(w->pod),
+                                 .name = w->pod->meta.name,
+                                 .uid = w->pod->meta.uid,
+                                 .started_ns = w->start_time * 1000000000,
+                                 .cgroup = w->cgroup_created ? w->pod_cgroup : "",
+                                 .net_pid = w->sandbox.netns_path[0] ? net_pid : 0,
+                                 .containers = cs,
+                                 .n_containers = n};
+        return ag_stats_pod_json(st, &p);
 }
 
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)

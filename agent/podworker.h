@@ -106,6 +106,9 @@ const struct k8s_pod *ag_pod_worker_pod(const struct ag_pod_worker *w);
 /* The last status computed (borrowed; NULL before the first). */
 const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w);
 bool ag_pod_worker_done(const struct ag_pod_worker *w);
+/* The pod's entry of /stats/summary (agent/stats.h). */
+struct ag_stats;
+cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st);
 /* True when the runtime container id is one of this pod's (current instances). */
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id);
 

@@ -253,6 +253,17 @@ int rt_container_save_config(const struct rt_container_config *c, struct cb_erro
 int rt_container_exec_start(const char *root_dir, const char *id, const char *monitor_path,
                             const char *const *argv, int *ret_pidfd, int *ret_out_fd,
                             struct cb_error *err);
+/* The same with the caller's fds as the command's stdin, stdout and stderr
+ * (-1: /dev/null; the fds are dup'ed, not taken). tty: stdin is a terminal
+ * (a pty slave) and becomes the command's controlling terminal. The
+ * helper's own errors (exec failures, setup steps) go to stderr. */
+struct rt_exec_stdio {
+        int stdin_fd, stdout_fd, stderr_fd;
+        bool tty;
+};
+int rt_container_exec_start_stdio(const char *root_dir, const char *id, const char *monitor_path,
+                                  const char *const *argv, const struct rt_exec_stdio *io,
+                                  int *ret_pidfd, struct cb_error *err);
 /* Stops a running exec: the command's whole process group is SIGKILLed. */
 int rt_container_exec_kill(int pidfd, struct cb_error *err);
 /* Reaps the exec (waitid P_PIDFD): 1 with *ret_exit_code when it has
@@ -267,6 +278,7 @@ size_t rt_container_exec_read(int out_fd, char *buf, size_t cap, size_t *len);
 int rt_container_exec_wait(int pidfd, int out_fd, int timeout_ms, int *ret_exit_code, char *out,
                            size_t out_size, struct cb_error *err);
 /* The hidden `cubelet __exec CONFIG_FD SECCOMP_FD|none PID STARTTIME`
- * entry point (argv[0] is "__exec"). */
+ * entry point (argv[0] is "__exec"), with "tty" as a sixth argument for a
+ * terminal. */
 int rt_exec_main(int argc, char **argv);
 /* ---- end of exec -------------------------------------------------------- */

@@ -27,6 +27,9 @@
  * ENOEXEC, a setup step failed), 127 when it is not found. The reason is
  * written to the output pipe, so it shows in the probe's message.
  *
+ * With a terminal (rt_container_exec_start_stdio, tty), stdin is made
+ * G's controlling terminal after setsid.
+ *
  * SIGTERM to H (rt_container_exec_kill) SIGKILLs G's process group (G
  * leads a new session) and H exits 137; G dies with H through PDEATHSIG if
  * H itself is SIGKILLed.
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -79,6 +83,25 @@ int rt_container_save_config(const struct rt_container_config *c, struct cb_erro
 int rt_container_exec_start(const char *root_dir, const char *id, const char *monitor_path,
                             const char *const *argv, int *ret_pidfd, int *ret_out_fd,
                             struct cb_error *err)
+{
+        int pp[2];
+        if (pipe2(pp, O_CLOEXEC) < 0)
+                return cb_error_set(err, errno, "exec in container %s: pipe", id ? id : "");
+        _cleanup_close_ int rd = pp[0];
+        _cleanup_close_ int wr = pp[1];
+        if (fcntl(rd, F_SETFL, O_NONBLOCK) < 0)
+                return cb_error_set(err, errno, "exec in container %s: O_NONBLOCK", id ? id : "");
+        struct rt_exec_stdio io = {.stdin_fd = -1, .stdout_fd = wr, .stderr_fd = wr};
+        if (rt_container_exec_start_stdio(root_dir, id, monitor_path, argv, &io, ret_pidfd, err) <
+            0)
+                return -1;
+        *ret_out_fd = take_fd(&rd);
+        return 0;
+}
+
+int rt_container_exec_start_stdio(const char *root_dir, const char *id, const char *monitor_path,
+                                  const char *const *argv, const struct rt_exec_stdio *io,
+                                  int *ret_pidfd, struct cb_error *err)
 {
         if (argv == NULL || argv[0] == NULL || argv[0][0] == '\0')
                 return cb_error_set(err, EINVAL, "exec in container %s: the command is empty",
@@ -131,26 +154,33 @@ int rt_container_exec_start(const char *root_dir, const char *id, const char *mo
         _cleanup_close_ int cfg = rt_memfd_with("cubelet-exec", req, err);
         if (cfg < 0)
                 return -1;
-        int pp[2];
-        if (pipe2(pp, O_CLOEXEC) < 0)
-                return cb_error_set(err, errno, "exec in container %s: pipe", id);
-        _cleanup_close_ int rd = pp[0];
-        _cleanup_close_ int wr = pp[1];
-        if (fcntl(rd, F_SETFL, O_NONBLOCK) < 0)
-                return cb_error_set(err, errno, "exec in container %s: O_NONBLOCK", id);
 
+        /* every fd the child gets is moved above the low numbers first, so
+         * the dup2s below cannot overwrite one another */
         _cleanup_close_ int hc = rt_high_fd(cfg, err);
         _cleanup_close_ int hb = bpf >= 0 ? rt_high_fd(bpf, err) : -1;
-        _cleanup_close_ int hw = rt_high_fd(wr, err);
-        if (hc < 0 || hw < 0 || (bpf >= 0 && hb < 0))
+        _cleanup_close_ int h0 = io->stdin_fd >= 0 ? rt_high_fd(io->stdin_fd, err) : -1;
+        _cleanup_close_ int h1 = io->stdout_fd >= 0 ? rt_high_fd(io->stdout_fd, err) : -1;
+        _cleanup_close_ int h2 = io->stderr_fd >= 0 ? rt_high_fd(io->stderr_fd, err) : -1;
+        if (hc < 0 || (bpf >= 0 && hb < 0) || (io->stdin_fd >= 0 && h0 < 0) ||
+            (io->stdout_fd >= 0 && h1 < 0) || (io->stderr_fd >= 0 && h2 < 0))
                 return -1;
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, hw, 1);
-        posix_spawn_file_actions_adddup2(&fa, hw, 2);
+        if (h0 >= 0)
+                posix_spawn_file_actions_adddup2(&fa, h0, 0);
+        else
+                posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (h1 >= 0)
+                posix_spawn_file_actions_adddup2(&fa, h1, 1);
+        else
+                posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        if (h2 >= 0)
+                posix_spawn_file_actions_adddup2(&fa, h2, 2);
+        else
+                posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, hc, 3);
         if (hb >= 0)
                 posix_spawn_file_actions_adddup2(&fa, hb, 4);
@@ -168,8 +198,9 @@ int rt_container_exec_start(const char *root_dir, const char *id, const char *mo
         char pid_s[24], start_s[24];
         snprintf(pid_s, sizeof(pid_s), "%d", (int)st.pid);
         snprintf(start_s, sizeof(start_s), "%llu", (unsigned long long)st.start_time);
-        char *hargv[] = {
-            (char *)monitor_path, "__exec", "3", hb >= 0 ? "4" : "none", pid_s, start_s, NULL};
+        char *hargv[] = {(char *)monitor_path,   "__exec", "3",
+                         hb >= 0 ? "4" : "none", pid_s,    start_s,
+                         io->tty ? "tty" : NULL, NULL};
         char *envp[] = {"PATH=" DEFAULT_PATH, NULL};
         pid_t pid;
         int rc = posix_spawn(&pid, monitor_path, &fa, &attr, hargv, envp);
@@ -188,7 +219,6 @@ int rt_container_exec_start(const char *root_dir, const char *id, const char *mo
                 return cb_error_set(err, e, "exec in container %s: pidfd_open", id);
         }
         *ret_pidfd = pidfd;
-        *ret_out_fd = take_fd(&rd);
         return 0;
 }
 
@@ -343,7 +373,7 @@ static int resolve_exec(const struct rt_container_config *c, char *buf, size_t s
 
 __attribute__((noreturn)) static void run_command(const struct rt_container_config *c, int pidfd,
                                                   int go_fd, const void *bpf, size_t bpf_len,
-                                                  uint64_t caps)
+                                                  uint64_t caps, bool tty)
 {
         struct cb_error err = {0};
         char b;
@@ -360,6 +390,12 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
         close(pidfd);
         if (setsid() < 0) {
                 cb_error_set(&err, errno, "setsid failed");
+                fail(126, &err);
+        }
+        /* a terminal on stdin becomes the session's controlling terminal
+         * (what a shell needs for job control and ^C) */
+        if (tty && ioctl(0, TIOCSCTTY, 0) < 0) {
+                cb_error_set(&err, errno, "cannot make stdin the controlling terminal");
                 fail(126, &err);
         }
         bool seccomp_done = false;
@@ -415,8 +451,9 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
 
 int rt_exec_main(int argc, char **argv)
 {
-        if (argc != 5)
+        if (argc != 5 && !(argc == 6 && strcmp(argv[5], "tty") == 0))
                 return 2;
+        bool tty = argc == 6;
         struct cb_error err = {0};
         int cfg_fd = (int)strtol(argv[1], NULL, 10);
         int bpf_fd = strcmp(argv[2], "none") == 0 ? -1 : (int)strtol(argv[2], NULL, 10);
@@ -499,7 +536,7 @@ int rt_exec_main(int argc, char **argv)
         if (g == 0) {
                 close(go[1]);
                 sigprocmask(SIG_SETMASK, &old, NULL);
-                run_command(&c, pidfd, go[0], bpf, bpf_len, caps);
+                run_command(&c, pidfd, go[0], bpf, bpf_len, caps, tty);
         }
         close(go[0]);
         close(pidfd);

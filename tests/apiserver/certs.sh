@@ -4,6 +4,9 @@
 #   server.crt/server.key  serving cert for 127.0.0.1 and localhost
 #   admin.crt/admin.key    client cert CN=kubernetes-admin, O=system:masters
 #   node.crt/node.key      client cert CN=system:node:NODE, O=system:nodes
+#   kubelet-client.crt/.key  the apiserver's client cert towards kubelets
+#                          (CN=kube-apiserver-kubelet-client, O=system:masters),
+#                          which a node's API trusts through ca.crt
 # Usage: certs.sh DIR NODE_NAME
 # Existing files are kept, so a restart on the same DIR keeps every credential
 # handed out: the CA is made only when ca.crt or ca.key is missing, a leaf only
@@ -49,6 +52,9 @@ sign admin "/O=system:masters/CN=kubernetes-admin" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
 sign node "/O=system:nodes/CN=system:node:$node" "basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=clientAuth"
+sign kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"
 chmod 600 ./*.key

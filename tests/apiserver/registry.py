@@ -134,7 +134,8 @@ EVENT_FIELDS = ["involvedObject.kind", "involvedObject.namespace", "involvedObje
                 "reportingComponent", "source", "type"]
 
 RESOURCES = [
-    Resource("pods", "Pod", True, short=["po"], subresources=["status", "binding", "eviction"],
+    Resource("pods", "Pod", True, short=["po"], subresources=["status", "binding", "eviction", "log", "exec", "attach",
+                                  "portforward"],
              fields=["spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
                      "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
                      "status.podIP", "status.podIPs", "status.nominatedNodeName"]),

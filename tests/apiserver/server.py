@@ -693,6 +693,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def dispatch(self, m, res, ns, name, sub, q):
         api = self.server.api
+        if sub in KUBELET_SUBRESOURCES:
+            return self.proxy_kubelet(m, res, ns, name, sub, q)
         dry = q.get("dryRun") == "All"
         if m in ("GET", "HEAD"):
             if name is None:
@@ -963,6 +965,162 @@ class Handler(BaseHTTPRequestHandler):
             emit("DELETED", new)
 
 
+    # ---- pods/log, exec, attach, portforward: proxied to the node's kubelet
+
+    def proxy_kubelet(self, m, res, ns, name, sub, q):
+        """As kube-apiserver does: find the pod's node, its InternalIP and
+        kubelet port (status.daemonEndpoints), and forward the request there
+        over TLS with the kubelet client certificate. The kubelet's serving
+        certificate is not verified (kube-apiserver without
+        --kubelet-certificate-authority). A WebSocket/SPDY upgrade becomes a
+        raw byte tunnel after the kubelet's answer."""
+        upgrade = "upgrade" in (self.headers.get("Connection") or "").lower()
+        if sub == "log" and m not in ("GET", "HEAD"):
+            raise ApiError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource")
+        if sub != "log" and m not in ("GET", "POST"):
+            raise ApiError(405, "MethodNotAllowed",
+                           "the server does not allow this method on the requested resource")
+        api = self.server.api
+        pod = api.get(res, ns, name)
+        spec = pod.get("spec") or {}
+        node_name = spec.get("nodeName")
+        if not node_name:
+            raise reg.bad_request(f"pod {name} does not have a host assigned")
+        query = [(k, v) for k, v in urllib.parse.parse_qsl(
+            urllib.parse.urlsplit(self.path).query, keep_blank_values=True) if k != "container"]
+        container = q.get("container", "")
+        names = [c.get("name") for c in (spec.get("containers") or [])]
+        all_names = names + [c.get("name") for c in (spec.get("initContainers") or []) +
+                             (spec.get("ephemeralContainers") or [])]
+        if sub != "portforward":
+            if not container:
+                if len(names) != 1:
+                    raise reg.bad_request(
+                        f"a container name must be specified for pod {name}, choose one of: "
+                        f"[{' '.join(names)}]")
+                container = names[0]
+            elif container not in all_names:
+                raise reg.bad_request(f"container {container} is not valid for pod {name}")
+        node = api.get(reg.find_resource("", "v1", "nodes"), None, node_name)
+        st = node.get("status") or {}
+        host = next((a.get("address") for a in st.get("addresses") or []
+                     if a.get("type") == "InternalIP"), None)
+        port = ((st.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+        if not host or not port:
+            raise ApiError(503, "ServiceUnavailable",
+                           f"node {node_name} has no InternalIP or kubelet port")
+        path = {"log": f"/containerLogs/{ns}/{name}/{container}",
+                "exec": f"/exec/{ns}/{name}/{container}",
+                "attach": f"/attach/{ns}/{name}/{container}",
+                "portforward": f"/portForward/{ns}/{name}"}[sub]
+        qs = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        target = urllib.parse.quote(path) + ("?" + qs if qs else "")
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.load_cert_chain(os.path.join(self.server.data, "kubelet-client.crt"),
+                            os.path.join(self.server.data, "kubelet-client.key"))
+        try:
+            raw = socket.create_connection((host, int(port)), timeout=10)
+            up = ctx.wrap_socket(raw)
+        except OSError as e:
+            raise ApiError(500, "InternalError",
+                           f"error trying to reach service: dial tcp {host}:{port}: {e}")
+        try:
+            hdrs = [f"{m} {target} HTTP/1.1", f"Host: {host}:{port}"]
+            for k, v in self.headers.items():
+                if k.lower() in ("host", "authorization", "content-length",
+                                 "transfer-encoding", "accept-encoding"):
+                    continue
+                if not upgrade and k.lower() in ("connection", "upgrade"):
+                    continue
+                hdrs.append(f"{k}: {v}")
+            if not upgrade:
+                hdrs.append("Connection: close")
+            up.sendall(("\r\n".join(hdrs) + "\r\n\r\n").encode())
+            self.relay_kubelet(up, upgrade)
+        finally:
+            try:
+                up.close()
+            except OSError:
+                pass
+        self.close_connection = True
+
+    def relay_kubelet(self, up, upgrade):
+        """The kubelet's status line and headers, then its bytes both ways
+        until either side closes: the body of a log (streamed as it comes,
+        kubectl logs -f) or, after a 101, the WebSocket/SPDY tunnel."""
+        head = bytearray()
+        while b"\r\n\r\n" not in head:
+            chunk = up.recv(65536)
+            if not chunk:
+                raise ApiError(500, "InternalError", "the kubelet closed the connection")
+            head += chunk
+            if len(head) > 1 << 20:
+                raise ApiError(500, "InternalError", "the kubelet's answer has no end of headers")
+        head, _, rest = bytes(head).partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ", 2)
+        code = int(parts[1])
+        reason = parts[2].strip() if len(parts) > 2 else ""
+        self.send_response_only(code, reason)
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            # the body is relayed as it comes until the kubelet closes
+            if code != 101 and k.strip().lower() in ("content-length", "transfer-encoding",
+                                                     "connection"):
+                continue
+            self.send_header(k.strip(), v.strip())
+        if code != 101:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.flush()
+        if rest:
+            self.connection.sendall(rest)
+        self.pump(self.connection, up)
+
+    @staticmethod
+    def pump(client, up):
+        """Copies bytes both ways until either side closes (a client that
+        goes away mid-stream closes the kubelet's side too, as
+        kube-apiserver does). TLS sockets can hold decrypted bytes select()
+        does not see: pending() covers them."""
+        socks = (client, up)
+        for x in socks:
+            x.setblocking(False)
+        try:
+            while True:
+                ready = [x for x in socks if x.pending()]
+                if not ready:
+                    ready, _, _ = select.select(socks, [], [])
+                for x in ready:
+                    try:
+                        data = x.recv(65536)
+                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                        continue
+                    if not data:
+                        return
+                    other = up if x is client else client
+                    other.setblocking(True)
+                    try:
+                        other.sendall(data)
+                    finally:
+                        other.setblocking(False)
+        except (OSError, ValueError):
+            return
+        finally:
+            for x in socks:
+                try:
+                    x.setblocking(True)
+                    x.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+KUBELET_SUBRESOURCES = ("log", "exec", "attach", "portforward")
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -1166,6 +1324,7 @@ def main():
         port = srv.server_address[1]
         srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
         srv.verbose = args.verbose
+        srv.data = data
         srv.address = f"127.0.0.1:{port}"
         admin_token = load_or_make_token(os.path.join(data, "admin.token"))
         node_token = load_or_make_token(os.path.join(data, "node.token"))

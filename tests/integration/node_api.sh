@@ -1,0 +1,366 @@
+#!/usr/bin/env bash
+# The node API (port 10250) through kubectl v1.32 and the stand-in
+# apiserver, which proxies pods/log, exec and attach to the node's InternalIP
+# with its kubelet client certificate: kubectl logs (-f, --tail, --previous
+# after a restart, -c with two containers, --limit-bytes, --since,
+# --timestamps), kubectl exec (a file of the container, stdin, the exit
+# status of a failing command, a missing command, a tty), errors (missing
+# container, pod on another node), an exec client that drops mid-stream
+# (its command is killed, nothing leaks), and clients without credentials
+# (401), kubectl attach (output), /stats/summary memory moving with an
+# allocation. The node IP is the address of an empty bridge interface, so
+# the proxy really dials InternalIP:10250. Exit 77 when not root or a tool
+# is missing.
+set -uo pipefail
+: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
+for t in jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd; do
+        command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
+done
+[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || { echo "SKIP: CNI plugins missing"; exit 77; }
+[ -d /sys/fs/cgroup/memory ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
+ip link add cbltest$$ type bridge 2>/dev/null || { echo "SKIP: cannot create a bridge interface"; exit 77; }
+ip link del cbltest$$
+
+tmp=$(mktemp -d /tmp/cubelet-napi.XXXXXX)
+data=$tmp/data
+root=$tmp/root
+logs=$tmp/logs
+cgroot=cubelet-it-$$
+bridge=cbn$$
+dummy=cbd$$
+NODE=it-napi-$$
+for x in $(seq 40 250); do
+        subnet=10.$x.$(($$ % 200 + 20)).0/24
+        ip route | grep -q "^10\.$x\." || break
+done
+for x in $(seq 251 -1 40); do
+        nodeip=10.$x.$(($$ % 200 + 21)).7
+        ip route | grep -q "^10\.$x\." || break
+done
+server_pid=""
+agent_pid=""
+bg_pids=()
+T0=$(date +%s)
+
+cleanup() {
+        local rc=$? p h
+        set +e
+        for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+        if [ -n "$agent_pid" ]; then
+                kill -TERM "$agent_pid" 2>/dev/null
+                for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
+                kill -KILL "$agent_pid" 2>/dev/null
+                wait "$agent_pid" 2>/dev/null
+        fi
+        for h in /sys/fs/cgroup/*/"$cgroot"; do
+                [ -d "$h" ] || continue
+                find "$h" -depth -type d | while read -r d; do
+                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+                done
+        done
+        if [ -n "$server_pid" ]; then
+                kill -TERM "$server_pid" 2>/dev/null
+                wait "$server_pid" 2>/dev/null
+        fi
+        sleep 0.3
+        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
+        for h in /sys/fs/cgroup/*/"$cgroot"; do
+                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
+        done
+        ip link del "$bridge" 2>/dev/null
+        ip link del "$dummy" 2>/dev/null
+        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$tmp/agent.log" ]; then
+                echo "--- agent log (tail)"
+                tail -n 40 "$tmp/agent.log"
+                echo "--- server log (tail)"
+                tail -n 20 "$tmp/server.log"
+        fi
+        rm -rf "$tmp"
+        exit "$rc"
+}
+trap cleanup EXIT
+
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+pass() { echo "ok   [$(($(date +%s) - T0))s] $*"; }
+die() { echo "FATAL: $*"; fails=$((fails + 1)); exit 1; }
+k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=30s "$@"; }
+poll() {
+        local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
+        shift
+        while :; do
+                "$@" && return 0
+                [ "$(date +%s%N)" -lt "$end" ] || return 1
+                sleep 0.2
+        done
+}
+pj() { k get pod "$1" -o jsonpath="$2" 2>/dev/null; }
+phase_is() { [ "$(pj "$1" '{.status.phase}')" = "$2" ]; }
+mkpod() {
+        {
+                printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec:\n' "$1"
+                printf '  nodeName: %s\n  restartPolicy: %s\n  terminationGracePeriodSeconds: 1\n' \
+                        "${3:-$NODE}" "${2:-Always}"
+                cat
+        } | k create -f - >/dev/null || fail "$1: kubectl create failed"
+}
+wait_running() { poll "${2:-30}" phase_is "$1" Running || fail "$1: not Running after ${2:-30}s"; }
+# fds and processes of the agent, to check nothing leaks
+agent_fds() { ls /proc/"$agent_pid"/fd 2>/dev/null | wc -l; }
+agent_children() { ps -o pid= --ppid "$agent_pid" 2>/dev/null | wc -l; }
+
+# ---- setup -------------------------------------------------------------------
+mkdir -p "$data" "$root" "$logs" "$tmp/cni"
+ip link add "$dummy" type bridge && ip addr add "$nodeip/32" dev "$dummy" && ip link set "$dummy" up ||
+        die "cannot set up $dummy with $nodeip"
+bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
+"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
+        die "image import failed"
+cat >"$tmp/cni/10-it.conflist" <<EOF
+{"cniVersion":"1.0.0","name":"cubelet-napi-$$","plugins":[
+ {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}}]}
+EOF
+"$SOURCE_DIR/tests/apiserver/run.sh" --data "$data" --node-name "$NODE" >>"$tmp/server.log" 2>&1 &
+server_pid=$!
+poll 30 grep -q '^ready ' "$tmp/server.log" || die "the stand-in did not become ready"
+[ -f "$data/kubelet-client.crt" ] || die "the stand-in made no kubelet-client.crt"
+hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+echo "tok-$$-secret,napi-tester,1" >"$tmp/tokens.csv"
+start_agent() {
+        "$CUBELET" -v 3 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
+                --healthz-port "$hport" --hostname-override "$NODE" --node-ip "$nodeip" \
+                --pod-logs-dir "$logs" --cgroup-root "$cgroot" --crash-loop-backoff-base 1 \
+                --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+                --address "$nodeip" --client-ca-file "$data/ca.crt" \
+                --authentication-token-file "$tmp/tokens.csv" >>"$tmp/agent.log" 2>&1 &
+        agent_pid=$!
+}
+start_agent
+poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
+k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+api="https://$nodeip:10250"
+poll 10 eval 'curl -sk -o /dev/null "$api/healthz"' || die "nothing serves $api"
+pass "0 node Ready, node API on $api"
+
+# ---- 1. authentication ----------------------------------------------------------
+code=$(curl -sk -o "$tmp/body" -w '%{http_code}' "$api/pods")
+[ "$code" = 401 ] || fail "no credentials: HTTP $code, want 401"
+jq -e '.kind == "Status" and .code == 401' "$tmp/body" >/dev/null || fail "401 body: $(cat "$tmp/body")"
+code=$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer wrong" "$api/pods")
+[ "$code" = 401 ] || fail "a wrong token: HTTP $code, want 401"
+# a certificate from another CA
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=mallory -keyout "$tmp/m.key" \
+        -out "$tmp/m.crt" 2>/dev/null
+code=$(curl -sk -o /dev/null -w '%{http_code}' --cert "$tmp/m.crt" --key "$tmp/m.key" "$api/pods")
+[ "$code" = 401 ] || fail "an untrusted client certificate: HTTP $code, want 401"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://$nodeip:10250/healthz")
+[ "$code" != 200 ] || fail "plain HTTP answered 200"
+code=$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz")
+[ "$code" = 200 ] || fail "the token of the token file: HTTP $code, want 200"
+curl -sk --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key" "$api/pods" >"$tmp/pods.json"
+jq -e '.kind == "PodList"' "$tmp/pods.json" >/dev/null || fail "/pods with the kubelet client cert: $(head -c 200 "$tmp/pods.json")"
+openssl s_client -connect "$nodeip:10250" </dev/null 2>/dev/null | openssl x509 -noout -text >"$tmp/cert.txt"
+grep -q "IP Address:$nodeip" "$tmp/cert.txt" || fail "the generated serving certificate does not name $nodeip"
+pass "1 401 without credentials / wrong token / untrusted cert; token and client cert accepted; cert for $nodeip"
+
+# ---- 2. kubectl logs ---------------------------------------------------------------
+mkpod two <<'EOF'
+  containers:
+  - name: a
+    image: busybox:1.36
+    command: [sh, -c, 'for i in 1 2 3 4 5; do echo a-line-$i; done; echo a-err >&2; while :; do sleep 1; done']
+  - name: b
+    image: busybox:1.36
+    command: [sh, -c, 'echo b-only; while :; do sleep 1; done']
+EOF
+wait_running two
+poll 10 eval '[ "$(k logs two -c a 2>/dev/null | wc -l)" -ge 6 ]' || fail "logs -c a: $(k logs two -c a 2>&1)"
+out=$(k logs two -c a 2>&1)
+[ "$(printf '%s\n' "$out" | head -n5 | paste -sd,)" = a-line-1,a-line-2,a-line-3,a-line-4,a-line-5 ] ||
+        fail "logs -c a: '$out'"
+grep -qx a-err <<<"$out" || fail "logs -c a: no stderr line"
+[ "$(k logs two -c b 2>&1)" = b-only ] || fail "logs -c b: '$(k logs two -c b 2>&1)'"
+# kubectl picks the first container itself; the apiserver, asked without
+# one, refuses as kube-apiserver does
+out=$(k logs two 2>&1)
+grep -q 'Defaulted container "a"' <<<"$out" && grep -qx a-line-1 <<<"$out" ||
+        fail "logs without -c on two containers: '$out'"
+apiport=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
+out=$(curl -sk -H "Authorization: Bearer $(cat "$data/admin.token")" \
+        "https://127.0.0.1:$apiport/api/v1/namespaces/default/pods/two/log")
+grep -q "a container name must be specified for pod two, choose one of: \[a b\]" <<<"$out" ||
+        fail "pods/log without a container through the apiserver: '$out'"
+[ "$(k logs two -c a --tail 2 2>&1 | paste -sd,)" = "a-line-5,a-err" ] || fail "--tail 2: '$(k logs two -c a --tail 2 2>&1 | paste -sd,)'"
+[ "$(k logs two -c a --tail 0 2>&1)" = "" ] || fail "--tail 0 not empty"
+[ "$(k logs two -c a --limit-bytes 9 2>&1)" = "a-line-1" ] || fail "--limit-bytes 9: '$(k logs two -c a --limit-bytes 9 2>&1)'"
+# (the output is read whole first: with pipefail, kubectl killed by SIGPIPE
+# when head exits early would fail the check)
+out=$(k logs two -c a --timestamps 2>&1)
+head -n1 <<<"$out" | grep -Eq '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z a-line-1$' ||
+        fail "--timestamps: '$(head -n1 <<<"$out")'"
+[ "$(k logs two -c a --since=1h 2>&1 | wc -l)" = 6 ] || fail "--since=1h: '$(k logs two -c a --since=1h 2>&1)'"
+[ -z "$(k logs two -c a --since-time=2099-01-01T00:00:00Z 2>&1)" ] || fail "--since-time in the future not empty"
+out=$(k logs two -c nosuch 2>&1)
+grep -q "container nosuch is not valid" <<<"$out" || fail "logs -c nosuch: '$out'"
+pass "2 logs -c a/-c b, --tail, --limit-bytes, --timestamps, --since, --since-time, missing container refused"
+
+# follow: lines written after the request arrive, and the stream ends when the container does
+mkpod ticker Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'i=0; while [ $i -lt 6 ]; do echo tick-$i; i=$((i+1)); sleep 0.5; done']
+EOF
+wait_running ticker
+t0=$(date +%s%N)
+timeout 30 kubectl --kubeconfig "$data/admin.kubeconfig" logs -f ticker >"$tmp/follow.out" 2>&1
+rc=$?
+dt=$((($(date +%s%N) - t0) / 1000000))
+[ "$rc" = 0 ] || fail "logs -f exit $rc: $(cat "$tmp/follow.out")"
+[ "$(paste -sd, "$tmp/follow.out")" = tick-0,tick-1,tick-2,tick-3,tick-4,tick-5 ] ||
+        fail "logs -f: '$(paste -sd, "$tmp/follow.out")'"
+pass "2 logs -f streamed to the container's end (${dt} ms)"
+
+# --previous after a restart
+mkpod restarter Always <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'echo run-at-$(date +%s%N); sleep 1; exit 1']
+EOF
+poll 30 eval '[ "$(pj restarter "{.status.containerStatuses[0].restartCount}")" -ge 1 ] 2>/dev/null' ||
+        fail "restarter: no restart"
+poll 10 eval 'k logs restarter --previous 2>/dev/null | grep run-at- >/dev/null' || fail "--previous: '$(k logs restarter --previous 2>&1)'"
+prev=$(k logs restarter --previous 2>/dev/null)
+cur=$(k logs restarter 2>/dev/null)
+[ -n "$prev" ] && [ "$prev" != "$cur" ] || fail "--previous '$prev' vs current '$cur'"
+out=$(k logs two -c a --previous 2>&1)
+grep -q "previous terminated container" <<<"$out" || fail "--previous without one: '$out'"
+pass "2 logs --previous shows the earlier instance"
+
+# ---- 3. kubectl exec -------------------------------------------------------------
+fds0=$(agent_fds)
+out=$(k exec two -c a -- cat /etc/hostname 2>&1)
+[ "$out" = two ] || fail "exec cat /etc/hostname: '$out'"
+out=$(printf 'from-stdin\nline2\n' | k exec -i two -c a -- sh -c 'cat; echo done' 2>&1)
+[ "$(printf '%s' "$out" | paste -sd,)" = from-stdin,line2,done ] || fail "exec -i: '$out'"
+k exec two -c a -- sh -c 'echo to-out; echo to-err >&2; exit 3' >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ "$rc" = 3 ] || fail "exec exit status $rc, want 3"
+[ "$(cat "$tmp/o")" = to-out ] || fail "exec stdout '$(cat "$tmp/o")'"
+grep -qx to-err "$tmp/e" || fail "exec stderr '$(cat "$tmp/e")'"
+out=$(k exec two -c a -- /no/such/cmd 2>&1)
+rc=$?
+[ "$rc" = 127 ] || fail "exec of a missing command: exit $rc, want 127 ($out)"
+grep -q "no/such/cmd" <<<"$out" || fail "exec of a missing command: '$out'"
+# the command cannot see the host: its PID namespace is the container's
+out=$(k exec two -c b -- sh -c 'cat /proc/1/cmdline | tr "\0" " "; echo; id -u' 2>&1)
+grep -q "b-only" <<<"$out" || fail "exec is not in the container's PID namespace: '$out'"
+out=$(k exec two -c nosuch -- true 2>&1)
+grep -q "container nosuch is not valid" <<<"$out" || fail "exec -c nosuch: '$out'"
+# a tty (script gives kubectl a terminal)
+if command -v script >/dev/null; then
+        out=$(script -qec "kubectl --kubeconfig $data/admin.kubeconfig exec -it two -c a -- sh -c 'test -t 0 && test -t 1 && echo is-a-tty'" /dev/null </dev/null 2>&1 | tr -d '\r')
+        grep -q is-a-tty <<<"$out" || fail "exec -t: '$out'"
+fi
+pass "3 exec: cat, -i stdin, exit 3 + stderr, missing command 127, container PID ns, -it"
+
+# a pod on another node
+mkpod elsewhere Always other-node-$$ <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+EOF
+out=$(curl -sk --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key" \
+        "$api/containerLogs/default/elsewhere/main")
+jq -e '.code == 404' <<<"$out" >/dev/null || fail "logs of a pod on another node: '$out'"
+out=$(curl -sk -H "Authorization: Bearer tok-$$-secret" "$api/exec/default/elsewhere/main?command=true&stdout=1")
+jq -e '.code == 404' <<<"$out" >/dev/null || fail "exec in a pod on another node: '$out'"
+# an upgrade without credentials is refused before the 101
+code=$(curl -sk -o /dev/null -w '%{http_code}' -H 'Connection: Upgrade' -H 'Upgrade: websocket' \
+        -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' \
+        -H 'Sec-WebSocket-Protocol: v5.channel.k8s.io' "$api/exec/default/two/a?command=true&stdout=1")
+[ "$code" = 401 ] || fail "an exec upgrade without credentials: HTTP $code, want 401"
+pass "3 a pod on another node: 404 from the node API"
+
+# ---- 4. a client that drops mid-stream ---------------------------------------------
+# kubectl itself in the background (not the k function's subshell), so the
+# kill reaches it
+kubectl --kubeconfig "$data/admin.kubeconfig" exec two -c a -- sh -c 'echo $$ >/tmp/sleeper.pid; exec sleep 1000' >/dev/null 2>&1 &
+ex=$!
+poll 10 eval 'k exec two -c a -- cat /tmp/sleeper.pid >/dev/null 2>&1' || fail "the dropped exec never started"
+spid=$(k exec two -c a -- cat /tmp/sleeper.pid 2>/dev/null)
+kill -KILL "$ex" 2>/dev/null
+wait "$ex" 2>/dev/null
+poll 10 eval '! k exec two -c a -- kill -0 "$spid" 2>/dev/null' || fail "the exec'd command outlived its client"
+kubectl --kubeconfig "$data/admin.kubeconfig" logs -f two -c a >/dev/null 2>&1 &
+lf=$!
+sleep 1
+kill -KILL "$lf" 2>/dev/null
+wait "$lf" 2>/dev/null
+sleep 1
+poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agent_fds) after the streams"
+[ "$(agent_children)" -le 4 ] || fail "agent children left: $(agent_children)"
+curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200 ||
+        fail "the node API stopped answering"
+pass "4 dropped exec killed its command; dropped logs -f; fds $fds0 -> $(agent_fds); still serving"
+
+# ---- 5. /stats/summary ---------------------------------------------------------------
+summary() { curl -sk -H "Authorization: Bearer tok-$$-secret" "$api/stats/summary"; }
+# jq on the pod "two"'s entry
+podstat() { summary | jq -r --arg u "$(pj two '{.metadata.uid}')" ".pods[] | select(.podRef.uid == \$u) | $1"; }
+summary >"$tmp/summary.json"
+jq -e --arg n "$NODE" '.node.nodeName == $n and .node.cpu.usageCoreNanoSeconds > 0 and
+        .node.memory.workingSetBytes > 0 and .node.fs.capacityBytes > 0' "$tmp/summary.json" >/dev/null ||
+        fail "summary node: $(jq -c .node "$tmp/summary.json" | head -c 400)"
+[ "$(podstat '.containers | map(.name) | sort | join(",")')" = a,b ] ||
+        fail "summary pod two containers: $(podstat '.containers | map(.name)')"
+[ "$(podstat '.network.name')" = eth0 ] || fail "summary pod network: $(podstat '.network')"
+mem0=$(podstat '.memory.workingSetBytes')
+[ "${mem0:-0}" -gt 0 ] || fail "summary pod memory: '$mem0'"
+# (one line: libwebsockets 4.1 refuses a WebSocket handshake whose query has
+# an escaped newline, docs/node-api.md)
+kubectl --kubeconfig "$data/admin.kubeconfig" exec two -c b -- awk 'BEGIN { s = sprintf("%60000000s", ""); print "held" > "/tmp/held"; close("/tmp/held"); system("sleep 30"); print length(s) }' >/dev/null 2>&1 &
+hog=$!
+poll 30 eval 'k exec two -c b -- cat /tmp/held >/dev/null 2>&1' || fail "the allocation did not finish"
+mem1=$(podstat '.memory.workingSetBytes')
+cmem1=$(podstat '.containers[] | select(.name == "b") | .memory.workingSetBytes')
+[ "$((mem1 - mem0))" -gt 40000000 ] || fail "pod memory $mem0 -> $mem1 while 60 MB are held"
+[ "${cmem1:-0}" -gt 40000000 ] || fail "container b memory $cmem1 while 60 MB are held"
+kill "$hog" 2>/dev/null
+wait "$hog" 2>/dev/null
+poll 30 eval '[ "$(podstat ".memory.workingSetBytes")" -lt $((mem0 + 20000000)) ]' ||
+        fail "pod memory did not fall back after the allocation ended: $(podstat '.memory.workingSetBytes')"
+pass "5 /stats/summary: node, pod two (a,b, eth0), memory $mem0 -> $mem1 -> $(podstat '.memory.workingSetBytes')"
+
+# ---- 6. kubectl attach (output) --------------------------------------------------
+mkpod talker Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'i=0; while [ $i -lt 20 ]; do echo talk-$i; echo err-$i >&2; i=$((i+1)); sleep 0.3; done']
+EOF
+wait_running talker
+poll 10 eval 'k logs talker 2>/dev/null | grep talk-2 >/dev/null' || fail "talker: no output"
+timeout 30 kubectl --kubeconfig "$data/admin.kubeconfig" attach talker >"$tmp/att.out" 2>"$tmp/att.err"
+rc=$?
+[ "$rc" = 0 ] || fail "attach exit $rc: $(cat "$tmp/att.err")"
+grep -qx talk-19 "$tmp/att.out" || fail "attach: no talk-19 in '$(paste -sd, "$tmp/att.out")'"
+! grep -qx talk-0 "$tmp/att.out" || fail "attach showed output from before it attached"
+grep -qx err-19 "$tmp/att.err" || fail "attach: stderr '$(paste -sd, "$tmp/att.err")'"
+n=$(wc -l <"$tmp/att.out")
+mkpod quiet <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'while :; do sleep 1; done']
+EOF
+wait_running quiet
+out=$(timeout 20 kubectl --kubeconfig "$data/admin.kubeconfig" attach -i quiet </dev/null 2>&1)
+grep -q "attach with stdin or a terminal is not supported" <<<"$out" || fail "attach -i: '$out'"
+pass "6 attach: $n live stdout lines and stderr until the container ended (exit 0); attach -i refused"
+
+echo "--- $fails failure(s)"
+[ "$fails" -eq 0 ]

@@ -49,6 +49,26 @@ int ag_http_hook_url(const struct k8s_handler *h, const char *pod_ip,
         return 0;
 }
 
+void ag_pod_http_setopts(void *easy, const char *url, const void *headers, long timeout_ms,
+                         size_t (*write_fn)(char *, size_t, size_t, void *), void *write_data,
+                         char *errbuf)
+{
+        CURL *e = easy;
+        curl_easy_setopt(e, CURLOPT_URL, url);
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, (const struct curl_slist *)headers);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_PROXY, "");
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_fn);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, write_data);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+}
+
 static size_t discard(char *ptr, size_t size, size_t nmemb, void *ud)
 {
         (void)ptr;
@@ -65,18 +85,7 @@ static void hook_work(void *data)
                 return;
         }
         char curl_err[CURL_ERROR_SIZE] = "";
-        curl_easy_setopt(e, CURLOPT_URL, hk->url);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, hk->headers);
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)hk->timeout_ms);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_PROXY, "");
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, curl_err);
+        ag_pod_http_setopts(e, hk->url, hk->headers, (long)hk->timeout_ms, discard, NULL, curl_err);
         CURLcode rc = curl_easy_perform(e);
         if (rc == CURLE_OK) {
                 hk->ok = true;

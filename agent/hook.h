@@ -21,6 +21,14 @@
 
 struct ag_http_hook;
 
+/* The options of every kubelet-style GET aimed at a pod (httpGet probes
+ * and hooks): HTTP/1.1, no proxy, no redirects followed, TLS without
+ * verification, no connection reuse, the given timeout, headers, body
+ * callback and error buffer (CURL_ERROR_SIZE). e is a CURL easy handle. */
+void ag_pod_http_setopts(void *e, const char *url, const void *headers, long timeout_ms,
+                         size_t (*write_fn)(char *, size_t, size_t, void *), void *write_data,
+                         char *errbuf);
+
 /* ok, or error says why (the kubelet's error text). */
 typedef void (*ag_http_hook_fn)(bool ok, const char *error, void *data);
 

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/hook.h"
 #include "agent/nodeinfo.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"
@@ -449,19 +450,8 @@ static void start_http(struct ag_prober *p)
         p->out_len = 0;
         p->curl_err[0] = '\0';
         CURL *e = p->easy;
-        curl_easy_setopt(e, CURLOPT_URL, p->url);
-        curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
-        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)p->timeout_ms);
-        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(e, CURLOPT_PROXY, "");
-        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-        curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L);
-        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard_body);
-        curl_easy_setopt(e, CURLOPT_WRITEDATA, p);
-        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->curl_err);
+        ag_pod_http_setopts(e, p->url, p->headers, (long)p->timeout_ms, discard_body, p,
+                            p->curl_err);
         if (curl_multi_add_handle(p->multi, e) != CURLM_OK)
                 finish(p, false, true, "cannot start the HTTP request");
 }

@@ -662,6 +662,36 @@ int rt_high_fd(int fd, struct cb_error *err)
  * dispositions and the mask are reset, and the monitor starts a new
  * session so the agent's process group and terminal do not reach it.
  */
+int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_fds, pid_t *ret,
+                  struct cb_error *err)
+{
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&attr);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        for (size_t i = 0; i < n_fds; i++)
+                if (fds[i] >= 0)
+                        posix_spawn_file_actions_adddup2(&fa, fds[i], 3 + (int)i);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3 + (int)n_fds);
+        sigset_t all, none;
+        sigfillset(&all);
+        sigemptyset(&none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
+                                            POSIX_SPAWN_SETSIGMASK);
+        char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
+        int rc = posix_spawn(ret, exe, &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        if (rc != 0)
+                return cb_error_set(err, rc, "cannot start %s %s", exe, argv[1] ? argv[1] : "");
+        return 0;
+}
+
 static int spawn_monitor(const char *exe, int cfg, int bpf, int sock, pid_t *ret,
                          struct cb_error *err)
 {
@@ -670,35 +700,9 @@ static int spawn_monitor(const char *exe, int cfg, int bpf, int sock, pid_t *ret
         _cleanup_close_ int hs = rt_high_fd(sock, err);
         if (hc < 0 || hs < 0 || (bpf >= 0 && hb < 0))
                 return -1;
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        posix_spawn_file_actions_adddup2(&fa, hc, 3);
-        if (hb >= 0)
-                posix_spawn_file_actions_adddup2(&fa, hb, 4);
-        posix_spawn_file_actions_adddup2(&fa, hs, 5);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 6);
-        sigset_t all, none;
-        sigfillset(&all);
-        sigemptyset(&none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
-                                            POSIX_SPAWN_SETSIGMASK);
+        int fds[] = {hc, hb, hs}; /* 3, 4, 5 */
         char *argv[] = {(char *)exe, "__monitor", "3", hb >= 0 ? "4" : "none", "5", NULL};
-        char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-        pid_t pid;
-        int rc = posix_spawn(&pid, exe, &fa, &attr, argv, envp);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        if (rc != 0)
-                return cb_error_set(err, rc, "cannot start the monitor %s", exe);
-        *ret = pid;
-        return 0;
+        return rt_spawn_self(exe, argv, fds, 3, ret, err);
 }
 
 static int wait_running(int fd, const char *id, struct cb_error *err)

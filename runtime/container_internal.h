@@ -124,3 +124,9 @@ void rt_reset_signals(void);
  * a close-on-exec duplicate of fd numbered 10 or above. */
 int rt_memfd_with(const char *name, const char *data, struct cb_error *err);
 int rt_high_fd(int fd, struct cb_error *err);
+/* posix_spawn of the cubelet binary in one of its hidden modes: a new
+ * session, every signal default and unblocked, stdin/stdout/stderr on
+ * /dev/null, fds[i] (callers pass fds numbered 10 or above, see
+ * rt_high_fd; -1 = skip) as fd 3 + i, everything else closed, PATH only. */
+int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_fds, pid_t *ret,
+                  struct cb_error *err);

@@ -17,8 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,30 +113,16 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
                 return cb_error_set(err, errno, "cannot create a pipe for the pause process");
         _cleanup_close_ int rd = p[0];
         _cleanup_close_ int wr = p[1];
-        posix_spawn_file_actions_t fa;
-        posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-        posix_spawn_file_actions_adddup2(&fa, wr, 3);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-        sigset_t all, none;
-        sigfillset(&all);
-        sigemptyset(&none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
-                                            POSIX_SPAWN_SETSIGMASK);
+        _cleanup_close_ int hw = rt_high_fd(wr, err);
+        if (hw < 0)
+                return -1;
+        int fds[] = {hw}; /* 3 */
         char *argv[] = {"/pause", "__pause", "3", NULL};
-        char *envp[] = {NULL};
         pid_t p0;
-        int rc = posix_spawn(&p0, exe, &fa, &attr, argv, envp);
-        posix_spawn_file_actions_destroy(&fa);
-        posix_spawnattr_destroy(&attr);
-        if (rc != 0)
-                return cb_error_set(err, rc, "cannot start the pause process %s", exe);
+        if (rt_spawn_self(exe, argv, fds, 1, &p0, err) < 0)
+                return cb_error_prefix(err, "the pause process");
+        cb_closep(&hw);
+        hw = -1;
         cb_closep(&wr);
         wr = -1;
         struct pause_report r;

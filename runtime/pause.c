@@ -86,19 +86,22 @@ int rt_pause_main(int argc, char **argv)
         if (unshare(CLONE_NEWPID) < 0) {
                 r = (struct pause_report){errno, 1, 0};
                 write_report(3, &r);
-                return 1;
+                _exit(1);
         }
         pid_t pid = fork();
         if (pid < 0) {
                 r = (struct pause_report){errno, 2, 0};
                 write_report(3, &r);
-                return 1;
+                _exit(1);
         }
         if (pid == 0)
                 pause_init();
         r.pid = pid;
         write_report(3, &r);
-        return 0;
+        /* _exit, not return: nothing may run at exit in a process whose
+         * new children land in the pod's PID namespace (LeakSanitizer's
+         * tracer, under ASan, would hang there). */
+        _exit(0);
 }
 
 int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t *ret_start,

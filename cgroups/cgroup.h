@@ -69,6 +69,26 @@ int cg_attach(const char *path, pid_t pid, struct cb_error *err);
  * mknod anything, read/write only the standard nodes. Call on a cgroup
  * that has no process yet. */
 int cg_restrict_devices(const char *path, struct cb_error *err);
+
+/* Where a cgroup lives on disk, resolved by a process that has libcgroup
+ * initialised, for one that must not initialise it: the container monitor
+ * (libcgroup's static tables, dirtied by cgroup_init, were a third of a
+ * monitor's private memory). */
+struct cg_oom;
+#define CG_LOC_MAX_DIRS 8
+#define CG_LOC_DIR_MAX  512
+struct cg_location {
+        int version;                                /* 1 or 2 */
+        size_t n_dirs;                              /* one per hierarchy */
+        char dirs[CG_LOC_MAX_DIRS][CG_LOC_DIR_MAX]; /* absolute directories */
+        char memory_dir[CG_LOC_DIR_MAX];            /* the one with memory.* */
+};
+int cg_locate(const char *path, struct cg_location *ret, struct cb_error *err);
+/* No libcgroup: writes pid to cgroup.procs in every directory (a missing
+ * devices directory, from an older agent, is skipped). */
+int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err);
+/* No libcgroup: cg_read_oom from the memory directory. */
+int cg_read_oom_at(const struct cg_location *l, struct cg_oom *ret, struct cb_error *err);
 /* Removes path and every cgroup below it, children first, from every
  * hierarchy. A path that does not exist is success. Fails with EBUSY,
  * naming the cgroup and the pids, while any process is left in the

@@ -882,3 +882,78 @@ int cg_read_stats(const char *path, struct cg_stats *ret, struct cb_error *err)
         *ret = s;
         return 0;
 }
+
+/* ---- locations: for processes that do not initialise libcgroup ------------------------ */
+
+int cg_locate(const char *path, struct cg_location *ret, struct cb_error *err)
+{
+        char p[CG_PATH_MAX];
+        if (cg_init(err) < 0 || check_mounted(err) < 0 || norm_path(path, p, err) < 0)
+                return -1;
+        struct cg_location l = {.version = mode == CG_MODE_UNIFIED ? 2 : 1};
+        for (size_t h = 0; h < n_hiers && h < CG_LOC_MAX_DIRS; h++) {
+                char dir[CG_DIR_MAX];
+                if (join(dir, sizeof(dir), hiers[h].mount, p, err) < 0)
+                        return -1;
+                if (strlen(dir) >= CG_LOC_DIR_MAX)
+                        return cb_error_set(err, ENAMETOOLONG, "cgroup directory %s is too long",
+                                            dir);
+                snprintf(l.dirs[l.n_dirs++], CG_LOC_DIR_MAX, "%s", dir);
+        }
+        const char *mm = mount_of("memory");
+        if (mm == NULL)
+                return cb_error_set(err, ENOENT, "the memory controller is not mounted");
+        char dir[CG_DIR_MAX];
+        if (join(dir, sizeof(dir), mm, p, err) < 0)
+                return -1;
+        if (strlen(dir) >= CG_LOC_DIR_MAX)
+                return cb_error_set(err, ENAMETOOLONG, "cgroup directory %s is too long", dir);
+        snprintf(l.memory_dir, CG_LOC_DIR_MAX, "%s", dir);
+        *ret = l;
+        return 0;
+}
+
+int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err)
+{
+        if (pid <= 0)
+                return cb_error_set(err, EINVAL, "cannot attach pid %d: not a process", (int)pid);
+        char value[16];
+        snprintf(value, sizeof(value), "%d", (int)pid);
+        for (size_t h = 0; h < l->n_dirs; h++) {
+                if (!is_dir(l->dirs[h])) {
+                        if (strstr(l->dirs[h], "/devices/") != NULL)
+                                continue; /* made before devices joined (see cg_attach) */
+                        return cb_error_set(err, ENOENT,
+                                            "cannot attach pid %d: %s does not exist; create the "
+                                            "cgroup first",
+                                            (int)pid, l->dirs[h]);
+                }
+                char file[CG_LOC_DIR_MAX + 16];
+                snprintf(file, sizeof(file), "%s/cgroup.procs", l->dirs[h]);
+                if (write_str(file, value, err) < 0)
+                        return cb_error_prefix(err, "cannot attach pid %d", (int)pid);
+        }
+        return 0;
+}
+
+int cg_read_oom_at(const struct cg_location *l, struct cg_oom *ret, struct cb_error *err)
+{
+        char file[CG_LOC_DIR_MAX + 32];
+        struct cg_oom o = {0};
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        snprintf(file, sizeof(file), "%s/%s", l->memory_dir,
+                 l->version == 2 ? "memory.events" : "memory.oom_control");
+        if (cb_read_file(file, CG_FILE_MAX, &buf, &n, err) < 0 ||
+            cg_parse_oom(buf, l->version == 2 ? CG_V2 : CG_V1, &o, err) < 0)
+                return -1;
+        if (l->version == 1) {
+                _cleanup_free_ char *fc = NULL;
+                snprintf(file, sizeof(file), "%s/memory.failcnt", l->memory_dir);
+                if (cb_read_file(file, CG_FILE_MAX, &fc, &n, err) < 0 ||
+                    cg_parse_u64(fc, &o.limit_hits, err) < 0)
+                        return -1;
+        }
+        *ret = o;
+        return 0;
+}

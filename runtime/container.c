@@ -236,6 +236,15 @@ int rt_config_to_json(const struct rt_container_config *c, char **ret_json, stru
         cJSON_AddNumberToObject(l, "pidsLimit", (double)c->limits.pids_limit);
         add_str(o, "logPath", c->log_path);
         cJSON_AddNumberToObject(o, "stopSignal", c->stop_signal);
+        if (c->cg_loc != NULL) {
+                cJSON *cl = cJSON_AddObjectToObject(o, "cgroupLocation");
+                cJSON_AddNumberToObject(cl, "version", c->cg_loc->version);
+                cJSON *dirs = cJSON_AddArrayToObject(cl, "dirs");
+                for (size_t i = 0; i < c->cg_loc->n_dirs; i++)
+                        cJSON_AddItemToArray(dirs, cJSON_CreateString(c->cg_loc->dirs[i]));
+                cJSON_AddStringToObject(cl, "memoryDir", c->cg_loc->memory_dir);
+                cJSON_AddNumberToObject(o, "oomBefore", (double)c->oom_before);
+        }
         char *s = cJSON_PrintUnformatted(o);
         if (s == NULL)
                 return cb_error_set(err, ENOMEM, "cannot encode the container config");
@@ -366,6 +375,25 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
         c.limits.pids_limit = (int64_t)jnum(l, "pidsLimit");
         c.log_path = jstr(a, o, "logPath");
         c.stop_signal = (int)jnum(o, "stopSignal");
+        const cJSON *cl = cJSON_GetObjectItemCaseSensitive(o, "cgroupLocation");
+        if (cJSON_IsObject(cl)) {
+                struct cg_location *loc = cb_arena_calloc(a, 1, sizeof(*loc));
+                if (loc == NULL)
+                        return cb_error_set(err, ENOMEM, "container config: out of memory");
+                loc->version = (int)jnum(cl, "version");
+                const cJSON *d;
+                cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cl, "dirs"))
+                {
+                        if (cJSON_IsString(d) && loc->n_dirs < CG_LOC_MAX_DIRS)
+                                snprintf(loc->dirs[loc->n_dirs++], CG_LOC_DIR_MAX, "%s",
+                                         d->valuestring);
+                }
+                const cJSON *md = cJSON_GetObjectItemCaseSensitive(cl, "memoryDir");
+                if (cJSON_IsString(md))
+                        snprintf(loc->memory_dir, CG_LOC_DIR_MAX, "%s", md->valuestring);
+                c.cg_loc = loc;
+                c.oom_before = (uint64_t)jnum(o, "oomBefore");
+        }
         if (cb_arena_over_limit(a) || groups == NULL || mounts == NULL)
                 return cb_error_set(err, ENOMEM, "container config: out of memory");
         if (rt_config_validate(&c, err) < 0)
@@ -791,8 +819,23 @@ int rt_container_create_start(const struct rt_container_config *config,
         if (rt_container_save_config(config, err) < 0)
                 return -1;
 
+        /* The container cgroup, its device policy and the OOM baseline are
+         * made here, where libcgroup is initialised already; the monitor
+         * only attaches and reads (see cg_locate). */
+        struct rt_container_config cfg2 = *config;
+        struct cg_location loc;
+        if (config->cgroup_path != NULL && config->cgroup_path[0] != '\0') {
+                struct cg_oom oom;
+                if (cg_create(config->cgroup_path, &config->limits, err) < 0 ||
+                    (!config->privileged && cg_restrict_devices(config->cgroup_path, err) < 0) ||
+                    cg_read_oom(config->cgroup_path, &oom, err) < 0 ||
+                    cg_locate(config->cgroup_path, &loc, err) < 0)
+                        return cb_error_prefix(err, "container %s", config->id);
+                cfg2.cg_loc = &loc;
+                cfg2.oom_before = oom.oom_kill;
+        }
         _cleanup_free_ char *json = NULL;
-        if (rt_config_to_json(config, &json, err) < 0)
+        if (rt_config_to_json(&cfg2, &json, err) < 0)
                 return -1;
         _cleanup_close_ int cfg = rt_memfd_with("cubelet-config", json, err);
         if (cfg < 0)

@@ -97,6 +97,11 @@ struct rt_container_config {
         struct cg_limits limits;
         const char *log_path; /* CRI log file (created, appended to) */
         int stop_signal;      /* 0: SIGTERM; kept in state.json for the caller */
+        /* Set by rt_container_create_start, never by callers: the cgroup it
+         * made (the monitor attaches and reads OOM counts there without
+         * initialising libcgroup) and its OOM kill count before the start. */
+        const struct cg_location *cg_loc;
+        uint64_t oom_before;
 };
 
 enum rt_container_status {

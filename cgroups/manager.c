@@ -895,10 +895,11 @@ int cg_locate(const char *path, struct cg_location *ret, struct cb_error *err)
                 char dir[CG_DIR_MAX];
                 if (join(dir, sizeof(dir), hiers[h].mount, p, err) < 0)
                         return -1;
-                if (strlen(dir) >= CG_LOC_DIR_MAX)
+                size_t len = strlen(dir);
+                if (len >= CG_LOC_DIR_MAX)
                         return cb_error_set(err, ENAMETOOLONG, "cgroup directory %s is too long",
                                             dir);
-                snprintf(l.dirs[l.n_dirs++], CG_LOC_DIR_MAX, "%s", dir);
+                memcpy(l.dirs[l.n_dirs++], dir, len + 1);
         }
         const char *mm = mount_of("memory");
         if (mm == NULL)
@@ -906,9 +907,10 @@ int cg_locate(const char *path, struct cg_location *ret, struct cb_error *err)
         char dir[CG_DIR_MAX];
         if (join(dir, sizeof(dir), mm, p, err) < 0)
                 return -1;
-        if (strlen(dir) >= CG_LOC_DIR_MAX)
+        size_t len = strlen(dir);
+        if (len >= CG_LOC_DIR_MAX)
                 return cb_error_set(err, ENAMETOOLONG, "cgroup directory %s is too long", dir);
-        snprintf(l.memory_dir, CG_LOC_DIR_MAX, "%s", dir);
+        memcpy(l.memory_dir, dir, len + 1);
         *ret = l;
         return 0;
 }

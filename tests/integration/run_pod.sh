@@ -271,7 +271,7 @@ rp=$!
 pids+=("$rp")
 web_running() { jq -e 'select(.status) | .status.containerStatuses[] | select(.name=="web") | .state.running' "$tmp/hooks.jsonl" >/dev/null 2>&1; }
 for _ in $(seq 300); do web_running && break; sleep 0.1; done
-web_running || fail "hooks: web never Running"
+web_running || fail "hooks: web never Running: $(tail -n 3 "$tmp/hooks.jsonl" | cut -c1-600) $(grep -i -e hook -e web "$tmp/hooks.err" | tail -n 8)"
 for _ in $(seq 100); do grep -q 'FailedPostStartHook' "$tmp/hooks.err" && break; sleep 0.1; done
 grep -q 'FailedPostStartHook HTTP lifecycle hook (/nothing) for Container "badhook" in Pod "hooks_default(' "$tmp/hooks.err" ||
   fail "hooks: no FailedPostStartHook event for badhook: $(grep -i hook "$tmp/hooks.err" | head -3)"

@@ -24,6 +24,7 @@
 #include "agent/pressure.h"
 #include "agent/reflector.h"
 #include "agent/selfcgroup.h"
+#include "agent/staticpods.h"
 #include "runtime/sandbox.h"
 #include "status/podstatus.h"
 #include "agent/offload.h"
@@ -42,6 +43,9 @@ struct agent {
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
+        struct ag_static_pods *static_pods;
+        bool standalone;     /* no kubeconfig: static pods only */
+        bool static_scanned; /* the first scan of staticPodPath is done */
         struct ag_node_env env;
         const char *host_ips[1];
         char exe[PATH_MAX];
@@ -219,7 +223,7 @@ static bool src_healthy(void *data, char *why, size_t size)
 {
         struct agent *a = data;
         /* Answering at all means the loop runs; the node must be registered. */
-        if (!a->registered) {
+        if (!a->registered && !a->standalone) {
                 snprintf(why, size, "node %s is not registered yet", a->node_name);
                 return false;
         }
@@ -261,6 +265,72 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
         if (ag_napi_start(a->loop, &cfg, &a->napi, err) < 0)
                 return -1;
         log_info("node API: serving HTTPS on %s:%d", f->address, ag_napi_port(a->napi));
+        return 0;
+}
+
+/* ---- static pods (agent/staticpods.h) ---- */
+
+static void static_pod_change(struct agent *a, enum ag_change change, const cJSON *pod)
+{
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+        const cJSON *uid = cJSON_GetObjectItemCaseSensitive(meta, "uid");
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(meta, "namespace");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+        if (!cJSON_IsString(uid) || !cJSON_IsString(ns) || !cJSON_IsString(name))
+                return; /* defaulted by staticpods.c: never */
+        struct ag_object o = {.uid = uid->valuestring,
+                              .namespace_ = ns->valuestring,
+                              .name = name->valuestring,
+                              .json = (cJSON *)pod};
+        ag_pods_change(a->pod_mgr, change, &o);
+}
+
+static void on_static_add(const cJSON *pod, const char *path, void *data)
+{
+        (void)path;
+        static_pod_change(data, AG_ADDED, pod);
+}
+
+static void on_static_update(const cJSON *pod, const char *path, void *data)
+{
+        (void)path;
+        static_pod_change(data, AG_UPDATED, pod);
+}
+
+static void on_static_remove(const char *uid, void *data)
+{
+        struct agent *a = data;
+        ag_pods_remove_static(a->pod_mgr, uid);
+}
+
+static void on_static_scanned(size_t n, void *data)
+{
+        struct agent *a = data;
+        if (a->static_scanned)
+                return;
+        a->static_scanned = true;
+        log_info("static pods: %zu pod(s) in the first scan", n);
+        if (a->standalone) {
+                /* Standalone, the static pods are all the pods there are. */
+                a->pods_synced = true;
+                ag_pods_synced(a->pod_mgr);
+                notify_systemd(a);
+        }
+}
+
+/* Standalone, admission checks the pods against this node as it would
+ * register it (capacity, allocatable, labels, taints). */
+static int standalone_node(struct agent *a, const struct ag_config *fl,
+                           const struct ag_node_config *nc, struct cb_error *err)
+{
+        _cleanup_cjson_ cJSON *node = ag_node_json(&nc->facts, a->node_name, nc->max_pods);
+        if (node == NULL)
+                return cb_error_set(err, ENOMEM, "node object");
+        if (fl->register_with_taints != NULL)
+                cJSON_AddItemToObject(cJSON_AddObjectToObject(node, "spec"), "taints",
+                                      cJSON_Duplicate(fl->register_with_taints, true));
+        struct ag_object o = {.name = (char *)a->node_name, .json = node};
+        ag_pods_node(a->pod_mgr, &o);
         return 0;
 }
 
@@ -323,7 +393,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         sigaddset(&mask, SIGINT);
         if (ag_loop_add_signals(a->loop, &mask, on_signal, a, err) < 0)
                 return -1;
-        if (ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
+        if (!a->standalone && ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
                 return -1;
         /* Under systemd with Delegate=yes on cgroup v2 the agent may only
          * manage its own subtree, which must stay an inner node: move the
@@ -342,7 +412,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         }
         nc->data = a;
         nc->on_registered = on_registered;
-        if (ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
+        if (!a->standalone && ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
                 return -1;
         if (sd_watchdog_enabled(0, &a->watchdog_us) <= 0)
                 a->watchdog_us = 0;
@@ -386,7 +456,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0)
                 return -1;
-        if (ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0 ||
+        if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
         a->metrics = ag_metrics_new();
@@ -416,6 +486,29 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         }
         if (start_node_api(a, fl, nc, err) < 0)
                 return -1;
+        /* Static pods first: their records exist before the first pod list
+         * arrives, so the sweep of left-over pods does not take them for
+         * pods deleted while the agent was away. */
+        if (fl->static_pod_path != NULL) {
+                struct ag_static_pods_ops sops = {on_static_add, on_static_update, on_static_remove,
+                                                  on_static_scanned};
+                if (ag_static_pods_new(a->loop, fl->static_pod_path, a->node_name,
+                                       fl->file_check_frequency_ms, &sops, a, &a->static_pods,
+                                       err) < 0)
+                        return -1;
+                log_info("static pods from %s (inotify, rescan every %llus)", fl->static_pod_path,
+                         (unsigned long long)(fl->file_check_frequency_ms / 1000));
+        }
+        if (a->standalone) {
+                if (standalone_node(a, fl, nc, err) < 0)
+                        return -1;
+                a->registered = true; /* nothing to register with */
+                if (a->static_pods != NULL)
+                        ag_static_pods_start(a->static_pods);
+                return 0;
+        }
+        if (a->static_pods != NULL)
+                ag_static_pods_start(a->static_pods);
         char pod_sel[512], node_sel[512];
         snprintf(pod_sel, sizeof(pod_sel), "spec.nodeName=%s", a->node_name);
         snprintf(node_sel, sizeof(node_sel), "metadata.name=%s", a->node_name);
@@ -453,6 +546,7 @@ static void stop_agent(struct agent *a)
         struct cb_error err = {0};
         /* Reflectors and the status loop cancel their requests and timers
          * before the client and the loop go. */
+        ag_static_pods_free(a->static_pods);
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
         if (a->notify)
@@ -498,9 +592,10 @@ static int load_config(int argc, char **argv, struct ag_config *cfg)
                 fprintf(stderr, "cubelet: %s\n", err.msg);
                 return -1;
         }
-        if (cfg->kubeconfig == NULL) {
-                fprintf(stderr, "cubelet: --kubeconfig is required to run the agent (or give a "
-                                "command; see cubelet --help)\n");
+        if (cfg->kubeconfig == NULL && cfg->static_pod_path == NULL) {
+                fprintf(stderr, "cubelet: nothing to run: give --kubeconfig (join a cluster), "
+                                "--pod-manifest-path / staticPodPath (static pods), or a command; "
+                                "see cubelet --help\n");
                 return -1;
         }
         return 0;
@@ -521,8 +616,9 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
         int ret = 1;
         /* A write to a closed connection must be an error, not a death. */
         signal(SIGPIPE, SIG_IGN);
+        a.standalone = fl.kubeconfig == NULL;
         if (make_node_config(&fl, opts, &nc, &err) < 0 ||
-            ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0) {
+            (!a.standalone && ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0)) {
                 log_error("%s", err.msg);
                 goto out;
         }
@@ -534,9 +630,16 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
         a.root_dir = opts->root_dir;
         a.cni_conf_dir = opts->cni_conf_dir;
         a.cni_bin_dir = opts->cni_bin_dir;
-        log_info("cubelet v%s starting: node %s, apiserver %s (context %s), root dir %s%s%s",
-                 CUBELET_VERSION, a.node_name, kc.server, kc.context, opts->root_dir,
-                 fl.config_path ? ", config " : "", fl.config_path ? fl.config_path : "");
+        if (a.standalone)
+                log_info("cubelet v%s starting standalone (no kubeconfig): node %s, static pods "
+                         "only, root dir %s%s%s",
+                         CUBELET_VERSION, a.node_name, opts->root_dir,
+                         fl.config_path ? ", config " : "", fl.config_path ? fl.config_path : "");
+        else
+                log_info(
+                    "cubelet v%s starting: node %s, apiserver %s (context %s), root dir %s%s%s",
+                    CUBELET_VERSION, a.node_name, kc.server, kc.context, opts->root_dir,
+                    fl.config_path ? ", config " : "", fl.config_path ? fl.config_path : "");
         if (start_agent(&a, &fl, &nc, &kc, &err) < 0) {
                 log_error("cannot start the agent: %s", err.msg);
                 goto out;

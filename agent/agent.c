@@ -19,6 +19,7 @@
 #include "agent/events.h"
 #include "agent/kubeletapi.h"
 #include "agent/metrics.h"
+#include "agent/mirror.h"
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
 #include "agent/pressure.h"
@@ -44,8 +45,9 @@ struct agent {
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
         struct ag_static_pods *static_pods;
-        bool standalone;     /* no kubeconfig: static pods only */
-        bool static_scanned; /* the first scan of staticPodPath is done */
+        struct ag_mirror *mirror; /* with an apiserver */
+        bool standalone;          /* no kubeconfig: static pods only */
+        bool static_scanned;      /* the first scan of staticPodPath is done */
         struct ag_node_env env;
         const char *host_ips[1];
         char exe[PATH_MAX];
@@ -165,8 +167,9 @@ static void on_notify_timer(struct ag_timer *t, void *data)
 static void on_registered(const char *uid, void *data)
 {
         struct agent *a = data;
-        (void)uid;
         a->registered = true;
+        if (a->mirror != NULL)
+                ag_mirror_node_uid(a->mirror, uid);
         notify_systemd(a);
 }
 
@@ -179,6 +182,8 @@ static void on_pods_synced(size_t n, void *data)
                 log_info("pods bound to node %s relisted: %zu pod(s)", a->node_name, n);
         a->pods_synced = true;
         ag_pods_synced(a->pod_mgr);
+        if (a->mirror != NULL)
+                ag_mirror_synced(a->mirror);
         notify_systemd(a);
 }
 
@@ -189,6 +194,8 @@ static void on_node(enum ag_change change, const struct ag_object *o, void *data
               change == AG_DELETED ? "deleted" : "seen",
               o->resource_version ? o->resource_version : "?");
         ag_nodestatus_observe(a->ns, change == AG_DELETED ? NULL : o->json);
+        if (change != AG_DELETED && a->mirror != NULL && o->uid != NULL && o->uid[0] != '\0')
+                ag_mirror_node_uid(a->mirror, o->uid);
         ag_pods_node(a->pod_mgr, change == AG_DELETED ? NULL : o);
 }
 
@@ -287,20 +294,42 @@ static void static_pod_change(struct agent *a, enum ag_change change, const cJSO
 
 static void on_static_add(const cJSON *pod, const char *path, void *data)
 {
+        struct agent *a = data;
         (void)path;
-        static_pod_change(data, AG_ADDED, pod);
+        if (a->mirror != NULL)
+                ag_mirror_static_add(a->mirror, pod);
+        static_pod_change(a, AG_ADDED, pod);
 }
 
 static void on_static_update(const cJSON *pod, const char *path, void *data)
 {
+        struct agent *a = data;
         (void)path;
-        static_pod_change(data, AG_UPDATED, pod);
+        if (a->mirror != NULL)
+                ag_mirror_static_add(a->mirror, pod);
+        static_pod_change(a, AG_UPDATED, pod);
 }
 
 static void on_static_remove(const char *uid, void *data)
 {
         struct agent *a = data;
         ag_pods_remove_static(a->pod_mgr, uid);
+        if (a->mirror != NULL)
+                ag_mirror_static_remove(a->mirror, uid);
+}
+
+/* With an apiserver: a static pod's status goes to its mirror pod, and
+ * mirror pods from the pod watch go to the mirror manager. */
+static void on_static_status(const char *uid, const cJSON *status, void *data)
+{
+        struct agent *a = data;
+        ag_mirror_status(a->mirror, uid, status);
+}
+
+static void on_mirror_pod(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct agent *a = data;
+        ag_mirror_observe(a->mirror, change, o);
 }
 
 static void on_static_scanned(size_t n, void *data)
@@ -486,6 +515,13 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         }
         if (start_node_api(a, fl, nc, err) < 0)
                 return -1;
+        if (!a->standalone) {
+                /* Mirror pods: also to delete this node's orphaned ones. */
+                if (ag_mirror_new(a->loop, a->api, a->node_name, &a->mirror, err) < 0)
+                        return -1;
+                struct ag_pods_static_hooks hooks = {on_static_status, on_mirror_pod, a};
+                ag_pods_set_static_hooks(a->pod_mgr, &hooks);
+        }
         /* Static pods first: their records exist before the first pod list
          * arrives, so the sweep of left-over pods does not take them for
          * pods deleted while the agent was away. */
@@ -547,6 +583,7 @@ static void stop_agent(struct agent *a)
         /* Reflectors and the status loop cancel their requests and timers
          * before the client and the loop go. */
         ag_static_pods_free(a->static_pods);
+        ag_mirror_free(a->mirror);
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
         if (a->notify)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/mirror.h"
 #include "agent/staticpods.h"
 
 static const char *web = "apiVersion: v1\n"
@@ -169,6 +170,40 @@ START_TEST(test_errors)
 }
 END_TEST
 
+START_TEST(test_mirror_object)
+{
+        struct cb_error err = {0};
+        cJSON *pod = load(web, "/etc/m/web.yaml", "n1", &err);
+        ck_assert_ptr_nonnull(pod);
+        const char *uid = str(pod, "metadata", "uid");
+        cJSON *m = ag_mirror_pod_json(pod, "n1", "node-uid-1");
+        ck_assert_ptr_nonnull(m);
+        /* The apiserver gives it its own uid and status. */
+        ck_assert_ptr_null(str(m, "metadata", "uid"));
+        ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(m, "status"));
+        ck_assert_str_eq(str(m, "metadata", "name"), "web-n1");
+        ck_assert_str_eq(ann(m, "kubernetes.io/config.mirror"), uid);
+        ck_assert_str_eq(ann(m, "kubernetes.io/config.hash"), uid);
+        ck_assert_str_eq(ann(m, "kubernetes.io/config.source"), "file");
+        char *refs = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(m, "metadata"), "ownerReferences"));
+        ck_assert_str_eq(refs, "[{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"n1\","
+                               "\"uid\":\"node-uid-1\",\"controller\":true}]");
+        free(refs);
+        /* The static pod itself is not changed. */
+        ck_assert_ptr_null(ann(pod, "kubernetes.io/config.mirror"));
+        ck_assert_str_eq(str(pod, "metadata", "uid"), uid);
+        cJSON_Delete(m);
+        /* Without the hash annotation it is not a static pod: no mirror. */
+        cJSON_DeleteItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+                                             "annotations"),
+            "kubernetes.io/config.hash");
+        ck_assert_ptr_null(ag_mirror_pod_json(pod, "n1", "u"));
+        cJSON_Delete(pod);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("staticpods");
@@ -177,6 +212,7 @@ int main(void)
         tcase_add_test(tc, test_defaults);
         tcase_add_test(tc, test_given_fields_kept);
         tcase_add_test(tc, test_errors);
+        tcase_add_test(tc, test_mirror_object);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_FORK);

@@ -200,8 +200,8 @@ suid=$(pod_field "web-$node" .metadata.uid)
 [ "$(jq -r '.metadata.annotations["kubernetes.io/config.hash"]' <<<"$m")" = "$suid" ] || fail "mirror config.hash"
 [ "$(jq -r .metadata.uid <<<"$m")" != "$suid" ] || fail "the mirror has the static pod's uid"
 node_uid=$(k get node "$node" -o jsonpath='{.metadata.uid}')
-[ "$(jq -c '.metadata.ownerReferences' <<<"$m")" = \
-        "[{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"$node\",\"uid\":\"$node_uid\",\"controller\":true}]" ] ||
+[ "$(jq -cS '.metadata.ownerReferences' <<<"$m")" = \
+        "[{\"apiVersion\":\"v1\",\"controller\":true,\"kind\":\"Node\",\"name\":\"$node\",\"uid\":\"$node_uid\"}]" ] ||
         fail "owner reference: $(jq -c .metadata.ownerReferences <<<"$m")"
 [ "$(jq -r .spec.nodeName <<<"$m")" = "$node" ] || fail "mirror spec.nodeName"
 [ "$(jq -r .metadata.labels.app <<<"$m")" = web ] || fail "labels do not propagate"

@@ -148,7 +148,8 @@ old_cg=$(cgroup_of "$uid")
 [ -n "$old_cg" ] || fail "no pod cgroup for $uid"
 t0=$(date +%s%N)
 manifest web v2 >"$tmp/manifests/web.yaml"
-until_ok 10 test "$(pod_field "web-$node" .metadata.uid)" != "$uid" || fail "edit: the uid did not change"
+uid_changed() { local u; u=$(pod_field "web-$node" .metadata.uid) && [ -n "$u" ] && [ "$u" != "$uid" ]; }
+until_ok 10 uid_changed || fail "edit: the uid did not change"
 until_ok 15 running "web-$node" || fail "edit: the new web pod is not Running"
 t1=$(date +%s%N)
 uid2=$(pod_field "web-$node" .metadata.uid)

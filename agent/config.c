@@ -180,6 +180,15 @@ static int taints_from_string(const char *s, cJSON **ret, struct cb_error *err)
         return 0;
 }
 
+static void regs_clear(struct ag_config *c)
+{
+        for (size_t i = 0; i < c->n_insecure_registries; i++) {
+                free(c->insecure_registries[i]);
+                c->insecure_registries[i] = NULL;
+        }
+        c->n_insecure_registries = 0;
+}
+
 /* ---- applying a value (from the file or a flag) ---- */
 
 /* What a value from the file is, for messages. */
@@ -427,9 +436,7 @@ static int file_regs(struct ag_config *c, const struct opt *o, const cJSON *v, s
         if (!cJSON_IsArray(v))
                 return cb_error_set(err, 0, "%s: want a list of HOST:PORT strings, got %s", o->key,
                                     got);
-        for (size_t i = 0; i < c->n_insecure_registries; i++)
-                free(c->insecure_registries[i]);
-        c->n_insecure_registries = 0;
+        regs_clear(c);
         size_t i = 0;
         const cJSON *e;
         cJSON_ArrayForEach(e, v)
@@ -590,9 +597,7 @@ static int flag_option(struct ag_config *c, const struct opt *o, const char *v,
         case OPT_REGS:
                 if (!*regs_from_flag) {
                         /* Flags replace the file's list. */
-                        for (size_t i = 0; i < c->n_insecure_registries; i++)
-                                free(c->insecure_registries[i]);
-                        c->n_insecure_registries = 0;
+                        regs_clear(c);
                         *regs_from_flag = true;
                 }
                 if (v[0] == '\0' || strpbrk(v, "/ \t") != NULL)
@@ -738,9 +743,7 @@ void ag_config_clear(struct ag_config *c)
                         *s = NULL;
                 }
         }
-        for (size_t i = 0; i < c->n_insecure_registries; i++)
-                free(c->insecure_registries[i]);
-        c->n_insecure_registries = 0;
+        regs_clear(c);
         cJSON_Delete(c->register_with_taints);
         c->register_with_taints = NULL;
 }

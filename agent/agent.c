@@ -541,6 +541,9 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 a->registered = true; /* nothing to register with */
                 if (a->static_pods != NULL)
                         ag_static_pods_start(a->static_pods);
+                /* Admission under pressure; static pods are critical and
+                 * never evicted, and there is no Node to show conditions on. */
+                ag_pressure_start(a->pressure);
                 return 0;
         }
         if (a->static_pods != NULL)

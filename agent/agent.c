@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/apiclient.h"
+#include "agent/config.h"
 #include "agent/kubeconfig.h"
 #include "agent/log.h"
 #include "agent/loop.h"
@@ -18,43 +19,19 @@
 #include "agent/events.h"
 #include "agent/kubeletapi.h"
 #include "agent/metrics.h"
+#include "agent/mirror.h"
 #include "agent/nodestatus.h"
 #include "agent/pods.h"
 #include "agent/pressure.h"
 #include "agent/reflector.h"
 #include "agent/selfcgroup.h"
+#include "agent/staticpods.h"
 #include "runtime/sandbox.h"
 #include "status/podstatus.h"
 #include "agent/offload.h"
 #include "lib/cleanup.h"
 
 #include <systemd/sd-daemon.h>
-
-#define DEFAULT_MAX_PODS 110
-
-struct agent_flags {
-        const char *kubeconfig;
-        const char *hostname_override;
-        const char *node_ip;
-        const char *node_labels;
-        const char *taints;
-        int max_pods;
-        uint64_t update_ms, report_ms;
-        bool report_set, update_set;
-        int lease_duration_s;
-        int watch_timeout_s;
-        const char *pod_logs_dir;
-        const char *cgroup_root;
-        bool cgroup_root_set;
-        const char *healthz_address;
-        int healthz_port;
-        const char *insecure[16];
-        size_t n_insecure;
-        int backoff_base_s, backoff_max_s;
-        struct k8s_eviction_thresholds eviction_hard;
-        uint64_t eviction_transition_ms;
-        struct ag_napi_flags napi;
-};
 
 struct agent {
         struct ag_loop *loop;
@@ -67,6 +44,10 @@ struct agent {
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
+        struct ag_static_pods *static_pods;
+        struct ag_mirror *mirror; /* with an apiserver */
+        bool standalone;          /* no kubeconfig: static pods only */
+        bool static_scanned;      /* the first scan of staticPodPath is done */
         struct ag_node_env env;
         const char *host_ips[1];
         char exe[PATH_MAX];
@@ -82,58 +63,12 @@ struct agent {
 
 static void agent_usage(FILE *f)
 {
-        fprintf(f, "Usage: cubelet [GLOBAL FLAGS] --kubeconfig FILE [AGENT FLAGS]\n\n"
-                   "Runs the node agent: registers this machine as a Node, keeps its status and "
-                   "Lease fresh,\nand watches the pods bound to it.\n\n"
-                   "Agent flags:\n"
-                   "  --kubeconfig FILE                    credentials and address of the "
-                   "apiserver (required)\n"
-                   "  --hostname-override NAME             node name (default: the host name, "
-                   "lower case)\n"
-                   "  --node-ip IP                         InternalIP (default: the "
-                   "default-route interface's IPv4)\n"
-                   "  --node-labels k=v,...                labels added at registration\n"
-                   "  --register-with-taints k=v:Effect,...  taints set at registration\n"
-                   "  --max-pods N                         pod capacity (default 110)\n"
-                   "  --node-status-update-frequency DUR   status computation interval (default "
-                   "10s)\n"
-                   "  --node-status-report-frequency DUR   status report interval when nothing "
-                   "changed\n"
-                   "                                       (default 5m; when only the update "
-                   "frequency is\n"
-                   "                                       given, the same as it, like the "
-                   "kubelet)\n"
-                   "  --node-lease-duration-seconds N      Lease duration; renewed every N/4 s "
-                   "(default 40)\n"
-                   "  --watch-timeout-seconds N            watch timeout (default: random "
-                   "300-600; for tests)\n"
-                   "  --pod-logs-dir DIR                   container logs (default "
-                   "/var/log/pods)\n"
-                   "  --cgroup-root PATH                   parent of kubepods (default: the "
-                   "hierarchy root)\n"
-                   "  --insecure-registry HOST:PORT        registry reached over plain HTTP "
-                   "(repeatable)\n"
-                   "  --crash-loop-backoff-base N          first restart delay in seconds "
-                   "(default 10)\n"
-                   "  --crash-loop-backoff-max N           restart delay cap in seconds "
-                   "(default 300)\n"
-                   "  --healthz-port N                     local endpoint: /healthz /metrics "
-                   "/pods /timelines\n"
-                   "                                       (default 10248; 0 disables)\n"
-                   "  --healthz-bind-address IP            its address (default 127.0.0.1; "
-                   "loopback only)\n"
-                   "  --eviction-hard LIST                 hard eviction thresholds, e.g. "
-                   "memory.available<100Mi,\n"
-                   "                                       nodefs.available<10%% (default "
-                   "memory.available<100Mi,\n"
-                   "                                       nodefs.available<10%%,"
-                   "nodefs.inodesFree<5%%,imagefs.available<15%%;\n"
-                   "                                       giving it replaces them all)\n"
-                   "  --eviction-pressure-transition-period DUR  how long a pressure condition "
-                   "stays after\n"
-                   "                                       its threshold was last met (default "
-                   "5m)\n");
-        fputs(ag_napi_usage(), f);
+        fprintf(
+            f, "Usage: cubelet [GLOBAL FLAGS] [--config FILE] [--kubeconfig FILE] [AGENT FLAGS]\n\n"
+               "Runs the node agent. With a kubeconfig: registers this machine as a Node, keeps "
+               "its status\nand Lease fresh, and runs the pods bound to it and the static pods. "
+               "Without one\n(standalone): runs the static pods only.\n\n");
+        ag_config_usage(f);
 }
 
 int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
@@ -177,151 +112,6 @@ int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
         if (total > 1e12)
                 return cb_error_set(err, 0, "duration \"%s\" is too long", s);
         *ret = (uint64_t)total;
-        return 0;
-}
-
-static const char *flag_value(int argc, char **argv, int *i, const char *flag, bool *missing)
-{
-        size_t len = strlen(flag);
-        const char *a = argv[*i];
-        if (strncmp(a, flag, len) != 0)
-                return NULL;
-        if (a[len] == '=')
-                return a + len + 1;
-        if (a[len] != '\0')
-                return NULL;
-        if (*i + 1 >= argc) {
-                *missing = true;
-                return NULL;
-        }
-        (*i)++;
-        return argv[*i];
-}
-
-static int parse_int(const char *flag, const char *v, int min, int max, int *ret)
-{
-        char *end;
-        errno = 0;
-        long n = strtol(v, &end, 10);
-        if (*v == '\0' || *end != '\0' || errno != 0 || n < min || n > max) {
-                fprintf(stderr, "cubelet: %s: invalid value \"%s\" (want an integer %d..%d)\n",
-                        flag, v, min, max);
-                return -1;
-        }
-        *ret = (int)n;
-        return 0;
-}
-
-static int parse_dur(const char *flag, const char *v, uint64_t *ret)
-{
-        struct cb_error err = {0};
-        if (ag_parse_duration_ms(v, ret, &err) < 0 || *ret == 0) {
-                fprintf(stderr, "cubelet: %s: %s\n", flag,
-                        err.msg[0] ? err.msg : "must be greater than 0");
-                return -1;
-        }
-        return 0;
-}
-
-/* 0 ok, 1 help printed, -1 usage error (printed). */
-static int parse_flags(int argc, char **argv, struct agent_flags *f)
-{
-        *f = (struct agent_flags){.max_pods = DEFAULT_MAX_PODS,
-                                  .update_ms = AG_NODE_STATUS_UPDATE_MS,
-                                  .report_ms = AG_NODE_STATUS_REPORT_MS,
-                                  .lease_duration_s = AG_NODE_LEASE_DURATION_S,
-                                  .pod_logs_dir = "/var/log/pods",
-                                  .cgroup_root = "",
-                                  .healthz_address = "127.0.0.1",
-                                  .healthz_port = 10248,
-                                  .backoff_base_s = ST_BACKOFF_BASE_DEFAULT,
-                                  .backoff_max_s = ST_BACKOFF_CAP_DEFAULT,
-                                  .eviction_transition_ms = K8S_EVICTION_TRANSITION_MS};
-        k8s_eviction_defaults(&f->eviction_hard);
-        ag_napi_flags_init(&f->napi);
-        for (int i = 0; i < argc; i++) {
-                bool missing = false;
-                const char *v;
-                int r = 0;
-                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-                        agent_usage(stdout);
-                        return 1;
-                } else if ((v = flag_value(argc, argv, &i, "--kubeconfig", &missing)))
-                        f->kubeconfig = v;
-                else if ((v = flag_value(argc, argv, &i, "--hostname-override", &missing)))
-                        f->hostname_override = v;
-                else if ((v = flag_value(argc, argv, &i, "--node-ip", &missing)))
-                        f->node_ip = v;
-                else if ((v = flag_value(argc, argv, &i, "--node-labels", &missing)))
-                        f->node_labels = v;
-                else if ((v = flag_value(argc, argv, &i, "--register-with-taints", &missing)))
-                        f->taints = v;
-                else if ((v = flag_value(argc, argv, &i, "--max-pods", &missing)))
-                        r = parse_int("--max-pods", v, 1, 1000000, &f->max_pods);
-                else if ((v = flag_value(argc, argv, &i, "--node-status-update-frequency",
-                                         &missing))) {
-                        r = parse_dur("--node-status-update-frequency", v, &f->update_ms);
-                        f->update_set = true;
-                } else if ((v = flag_value(argc, argv, &i, "--node-status-report-frequency",
-                                           &missing))) {
-                        r = parse_dur("--node-status-report-frequency", v, &f->report_ms);
-                        f->report_set = true;
-                } else if ((v = flag_value(argc, argv, &i, "--node-lease-duration-seconds",
-                                           &missing)))
-                        r = parse_int("--node-lease-duration-seconds", v, 1, 3600,
-                                      &f->lease_duration_s);
-                else if ((v = flag_value(argc, argv, &i, "--watch-timeout-seconds", &missing)))
-                        r = parse_int("--watch-timeout-seconds", v, 1, 86400, &f->watch_timeout_s);
-                else if ((v = flag_value(argc, argv, &i, "--pod-logs-dir", &missing)))
-                        f->pod_logs_dir = v;
-                else if ((v = flag_value(argc, argv, &i, "--healthz-bind-address", &missing)))
-                        f->healthz_address = v;
-                else if ((v = flag_value(argc, argv, &i, "--healthz-port", &missing)))
-                        r = parse_int("--healthz-port", v, 0, 65535, &f->healthz_port);
-                else if ((v = flag_value(argc, argv, &i, "--cgroup-root", &missing))) {
-                        f->cgroup_root = v;
-                        f->cgroup_root_set = true;
-                } else if ((v = flag_value(argc, argv, &i, "--insecure-registry", &missing))) {
-                        if (f->n_insecure < CB_ARRAY_SIZE(f->insecure))
-                                f->insecure[f->n_insecure++] = v;
-                } else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-base", &missing)))
-                        r = parse_int("--crash-loop-backoff-base", v, 1, 300, &f->backoff_base_s);
-                else if ((v = flag_value(argc, argv, &i, "--crash-loop-backoff-max", &missing)))
-                        r = parse_int("--crash-loop-backoff-max", v, 1, 300, &f->backoff_max_s);
-                else if ((v = flag_value(argc, argv, &i, "--eviction-hard", &missing))) {
-                        struct cb_error e = {0};
-                        if (k8s_eviction_parse_hard(v, &f->eviction_hard, &e) < 0) {
-                                fprintf(stderr, "cubelet: %s\n", e.msg);
-                                r = -1;
-                        }
-                } else if ((v = flag_value(argc, argv, &i, "--eviction-pressure-transition-period",
-                                           &missing)))
-                        r = parse_dur("--eviction-pressure-transition-period", v,
-                                      &f->eviction_transition_ms);
-                else if (!missing && (r = ag_napi_parse_flag(argc, argv, &i, &f->napi)) != 0)
-                        r = r > 0 ? 0 : -1;
-                else if (!missing) {
-                        fprintf(stderr,
-                                "cubelet: unknown flag or command \"%s\"; see cubelet --help\n",
-                                argv[i]);
-                        return -1;
-                }
-                if (missing) {
-                        fprintf(stderr, "cubelet: %s needs a value\n", argv[i]);
-                        return -1;
-                }
-                if (r < 0)
-                        return -1;
-        }
-        /* The kubelet: an explicit update frequency without a report
-         * frequency makes both the same. */
-        if (f->update_set && !f->report_set)
-                f->report_ms = f->update_ms;
-        if (f->kubeconfig == NULL) {
-                fprintf(stderr, "cubelet: --kubeconfig is required to run the agent (or give a "
-                                "command; see cubelet --help)\n");
-                return -1;
-        }
         return 0;
 }
 
@@ -377,8 +167,9 @@ static void on_notify_timer(struct ag_timer *t, void *data)
 static void on_registered(const char *uid, void *data)
 {
         struct agent *a = data;
-        (void)uid;
         a->registered = true;
+        if (a->mirror != NULL)
+                ag_mirror_node_uid(a->mirror, uid);
         notify_systemd(a);
 }
 
@@ -391,6 +182,8 @@ static void on_pods_synced(size_t n, void *data)
                 log_info("pods bound to node %s relisted: %zu pod(s)", a->node_name, n);
         a->pods_synced = true;
         ag_pods_synced(a->pod_mgr);
+        if (a->mirror != NULL)
+                ag_mirror_synced(a->mirror);
         notify_systemd(a);
 }
 
@@ -401,6 +194,8 @@ static void on_node(enum ag_change change, const struct ag_object *o, void *data
               change == AG_DELETED ? "deleted" : "seen",
               o->resource_version ? o->resource_version : "?");
         ag_nodestatus_observe(a->ns, change == AG_DELETED ? NULL : o->json);
+        if (change != AG_DELETED && a->mirror != NULL && o->uid != NULL && o->uid[0] != '\0')
+                ag_mirror_node_uid(a->mirror, o->uid);
         ag_pods_node(a->pod_mgr, change == AG_DELETED ? NULL : o);
 }
 
@@ -435,7 +230,7 @@ static bool src_healthy(void *data, char *why, size_t size)
 {
         struct agent *a = data;
         /* Answering at all means the loop runs; the node must be registered. */
-        if (!a->registered) {
+        if (!a->registered && !a->standalone) {
                 snprintf(why, size, "node %s is not registered yet", a->node_name);
                 return false;
         }
@@ -444,7 +239,7 @@ static bool src_healthy(void *data, char *why, size_t size)
 
 /* ---- the node API (port 10250) ---- */
 
-static int start_node_api(struct agent *a, const struct agent_flags *fl,
+static int start_node_api(struct agent *a, const struct ag_config *fl,
                           const struct ag_node_config *nc, struct cb_error *err)
 {
         const struct ag_napi_flags *f = &fl->napi;
@@ -480,9 +275,97 @@ static int start_node_api(struct agent *a, const struct agent_flags *fl,
         return 0;
 }
 
+/* ---- static pods (agent/staticpods.h) ---- */
+
+static void static_pod_change(struct agent *a, enum ag_change change, const cJSON *pod)
+{
+        const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+        const cJSON *uid = cJSON_GetObjectItemCaseSensitive(meta, "uid");
+        const cJSON *ns = cJSON_GetObjectItemCaseSensitive(meta, "namespace");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(meta, "name");
+        if (!cJSON_IsString(uid) || !cJSON_IsString(ns) || !cJSON_IsString(name))
+                return; /* defaulted by staticpods.c: never */
+        struct ag_object o = {.uid = uid->valuestring,
+                              .namespace_ = ns->valuestring,
+                              .name = name->valuestring,
+                              .json = (cJSON *)pod};
+        ag_pods_change(a->pod_mgr, change, &o);
+}
+
+static void on_static_add(const cJSON *pod, const char *path, void *data)
+{
+        struct agent *a = data;
+        (void)path;
+        if (a->mirror != NULL)
+                ag_mirror_static_add(a->mirror, pod);
+        static_pod_change(a, AG_ADDED, pod);
+}
+
+static void on_static_update(const cJSON *pod, const char *path, void *data)
+{
+        struct agent *a = data;
+        (void)path;
+        if (a->mirror != NULL)
+                ag_mirror_static_add(a->mirror, pod);
+        static_pod_change(a, AG_UPDATED, pod);
+}
+
+static void on_static_remove(const char *uid, void *data)
+{
+        struct agent *a = data;
+        ag_pods_remove_static(a->pod_mgr, uid);
+        if (a->mirror != NULL)
+                ag_mirror_static_remove(a->mirror, uid);
+}
+
+/* With an apiserver: a static pod's status goes to its mirror pod, and
+ * mirror pods from the pod watch go to the mirror manager. */
+static void on_static_status(const char *uid, const cJSON *status, void *data)
+{
+        struct agent *a = data;
+        ag_mirror_status(a->mirror, uid, status);
+}
+
+static void on_mirror_pod(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct agent *a = data;
+        ag_mirror_observe(a->mirror, change, o);
+}
+
+static void on_static_scanned(size_t n, void *data)
+{
+        struct agent *a = data;
+        if (a->static_scanned)
+                return;
+        a->static_scanned = true;
+        log_info("static pods: %zu pod(s) in the first scan", n);
+        if (a->standalone) {
+                /* Standalone, the static pods are all the pods there are. */
+                a->pods_synced = true;
+                ag_pods_synced(a->pod_mgr);
+                notify_systemd(a);
+        }
+}
+
+/* Standalone, admission checks the pods against this node as it would
+ * register it (capacity, allocatable, labels, taints). */
+static int standalone_node(struct agent *a, const struct ag_config *fl,
+                           const struct ag_node_config *nc, struct cb_error *err)
+{
+        _cleanup_cjson_ cJSON *node = ag_node_json(&nc->facts, a->node_name, nc->max_pods);
+        if (node == NULL)
+                return cb_error_set(err, ENOMEM, "node object");
+        if (fl->register_with_taints != NULL)
+                cJSON_AddItemToObject(cJSON_AddObjectToObject(node, "spec"), "taints",
+                                      cJSON_Duplicate(fl->register_with_taints, true));
+        struct ag_object o = {.name = (char *)a->node_name, .json = node};
+        ag_pods_node(a->pod_mgr, &o);
+        return 0;
+}
+
 /* ---- setup ---- */
 
-static int make_node_config(const struct agent_flags *fl, const struct cb_global_opts *opts,
+static int make_node_config(const struct ag_config *fl, const struct cb_global_opts *opts,
                             struct ag_node_config *nc, struct cb_error *err)
 {
         if (ag_node_facts_read(opts->root_dir, &nc->facts, err) < 0)
@@ -519,16 +402,16 @@ static int make_node_config(const struct agent_flags *fl, const struct cb_global
         nc->facts.eviction_memory = em;
         nc->facts.eviction_ephemeral = ee;
         nc->max_pods = fl->max_pods;
-        nc->update_ms = fl->update_ms;
-        nc->report_ms = fl->report_ms;
-        nc->lease_duration_s = fl->lease_duration_s;
-        if (ag_parse_node_labels(fl->node_labels, &nc->extra_labels, err) < 0 ||
-            ag_parse_taints(fl->taints, &nc->taints, err) < 0)
+        nc->update_ms = fl->node_status_update_ms;
+        nc->report_ms = fl->node_status_report_ms;
+        nc->lease_duration_s = fl->node_lease_duration_s;
+        nc->taints = fl->register_with_taints; /* borrowed */
+        if (ag_parse_node_labels(fl->node_labels, &nc->extra_labels, err) < 0)
                 return -1;
         return 0;
 }
 
-static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_node_config *nc,
+static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_node_config *nc,
                        const struct ag_kubeconfig *kc, struct cb_error *err)
 {
         if (ag_loop_new(&a->loop, err) < 0)
@@ -539,7 +422,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         sigaddset(&mask, SIGINT);
         if (ag_loop_add_signals(a->loop, &mask, on_signal, a, err) < 0)
                 return -1;
-        if (ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
+        if (!a->standalone && ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
                 return -1;
         /* Under systemd with Delegate=yes on cgroup v2 the agent may only
          * manage its own subtree, which must stay an inner node: move the
@@ -558,7 +441,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         }
         nc->data = a;
         nc->on_registered = on_registered;
-        if (ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
+        if (!a->standalone && ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
                 return -1;
         if (sd_watchdog_enabled(0, &a->watchdog_us) <= 0)
                 a->watchdog_us = 0;
@@ -590,10 +473,11 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             .alloc_ephemeral = nc->facts.ephemeral_bytes > nc->facts.eviction_ephemeral
                                    ? nc->facts.ephemeral_bytes - nc->facts.eviction_ephemeral
                                    : 0,
-            .insecure_registries = fl->insecure,
-            .n_insecure_registries = fl->n_insecure,
-            .backoff_base = fl->backoff_base_s,
-            .backoff_cap = fl->backoff_max_s,
+            .pod_pids_limit = fl->pod_pids_limit > 0 ? fl->pod_pids_limit : 0,
+            .insecure_registries = (const char *const *)fl->insecure_registries,
+            .n_insecure_registries = fl->n_insecure_registries,
+            .backoff_base = fl->crash_loop_backoff_initial_s,
+            .backoff_cap = fl->crash_loop_backoff_max_s,
             .pull_backoff_base = 10,
             .pull_backoff_cap = 300,
         };
@@ -601,7 +485,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0)
                 return -1;
-        if (ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0 ||
+        if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
         a->metrics = ag_metrics_new();
@@ -610,7 +494,7 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         ag_pods_set_metrics(a->pod_mgr, a->metrics);
         struct ag_pressure_config pc = {
             .thresholds = fl->eviction_hard,
-            .transition_ms = fl->eviction_transition_ms,
+            .transition_ms = fl->eviction_pressure_transition_ms,
             .interval_ms = K8S_EVICTION_MONITORING_MS,
             .root_dir = a->root_dir,
             .pod_logs_dir = fl->pod_logs_dir,
@@ -623,14 +507,47 @@ static int start_agent(struct agent *a, const struct agent_flags *fl, struct ag_
         if (fl->healthz_port > 0) {
                 struct ag_endpoint_sources src = {src_pods, src_timelines, src_metrics, src_healthy,
                                                   a};
-                if (ag_endpoint_start(a->loop, fl->healthz_address, fl->healthz_port, &src,
+                if (ag_endpoint_start(a->loop, fl->healthz_bind_address, fl->healthz_port, &src,
                                       &a->endpoint, err) < 0)
                         return cb_error_prefix(err, "--healthz-bind-address/--healthz-port");
-                log_info("serving /healthz /metrics /pods /timelines on %s:%d", fl->healthz_address,
-                         ag_endpoint_port(a->endpoint));
+                log_info("serving /healthz /metrics /pods /timelines on %s:%d",
+                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint));
         }
         if (start_node_api(a, fl, nc, err) < 0)
                 return -1;
+        if (!a->standalone) {
+                /* Mirror pods: also to delete this node's orphaned ones. */
+                if (ag_mirror_new(a->loop, a->api, a->node_name, &a->mirror, err) < 0)
+                        return -1;
+                struct ag_pods_static_hooks hooks = {on_static_status, on_mirror_pod, a};
+                ag_pods_set_static_hooks(a->pod_mgr, &hooks);
+        }
+        /* Static pods first: their records exist before the first pod list
+         * arrives, so the sweep of left-over pods does not take them for
+         * pods deleted while the agent was away. */
+        if (fl->static_pod_path != NULL) {
+                struct ag_static_pods_ops sops = {on_static_add, on_static_update, on_static_remove,
+                                                  on_static_scanned};
+                if (ag_static_pods_new(a->loop, fl->static_pod_path, a->node_name,
+                                       fl->file_check_frequency_ms, &sops, a, &a->static_pods,
+                                       err) < 0)
+                        return -1;
+                log_info("static pods from %s (inotify, rescan every %llus)", fl->static_pod_path,
+                         (unsigned long long)(fl->file_check_frequency_ms / 1000));
+        }
+        if (a->standalone) {
+                if (standalone_node(a, fl, nc, err) < 0)
+                        return -1;
+                a->registered = true; /* nothing to register with */
+                if (a->static_pods != NULL)
+                        ag_static_pods_start(a->static_pods);
+                /* Admission under pressure; static pods are critical and
+                 * never evicted, and there is no Node to show conditions on. */
+                ag_pressure_start(a->pressure);
+                return 0;
+        }
+        if (a->static_pods != NULL)
+                ag_static_pods_start(a->static_pods);
         char pod_sel[512], node_sel[512];
         snprintf(pod_sel, sizeof(pod_sel), "spec.nodeName=%s", a->node_name);
         snprintf(node_sel, sizeof(node_sel), "metadata.name=%s", a->node_name);
@@ -668,6 +585,8 @@ static void stop_agent(struct agent *a)
         struct cb_error err = {0};
         /* Reflectors and the status loop cancel their requests and timers
          * before the client and the loop go. */
+        ag_static_pods_free(a->static_pods);
+        ag_mirror_free(a->mirror);
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
         if (a->notify)
@@ -693,12 +612,43 @@ static void stop_agent(struct agent *a)
         ag_loop_free(a->loop);
 }
 
+/* The options from the defaults, --config and the flags. 0 ok, 1 help
+ * printed, -1 error (printed: startup stops with the key or flag and why). */
+static int load_config(int argc, char **argv, struct ag_config *cfg)
+{
+        struct cb_error err = {0};
+        int r = ag_config_init(cfg, &err);
+        if (r == 0)
+                r = ag_config_parse_flags(cfg, argc, argv, &err);
+        if (r == 1) {
+                agent_usage(stdout);
+                return 1;
+        }
+        if (r < 0) {
+                fprintf(stderr, "cubelet: %s\n", err.msg);
+                return -1;
+        }
+        if (ag_config_finish(cfg, &err) < 0) {
+                fprintf(stderr, "cubelet: %s\n", err.msg);
+                return -1;
+        }
+        if (cfg->kubeconfig == NULL && cfg->static_pod_path == NULL) {
+                fprintf(stderr, "cubelet: nothing to run: give --kubeconfig (join a cluster), "
+                                "--pod-manifest-path / staticPodPath (static pods), or a command; "
+                                "see cubelet --help\n");
+                return -1;
+        }
+        return 0;
+}
+
 int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
 {
-        struct agent_flags fl;
-        int r = parse_flags(argc, argv, &fl);
-        if (r != 0)
+        struct ag_config fl;
+        int r = load_config(argc, argv, &fl);
+        if (r != 0) {
+                ag_config_clear(&fl);
                 return r > 0 ? 0 : 2;
+        }
         struct cb_error err = {0};
         struct ag_node_config nc = {0};
         struct ag_kubeconfig kc = {0};
@@ -706,8 +656,9 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
         int ret = 1;
         /* A write to a closed connection must be an error, not a death. */
         signal(SIGPIPE, SIG_IGN);
+        a.standalone = fl.kubeconfig == NULL;
         if (make_node_config(&fl, opts, &nc, &err) < 0 ||
-            ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0) {
+            (!a.standalone && ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0)) {
                 log_error("%s", err.msg);
                 goto out;
         }
@@ -719,8 +670,16 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
         a.root_dir = opts->root_dir;
         a.cni_conf_dir = opts->cni_conf_dir;
         a.cni_bin_dir = opts->cni_bin_dir;
-        log_info("cubelet v%s starting: node %s, apiserver %s (context %s), root dir %s",
-                 CUBELET_VERSION, a.node_name, kc.server, kc.context, opts->root_dir);
+        if (a.standalone)
+                log_info("cubelet v%s starting standalone (no kubeconfig): node %s, static pods "
+                         "only, root dir %s%s%s",
+                         CUBELET_VERSION, a.node_name, opts->root_dir,
+                         fl.config_path ? ", config " : "", fl.config_path ? fl.config_path : "");
+        else
+                log_info(
+                    "cubelet v%s starting: node %s, apiserver %s (context %s), root dir %s%s%s",
+                    CUBELET_VERSION, a.node_name, kc.server, kc.context, opts->root_dir,
+                    fl.config_path ? ", config " : "", fl.config_path ? fl.config_path : "");
         if (start_agent(&a, &fl, &nc, &kc, &err) < 0) {
                 log_error("cannot start the agent: %s", err.msg);
                 goto out;
@@ -734,7 +693,7 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
 out:
         stop_agent(&a);
         cJSON_Delete(nc.extra_labels);
-        cJSON_Delete(nc.taints);
         ag_kubeconfig_clear(&kc);
+        ag_config_clear(&fl);
         return ret;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/log.h"
 
 #define DEFAULT_ROOT_DIR     "/var/lib/cubelet"
@@ -41,9 +42,10 @@ static const struct subcommand subcommands[] = {
 
 static void usage(FILE *f)
 {
-        fprintf(f, "Usage: cubelet [GLOBAL FLAGS] COMMAND [ARGS]\n"
-                   "       cubelet [GLOBAL FLAGS] --kubeconfig FILE [AGENT FLAGS]  (the node "
-                   "agent; see cubelet --kubeconfig x --help)\n\nCommands:\n");
+        fprintf(f,
+                "Usage: cubelet [GLOBAL FLAGS] COMMAND [ARGS]\n"
+                "       cubelet [GLOBAL FLAGS] [--config FILE] [--kubeconfig FILE] [AGENT FLAGS]  "
+                "(the node agent)\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
                 if (subcommands[i].help != NULL)
                         fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].help);
@@ -55,7 +57,8 @@ static void usage(FILE *f)
                 "  --cni-bin-dir DIRS   CNI plugin directories, colon-separated "
                 "(default " DEFAULT_CNI_BIN_DIR ")\n"
                 "  -v, --v N            log verbosity (default 0)\n"
-                "  -h, --help           this help\n");
+                "  -h, --help           this help\n\n");
+        ag_config_usage(f);
 }
 
 /* Parses "--flag value" and "--flag=value". Returns the value or NULL. */

@@ -33,10 +33,12 @@ struct rec {
         struct ag_pod_worker *worker;
         bool admitted_checked; /* admission ran */
         bool rejected;
-        bool finished; /* the worker is done: terminal and torn down */
-        bool gone;     /* the API object no longer exists */
-        bool deleting; /* deletionTimestamp seen */
-        int64_t grace; /* effective grace period, -1 = none yet */
+        bool finished;          /* the worker is done: terminal and torn down */
+        bool gone;              /* the API object no longer exists */
+        bool deleting;          /* deletionTimestamp seen */
+        bool is_static;         /* from the file source (agent/staticpods.h) */
+        cJSON *rejected_status; /* the status admission gave it, when rejected */
+        int64_t grace;          /* effective grace period, -1 = none yet */
         /* NoExecute */
         bool evict_scheduled, evicted;
         struct ag_timer *evict_timer;
@@ -62,6 +64,7 @@ struct ag_pods {
         struct ag_metrics *metrics;
         unsigned pressure;      /* node conditions for admission (K8S_PRESSURE_*) */
         struct ag_stats *stats; /* rate samples of /stats/summary */
+        struct ag_pods_static_hooks hooks;
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -84,6 +87,8 @@ static struct rec *find(struct ag_pods *p, const char *uid)
 static void record_event(struct rec *r, const char *type, const char *reason, const char *message,
                          const char *field_path)
 {
+        if (r->p->events == NULL)
+                return; /* standalone: no apiserver to record events in */
         struct ag_event_object o = {
             .kind = "Pod",
             .namespace_ = pod_ns(r),
@@ -108,6 +113,7 @@ static void rec_free(struct rec *r)
                 ag_timer_free(r->del_timer);
         k8s_pod_free(r->pod);
         cJSON_Delete(r->json);
+        cJSON_Delete(r->rejected_status);
         free(r->delivered_phase);
         free(r->pressure_message);
         free(r->uid);
@@ -187,6 +193,13 @@ static void on_worker_status(struct ag_pod_worker *w, const cJSON *status, void 
         log_v(1, "pod %s/%s: phase %s", pod_ns(r), r->name,
               cJSON_IsString(phase) ? phase->valuestring : "?");
         _cleanup_cjson_ cJSON *evicted = with_disruption_target(r, status);
+        if (r->is_static) {
+                /* Its status goes to its mirror pod (standalone: nowhere but
+                 * the local endpoint). */
+                if (!r->gone && r->p->hooks.status != NULL)
+                        r->p->hooks.status(r->uid, evicted ? evicted : status, r->p->hooks.data);
+                return;
+        }
         if (!r->gone && ag_status_mgr_set(r->p->status, pod_ns(r), r->name, r->uid,
                                           evicted ? evicted : status, &err) < 0)
                 log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
@@ -289,8 +302,10 @@ static void admit(struct rec *r)
         }
         struct k8s_pod **admitted = calloc(p->n + 1, sizeof(*admitted));
         size_t n = 0;
+        /* Like the kubelet's filterOutInactivePods: a pod whose termination
+         * was requested (deleted, or its manifest removed) no longer counts. */
         for (struct rec *o = p->recs; o && admitted; o = o->next)
-                if (o != r && o->worker && !o->finished)
+                if (o != r && o->worker && !o->finished && !o->gone && !o->deleting)
                         admitted[n++] = (struct k8s_pod *)ag_pod_worker_pod(o->worker);
         struct k8s_admit_result res;
         /* The eviction manager's handler runs first, as the kubelet's. A pod
@@ -314,10 +329,14 @@ static void admit(struct rec *r)
                                          .start_time = (int64_t)time(NULL)};
                 cJSON *st = ag_pod_status_json(r->pod, &obs, (int64_t)time(NULL));
                 struct cb_error err = {0};
-                if (st != NULL &&
-                    ag_status_mgr_set(p->status, pod_ns(r), r->name, r->uid, st, &err) < 0)
+                if (st != NULL && r->is_static) {
+                        if (p->hooks.status != NULL)
+                                p->hooks.status(r->uid, st, p->hooks.data);
+                } else if (st != NULL &&
+                           ag_status_mgr_set(p->status, pod_ns(r), r->name, r->uid, st, &err) < 0)
                         log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
-                cJSON_Delete(st);
+                cJSON_Delete(r->rejected_status);
+                r->rejected_status = st;
                 r->rejected = true;
                 r->finished = true;
                 return;
@@ -585,10 +604,25 @@ static void update_object(struct rec *r, const struct ag_object *o)
         struct cb_error err = {0};
         if (r->json == NULL || k8s_pod_from_json(r->json, &r->pod, &err) < 0)
                 log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+        else
+                r->is_static = k8s_pod_is_static(r->pod);
+}
+
+/* A mirror pod: the apiserver's copy of a static pod, never run itself. */
+static bool is_mirror(const struct ag_object *o)
+{
+        const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(o->json, "metadata"), "annotations");
+        return cJSON_GetObjectItemCaseSensitive(ann, "kubernetes.io/config.mirror") != NULL;
 }
 
 void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_object *o)
 {
+        if (is_mirror(o)) {
+                if (p->hooks.mirror != NULL)
+                        p->hooks.mirror(change, o, p->hooks.data);
+                return;
+        }
         struct rec *r = find(p, o->uid);
         if (change == AG_DELETED) {
                 if (r == NULL)
@@ -641,6 +675,44 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
                                   "grace period shortened");
         }
         check_noexecute(r);
+}
+
+void ag_pods_remove_static(struct ag_pods *p, const char *uid)
+{
+        struct rec *r = find(p, uid);
+        if (r == NULL || !r->is_static || r->gone)
+                return;
+        r->gone = true;
+        if (r->worker != NULL)
+                ag_pod_worker_mark(r->worker, "deleted", NULL);
+        if (r->worker == NULL || r->finished) {
+                log_v(1, "pod %s/%s: removed", pod_ns(r), r->name);
+                rec_remove(r);
+                return;
+        }
+        /* The kubelet kills a pod removed from its source with the pod's
+         * own grace period. */
+        int64_t grace = r->pod != NULL && r->pod->spec.has_termination_grace_period
+                            ? r->pod->spec.termination_grace_period_seconds
+                            : 30;
+        start_termination(r, grace, "static pod manifest removed");
+}
+
+const cJSON *ag_pods_find(const struct ag_pods *p, const char *uid, const cJSON **ret_status)
+{
+        for (const struct rec *r = p->recs; r; r = r->next)
+                if (strcmp(r->uid, uid) == 0 && !r->gone) {
+                        if (ret_status != NULL)
+                                *ret_status = r->worker ? ag_pod_worker_status(r->worker)
+                                                        : r->rejected_status;
+                        return r->json;
+                }
+        return NULL;
+}
+
+void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hooks *h)
+{
+        p->hooks = *h;
 }
 
 void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
@@ -780,7 +852,7 @@ cJSON *ag_pods_list_json(const struct ag_pods *p)
                         continue;
                 cJSON *pod = cJSON_Duplicate(r->json, true);
                 /* The status as this node knows it (what it last computed). */
-                const cJSON *st = r->worker ? ag_pod_worker_status(r->worker) : NULL;
+                const cJSON *st = r->worker ? ag_pod_worker_status(r->worker) : r->rejected_status;
                 if (pod != NULL && st != NULL)
                         cJSON_ReplaceItemInObjectCaseSensitive(pod, "status",
                                                                cJSON_Duplicate(st, true));

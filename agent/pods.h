@@ -74,6 +74,29 @@ int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s,
  * against (the eviction manager's admit handler). */
 void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions);
 
+/* Static pods (agent/staticpods.h) come in through ag_pods_change with
+ * their defaulted object, like pods from the apiserver, and are admitted
+ * the same way (but never evicted for NoExecute taints). Their manifest
+ * removed (or edited into a new uid): stopped with the pod's own grace
+ * period, then forgotten. */
+void ag_pods_remove_static(struct ag_pods *p, const char *uid);
+
+/* With an apiserver, static pods have mirror pods (agent/mirror.h). */
+struct ag_pods_static_hooks {
+        /* A static pod's newest status (borrowed); without the hook it is
+         * only on the local endpoint. */
+        void (*status)(const char *uid, const cJSON *status, void *data);
+        /* A mirror pod (annotation kubernetes.io/config.mirror) from the pod
+         * reflector: never run as a pod. */
+        void (*mirror)(enum ag_change change, const struct ag_object *o, void *data);
+        void *data;
+};
+void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hooks *h);
+
+/* The newest object of a pod this node runs (NULL when unknown or
+ * removed) and its last computed status (NULL before the first). */
+const cJSON *ag_pods_find(const struct ag_pods *p, const char *uid, const cJSON **ret_status);
+
 /* The node's pods as a v1 PodList with the statuses this node computed
  * (the kubelet's read-only /pods), and their phase-transition timelines
  * ({"pods": [{namespace, name, uid, timeline}]}). The caller owns them. */

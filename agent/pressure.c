@@ -276,11 +276,13 @@ static void report_conditions(struct ag_pressure *pm, unsigned report)
                 snprintf(msg, sizeof(msg), "Node %s status is now: %s", pm->cfg.node_name, t.event);
                 struct ag_event_object node = {
                     .kind = "Node", .name = pm->cfg.node_name, .uid = pm->cfg.node_name};
-                ag_events_record(pm->events, &node, "Normal", t.event, msg);
+                if (pm->events != NULL) /* standalone: no apiserver */
+                        ag_events_record(pm->events, &node, "Normal", t.event, msg);
         }
         pm->reported = report;
         pm->first = false;
-        ag_nodestatus_set_pressure(pm->ns, report);
+        if (pm->ns != NULL)
+                ag_nodestatus_set_pressure(pm->ns, report);
         ag_pods_set_pressure(pm->pods, report);
 }
 
@@ -296,7 +298,8 @@ static void evict_one(struct ag_pressure *pm, unsigned met, const struct k8s_obs
         snprintf(msg, sizeof(msg), "Attempting to reclaim %s", res);
         struct ag_event_object node = {
             .kind = "Node", .name = pm->cfg.node_name, .uid = pm->cfg.node_name};
-        ag_events_record(pm->events, &node, "Warning", "EvictionThresholdMet", msg);
+        if (pm->events != NULL)
+                ag_events_record(pm->events, &node, "Warning", "EvictionThresholdMet", msg);
         /* Node-level reclaim (image and dead-container GC) is not built:
          * go straight to pods, as when it reclaims nothing. */
         struct ag_pod_ref *refs = NULL;

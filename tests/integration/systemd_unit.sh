@@ -68,7 +68,7 @@ version=$("$root/usr/bin/cubelet" version)
 if grep -n '@[A-Z_]*@' "$unit" "$env"; then fail "unsubstituted @VAR@ in the generated files"; fi
 
 for line in 'Type=notify' 'NotifyAccess=main' 'EnvironmentFile=-/etc/default/cubelet' \
-        'ExecStart=/usr/bin/cubelet $CUBELET_KUBECONFIG_ARGS $CUBELET_EXTRA_ARGS' \
+        'ExecStart=/usr/bin/cubelet $CUBELET_CONFIG_ARGS $CUBELET_KUBECONFIG_ARGS $CUBELET_EXTRA_ARGS' \
         'Restart=always' 'RestartSec=10' 'Delegate=yes' 'KillMode=process' \
         'After=network-online.target' 'Wants=network-online.target' 'StartLimitIntervalSec=0' \
         'OOMScoreAdjust=-999' 'LimitNOFILE=1048576' 'TasksMax=infinity' \
@@ -81,6 +81,7 @@ if grep -q '^WatchdogSec=' "$unit"; then fail "WatchdogSec is set; it must stay 
 doc=$(sed -n 's|^Documentation=file://||p' "$unit")
 [ -f "$root$doc" ] || fail "Documentation=$doc is not installed"
 
+has "$env" 'CUBELET_CONFIG_ARGS="--config /etc/cubelet/config.yaml"'
 has "$env" 'CUBELET_KUBECONFIG_ARGS="--kubeconfig /etc/cubelet/kubeconfig"'
 has "$env" 'CUBELET_EXTRA_ARGS=""'
 
@@ -92,6 +93,13 @@ for field in staticPodPath maxPods evictionHard nodeStatusUpdateFrequency \
         crashLoopBackOff maxContainerRestartPeriod healthzBindAddress healthzPort; do
         grep -qE "^#[ ]*$field:" "$cfg" || fail "config.yaml does not document $field"
 done
+# The installed binary loads the installed config, and the same file with
+# every documented default uncommented (the documented values are valid).
+"$root/usr/bin/cubelet" --config "$cfg" --help >/dev/null || fail "cubelet rejects $cfg"
+sed -E 's/^#([a-zA-Z]|  |- )/\1/' "$cfg" >"$tmp/config-all.yaml"
+grep -q '^staticPodPath:' "$tmp/config-all.yaml" || fail "uncommenting config.yaml failed"
+"$root/usr/bin/cubelet" --config "$tmp/config-all.yaml" --help >/dev/null ||
+        fail "cubelet rejects config.yaml with its documented defaults uncommented"
 
 cni=$root/etc/cni/net.d/10-cubelet-bridge.conflist
 if command -v python3 >/dev/null; then
@@ -161,10 +169,11 @@ DESTDIR=$lroot cmake --install "$build" --prefix /usr/local >"$tmp/install-local
         { cat "$tmp/install-local.log" >&2; fail "cmake --install --prefix /usr/local"; }
 lunit=$lroot/usr/local/lib/systemd/system/cubelet.service
 [ -f "$lunit" ] || fail "/usr/local/lib/systemd/system/cubelet.service not installed"
-has "$lunit" 'ExecStart=/usr/local/bin/cubelet $CUBELET_KUBECONFIG_ARGS $CUBELET_EXTRA_ARGS'
+has "$lunit" 'ExecStart=/usr/local/bin/cubelet $CUBELET_CONFIG_ARGS $CUBELET_KUBECONFIG_ARGS $CUBELET_EXTRA_ARGS'
 has "$lunit" 'EnvironmentFile=-/usr/local/etc/default/cubelet'
 has "$lroot/usr/local/etc/default/cubelet" \
         'CUBELET_KUBECONFIG_ARGS="--kubeconfig /usr/local/etc/cubelet/kubeconfig"'
+has "$lroot/usr/local/etc/default/cubelet" 'CUBELET_CONFIG_ARGS="--config /usr/local/etc/cubelet/config.yaml"'
 has "$lroot/usr/local/etc/default/cubelet" \
         'CUBELET_EXTRA_ARGS="--cni-conf-dir /usr/local/etc/cni/net.d"'
 [ -f "$lroot/usr/local/etc/cni/net.d/10-cubelet-bridge.conflist" ] || fail "local CNI conf"
@@ -187,7 +196,7 @@ for f in /usr/bin/cubelet /lib/systemd/system/cubelet.service /etc/cubelet/confi
 done
 if grep -q '^/usr/local' "$tmp/contents"; then fail "the package installs under /usr/local"; fi
 dpkg-deb --fsys-tarfile "$deb" | tar -xO ./lib/systemd/system/cubelet.service >"$tmp/deb.service"
-has "$tmp/deb.service" 'ExecStart=/usr/bin/cubelet $CUBELET_KUBECONFIG_ARGS $CUBELET_EXTRA_ARGS'
+has "$tmp/deb.service" 'ExecStart=/usr/bin/cubelet $CUBELET_CONFIG_ARGS $CUBELET_KUBECONFIG_ARGS $CUBELET_EXTRA_ARGS'
 
 [ "$(dpkg-deb -f "$deb" Package)" = cubelet ] || fail "package name"
 depends=$(dpkg-deb -f "$deb" Depends)

@@ -270,13 +270,16 @@ EOF
 rp=$!
 pids+=("$rp")
 web_running() { jq -e 'select(.status) | .status.containerStatuses[] | select(.name=="web") | .state.running' "$tmp/hooks.jsonl" >/dev/null 2>&1; }
-for _ in $(seq 300); do web_running && break; sleep 0.1; done
-web_running || fail "hooks: web never Running: $(tail -n 3 "$tmp/hooks.jsonl" | cut -c1-600) $(grep -i -e hook -e web "$tmp/hooks.err" | tail -n 8)"
-for _ in $(seq 100); do grep -q 'FailedPostStartHook' "$tmp/hooks.err" && break; sleep 0.1; done
+# Generous: right after many pods were torn down (pod_lifecycle runs before
+# this test in CI) the kernel can take tens of seconds to clean up their
+# network namespaces, and a new one waits for that.
+for _ in $(seq 1200); do web_running && break; sleep 0.1; done
+web_running || fail "hooks: web never Running (run-pod $(kill -0 "$rp" 2>/dev/null && echo alive || echo gone)): $(tail -n 3 "$tmp/hooks.jsonl" | cut -c1-400) $(tail -n 12 "$tmp/hooks.err")"
+for _ in $(seq 600); do grep -q 'FailedPostStartHook' "$tmp/hooks.err" && break; sleep 0.1; done
 grep -q 'FailedPostStartHook HTTP lifecycle hook (/nothing) for Container "badhook" in Pod "hooks_default(' "$tmp/hooks.err" ||
   fail "hooks: no FailedPostStartHook event for badhook: $(grep -i hook "$tmp/hooks.err" | head -3)"
 # badhook is killed after its failed hook and restarted (restartCount moves).
-for _ in $(seq 150); do
+for _ in $(seq 600); do
   jq -e 'select(.status) | .status.containerStatuses[] | select(.name=="badhook") | .restartCount >= 1' "$tmp/hooks.jsonl" >/dev/null 2>&1 && break
   sleep 0.1
 done

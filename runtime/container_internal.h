@@ -118,6 +118,11 @@ __attribute__((noreturn)) void rt_init_run(const struct rt_init_args *a);
  * groups, then gid and uid with the permitted capabilities kept (capset
  * follows); every signal disposition back to SIG_DFL and an empty mask. */
 int rt_set_user(const struct rt_container_config *c, struct cb_error *err);
+/* The PATH for a container whose env has none (the OCI/Docker default). */
+#define RT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* argv[0] as execvpe would find it, through the container's PATH (runtime/
+ * init.c; used by the container init and by exec). 0, or ENOENT/EACCES. */
+int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size);
 void rt_reset_signals(void);
 
 /* runtime/container.c: a memfd (MFD_CLOEXEC) holding data, and

@@ -59,8 +59,7 @@
 #include "runtime/container_internal.h"
 #include "runtime/syscalls.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define CONFIG_MAX   (16 << 20)
+#define CONFIG_MAX (16 << 20)
 
 /* ---- the saved config ----------------------------------------------------- */
 
@@ -201,7 +200,7 @@ int rt_container_exec_start_stdio(const char *root_dir, const char *id, const ch
         char *hargv[] = {(char *)monitor_path,   "__exec", "3",
                          hb >= 0 ? "4" : "none", pid_s,    start_s,
                          io->tty ? "tty" : NULL, NULL};
-        char *envp[] = {"PATH=" DEFAULT_PATH, NULL};
+        char *envp[] = {"PATH=" RT_DEFAULT_PATH, NULL};
         pid_t pid;
         int rc = posix_spawn(&pid, monitor_path, &fa, &attr, hargv, envp);
         posix_spawn_file_actions_destroy(&fa);
@@ -332,45 +331,6 @@ __attribute__((noreturn)) static void fail(int code, const struct cb_error *e)
         _exit(code);
 }
 
-static const char *env_get(const char *const *env, const char *key)
-{
-        size_t n = strlen(key);
-        for (size_t i = 0; env != NULL && env[i] != NULL; i++)
-                if (strncmp(env[i], key, n) == 0 && env[i][n] == '=')
-                        return env[i] + n + 1;
-        return NULL;
-}
-
-/* argv[0] through the container's PATH; errno-like code on failure. */
-static int resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
-{
-        const char *a0 = c->argv[0];
-        if (strchr(a0, '/') != NULL) {
-                snprintf(buf, size, "%s", a0);
-                return 0;
-        }
-        const char *path = env_get(c->env, "PATH");
-        if (path == NULL)
-                path = DEFAULT_PATH;
-        int best = ENOENT;
-        for (const char *p = path;; p++) {
-                const char *end = strchrnul(p, ':');
-                int n = snprintf(buf, size, "%.*s%s%s", (int)(end - p), p, end > p ? "/" : "", a0);
-                if (n > 0 && (size_t)n < size) {
-                        struct stat sb;
-                        if (stat(buf, &sb) == 0 && S_ISREG(sb.st_mode)) {
-                                if (access(buf, X_OK) == 0)
-                                        return 0;
-                                best = EACCES;
-                        }
-                }
-                if (*end == '\0')
-                        break;
-                p = end;
-        }
-        return best;
-}
-
 __attribute__((noreturn)) static void run_command(const struct rt_container_config *c, int pidfd,
                                                   int go_fd, const void *bpf, size_t bpf_len,
                                                   uint64_t caps, bool tty)
@@ -435,14 +395,14 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
                 fail(126, &err);
         }
         char exe[RT_PATH_MAX];
-        int r = resolve_exec(c, exe, sizeof(exe));
+        int r = rt_resolve_exec(c, exe, sizeof(exe));
         if (r != 0) {
                 cb_error_set(&err, r, "exec \"%s\"", c->argv[0]);
                 fail(r == ENOENT ? 127 : 126, &err);
         }
         if (bpf != NULL && !seccomp_done && rt_seccomp_load(bpf, bpf_len, &err) < 0)
                 fail(126, &err);
-        static const char *const no_env[] = {"PATH=" DEFAULT_PATH, NULL};
+        static const char *const no_env[] = {"PATH=" RT_DEFAULT_PATH, NULL};
         execve(exe, (char *const *)c->argv, (char *const *)(c->env != NULL ? c->env : no_env));
         int e = errno;
         cb_error_set(&err, e, "exec \"%s\"", c->argv[0]);

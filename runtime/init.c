@@ -22,8 +22,6 @@
 #include "runtime/container_internal.h"
 #include "runtime/syscalls.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 __attribute__((noreturn)) static void die(int sync_fd, const struct cb_error *err)
 {
         (void)rt_sync_send_error(sync_fd, err);
@@ -149,9 +147,7 @@ static const char *env_get(const char *const *env, const char *key)
         return NULL;
 }
 
-/* argv[0] as execvpe would find it, but with the container's PATH. */
-static int resolve_exec(const struct rt_container_config *c, char *buf, size_t size,
-                        struct cb_error *err)
+int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
 {
         const char *a0 = c->argv[0];
         if (strchr(a0, '/') != NULL) {
@@ -160,7 +156,7 @@ static int resolve_exec(const struct rt_container_config *c, char *buf, size_t s
         }
         const char *path = env_get(c->env, "PATH");
         if (path == NULL)
-                path = DEFAULT_PATH;
+                path = RT_DEFAULT_PATH;
         int best = ENOENT;
         for (const char *p = path;; p++) {
                 const char *end = strchrnul(p, ':');
@@ -177,7 +173,7 @@ static int resolve_exec(const struct rt_container_config *c, char *buf, size_t s
                         break;
                 p = end;
         }
-        return cb_error_set(err, best, "exec \"%s\"", a0);
+        return best;
 }
 
 /*
@@ -251,15 +247,19 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
                 die(sfd, &err);
         /* 11 */
         char exe[RT_PATH_MAX];
-        if (safe_chdir(c->cwd != NULL && c->cwd[0] != '\0' ? c->cwd : "/", &err) < 0 ||
-            resolve_exec(c, exe, sizeof(exe), &err) < 0)
+        if (safe_chdir(c->cwd != NULL && c->cwd[0] != '\0' ? c->cwd : "/", &err) < 0)
                 die(sfd, &err);
+        int rr = rt_resolve_exec(c, exe, sizeof(exe));
+        if (rr != 0) {
+                cb_error_set(&err, rr, "exec \"%s\"", c->argv[0]);
+                die(sfd, &err);
+        }
         /* 12 */
         if (a->bpf != NULL && !seccomp_done && rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
                 die(sfd, &err);
         /* 13: sync 3 */
         (void)rt_sync_send(sfd, RT_SYNC_EXEC, 0, 0);
-        static const char *const no_env[] = {"PATH=" DEFAULT_PATH, NULL};
+        static const char *const no_env[] = {"PATH=" RT_DEFAULT_PATH, NULL};
         execve(exe, (char *const *)c->argv, (char *const *)(c->env != NULL ? c->env : no_env));
         cb_error_set(&err, errno, "exec \"%s\"", c->argv[0]);
         (void)rt_sync_send_error(sfd, &err);

@@ -171,10 +171,10 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
         char file[64];
         snprintf(file, sizeof(file), "/proc/%d/oom_score_adj", (int)c0);
         int r = 0;
+        /* The runtime made the cgroup and gave us its directories: no
+         * libcgroup initialisation in the monitor (see cg_locate). */
         if (c->cg_loc != NULL)
                 r = cg_attach_at(c->cg_loc, c0, err);
-        else if (c->cgroup_path != NULL && c->cgroup_path[0] != '\0')
-                r = cg_attach(c->cgroup_path, c0, err);
         if (r == 0) {
                 /* Lowering oom_score_adj below the current value needs
                  * CAP_SYS_RESOURCE. Without it (a node agent inside a
@@ -268,12 +268,9 @@ static void record_exit(struct monitor *m, int status)
         }
         struct cg_oom oom;
         struct cb_error e;
-        if (m->c->cg_loc != NULL ? cg_read_oom_at(m->c->cg_loc, &oom, &e) == 0
-                                 : (m->c->cgroup_path != NULL && m->c->cgroup_path[0] != '\0' &&
-                                    cg_read_oom(m->c->cgroup_path, &oom, &e) == 0)) {
-                if (oom.oom_kill > m->oom_before)
-                        st->oom_killed = true;
-        }
+        if (m->c->cg_loc != NULL && cg_read_oom_at(m->c->cg_loc, &oom, &e) == 0 &&
+            oom.oom_kill > m->oom_before)
+                st->oom_killed = true;
         snprintf(st->reason, sizeof(st->reason), "%s",
                  st->oom_killed       ? "OOMKilled"
                  : st->exit_code == 0 ? "Completed"
@@ -385,17 +382,7 @@ static int run(struct monitor *m, int bpf_fd)
         }
         if (setup_io(m, &err) < 0)
                 return start_failed(m, &err);
-        if (c->cg_loc != NULL) {
-                /* made by the runtime before the monitor started */
-                m->oom_before = c->oom_before;
-        } else if (c->cgroup_path != NULL && c->cgroup_path[0] != '\0') {
-                struct cg_oom oom;
-                if (cg_create(c->cgroup_path, &c->limits, &err) < 0 ||
-                    (!c->privileged && cg_restrict_devices(c->cgroup_path, &err) < 0) ||
-                    cg_read_oom(c->cgroup_path, &oom, &err) < 0)
-                        return start_failed(m, &err);
-                m->oom_before = oom.oom_kill;
-        }
+        m->oom_before = c->oom_before; /* read by the runtime with the cgroup made */
         pid_t pid = 0;
         if (start(m, &a, &pid, &err) < 0)
                 return start_failed(m, &err);

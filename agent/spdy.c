@@ -1054,6 +1054,12 @@ size_t spdy_output_len(const struct spdy_session *s)
         return s->out.len - s->out.off;
 }
 
+const uint8_t *spdy_header_dictionary(size_t *len)
+{
+        *len = sizeof(spdy_dictionary) - 1;
+        return (const uint8_t *)spdy_dictionary;
+}
+
 /* ---- life cycle ---- */
 
 int spdy_session_new(bool server, const struct spdy_callbacks *cb, void *data,

@@ -116,3 +116,7 @@ int spdy_goaway(struct spdy_session *s, uint32_t status, struct cb_error *err);
 const uint8_t *spdy_output(const struct spdy_session *s, size_t *len);
 void spdy_consumed(struct spdy_session *s, size_t n);
 size_t spdy_output_len(const struct spdy_session *s);
+
+/* The SPDY/3 header compression dictionary (1423 bytes; tests build
+ * frames with it). */
+const uint8_t *spdy_header_dictionary(size_t *len);

@@ -1005,7 +1005,8 @@ int spdy_data(struct spdy_session *s, uint32_t id, const void *buf, size_t len, 
                 if (buf_append(&s->out, h, sizeof(h), err) < 0 ||
                     buf_append(&s->out, p, chunk, err) < 0)
                         return -1;
-                p += chunk;
+                if (chunk > 0) /* buf may be NULL for an empty FIN */
+                        p += chunk;
                 len -= chunk;
         } while (len > 0);
         if (fin) {

@@ -83,8 +83,7 @@ static void on_goaway(void *d, uint32_t last, uint32_t status)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static const struct spdy_callbacks cb = {on_stream, on_reply, on_data, on_reset,
-                                                 on_goaway};
+        static const struct spdy_callbacks cb = {on_stream, on_reply, on_data, on_reset, on_goaway};
         struct ctx c = {0};
         struct cb_error err = {0};
 

@@ -902,6 +902,11 @@ static int feed(struct spdy_session *s, const uint8_t *buf, size_t len, struct c
                         if (on_control(s, (uint16_t)(h[2] << 8 | h[3]), h[4], s->ctrl.p,
                                        s->frame_len, err) < 0)
                                 return -1;
+                        /* an idle session keeps small buffers, whatever came before */
+                        if (s->ctrl.cap > 4096)
+                                buf_free(&s->ctrl);
+                        if (s->hblock.cap > 16384)
+                                buf_free(&s->hblock);
                         break;
                 }
                 case P_DATA: {

@@ -213,6 +213,30 @@ static size_t zblock(z_stream *z, const uint8_t *plain, size_t len, uint8_t *out
         return cap - z->avail_out;
 }
 
+/* A control frame carrying a header block: SYN_STREAM (type 1, 10-byte
+ * prefix), SYN_REPLY (2) or HEADERS (8) (4-byte prefix). */
+static void hdr_frame(struct frame *f, z_stream *z, uint16_t type, uint8_t flags, uint32_t id,
+                      const uint8_t *plain, size_t len)
+{
+        static uint8_t zb[1 << 16];
+        size_t zl = zblock(z, plain, len, zb, sizeof(zb));
+        size_t pre = type == 1 ? 10 : 4;
+        f->len = 0;
+        f->b[f->len++] = 0x80;
+        f->b[f->len++] = 0x03;
+        f->b[f->len++] = (uint8_t)(type >> 8);
+        f->b[f->len++] = (uint8_t)type;
+        f_put32(f, (uint32_t)flags << 24 | (uint32_t)(pre + zl));
+        f_put32(f, id);
+        if (pre == 10) {
+                f_put32(f, 0);
+                f->b[f->len++] = 0;
+                f->b[f->len++] = 0;
+        }
+        memcpy(f->b + f->len, zb, zl);
+        f->len += zl;
+}
+
 /* SYN_STREAM (version 3, type 1) with a compressed block made of `plain`,
  * plus `junk` bytes after it inside the frame. */
 static void syn_frame(struct frame *f, z_stream *z, uint32_t id, const uint8_t *plain, size_t len,
@@ -841,6 +865,73 @@ START_TEST(api_misuse_is_refused)
 }
 END_TEST
 
+START_TEST(headers_frame_and_flags)
+{
+        struct peer *s = peer_new(true);
+        struct cb_error err = {0};
+        static struct frame f;
+        z_stream z;
+        uint8_t plain[128];
+        zinit(&z);
+        size_t pl = plain_block(plain, 1, (const char *[]){"streamtype", "stdin"}, 1);
+        /* SYN_STREAM 1, then HEADERS on it without and with FIN */
+        hdr_frame(&f, &z, 1, 0, 1, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        hdr_frame(&f, &z, 8, 0, 1, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        ck_assert_int_eq(last(s)->kind, 's');
+        hdr_frame(&f, &z, 8, 0x01, 1, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        ck_assert_int_eq(last(s)->kind, 'd');
+        ck_assert(last(s)->fin);
+        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        /* HEADERS on a stream that was never opened: that stream is reset */
+        hdr_frame(&f, &z, 8, 0, 7, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        size_t len;
+        const uint8_t *out = spdy_output(s->s, &len);
+        ck_assert_uint_eq(len, 16);
+        ck_assert_uint_eq(out[11], 7);
+        ck_assert_uint_eq(out[15], SPDY_INVALID_STREAM);
+        spdy_consumed(s->s, len);
+        /* a SYN_REPLY to a server for its peer's stream is not the peer's to send */
+        hdr_frame(&f, &z, 2, 0, 1, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        out = spdy_output(s->s, &len);
+        ck_assert_uint_eq(len, 16);
+        ck_assert_uint_eq(out[15], SPDY_INVALID_STREAM);
+        spdy_consumed(s->s, len);
+        /* a unidirectional stream: the server may not send on it */
+        hdr_frame(&f, &z, 1, 0x02, 3, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        ck_assert_int_eq(last(s)->kind, 's');
+        ck_assert_uint_eq(last(s)->id, 3);
+        ck_assert_int_eq(spdy_reply(s->s, 3, NULL, 0, false, &err), 0);
+        ck_assert_int_eq(spdy_data(s->s, 3, "x", 1, false, &err), -1);
+        /* the context is intact after all that: the same block decodes again */
+        hdr_frame(&f, &z, 1, 0, 5, plain, pl);
+        ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
+        ck_assert_str_eq(last(s)->headers, "streamtype=stdin;");
+        deflateEnd(&z);
+        peer_free(s);
+}
+END_TEST
+
+START_TEST(no_resets_after_goaway_sent)
+{
+        struct peer *s = peer_new(true);
+        struct cb_error err = {0};
+        ck_assert_int_eq(spdy_goaway(s->s, 0, &err), 0);
+        spdy_consumed(s->s, spdy_output_len(s->s));
+        /* late DATA for streams it never accepted: dropped quietly */
+        const uint8_t data[] = {0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x02, 'h', 'i'};
+        ck_assert_int_eq(feed(s, data, sizeof(data), &err), 0);
+        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_int_eq(s->data_calls, 0);
+        peer_free(s);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("spdy");
@@ -866,6 +957,8 @@ static Suite *suite(void)
         tcase_add_test(tc, stream_id_rules);
         tcase_add_test(tc, too_many_streams_refused);
         tcase_add_test(tc, api_misuse_is_refused);
+        tcase_add_test(tc, headers_frame_and_flags);
+        tcase_add_test(tc, no_resets_after_goaway_sent);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -22,6 +22,17 @@ if [ "${1:-}" = "--bench" ]; then
   pkgs+=(podman runc catatonit)
 fi
 
+# The SPDY interop test (tests/unit/test_spdy_interop.c) runs an independent
+# SPDY/3.1 implementation, the npm package spdy-transport, under node. Only
+# where node and npm are already installed; the test skips itself without it.
+spdy_transport=${HOME:-/root}/.cache/cubelet-npm
+if command -v node >/dev/null && command -v npm >/dev/null &&
+    [ ! -f "$spdy_transport/node_modules/spdy-transport/package.json" ]; then
+  mkdir -p "$spdy_transport"
+  (cd "$spdy_transport" && npm install --no-audit --no-fund --silent spdy-transport@3.0.0 >/dev/null 2>&1) ||
+    echo "deps.sh: could not install spdy-transport (npm); the SPDY interop test will be skipped" >&2
+fi
+
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

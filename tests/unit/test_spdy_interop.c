@@ -7,10 +7,9 @@
  * (zlib checks its Adler-32), and 300 KiB against a 64 KiB window only
  * arrive if our WINDOW_UPDATEs are right.
  *
- * Skipped (77) without node or spdy-transport: set SPDY_TRANSPORT to the
- * module's directory, or install it where this looks by default:
- *   mkdir -p ~/.cache/cubelet-npm && cd ~/.cache/cubelet-npm &&
- *   npm install spdy-transport@3
+ * Skipped (77) without node or spdy-transport: scripts/deps.sh installs it
+ * into ~/.cache/cubelet-npm (where this looks) when npm is there; or set
+ * SPDY_TRANSPORT to the module's directory.
  */
 #include <check.h>
 #include <errno.h>

@@ -19,10 +19,16 @@
  * sends no WINDOW_UPDATE of its own; see agent/spdy.c). PINGs are
  * answered by the session itself; SETTINGS are read and ignored.
  *
+ * Back-pressure is the caller's: the session queues every frame it is
+ * asked for or must answer with (PING, RST_STREAM, WINDOW_UPDATE), so stop
+ * reading the connection while spdy_output_len() is above your bound.
+ *
  * Errors: a malformed frame, a header block that does not inflate, a
- * frame over SPDY_MAX_FRAME, a stream id reused or of the wrong parity:
- * spdy_session_feed returns -1 and says why; the caller sends GOAWAY
- * (spdy_goaway) and closes the connection.
+ * control frame over SPDY_MAX_CONTROL_FRAME, a stream id reused or of the
+ * wrong parity: spdy_session_feed returns -1 and says why; the caller
+ * sends GOAWAY (spdy_goaway) and closes the connection. A frame for a
+ * stream that is not open only resets that stream (RST_STREAM queued),
+ * as SPDY/3 2.4.2 asks.
  */
 
 #include <stdbool.h>
@@ -31,7 +37,13 @@
 
 #include "lib/error.h"
 
-#define SPDY_MAX_FRAME (16u << 20) /* larger frames are a protocol error */
+#define SPDY_MAX_FRAME (16u << 20) /* the 24-bit length field's bound; DATA is never buffered */
+/* Limits on what the peer can make the session hold in memory: */
+#define SPDY_MAX_CONTROL_FRAME (64u << 10)  /* a control frame is buffered whole */
+#define SPDY_MAX_HEADER_BLOCK  (256u << 10) /* a header block, inflated */
+#define SPDY_MAX_HEADERS       256u         /* name/value pairs in one block */
+#define SPDY_MAX_STREAMS       1024u        /* open streams; more are refused */
+#define SPDY_DATA_CHUNK        (64u << 10)  /* spdy_data splits into frames this big */
 
 /* RST_STREAM status codes (SPDY/3 2.6.3) */
 enum spdy_rst_status {
@@ -58,9 +70,12 @@ struct spdy_callbacks {
         int (*on_stream)(void *data, uint32_t id, const struct spdy_header *h, size_t n, bool fin);
         /* SYN_REPLY from the peer (a client's view of its own streams). */
         int (*on_reply)(void *data, uint32_t id, const struct spdy_header *h, size_t n, bool fin);
-        /* DATA on a stream; fin: the last the peer sends on it (len may be 0). */
+        /* DATA on a stream, as it arrives: one DATA frame may come in several
+         * calls (it is not buffered); fin: the last the peer sends on it
+         * (len may be 0; also for a HEADERS frame with FLAG_FIN). */
         int (*on_data)(void *data, uint32_t id, const uint8_t *buf, size_t len, bool fin);
-        /* RST_STREAM from the peer. */
+        /* The stream is gone: RST_STREAM from the peer, or the session reset
+         * it because the peer broke the protocol on it (status says why). */
         void (*on_reset)(void *data, uint32_t id, uint32_t status);
         /* GOAWAY from the peer. */
         void (*on_goaway)(void *data, uint32_t last_good_id, uint32_t status);
@@ -77,17 +92,23 @@ void spdy_session_free(struct spdy_session *s);
  * for the next call) and calls the callbacks. -1: protocol error (err). */
 int spdy_session_feed(struct spdy_session *s, const uint8_t *buf, size_t len, struct cb_error *err);
 
-/* Queue frames. 0, or -1 (err: no memory, unknown stream, already closed). */
+/* Queue frames. 0, or -1 (err: no memory, unknown stream, already closed).
+ * Callbacks may call these; a stream is forgotten once both sides sent
+ * FIN or either reset it. Header names are sent lower-cased. */
 int spdy_reply(struct spdy_session *s, uint32_t id, const struct spdy_header *h, size_t n, bool fin,
                struct cb_error *err);
 /* Opens a stream of ours (client side, tests): *ret_id gets its id. */
 int spdy_syn_stream(struct spdy_session *s, const struct spdy_header *h, size_t n, bool fin,
                     uint32_t *ret_id, struct cb_error *err);
-/* DATA, split into frames of at most 64 KiB; len 0 with fin half-closes. */
+/* DATA, split into frames of at most SPDY_DATA_CHUNK; len 0 with fin
+ * half-closes. On a peer's stream only after spdy_reply (spdystream drops
+ * DATA that arrives before the SYN_REPLY). */
 int spdy_data(struct spdy_session *s, uint32_t id, const void *buf, size_t len, bool fin,
               struct cb_error *err);
+/* RST_STREAM for any id (also one never opened, to refuse it). */
 int spdy_rst(struct spdy_session *s, uint32_t id, enum spdy_rst_status status,
              struct cb_error *err);
+/* GOAWAY naming the last stream the peer opened; later SYN_STREAMs are refused. */
 int spdy_goaway(struct spdy_session *s, uint32_t status, struct cb_error *err);
 
 /* The bytes queued for the peer: spdy_output points at them (NULL, 0 when
@@ -95,3 +116,7 @@ int spdy_goaway(struct spdy_session *s, uint32_t status, struct cb_error *err);
 const uint8_t *spdy_output(const struct spdy_session *s, size_t *len);
 void spdy_consumed(struct spdy_session *s, size_t n);
 size_t spdy_output_len(const struct spdy_session *s);
+
+/* The SPDY/3 header compression dictionary (1423 bytes; tests build
+ * frames with it). */
+const uint8_t *spdy_header_dictionary(size_t *len);

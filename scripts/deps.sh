@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
   cmake pkg-config gcc make clang libclang-rt-14-dev clang-format
   libcurl4-openssl-dev libcjson-dev libyaml-dev libseccomp-dev libcap-dev
-  libcgroup-dev libarchive-dev libssl-dev libsystemd-dev libmicrohttpd-dev libwebsockets-dev libuv1-dev check
+  libcgroup-dev libarchive-dev libssl-dev libsystemd-dev libmicrohttpd-dev libwebsockets-dev libuv1-dev zlib1g-dev check
   python3 openssl iproute2 util-linux jq curl
 )
 # Components the integration tests and the demo drive for real.
@@ -20,6 +20,17 @@ pkgs+=(qemu-system-x86 linux-image-amd64 cpio)
 # The benchmark's peer (scripts/bench.sh): podman kube play on runc.
 if [ "${1:-}" = "--bench" ]; then
   pkgs+=(podman runc catatonit)
+fi
+
+# The SPDY interop test (tests/unit/test_spdy_interop.c) runs an independent
+# SPDY/3.1 implementation, the npm package spdy-transport, under node. Only
+# where node and npm are already installed; the test skips itself without it.
+spdy_transport=${HOME:-/root}/.cache/cubelet-npm
+if command -v node >/dev/null && command -v npm >/dev/null &&
+    [ ! -f "$spdy_transport/node_modules/spdy-transport/package.json" ]; then
+  mkdir -p "$spdy_transport"
+  (cd "$spdy_transport" && npm install --no-audit --no-fund --silent spdy-transport@3.0.0 >/dev/null 2>&1) ||
+    echo "deps.sh: could not install spdy-transport (npm); the SPDY interop test will be skipped" >&2
 fi
 
 missing=()

@@ -56,7 +56,10 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     [ -x "$f" ] || continue
     name=$(basename "$f")
     corpus=$(mktemp -d)
-    cp tests/fuzz/corpus/* "$corpus"/ 2>/dev/null || true
+    # a harness's own seeds in tests/fuzz/corpus/<name without fuzz_>/, else the shared files
+    seeds=tests/fuzz/corpus/${name#fuzz_}
+    [ -d "$seeds" ] || seeds=tests/fuzz/corpus
+    find "$seeds" -maxdepth 1 -type f -exec cp -t "$corpus"/ {} + 2>/dev/null || true
     if ! "$f" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=0 "$corpus" >"build-fuzz/$name.log" 2>&1; then
       tail -40 "build-fuzz/$name.log"

@@ -2,13 +2,20 @@
 /*
  * The node API server (see agent/kubeletapi.h, docs/node-api.md).
  *
- * Event loop: libwebsockets runs on a foreign libuv loop. libuv exposes
- * its epoll fd (uv_backend_fd) and its next timeout (uv_backend_timeout),
- * its documented way of being embedded: the agent's loop watches that fd
- * and a timer, and both run uv_run(UV_RUN_NOWAIT). Anything done to a
- * connection from outside a libwebsockets callback (exec output arriving,
- * a log file growing) ends with kick(), so libuv applies the change on the
- * next loop iteration.
+ * Every connection is a nonblocking TLS connection (OpenSSL) watched by
+ * the agent's loop. The request head is parsed by http-parser; what comes
+ * after depends on the request:
+ *   - plain requests (/healthz, /pods, /stats/summary, /containerLogs) get
+ *     a response and the connection closes after it;
+ *   - "Upgrade: websocket" (exec, attach; port-forward's SPDY tunnel): the
+ *     WebSocket framing is wslay's, the channel protocols ours
+ *     (agent/nodeapi_proto.h);
+ *   - "Upgrade: SPDY/3.1" (exec, attach, port-forward as kube-apiserver
+ *     1.30-1.35 sends them, and kubectl without WebSockets): agent/spdy.c.
+ * One exec/attach session (struct exec) serves either transport; port
+ * forwarding (struct pfwd) runs over SPDY, directly or tunnelled in a
+ * WebSocket ("SPDY/3.1+portforward.k8s.io", as a kubelet with
+ * ExtendWebSocketsToKubelet takes it).
  *
  * Authentication happens per request, before any work: a client
  * certificate that verified against the client CA (the TLS handshake asks
@@ -20,148 +27,118 @@
  */
 #include "agent/kubeletapi.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <libwebsockets.h>
+#include <http_parser.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <uv.h>
+#include <wslay/wslay.h>
 
 #include "agent/log.h"
 #include "agent/nodeapi_proto.h"
 #include "agent/podlogs.h"
+#include "agent/spdy.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"
+#include "runtime/sandbox.h"
 
-#define MAX_ARGS   256
-#define LOG_CHUNK  65536
-#define OUT_HIGH   (1 << 20) /* queued exec output above which the pipes are not read */
-#define STDIN_HIGH (1 << 20)
-/* The WebSocket close opcode's lws_write() type: libwebsockets keeps the
- * slot between LWS_WRITE_HTTP (3) and LWS_WRITE_PING (5) for it and frames
- * it like any other message (see exec_writable for why it is written). */
-#define LWS_WRITE_CLOSE_FRAME ((enum lws_write_protocol)4)
-#define READ_CHUNK            32768
+#define MAX_ARGS        256
+#define MAX_HEAD        (64 * 1024) /* request line + headers */
+#define LOG_CHUNK       65536
+#define OUT_HIGH        (1 << 20) /* queued output above which sources are not read */
+#define STDIN_HIGH      (1 << 20)
+#define READ_CHUNK      32768
+#define HEAD_TIMEOUT_MS 30000 /* TLS handshake + request head */
+#define CLOSE_WAIT_MS   5000  /* a WebSocket close's answer */
+/* the kubelet's streamCreationTimeout default: the streams of an exec or
+ * a port-forward request must all be open within it */
+#define STREAM_CREATION_MS 30000
 
 struct ag_napi {
         struct ag_loop *loop;
         struct ag_napi_config cfg;
-        uv_loop_t uv;
-        bool uv_ok;
-        struct lws_context *ctx;
-        struct ag_io *uv_io;
-        struct ag_timer *uv_timer;
+        SSL_CTX *ssl_ctx;
+        int listen_fd;
+        struct ag_io *listen_io;
         struct ag_napi_tokens *tokens;
         char cert_path[4096], key_path[4096];
         int port;
-        struct exec *execs;     /* live exec sessions */
+        struct conn *conns;
         struct reaper *reapers; /* killed execs waiting to be reaped */
 };
 
-/* ---- the libuv embedding ---- */
-
-static void service(struct ag_napi *s)
-{
-        uv_run(&s->uv, UV_RUN_NOWAIT);
-        int t = uv_backend_timeout(&s->uv);
-        if (t >= 0)
-                ag_timer_arm(s->uv_timer, (uint64_t)t);
-        else
-                ag_timer_disarm(s->uv_timer);
-}
-
-static void on_uv_fd(struct ag_io *io, int fd, uint32_t events, void *data)
-{
-        (void)io;
-        (void)fd;
-        (void)events;
-        service(data);
-}
-
-static void on_uv_timer(struct ag_timer *t, void *data)
-{
-        (void)t;
-        service(data);
-}
-
-static void kick(struct ag_napi *s)
-{
-        ag_timer_arm(s->uv_timer, 0);
-}
-
-/* ---- per-connection state ---- */
-
-struct logstream {
-        int fd, ino;
-        struct ag_io *ino_io;
-        struct ag_io *hup_io; /* the client's socket, for its hangup while we wait */
-        struct ag_napi *srv;
-        struct lws *wsi;
-        struct ag_log_options opts;
-        int64_t off, sent;
-        bool follow, ended, finished;
-        char in[LOG_CHUNK];
-        size_t in_len;
+enum conn_mode {
+        C_HANDSHAKE, /* TLS */
+        C_HEAD,      /* reading the request head */
+        C_RESPONSE,  /* a whole response queued: close once written */
+        C_LOGS,      /* a streamed log */
+        C_WS,        /* WebSocket: exec/attach, or the SPDY tunnel */
+        C_SPDY,      /* SPDY: exec/attach or port-forward */
 };
 
-struct outmsg {
-        struct outmsg *next;
-        size_t len; /* payload after LWS_PRE, channel byte included */
-        uint8_t buf[];
+struct request {
+        char method[16];
+        char *url; /* path?query as sent */
+        size_t url_len;
+        /* headers of interest (values of repeated headers joined by ',') */
+        char *upgrade, *connection, *authorization, *ws_key, *ws_version, *ws_protocol,
+            *stream_protocol;
+        char *field; /* the header being read */
+        size_t field_len;
+        char **value; /* where its value goes, NULL: not of interest */
+        bool value_started;
+        bool head_done, upgrade_asked;
+        size_t head_bytes;
 };
 
-struct exec {
-        struct exec *next;
+struct conn {
+        struct conn *next;
         struct ag_napi *srv;
-        struct lws *wsi;
-        enum ag_channel_proto proto;
-        struct ag_exec_options opts;
-        int pidfd, in_fd, out_fd, err_fd, pty; /* pty: the master, for in and out */
-        struct ag_io *pid_io, *in_io, *out_io, *err_io;
-        struct outmsg *q, **qtail;
-        size_t qbytes;
-        uint8_t *stdin_buf;
-        size_t stdin_len;
-        bool stdin_close; /* close stdin once stdin_buf is written */
-        int rx_channel;   /* of the message being received (fragments) */
-        /* attach: the container's output, from its log file as it grows */
-        bool attach;
-        int att_fd, att_ino;
-        struct ag_io *att_io;
-        int64_t att_off;
-        char *att_buf; /* an incomplete last record */
-        size_t att_len;
-        bool exited, closing, close_sent, rx_paused;
-        char close_text[120]; /* the close frame's reason, for refusals */
-};
-
-struct reaper {
-        struct reaper *next;
-        struct ag_napi *srv;
-        int pidfd;
+        int fd;
+        SSL *ssl;
         struct ag_io *io;
-};
-
-/* What lws allocates per connection, for every protocol. */
-struct pss {
-        /* a plain HTTP response */
-        char *body;
-        size_t body_len, body_off;
+        struct ag_timer *timer;
+        enum conn_mode mode;
+        bool read_paused, write_wants_read, read_wants_write, eof, close_after_flush, dead;
+        uint8_t *out;
+        size_t out_len, out_off, out_cap;
+        http_parser hp;
+        struct request req;
+        char who[256];
         struct logstream *log;
         struct exec *ex;
+        struct pfwd *pf;
+        wslay_event_context_ptr ws;
+        const uint8_t *ws_in; /* the bytes wslay's recv callback hands out */
+        size_t ws_in_len;
+        bool ws_tunnel; /* the WebSocket carries SPDY */
+        struct spdy_session *spdy;
 };
+
+static void conn_free(struct conn *c);
+static void conn_update(struct conn *c);
+static void conn_flush(struct conn *c);
+static void conn_input(struct conn *c, const uint8_t *buf, size_t len);
+static void conn_written(struct conn *c);
+static void stream_timeout(struct ag_timer *t, void *data);
 
 /* ---- small helpers ---- */
 
@@ -203,80 +180,404 @@ static const char *reason_of(int code)
         }
 }
 
-/* Starts a response: headers now, body from the writable callback. len
- * LWS_ILLEGAL_HTTP_CONTENT_LEN: streamed until the connection closes. */
-static int send_headers(struct lws *wsi, unsigned code, const char *ctype, lws_filepos_t len)
+static const char *status_text(int code)
 {
-        uint8_t buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf);
-        if (lws_add_http_common_headers(wsi, code, ctype, len, &p, end))
-                return -1;
-        if (len == LWS_ILLEGAL_HTTP_CONTENT_LEN &&
-            lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const uint8_t *)"close", 5, &p,
-                                         end))
-                return -1;
-        if (lws_add_http_header_by_name(wsi, (const uint8_t *)"cache-control:",
-                                        (const uint8_t *)"no-cache, private", 17, &p, end))
-                return -1;
-        if (lws_finalize_write_http_header(wsi, start, &p, end))
-                return -1;
-        return 0;
+        switch (code) {
+        case 101:
+                return "Switching Protocols";
+        case 200:
+                return "OK";
+        case 400:
+                return "Bad Request";
+        case 401:
+                return "Unauthorized";
+        case 403:
+                return "Forbidden";
+        case 404:
+                return "Not Found";
+        case 405:
+                return "Method Not Allowed";
+        case 431:
+                return "Request Header Fields Too Large";
+        default:
+                return "Internal Server Error";
+        }
 }
 
-/* A whole response (body owned by the connection afterwards). */
-static int respond(struct lws *wsi, struct pss *ps, unsigned code, const char *ctype, char *body)
+static int set_nonblock(int fd)
 {
-        free(ps->body);
-        ps->body = body;
-        ps->body_len = body != NULL ? strlen(body) : 0;
-        ps->body_off = 0;
-        if (send_headers(wsi, code, ctype, ps->body_len) < 0)
-                return -1;
-        lws_callback_on_writable(wsi);
-        return 0;
+        int fl = fcntl(fd, F_GETFL);
+        return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
-static int respond_error(struct lws *wsi, struct pss *ps, int code, const char *msg)
+/* ---- the connection: TLS, output buffer, events ---- */
+
+/* Queues bytes for the client. Never fails the caller: without memory the
+ * connection is dropped. */
+static void conn_write(struct conn *c, const void *buf, size_t len)
+{
+        if (c->dead || len == 0)
+                return;
+        if (c->out_off > 0 && c->out_off == c->out_len)
+                c->out_off = c->out_len = 0;
+        if (c->out_len + len > c->out_cap) {
+                if (c->out_off > 0) {
+                        memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+                        c->out_len -= c->out_off;
+                        c->out_off = 0;
+                }
+                size_t cap = c->out_cap ? c->out_cap : 16384;
+                while (cap < c->out_len + len)
+                        cap *= 2;
+                if (cap != c->out_cap) {
+                        uint8_t *n = realloc(c->out, cap);
+                        if (n == NULL) {
+                                c->dead = true;
+                                return;
+                        }
+                        c->out = n;
+                        c->out_cap = cap;
+                }
+        }
+        memcpy(c->out + c->out_len, buf, len);
+        c->out_len += len;
+}
+
+static size_t conn_pending(const struct conn *c)
+{
+        return c->out_len - c->out_off;
+}
+
+static void conn_printf(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void conn_printf(struct conn *c, const char *fmt, ...)
+{
+        char buf[4096];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+        va_end(ap);
+        if (n < 0 || (size_t)n >= sizeof(buf)) {
+                c->dead = true;
+                return;
+        }
+        conn_write(c, buf, (size_t)n);
+}
+
+/* A response head; len < 0: no Content-Length, the body ends with the
+ * connection. Every response closes its connection. */
+static void conn_head(struct conn *c, int code, const char *ctype, long long len)
+{
+        conn_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache, private\r\n",
+                    code, status_text(code), ctype);
+        if (len >= 0)
+                conn_printf(c, "Content-Length: %lld\r\n", len);
+        conn_printf(c, "Connection: close\r\n\r\n");
+}
+
+static void respond(struct conn *c, int code, const char *ctype, char *body)
+{
+        size_t len = body != NULL ? strlen(body) : 0;
+        conn_head(c, code, ctype, (long long)len);
+        if (strcmp(c->req.method, "HEAD") != 0)
+                conn_write(c, body, len);
+        free(body);
+        c->mode = C_RESPONSE;
+        c->close_after_flush = true;
+}
+
+static void respond_error(struct conn *c, int code, const char *msg)
 {
         log_v(3, "node API: %d %s", code, msg);
-        return respond(wsi, ps, (unsigned)code, "application/json",
-                       status_json(code, reason_of(code), msg));
+        respond(c, code, "application/json", status_json(code, reason_of(code), msg));
 }
 
-/* The query's decoded name=value fragments. */
-struct args {
-        char *v[MAX_ARGS];
-        size_t n;
-};
-
-static void args_free(struct args *a)
+static void close_timeout(struct ag_timer *t, void *data)
 {
-        for (size_t i = 0; i < a->n; i++)
-                free(a->v[i]);
-        a->n = 0;
+        (void)t;
+        struct conn *c = data;
+        log_v(3, "node API: a connection timed out (%s)",
+              c->mode == C_HANDSHAKE || c->mode == C_HEAD ? "no request" : "no close answer");
+        c->dead = true;
+        conn_update(c);
 }
 
-/* -1 when there are more than MAX_ARGS parameters (never cut a command
- * short silently) or memory runs out. */
-static int args_read(struct lws *wsi, struct args *a)
+/* Reads what TLS has for us, as long as the connection wants input. */
+static void conn_read(struct conn *c)
 {
-        a->n = 0;
-        for (int i = 0;; i++) {
-                int len = lws_hdr_fragment_length(wsi, WSI_TOKEN_HTTP_URI_ARGS, i);
-                if (len <= 0)
-                        break;
-                if (a->n == MAX_ARGS)
-                        return -1;
-                char *v = malloc((size_t)len + 1);
-                if (v == NULL)
-                        return -1;
-                if (lws_hdr_copy_fragment(wsi, v, len + 1, WSI_TOKEN_HTTP_URI_ARGS, i) < 0) {
-                        free(v);
-                        return -1;
+        uint8_t buf[16384];
+        for (int i = 0; i < 64 && !c->dead && !c->eof && !c->read_paused; i++) {
+                ERR_clear_error();
+                int n = SSL_read(c->ssl, buf, sizeof(buf));
+                if (n > 0) {
+                        c->read_wants_write = false;
+                        conn_input(c, buf, (size_t)n);
+                        continue;
                 }
-                a->v[a->n++] = v;
+                int e = SSL_get_error(c->ssl, n);
+                if (e == SSL_ERROR_WANT_READ)
+                        return;
+                if (e == SSL_ERROR_WANT_WRITE) {
+                        c->read_wants_write = true;
+                        return;
+                }
+                /* a close, a reset, or garbage */
+                c->eof = true;
+                conn_input(c, NULL, 0);
+                return;
         }
+}
+
+static void conn_flush(struct conn *c)
+{
+        while (!c->dead && conn_pending(c) > 0) {
+                ERR_clear_error();
+                size_t n = conn_pending(c);
+                int w = SSL_write(c->ssl, c->out + c->out_off, n > (1 << 30) ? 1 << 30 : (int)n);
+                if (w > 0) {
+                        c->out_off += (size_t)w;
+                        c->write_wants_read = false;
+                        continue;
+                }
+                int e = SSL_get_error(c->ssl, w);
+                if (e == SSL_ERROR_WANT_WRITE)
+                        return;
+                if (e == SSL_ERROR_WANT_READ) {
+                        c->write_wants_read = true;
+                        return;
+                }
+                c->dead = true;
+                return;
+        }
+        if (conn_pending(c) == 0) {
+                c->out_off = c->out_len = 0;
+                if (c->out_cap > (1 << 20)) {
+                        free(c->out);
+                        c->out = NULL;
+                        c->out_cap = 0;
+                }
+        }
+}
+
+/* After any change: writes what can be written, tells the modes there is
+ * room, decides the events to wait for, and frees a finished connection. */
+static void conn_update(struct conn *c)
+{
+        if (!c->dead && c->mode != C_HANDSHAKE) {
+                size_t before = conn_pending(c);
+                conn_flush(c);
+                if (!c->dead && (conn_pending(c) < before || before == 0))
+                        conn_written(c);
+                conn_flush(c);
+        }
+        if (!c->dead && c->close_after_flush && conn_pending(c) == 0) {
+                ERR_clear_error();
+                (void)SSL_shutdown(c->ssl);
+                c->dead = true;
+        }
+        if (c->dead) {
+                conn_free(c);
+                return;
+        }
+        uint32_t ev = EPOLLRDHUP;
+        if (!c->read_paused || c->write_wants_read)
+                ev |= EPOLLIN;
+        if (conn_pending(c) > 0 || c->read_wants_write || c->mode == C_HANDSHAKE)
+                ev |= EPOLLOUT;
+        if (c->eof && !c->write_wants_read)
+                ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
+        if (c->mode == C_HANDSHAKE)
+                ev = EPOLLIN | (c->read_wants_write ? EPOLLOUT : 0);
+        ag_io_set_events(c->io, ev, NULL);
+}
+
+static void on_conn_io(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        (void)io;
+        (void)fd;
+        struct conn *c = data;
+        if (c->mode == C_HANDSHAKE) {
+                ERR_clear_error();
+                int r = SSL_accept(c->ssl);
+                if (r == 1) {
+                        c->mode = C_HEAD;
+                        c->read_wants_write = false;
+                        http_parser_init(&c->hp, HTTP_REQUEST);
+                        c->hp.data = c;
+                } else {
+                        int e = SSL_get_error(c->ssl, r);
+                        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+                                c->read_wants_write = e == SSL_ERROR_WANT_WRITE;
+                        } else {
+                                unsigned long le = ERR_peek_last_error();
+                                char why[256] = "connection closed";
+                                if (le != 0)
+                                        ERR_error_string_n(le, why, sizeof(why));
+                                log_v(3, "node API: TLS handshake failed: %s", why);
+                                c->dead = true;
+                        }
+                        conn_update(c);
+                        return;
+                }
+        }
+        if ((events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) && c->read_paused &&
+            !c->write_wants_read) {
+                /* it went away while we were not reading from it */
+                log_v(3, "node API: a client went away");
+                c->dead = true;
+                conn_update(c);
+                return;
+        }
+        if (c->write_wants_read || c->read_wants_write)
+                conn_flush(c);
+        if (!c->dead)
+                conn_read(c);
+        conn_update(c);
+}
+
+static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        (void)io;
+        (void)events;
+        struct ag_napi *s = data;
+        for (int i = 0; i < 16; i++) {
+                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (cfd < 0) {
+                        if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+                                log_warning("node API: accept: %s", strerror(errno));
+                        return;
+                }
+                struct cb_error err = {0};
+                struct conn *c = calloc(1, sizeof(*c));
+                if (c == NULL) {
+                        close(cfd);
+                        return;
+                }
+                c->srv = s;
+                c->fd = cfd;
+                c->mode = C_HANDSHAKE;
+                c->ssl = SSL_new(s->ssl_ctx);
+                if (c->ssl == NULL || SSL_set_fd(c->ssl, cfd) != 1 ||
+                    (c->io = ag_io_new(s->loop, cfd, EPOLLIN, on_conn_io, c, &err)) == NULL ||
+                    (c->timer = ag_timer_new(s->loop, stream_timeout, c, &err)) == NULL) {
+                        log_warning("node API: cannot serve a connection: %s",
+                                    err.msg[0] ? err.msg : "TLS");
+                        if (c->ssl != NULL)
+                                SSL_free(c->ssl);
+                        ag_io_free(c->io);
+                        close(cfd);
+                        free(c);
+                        continue;
+                }
+                ag_timer_arm(c->timer, HEAD_TIMEOUT_MS);
+                c->next = s->conns;
+                s->conns = c;
+        }
+}
+
+/* ---- the request head ---- */
+
+static void req_clear(struct request *r)
+{
+        free(r->url);
+        free(r->upgrade);
+        free(r->connection);
+        free(r->authorization);
+        free(r->ws_key);
+        free(r->ws_version);
+        free(r->ws_protocol);
+        free(r->stream_protocol);
+        free(r->field);
+        memset(r, 0, sizeof(*r));
+}
+
+static int append(char **dst, size_t *len, const char *at, size_t n)
+{
+        size_t have = *dst != NULL ? (len != NULL ? *len : strlen(*dst)) : 0;
+        char *p = realloc(*dst, have + n + 1);
+        if (p == NULL)
+                return -1;
+        memcpy(p + have, at, n);
+        p[have + n] = '\0';
+        *dst = p;
+        if (len != NULL)
+                *len = have + n;
         return 0;
 }
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+        struct conn *c = p->data;
+        return append(&c->req.url, &c->req.url_len, at, n);
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+        struct conn *c = p->data;
+        struct request *r = &c->req;
+        if (r->value != NULL || r->value_started) {
+                free(r->field);
+                r->field = NULL;
+                r->field_len = 0;
+                r->value = NULL;
+                r->value_started = false;
+        }
+        return append(&r->field, &r->field_len, at, n);
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+        struct conn *c = p->data;
+        struct request *r = &c->req;
+        if (!r->value_started) {
+                static const struct {
+                        const char *name;
+                        size_t off;
+                } wanted[] = {
+                    {"upgrade", offsetof(struct request, upgrade)},
+                    {"connection", offsetof(struct request, connection)},
+                    {"authorization", offsetof(struct request, authorization)},
+                    {"sec-websocket-key", offsetof(struct request, ws_key)},
+                    {"sec-websocket-version", offsetof(struct request, ws_version)},
+                    {"sec-websocket-protocol", offsetof(struct request, ws_protocol)},
+                    {"x-stream-protocol-version", offsetof(struct request, stream_protocol)},
+                };
+                r->value = NULL;
+                for (size_t i = 0; i < CB_ARRAY_SIZE(wanted); i++)
+                        if (r->field != NULL && strcasecmp(r->field, wanted[i].name) == 0)
+                                r->value = (char **)((char *)r + wanted[i].off);
+                r->value_started = true;
+                /* a repeated header: its values join with ',' */
+                if (r->value != NULL && *r->value != NULL && append(r->value, NULL, ",", 1) < 0)
+                        return -1;
+        }
+        if (r->value == NULL)
+                return 0;
+        return append(r->value, NULL, at, n);
+}
+
+static int on_headers_complete(http_parser *p)
+{
+        struct conn *c = p->data;
+        snprintf(c->req.method, sizeof(c->req.method), "%s",
+                 http_method_str((enum http_method)p->method));
+        c->req.head_done = true;
+        /* no request of ours has a body worth reading: skip it */
+        return p->upgrade ? 0 : 1;
+}
+
+static int on_message_complete(http_parser *p)
+{
+        (void)p;
+        return 0;
+}
+
+static const http_parser_settings parser_settings = {
+    .on_url = on_url,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_message_complete = on_message_complete,
+};
 
 /* ---- authentication ---- */
 
@@ -289,13 +590,13 @@ static int verify_any(int preverify_ok, X509_STORE_CTX *ctx)
 }
 
 /* 0 authenticated (user written to who), else the HTTP status. */
-static int authenticate(struct ag_napi *s, struct lws *wsi, char *who, size_t size)
+static int authenticate(struct conn *c, char *who, size_t size)
 {
-        SSL *ssl = lws_get_ssl(wsi);
-        if (ssl != NULL && s->cfg.client_ca_file != NULL) {
-                X509 *peer = SSL_get1_peer_certificate(ssl);
+        struct ag_napi *s = c->srv;
+        if (s->cfg.client_ca_file != NULL) {
+                X509 *peer = SSL_get1_peer_certificate(c->ssl);
                 if (peer != NULL) {
-                        long vr = SSL_get_verify_result(ssl);
+                        long vr = SSL_get_verify_result(c->ssl);
                         if (vr == X509_V_OK) {
                                 char cn[256] = "";
                                 X509_NAME_get_text_by_NID(X509_get_subject_name(peer),
@@ -309,12 +610,9 @@ static int authenticate(struct ag_napi *s, struct lws *wsi, char *who, size_t si
                         X509_free(peer);
                 }
         }
-        char auth[4096];
-        if (s->tokens != NULL &&
-            lws_hdr_copy(wsi, auth, sizeof(auth), WSI_TOKEN_HTTP_AUTHORIZATION) > 7 &&
-            strncasecmp(auth, "Bearer ", 7) == 0) {
+        const char *auth = c->req.authorization;
+        if (s->tokens != NULL && auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0) {
                 const char *user = ag_napi_tokens_user(s->tokens, auth + 7);
-                OPENSSL_cleanse(auth, sizeof(auth));
                 if (user != NULL) {
                         snprintf(who, size, "%s", user);
                         return 0;
@@ -322,7 +620,6 @@ static int authenticate(struct ag_napi *s, struct lws *wsi, char *who, size_t si
         }
         return 401;
 }
-
 /* ---- finding pods and containers ---- */
 
 struct found {
@@ -418,20 +715,53 @@ static void found_clear(struct found *f)
         f->list = NULL;
 }
 
+/* The query's decoded name=value strings. */
+struct args {
+        char **v;
+        size_t n;
+};
+
+static void args_free(struct args *a)
+{
+        for (size_t i = 0; i < a->n; i++)
+                free(a->v[i]);
+        free(a->v);
+        a->v = NULL;
+        a->n = 0;
+}
+
+static int args_read(struct conn *c, struct args *a, struct cb_error *err)
+{
+        const char *q = c->req.url != NULL ? strchr(c->req.url, '?') : NULL;
+        return ag_query_split(q != NULL ? q + 1 : "", MAX_ARGS, &a->v, &a->n, err);
+}
+
 /* ---- /containerLogs ---- */
+
+struct logstream {
+        int fd, ino;
+        struct ag_io *ino_io;
+        struct conn *c;
+        struct ag_log_options opts;
+        int64_t off, sent;
+        bool follow, ended, finished;
+        char in[LOG_CHUNK];
+        size_t in_len;
+};
 
 static void logstream_free(struct logstream *l)
 {
         if (l == NULL)
                 return;
         ag_io_free(l->ino_io);
-        ag_io_free(l->hup_io);
         if (l->ino >= 0)
                 close(l->ino);
         if (l->fd >= 0)
                 close(l->fd);
         free(l);
 }
+
+static void write_logs(struct logstream *l);
 
 static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
 {
@@ -450,36 +780,25 @@ static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
                         p += sizeof(*ev) + ev->len;
                 }
         }
-        lws_callback_on_writable(l->wsi);
-        kick(l->srv);
+        struct conn *c = l->c;
+        if (conn_pending(c) < LOG_CHUNK)
+                write_logs(l);
+        conn_update(c);
 }
 
-/* While a follow waits for the file, libwebsockets does not read the
- * connection and would not see the client go away: a hangup watch does. */
-static void on_log_client_hup(struct ag_io *io, int fd, uint32_t events, void *data)
+static void start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a)
 {
-        (void)fd;
-        (void)events;
-        struct logstream *l = data;
-        ag_io_set_events(io, 0, NULL);
-        log_v(3, "node API: a log follower went away");
-        lws_set_timeout(l->wsi, PENDING_TIMEOUT_KILLED_BY_PARENT, LWS_TO_KILL_ASYNC);
-        kick(l->srv);
-}
-
-static int start_logs(struct ag_napi *s, struct lws *wsi, struct pss *ps,
-                      const struct ag_napi_target *t, struct args *a)
-{
+        struct ag_napi *s = c->srv;
         struct cb_error err = {0};
         struct ag_log_options o;
         if (ag_log_options_parse((const char *const *)a->v, a->n, wall_ns(), &o, &err) < 0)
-                return respond_error(wsi, ps, 400, err.msg);
+                return respond_error(c, 400, err.msg);
         struct found f;
         int code = find_target(s, t, t->container, &f);
         if (code != 0) {
-                int r = respond_error(wsi, ps, code, f.msg);
+                respond_error(c, code, f.msg);
                 found_clear(&f);
-                return r;
+                return;
         }
         char pod_dir[4096], cdir[4400], path[4500], msg[600], cid[128];
         long newest, prev;
@@ -492,33 +811,32 @@ static int start_logs(struct ag_napi *s, struct lws *wsi, struct pss *ps,
                 snprintf(msg, sizeof(msg), "container \"%s\" in pod \"%s\" is waiting to start",
                          t->container, t->pod);
                 found_clear(&f);
-                return respond_error(wsi, ps, 400, msg);
+                return respond_error(c, 400, msg);
         }
         found_clear(&f);
         if (o.previous && prev < 0) {
                 snprintf(msg, sizeof(msg),
                          "previous terminated container \"%s\" in pod \"%s\" not found",
                          t->container, t->pod);
-                return respond_error(wsi, ps, 400, msg);
+                return respond_error(c, 400, msg);
         }
         snprintf(path, sizeof(path), "%s/%ld.log", cdir, o.previous ? prev : newest);
         struct logstream *l = calloc(1, sizeof(*l));
         if (l == NULL)
-                return -1;
+                return respond_error(c, 500, "out of memory");
         l->fd = l->ino = -1;
-        l->srv = s;
-        l->wsi = wsi;
+        l->c = c;
         l->opts = o;
         l->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (l->fd < 0) {
                 logstream_free(l);
                 snprintf(msg, sizeof(msg), "cannot open the log of container \"%s\": %s",
                          t->container, strerror(errno));
-                return respond_error(wsi, ps, 500, msg);
+                return respond_error(c, 500, msg);
         }
         if (o.has_tail_lines && ag_log_tail_offset(l->fd, o.tail_lines, &l->off, &err) < 0) {
                 logstream_free(l);
-                return respond_error(wsi, ps, 500, err.msg);
+                return respond_error(c, 500, err.msg);
         }
         /* follow only the running instance, until its log writer closes:
          * the watch comes first, so an exit after the check still ends it */
@@ -532,42 +850,37 @@ static int start_logs(struct ag_napi *s, struct lws *wsi, struct pss *ps,
                     (l->ino_io = ag_io_new(s->loop, l->ino, EPOLLIN, on_log_change, l, &err)) ==
                         NULL) {
                         logstream_free(l);
-                        return respond_error(wsi, ps, 500, "cannot follow the log file");
+                        return respond_error(c, 500, "cannot follow the log file");
                 }
-                int sfd = lws_get_socket_fd(wsi);
-                if (sfd >= 0)
-                        l->hup_io = ag_io_new(s->loop, sfd, EPOLLRDHUP, on_log_client_hup, l, NULL);
                 struct rt_container_state cst;
                 if (cid[0] == '\0' || rt_container_state(s->cfg.root_dir, cid, &cst, NULL) < 0 ||
                     cst.status != RT_CONTAINER_RUNNING)
                         l->follow = false;
         }
-        ps->log = l;
-        if (send_headers(wsi, 200, "text/plain", LWS_ILLEGAL_HTTP_CONTENT_LEN) < 0)
-                return -1;
-        lws_callback_on_writable(wsi);
-        return 0;
+        c->log = l;
+        c->mode = C_LOGS;
+        conn_head(c, 200, "text/plain", -1);
+        write_logs(l);
 }
 
-/* One writable slot: returns -1 to close (done or failed), 0 to go on. */
-static int write_logs(struct lws *wsi, struct logstream *l)
+/* Renders what the file has now into the connection (a chunk at a time:
+ * the rest when the client took it); at the end the connection closes. */
+static void write_logs(struct logstream *l)
 {
-        static uint8_t out[LWS_PRE + 2 * LOG_CHUNK + 64];
-        size_t olen = 0, cap = sizeof(out) - LWS_PRE;
-        uint8_t *o = out + LWS_PRE;
-        if (l->finished) {
-                /* the zero-length final write marks the end; the connection
-                 * then closes (the response has no Content-Length) */
-                lws_write(wsi, o, 0, LWS_WRITE_HTTP_FINAL);
-                return -1;
-        }
+        struct conn *c = l->c;
+        if (l->finished)
+                return;
+        static char o[2 * LOG_CHUNK + 64];
+        size_t olen = 0, cap = sizeof(o);
         bool limit_hit = false, eof = false;
         while (olen < LOG_CHUNK && !limit_hit && !eof) {
                 ssize_t n = pread(l->fd, l->in + l->in_len, sizeof(l->in) - l->in_len, l->off);
                 if (n < 0 && errno == EINTR)
                         continue;
-                if (n < 0)
-                        return -1;
+                if (n < 0) {
+                        c->dead = true;
+                        return;
+                }
                 eof = n == 0;
                 l->off += n;
                 l->in_len += (size_t)n;
@@ -577,8 +890,7 @@ static int write_logs(struct lws *wsi, struct logstream *l)
                         if (nl == NULL)
                                 break;
                         size_t rl = (size_t)(nl - (l->in + start));
-                        size_t w = ag_log_render(l->in + start, rl, &l->opts, (char *)o + olen,
-                                                 cap - olen);
+                        size_t w = ag_log_render(l->in + start, rl, &l->opts, o + olen, cap - olen);
                         if (l->opts.has_limit_bytes &&
                             l->sent + (int64_t)olen + (int64_t)w >= l->opts.limit_bytes) {
                                 w = (size_t)(l->opts.limit_bytes - l->sent - (int64_t)olen);
@@ -598,26 +910,56 @@ static int write_logs(struct lws *wsi, struct logstream *l)
                         l->in_len -= start;
                 }
         }
-        bool done = limit_hit || (eof && (!l->follow || l->ended));
-        if (olen > 0) {
-                l->sent += (int64_t)olen;
-                if (lws_write(wsi, o, olen, LWS_WRITE_HTTP) < (int)olen)
-                        return -1;
-                l->finished = done;
-                lws_callback_on_writable(wsi);
-                return 0;
+        l->sent += (int64_t)olen;
+        conn_write(c, o, olen);
+        if (limit_hit || (eof && (!l->follow || l->ended))) {
+                l->finished = true;
+                c->close_after_flush = true;
         }
-        if (done) {
-                lws_write(wsi, o, 0, LWS_WRITE_HTTP_FINAL);
-                return -1;
-        }
-        if (!eof)
-                lws_callback_on_writable(wsi);
-        /* else: the inotify watch calls again */
-        return 0;
+        /* not at the end of the file: conn_written asks again once the
+         * client took this; at the end: the inotify watch does */
 }
 
-/* ---- /exec ---- */
+/* ---- exec and attach sessions (WebSocket or SPDY) ---- */
+
+struct reaper {
+        struct reaper *next;
+        struct ag_napi *srv;
+        int pidfd;
+        struct ag_io *io;
+};
+
+#define N_CH 5 /* stdin, stdout, stderr, error, resize */
+
+struct exec {
+        struct conn *c;
+        struct ag_napi *srv;
+        enum ag_channel_proto proto; /* WebSocket: the channel subprotocol */
+        bool spdy;
+        struct ag_exec_options opts;
+        struct ag_napi_target t;
+        int pidfd, in_fd, out_fd, err_fd, pty; /* pty: the master, for in and out */
+        struct ag_io *pid_io, *in_io, *out_io, *err_io;
+        uint8_t *stdin_buf;
+        size_t stdin_len;
+        bool stdin_close; /* close stdin once stdin_buf is written */
+        /* SPDY: the client's streams by channel, and the resize stream's
+         * bytes until a whole JSON object is there */
+        uint32_t sid[N_CH];
+        bool want[N_CH], fin_sent[N_CH];
+        bool started;
+        uint8_t resize_buf[1024];
+        size_t resize_len;
+        char *cid; /* the container, once found */
+        /* attach: the container's output, from its log file as it grows */
+        bool attach;
+        int att_fd, att_ino;
+        struct ag_io *att_io;
+        int64_t att_off;
+        char *att_buf; /* an incomplete last record */
+        size_t att_len;
+        bool exited, closing;
+};
 
 static void reaper_free(struct reaper *r)
 {
@@ -682,14 +1024,11 @@ static void exec_free(struct exec *x)
 {
         if (x == NULL)
                 return;
-        struct exec **pp = &x->srv->execs;
-        while (*pp != NULL && *pp != x)
-                pp = &(*pp)->next;
-        if (*pp == x)
-                *pp = x->next;
         ag_io_free(x->pid_io);
-        if (x->pidfd >= 0)
+        if (x->pidfd >= 0) {
+                log_v(1, "node API: exec client went away: command killed");
                 kill_and_reap(x->srv, x->pidfd);
+        }
         if (x->pty >= 0 && x->in_fd == x->pty)
                 x->in_fd = -1;
         if (x->pty >= 0 && x->out_fd == x->pty)
@@ -703,40 +1042,41 @@ static void exec_free(struct exec *x)
         free(x->att_buf);
         if (x->pty >= 0)
                 close(x->pty);
-        while (x->q != NULL) {
-                struct outmsg *m = x->q;
-                x->q = m->next;
-                free(m);
-        }
         free(x->stdin_buf);
         free(x->opts.argv);
+        free(x->cid);
         free(x);
 }
 
-static int queue(struct exec *x, uint8_t channel, const void *data, size_t len)
+static void ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b,
+                    size_t blen);
+static void spdy_flush(struct conn *c);
+
+/* Output on a channel: a WebSocket message [channel][data], or DATA on the
+ * SPDY stream of that channel. */
+static void queue(struct exec *x, uint8_t channel, const void *data, size_t len)
 {
-        struct outmsg *m = malloc(sizeof(*m) + LWS_PRE + 1 + len);
-        if (m == NULL)
-                return -1;
-        m->next = NULL;
-        m->len = 1 + len;
-        m->buf[LWS_PRE] = channel;
-        if (len > 0)
-                memcpy(m->buf + LWS_PRE + 1, data, len);
-        *x->qtail = m;
-        x->qtail = &m->next;
-        x->qbytes += m->len;
-        lws_callback_on_writable(x->wsi);
-        return 0;
+        struct conn *c = x->c;
+        if (!x->spdy) {
+                ws_send(c, WSLAY_BINARY_FRAME, &channel, 1, data, len);
+                return;
+        }
+        if (channel >= N_CH || !x->want[channel] || x->fin_sent[channel] || len == 0)
+                return;
+        struct cb_error err = {0};
+        if (spdy_data(c->spdy, x->sid[channel], data, len, false, &err) < 0)
+                log_v(2, "node API: %s", err.msg);
+        spdy_flush(c);
 }
 
 static void attach_pump(struct exec *x);
 
 static void update_reading(struct exec *x)
 {
-        if (x->attach && !x->closing && x->qbytes < OUT_HIGH / 2)
+        size_t q = conn_pending(x->c);
+        if (x->attach && !x->closing && q < OUT_HIGH / 2)
                 attach_pump(x); /* what waited while the client was slow */
-        uint32_t ev = x->qbytes < OUT_HIGH ? EPOLLIN : 0;
+        uint32_t ev = conn_pending(x->c) < OUT_HIGH ? EPOLLIN : 0;
         if (x->out_io != NULL)
                 ag_io_set_events(x->out_io, ev, NULL);
         if (x->err_io != NULL)
@@ -750,7 +1090,7 @@ static bool pump(struct exec *x, int fd, uint8_t channel, bool drain)
 {
         uint8_t buf[READ_CHUNK];
         /* a drain is bounded too: a background child may keep writing */
-        for (int i = 0; drain ? i < 64 : (i < 8 && x->qbytes < OUT_HIGH); i++) {
+        for (int i = 0; drain ? i < 64 : (i < 8 && conn_pending(x->c) < OUT_HIGH); i++) {
                 ssize_t n = read(fd, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -763,31 +1103,51 @@ static bool pump(struct exec *x, int fd, uint8_t channel, bool drain)
         return true;
 }
 
+/* The end of a session: the status on the error channel (v4+: a
+ * metav1.Status, also for success), then the close. */
 static void finish_exec(struct exec *x, int code, const char *message)
 {
         if (x->closing)
                 return;
-        if (x->out_fd >= 0) {
+        struct conn *c = x->c;
+        if (x->out_fd >= 0)
                 (void)pump(x, x->out_fd, AG_CH_STDOUT, true);
-        }
         if (x->err_fd >= 0)
                 (void)pump(x, x->err_fd, AG_CH_STDERR, true);
         _cleanup_free_ char *st = ag_exec_status_json(code, message);
-        if (x->proto >= AG_CHANNEL_V4 && st != NULL)
+        if ((x->spdy || x->proto >= AG_CHANNEL_V4) && st != NULL) {
                 queue(x, AG_CH_ERROR, st, strlen(st));
-        else if (x->proto < AG_CHANNEL_V4 && (code != 0 || message != NULL)) {
+        } else if (!x->spdy && (code != 0 || message != NULL)) {
                 char m[512];
                 snprintf(m, sizeof(m), "%s", message ? message : "command terminated");
                 queue(x, AG_CH_ERROR, m, strlen(m));
         }
         x->closing = true;
-        lws_callback_on_writable(x->wsi);
+        if (x->spdy) {
+                /* every stream of ours ends; the connection closes once
+                 * the client has it all, as the kubelet closes it */
+                struct cb_error err = {0};
+                for (int ch = 0; ch < N_CH; ch++)
+                        if (x->want[ch] && !x->fin_sent[ch]) {
+                                x->fin_sent[ch] = true;
+                                (void)spdy_data(c->spdy, x->sid[ch], NULL, 0, true, &err);
+                        }
+                (void)spdy_goaway(c->spdy, 0, &err);
+                spdy_flush(c);
+                c->close_after_flush = true;
+        } else {
+                wslay_event_queue_close(c->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
+                if (wslay_event_send(c->ws) < 0)
+                        c->dead = true;
+                ag_timer_arm(c->timer, CLOSE_WAIT_MS);
+        }
 }
 
 static void on_exec_out(struct ag_io *io, int fd, uint32_t events, void *data)
 {
         (void)events;
         struct exec *x = data;
+        struct conn *c = x->c;
         uint8_t ch = io == x->err_io ? AG_CH_STDERR : AG_CH_STDOUT;
         if (!pump(x, fd, ch, false)) {
                 if (io == x->err_io) {
@@ -801,7 +1161,7 @@ static void on_exec_out(struct ag_io *io, int fd, uint32_t events, void *data)
                 }
         }
         update_reading(x);
-        kick(x->srv);
+        conn_update(c);
 }
 
 static void on_exec_exit(struct ag_io *io, int fd, uint32_t events, void *data)
@@ -810,6 +1170,7 @@ static void on_exec_exit(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)fd;
         (void)events;
         struct exec *x = data;
+        struct conn *c = x->c;
         int code = 0;
         struct cb_error err = {0};
         int r = rt_container_exec_reap(x->pidfd, false, &code, &err);
@@ -822,7 +1183,7 @@ static void on_exec_exit(struct ag_io *io, int fd, uint32_t events, void *data)
         x->exited = true;
         log_v(2, "node API: exec %s exited %d", x->opts.argv[0] ? x->opts.argv[0] : "", code);
         finish_exec(x, r < 0 ? 1 : code, r < 0 ? err.msg : NULL);
-        kick(x->srv);
+        conn_update(c);
 }
 
 static void write_stdin(struct exec *x)
@@ -847,10 +1208,8 @@ static void write_stdin(struct exec *x)
                 ag_io_set_events(x->in_io, 0, NULL);
         if (x->stdin_close && x->in_fd >= 0 && x->in_fd != x->pty)
                 close_fd_io(&x->in_fd, &x->in_io);
-        if (x->rx_paused && x->stdin_len < STDIN_HIGH / 2) {
-                x->rx_paused = false;
-                lws_rx_flow_control(x->wsi, 1);
-        }
+        if (x->c->read_paused && x->stdin_len < STDIN_HIGH / 2)
+                x->c->read_paused = false;
 }
 
 static void on_exec_in(struct ag_io *io, int fd, uint32_t events, void *data)
@@ -859,14 +1218,52 @@ static void on_exec_in(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)fd;
         (void)events;
         struct exec *x = data;
+        struct conn *c = x->c;
         write_stdin(x);
-        kick(x->srv);
+        conn_update(c);
+        if (!c->read_paused && !c->dead)
+                conn_read(c);
 }
 
-static int set_nonblock(int fd)
+static void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
 {
-        int fl = fcntl(fd, F_GETFL);
-        return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+        if (x->in_fd < 0 || n == 0)
+                return;
+        if (x->stdin_len + n > STDIN_HIGH * 2)
+                return; /* cannot happen with the pause; never grow unbounded */
+        uint8_t *nb = realloc(x->stdin_buf, x->stdin_len + n);
+        if (nb == NULL)
+                return;
+        x->stdin_buf = nb;
+        memcpy(nb + x->stdin_len, p, n);
+        x->stdin_len += n;
+        write_stdin(x);
+        if (x->stdin_len >= STDIN_HIGH)
+                x->c->read_paused = true;
+}
+
+static void exec_stdin_close(struct exec *x)
+{
+        if (x->pty >= 0 && x->in_fd == x->pty) {
+                /* a terminal has no half-close: ^D ends input */
+                static const uint8_t eot = 4;
+                exec_stdin(x, &eot, 1);
+        } else {
+                x->stdin_close = true;
+                write_stdin(x);
+        }
+}
+
+static void exec_resize(struct exec *x, const uint8_t *p, size_t n)
+{
+        uint16_t w, h;
+        struct cb_error err = {0};
+        if (x->pty >= 0 && ag_parse_resize(p, n, &w, &h, &err) == 0) {
+                struct winsize ws = {.ws_row = h, .ws_col = w};
+                (void)ioctl(x->pty, TIOCSWINSZ, &ws);
+        } else if (x->pty >= 0) {
+                log_v(2, "node API: %s", err.msg);
+        }
 }
 
 /* The pipes (or the terminal) and the command. 0, or -1 with err. */
@@ -937,74 +1334,6 @@ static int spawn_exec(struct exec *x, const char *cid, struct cb_error *err)
                 return -1;
         return 0;
 }
-
-static int upgrade_check(struct ag_napi *s, struct lws *wsi, struct ag_napi_target *t,
-                         struct ag_exec_options *o, struct found *f, char *msg, size_t size)
-{
-        char path[2048];
-        if (lws_hdr_copy(wsi, path, sizeof(path), WSI_TOKEN_GET_URI) <= 0) {
-                snprintf(msg, size, "only GET may upgrade to a WebSocket");
-                return 400;
-        }
-        enum ag_napi_route r = ag_napi_route_path(path, t);
-        if (r == AG_NAPI_PORTFORWARD) {
-                snprintf(msg, size, "port-forward is not supported by this node yet");
-                return 400;
-        }
-        if (r != AG_NAPI_EXEC && r != AG_NAPI_ATTACH) {
-                snprintf(msg, size, "no WebSocket endpoint at %.200s", path);
-                return 404;
-        }
-        struct args a = {0};
-        struct cb_error err = {0};
-        if (args_read(wsi, &a) < 0 ||
-            ag_exec_options_parse((const char *const *)a.v, a.n, r == AG_NAPI_EXEC, o, &err) < 0) {
-                snprintf(msg, size, "%s",
-                         err.msg[0] ? err.msg : "too many query parameters (at most 256)");
-                args_free(&a);
-                return 400;
-        }
-        /* argv points into a.v: keep copies that outlive the request */
-        size_t total = 0;
-        for (size_t i = 0; i < o->argc; i++)
-                total += strlen(o->argv[i]) + 1;
-        char **argv = malloc((o->argc + 1) * sizeof(char *) + total);
-        if (argv == NULL) {
-                free(o->argv);
-                args_free(&a);
-                snprintf(msg, size, "out of memory");
-                return 500;
-        }
-        char *p = (char *)(argv + o->argc + 1);
-        for (size_t i = 0; i < o->argc; i++) {
-                size_t l = strlen(o->argv[i]) + 1;
-                memcpy(p, o->argv[i], l);
-                argv[i] = p;
-                p += l;
-        }
-        argv[o->argc] = NULL;
-        free(o->argv);
-        o->argv = (const char **)argv;
-        args_free(&a);
-        int code = find_target(s, t, t->container, f);
-        if (code != 0) {
-                snprintf(msg, size, "%s", f->msg);
-                return code;
-        }
-        if (f->cid == NULL || !f->running) {
-                snprintf(msg, size, "container \"%s\" in pod \"%s\" is not running", t->container,
-                         t->pod);
-                return 400;
-        }
-        if (r == AG_NAPI_ATTACH && (o->in || o->tty)) {
-                snprintf(msg, size,
-                         "attach with stdin or a terminal is not supported by this node (the "
-                         "container's stdin is not kept open): use kubectl attach without -i/-t");
-                return 400;
-        }
-        return 0;
-}
-
 /* The log file of a container's current instance. */
 static int current_log(struct ag_napi *s, const struct ag_napi_target *t, const struct found *f,
                        char *path, size_t size)
@@ -1025,7 +1354,7 @@ static int current_log(struct ag_napi *s, const struct ag_napi_target *t, const 
 static void attach_pump(struct exec *x)
 {
         char buf[READ_CHUNK];
-        for (int i = 0; i < 64 && x->qbytes < OUT_HIGH && x->att_fd >= 0; i++) {
+        for (int i = 0; i < 64 && conn_pending(x->c) < OUT_HIGH && x->att_fd >= 0; i++) {
                 ssize_t n = pread(x->att_fd, buf, sizeof(buf), x->att_off);
                 if (n <= 0)
                         break;
@@ -1080,7 +1409,7 @@ static void on_attach_change(struct ag_io *io, int fd, uint32_t events, void *da
         attach_pump(x);
         if (ended)
                 finish_exec(x, 0, NULL);
-        kick(x->srv);
+        conn_update(x->c);
 }
 
 static int start_attach(struct exec *x, const struct ag_napi_target *t, const struct found *f,
@@ -1111,407 +1440,1060 @@ static int start_attach(struct exec *x, const struct ag_napi_target *t, const st
         return 0;
 }
 
-static int start_exec(struct ag_napi *s, struct lws *wsi, struct pss *ps)
+/* ---- WebSocket (wslay) ---- */
+
+static void ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b,
+                    size_t blen)
 {
-        struct ag_napi_target t;
-        struct ag_exec_options o = {0};
-        struct found f = {0};
-        char msg[1200];
-        int code = upgrade_check(s, wsi, &t, &o, &f, msg, sizeof(msg));
-        struct exec *x = calloc(1, sizeof(*x));
-        if (x == NULL) {
-                free(o.argv);
-                found_clear(&f);
-                return -1;
+        if (c->ws == NULL || c->dead)
+                return;
+        uint8_t *m = malloc(alen + blen + 1);
+        if (m == NULL) {
+                c->dead = true;
+                return;
         }
-        x->srv = s;
-        x->wsi = wsi;
-        x->opts = o;
-        x->pidfd = x->in_fd = x->out_fd = x->err_fd = x->pty = -1;
-        x->att_fd = x->att_ino = -1;
-        x->attach = t.route == AG_NAPI_ATTACH;
-        x->qtail = &x->q;
-        x->rx_channel = -1;
-        char proto[64] = "";
-        lws_hdr_copy(wsi, proto, sizeof(proto), WSI_TOKEN_PROTOCOL);
-        const struct lws_protocols *pr = lws_get_protocol(wsi);
-        x->proto = ag_channel_proto_from_name(pr != NULL ? pr->name : NULL);
-        x->next = s->execs;
-        s->execs = x;
-        ps->ex = x;
-        struct cb_error err = {0};
-        if (code != 0) {
-                /* Refused after the upgrade: a refused upgrade makes kubectl
-                 * retry with SPDY, which libwebsockets answers with a bare
-                 * 403, hiding the reason. On the error channel (or in the
-                 * close frame of a protocol without channels) kubectl
-                 * shows it. */
-                log_v(2, "node API: streaming request refused (%d): %s", code, msg);
-                snprintf(x->close_text, sizeof(x->close_text), "%.100s", msg);
-                if (x->proto == 0) {
-                        x->closing = true;
-                        lws_callback_on_writable(wsi);
-                } else {
-                        finish_exec(x, 0, msg);
-                }
-                found_clear(&f);
-                return 0;
-        }
-        log_v(1, "node API: %s %s in %s/%s container %s (%s%s%s%s)", x->attach ? "attach" : "exec",
-              x->attach ? "" : o.argv[0], t.ns, t.pod, t.container, o.in ? "stdin " : "",
-              o.out ? "stdout " : "", o.err ? "stderr " : "", o.tty ? "tty" : "");
-        /* an empty message on the first output channel tells the client the
-         * streams are ready, as the kubelet does */
-        queue(x, o.out ? AG_CH_STDOUT : o.err ? AG_CH_STDERR : AG_CH_ERROR, NULL, 0);
-        if ((x->attach ? start_attach(x, &t, &f, &err) : spawn_exec(x, f.cid, &err)) < 0) {
-                log_warning("node API: exec in %s/%s container %s: %s", t.ns, t.pod, t.container,
-                            err.msg);
-                finish_exec(x, 0, err.msg);
-        }
-        found_clear(&f);
-        return 0;
+        if (alen > 0)
+                memcpy(m, a, alen);
+        if (blen > 0)
+                memcpy(m + alen, b, blen);
+        struct wslay_event_msg msg = {.opcode = opcode, .msg = m, .msg_length = alen + blen};
+        (void)wslay_event_queue_msg(c->ws, &msg); /* copies; refused after our close */
+        free(m);
+        if (wslay_event_send(c->ws) < 0)
+                c->dead = true;
 }
 
-static void exec_receive(struct exec *x, struct lws *wsi, const uint8_t *in, size_t len)
+static ssize_t ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
+                          void *user)
 {
-        const uint8_t *p = in;
-        size_t n = len;
-        if (lws_is_first_fragment(wsi)) {
-                uint8_t ch;
-                if (ag_channel_split(in, len, &ch, &p, &n) < 0) {
-                        x->rx_channel = -1;
-                        return;
-                }
-                x->rx_channel = ch;
+        (void)flags;
+        struct conn *c = user;
+        if (c->ws_in_len == 0) {
+                wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+                return -1;
         }
-        switch (x->rx_channel) {
+        size_t n = len < c->ws_in_len ? len : c->ws_in_len;
+        memcpy(buf, c->ws_in, n);
+        c->ws_in += n;
+        c->ws_in_len -= n;
+        return (ssize_t)n;
+}
+
+static ssize_t ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
+                          void *user)
+{
+        (void)ctx;
+        (void)flags;
+        struct conn *c = user;
+        conn_write(c, data, len);
+        return (ssize_t)len;
+}
+
+static void spdy_input(struct conn *c, const uint8_t *buf, size_t len);
+
+static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
+                      void *user)
+{
+        (void)ctx;
+        struct conn *c = user;
+        if (arg->opcode != WSLAY_BINARY_FRAME && arg->opcode != WSLAY_TEXT_FRAME)
+                return; /* close, ping, pong: wslay answers */
+        if (c->ws_tunnel) {
+                spdy_input(c, arg->msg, arg->msg_length);
+                return;
+        }
+        struct exec *x = c->ex;
+        uint8_t ch;
+        const uint8_t *p;
+        size_t n;
+        if (x == NULL || x->closing || ag_channel_split(arg->msg, arg->msg_length, &ch, &p, &n) < 0)
+                return;
+        switch (ch) {
         case AG_CH_STDIN:
-                if (x->in_fd < 0 || n == 0)
-                        return;
-                if (x->stdin_len + n > STDIN_HIGH * 2)
-                        return; /* cannot happen with flow control; never grow unbounded */
-                uint8_t *nb = realloc(x->stdin_buf, x->stdin_len + n);
-                if (nb == NULL)
-                        return;
-                x->stdin_buf = nb;
-                memcpy(nb + x->stdin_len, p, n);
-                x->stdin_len += n;
-                write_stdin(x);
-                if (x->stdin_len >= STDIN_HIGH && !x->rx_paused) {
-                        x->rx_paused = true;
-                        lws_rx_flow_control(wsi, 0);
-                }
+                exec_stdin(x, p, n);
                 break;
-        case AG_CH_RESIZE: {
-                uint16_t w, h;
-                struct cb_error err = {0};
-                if (x->pty >= 0 && ag_parse_resize(p, n, &w, &h, &err) == 0) {
-                        struct winsize ws = {.ws_row = h, .ws_col = w};
-                        (void)ioctl(x->pty, TIOCSWINSZ, &ws);
-                } else if (x->pty >= 0) {
-                        log_v(2, "node API: %s", err.msg);
-                }
+        case AG_CH_RESIZE:
+                exec_resize(x, p, n);
                 break;
-        }
         case AG_CH_CLOSE:
-                if (x->proto >= AG_CHANNEL_V5 && n >= 1 && p[0] == AG_CH_STDIN) {
-                        if (x->pty >= 0 && x->in_fd == x->pty) {
-                                /* a terminal has no half-close: ^D ends input */
-                                uint8_t *b = realloc(x->stdin_buf, x->stdin_len + 1);
-                                if (b != NULL) {
-                                        x->stdin_buf = b;
-                                        b[x->stdin_len++] = 4;
-                                        write_stdin(x);
-                                }
-                        } else {
-                                x->stdin_close = true;
-                                write_stdin(x);
-                        }
-                }
+                if (x->proto >= AG_CHANNEL_V5 && n >= 1 && p[0] == AG_CH_STDIN)
+                        exec_stdin_close(x);
                 break;
         default:
                 break;
         }
 }
 
-static int exec_writable(struct exec *x, struct lws *wsi)
+static int ws_start(struct conn *c, const char *protocol, struct cb_error *err)
 {
-        struct outmsg *m = x->q;
-        if (m != NULL) {
-                x->q = m->next;
-                if (x->q == NULL)
-                        x->qtail = &x->q;
-                x->qbytes -= m->len;
-                int r = lws_write(wsi, m->buf + LWS_PRE, m->len, LWS_WRITE_BINARY);
-                free(m);
-                if (r < 0)
-                        return -1;
-                update_reading(x);
-                if (x->q != NULL || (x->closing && !x->close_sent))
-                        lws_callback_on_writable(wsi);
+        char accept[32];
+        if (ag_ws_accept(c->req.ws_key, accept) < 0)
+                return cb_error_set(err, EINVAL, "bad Sec-WebSocket-Key");
+        static const struct wslay_event_callbacks cbs = {
+            .recv_callback = ws_recv_cb,
+            .send_callback = ws_send_cb,
+            .on_msg_recv_callback = ws_on_msg,
+        };
+        if (wslay_event_context_server_init(&c->ws, &cbs, c) != 0)
+                return cb_error_set(err, ENOMEM, "WebSocket");
+        wslay_event_config_set_max_recv_msg_length(c->ws, SPDY_MAX_FRAME + 64);
+        conn_printf(c,
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
+                    accept);
+        if (protocol != NULL)
+                conn_printf(c, "Sec-WebSocket-Protocol: %s\r\n", protocol);
+        conn_printf(c, "\r\n");
+        c->mode = C_WS;
+        return 0;
+}
+
+static void ws_input(struct conn *c, const uint8_t *buf, size_t len)
+{
+        c->ws_in = buf;
+        c->ws_in_len = len;
+        if (wslay_event_recv(c->ws) != 0) {
+                log_v(2, "node API: WebSocket protocol error");
+                c->dead = true;
+        }
+        c->ws_in_len = 0;
+        if (!c->dead && wslay_event_send(c->ws) != 0)
+                c->dead = true;
+        /* both closes seen, or the peer closed and ours went out */
+        if (!c->dead && !wslay_event_want_read(c->ws) && !wslay_event_want_write(c->ws))
+                c->close_after_flush = true;
+}
+
+/* ---- SPDY ---- */
+
+/* What the session queued goes to the client: raw after an SPDY upgrade,
+ * in WebSocket binary messages through the tunnel. */
+static void spdy_flush(struct conn *c)
+{
+        size_t n;
+        const uint8_t *o;
+        while (c->spdy != NULL && !c->dead && (o = spdy_output(c->spdy, &n)) != NULL && n > 0) {
+                if (c->ws_tunnel)
+                        ws_send(c, WSLAY_BINARY_FRAME, o, n, NULL, 0);
+                else
+                        conn_write(c, o, n);
+                spdy_consumed(c->spdy, n);
+        }
+}
+
+static void spdy_input(struct conn *c, const uint8_t *buf, size_t len)
+{
+        struct cb_error err = {0};
+        if (spdy_session_feed(c->spdy, buf, len, &err) < 0) {
+                log_v(2, "node API: SPDY: %s", err.msg);
+                (void)spdy_goaway(c->spdy, 1, &err);
+                spdy_flush(c);
+                c->close_after_flush = true;
+                return;
+        }
+        spdy_flush(c);
+}
+
+static const char *hget(const struct spdy_header *h, size_t n, const char *name)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcasecmp(h[i].name, name) == 0)
+                        return h[i].value;
+        return NULL;
+}
+
+static void exec_begin(struct exec *x);
+
+static int exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n)
+{
+        struct exec *x = c->ex;
+        struct cb_error err = {0};
+        const char *type = hget(h, n, "streamtype");
+        static const char *const names[N_CH] = {"stdin", "stdout", "stderr", "error", "resize"};
+        int ch = -1;
+        for (int i = 0; type != NULL && i < N_CH; i++)
+                if (strcmp(type, names[i]) == 0)
+                        ch = i;
+        if (ch < 0 || x->sid[ch] != 0 || x->started) {
+                log_v(2, "node API: exec: unexpected stream type \"%s\"", type ? type : "");
+                (void)spdy_rst(c->spdy, id, SPDY_REFUSED_STREAM, &err);
                 return 0;
         }
-        if (x->closing && !x->close_sent) {
-                /* The close frame is written here rather than by returning
-                 * -1 after lws_close_reason(): libwebsockets 4.1 on libuv
-                 * drops the connection without it then, and kubectl
-                 * reports an abnormal closure instead of the exit status.
-                 * The peer's answering close ends the connection (or the
-                 * timeout does). */
-                uint8_t buf[LWS_PRE + 2 + sizeof(x->close_text)];
-                unsigned status = x->close_text[0] != '\0' && x->proto == 0
-                                      ? LWS_CLOSE_STATUS_UNEXPECTED_CONDITION
-                                      : LWS_CLOSE_STATUS_NORMAL;
-                size_t tl = x->proto == 0 ? strlen(x->close_text) : 0;
-                buf[LWS_PRE] = (uint8_t)(status >> 8);
-                buf[LWS_PRE + 1] = (uint8_t)(status & 0xff);
-                memcpy(buf + LWS_PRE + 2, x->close_text, tl);
-                x->close_sent = true;
-                if (lws_write(wsi, buf + LWS_PRE, 2 + tl, LWS_WRITE_CLOSE_FRAME) < 0)
-                        return -1;
-                lws_set_timeout(wsi, PENDING_TIMEOUT_CLOSE_ACK, 5);
+        if (spdy_reply(c->spdy, id, NULL, 0, false, &err) < 0)
+                return -1;
+        x->sid[ch] = id;
+        x->want[ch] = true;
+        /* all there: the error stream, and each one the request asked for */
+        bool all = x->sid[AG_CH_ERROR] != 0 && (!x->opts.in || x->sid[AG_CH_STDIN] != 0) &&
+                   (!x->opts.out || x->sid[AG_CH_STDOUT] != 0) &&
+                   (!x->opts.err || x->opts.tty || x->sid[AG_CH_STDERR] != 0) &&
+                   (!x->opts.tty || x->proto < AG_CHANNEL_V4 || x->sid[AG_CH_RESIZE] != 0);
+        if (all)
+                exec_begin(x);
+        return 0;
+}
+
+static int exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin)
+{
+        struct exec *x = c->ex;
+        if (x->closing)
+                return 0;
+        if (id == x->sid[AG_CH_STDIN] && x->sid[AG_CH_STDIN] != 0) {
+                exec_stdin(x, buf, len);
+                if (fin)
+                        exec_stdin_close(x);
+        } else if (id == x->sid[AG_CH_RESIZE] && x->sid[AG_CH_RESIZE] != 0) {
+                while (len > 0) {
+                        size_t take = sizeof(x->resize_buf) - x->resize_len;
+                        if (take > len)
+                                take = len;
+                        memcpy(x->resize_buf + x->resize_len, buf, take);
+                        x->resize_len += take;
+                        buf += take;
+                        len -= take;
+                        size_t used;
+                        while ((used = ag_json_object_len(x->resize_buf, x->resize_len)) > 0) {
+                                exec_resize(x, x->resize_buf, used);
+                                memmove(x->resize_buf, x->resize_buf + used, x->resize_len - used);
+                                x->resize_len -= used;
+                        }
+                        if (x->resize_len == sizeof(x->resize_buf))
+                                x->resize_len = 0; /* not JSON objects: drop */
+                }
         }
         return 0;
 }
 
-/* ---- the callback ---- */
+/* ---- port forwarding (SPDY streams in pairs) ---- */
 
-/* A whole error response written at once (before an upgrade); 1 for the
- * upgrade callback ("answered"), -1 when it cannot be written. */
-static int reject_now(struct lws *wsi, int code, const char *msg)
+#define PF_MAX_PAIRS 128
+
+struct pfpair {
+        struct pfpair *next;
+        struct pfwd *pf;
+        char request_id[64];
+        uint16_t port;
+        uint32_t data_id, error_id;
+        int sock;
+        struct ag_io *io;
+        uint8_t *to_sock; /* from the client, not yet written */
+        size_t to_len;
+        bool client_fin, sock_eof, data_fin_sent, shut_wr, failed;
+};
+
+struct pfwd {
+        struct conn *c;
+        char ns[AG_NAPI_NAME_MAX], pod[AG_NAPI_NAME_MAX], uid[AG_NAPI_NAME_MAX];
+        char netns[RT_PATH_MAX];
+        struct pfpair *pairs;
+        size_t n_pairs;
+};
+
+static void pair_free(struct pfpair *p)
 {
-        _cleanup_free_ char *body = status_json(code, reason_of(code), msg);
-        uint8_t buf[LWS_PRE + 2048], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof(buf);
-        size_t bl = body != NULL ? strlen(body) : 0;
-        if (bl > 1024)
-                bl = 1024;
-        if (lws_add_http_common_headers(wsi, (unsigned)code, "application/json", bl, &p, end) ||
-            lws_finalize_http_header(wsi, &p, end) || p + bl > end)
-                return -1;
-        memcpy(p, body, bl);
-        p += bl;
-        if (lws_write(wsi, start, (size_t)(p - start), LWS_WRITE_HTTP_HEADERS) < 0)
-                return -1;
-        return 1;
+        struct pfpair **pp = &p->pf->pairs;
+        while (*pp != NULL && *pp != p)
+                pp = &(*pp)->next;
+        if (*pp == p) {
+                *pp = p->next;
+                p->pf->n_pairs--;
+        }
+        ag_io_free(p->io);
+        if (p->sock >= 0)
+                close(p->sock);
+        free(p->to_sock);
+        free(p);
 }
 
-/* Why a streaming request that is not a WebSocket upgrade (SPDY, or no
- * upgrade at all) is refused: the target's problem first, as the upgrade
- * path would report it. Always non-zero. */
-static int target_refusal(struct ag_napi *s, const char *uri, char *msg, size_t size)
+static void pfwd_free(struct pfwd *pf)
 {
-        struct ag_napi_target t;
-        enum ag_napi_route r = ag_napi_route_path(uri, &t);
-        if (r != AG_NAPI_EXEC && r != AG_NAPI_ATTACH && r != AG_NAPI_PORTFORWARD) {
-                snprintf(msg, size, "no streaming endpoint at %.200s", uri);
-                return 404;
+        if (pf == NULL)
+                return;
+        while (pf->pairs != NULL)
+                pair_free(pf->pairs);
+        free(pf);
+}
+
+/* Ends a pair from our side: FIN on both streams (the client closes its
+ * listener's connection on the data stream's end). */
+static void pair_end(struct pfpair *p)
+{
+        struct conn *c = p->pf->c;
+        struct cb_error err = {0};
+        if (p->data_id != 0 && !p->data_fin_sent)
+                (void)spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
+        if (p->error_id != 0)
+                (void)spdy_data(c->spdy, p->error_id, NULL, 0, true, &err);
+        spdy_flush(c);
+        pair_free(p);
+}
+
+static void pair_error(struct pfpair *p, const char *why)
+{
+        struct pfwd *pf = p->pf;
+        char msg[1024];
+        /* the kubelet's wording (portforward/httpstream.go) */
+        snprintf(msg, sizeof(msg), "error forwarding port %u to pod %s, uid %s: %s",
+                 (unsigned)p->port, pf->pod, pf->uid, why);
+        log_v(2, "node API: %s", msg);
+        struct cb_error err = {0};
+        if (p->error_id != 0)
+                (void)spdy_data(pf->c->spdy, p->error_id, msg, strlen(msg), false, &err);
+        pair_end(p);
+}
+
+static void pair_events(struct pfpair *p)
+{
+        if (p->io == NULL)
+                return;
+        uint32_t ev = 0;
+        if (!p->sock_eof && conn_pending(p->pf->c) < OUT_HIGH)
+                ev |= EPOLLIN;
+        if (p->to_len > 0)
+                ev |= EPOLLOUT;
+        ag_io_set_events(p->io, ev, NULL);
+}
+
+/* true when the pair is over and was freed */
+static bool pair_step(struct pfpair *p)
+{
+        struct conn *c = p->pf->c;
+        struct cb_error err = {0};
+        while (p->to_len > 0) {
+                ssize_t n = write(p->sock, p->to_sock, p->to_len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n < 0) { /* the server in the pod went away */
+                        p->to_len = 0;
+                        p->sock_eof = true;
+                        break;
+                }
+                memmove(p->to_sock, p->to_sock + n, p->to_len - (size_t)n);
+                p->to_len -= (size_t)n;
         }
+        if (p->client_fin && p->to_len == 0 && !p->shut_wr) {
+                p->shut_wr = true;
+                (void)shutdown(p->sock, SHUT_WR);
+        }
+        if (c->read_paused && p->to_len < STDIN_HIGH / 2)
+                c->read_paused = false;
+        uint8_t buf[READ_CHUNK];
+        for (int i = 0; i < 8 && !p->sock_eof && conn_pending(c) < OUT_HIGH; i++) {
+                ssize_t n = read(p->sock, buf, sizeof(buf));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        break;
+                if (n <= 0) {
+                        p->sock_eof = true;
+                        break;
+                }
+                (void)spdy_data(c->spdy, p->data_id, buf, (size_t)n, false, &err);
+                spdy_flush(c);
+        }
+        if (p->sock_eof && !p->data_fin_sent) {
+                p->data_fin_sent = true;
+                (void)spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
+                spdy_flush(c);
+        }
+        if (p->sock_eof && (p->client_fin || p->shut_wr)) {
+                pair_end(p);
+                return true;
+        }
+        pair_events(p);
+        return false;
+}
+
+static void on_pair_sock(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        (void)io;
+        (void)fd;
+        (void)events;
+        struct pfpair *p = data;
+        struct conn *c = p->pf->c;
+        (void)pair_step(p);
+        conn_update(c);
+}
+
+static void pair_connect(struct pfpair *p)
+{
+        struct pfwd *pf = p->pf;
+        struct cb_error err = {0};
+        if (rt_sandbox_dial(pf->netns, p->port, &p->sock, &err) < 0) {
+                p->sock = -1;
+                pair_error(p, err.msg);
+                return;
+        }
+        p->io = ag_io_new(pf->c->srv->loop, p->sock, EPOLLIN, on_pair_sock, p, &err);
+        if (p->io == NULL) {
+                pair_error(p, err.msg);
+                return;
+        }
+        log_v(2, "node API: port-forward %s/%s port %u (request %s)", pf->ns, pf->pod,
+              (unsigned)p->port, p->request_id);
+        (void)pair_step(p);
+}
+
+static int pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n,
+                        bool fin)
+{
+        struct pfwd *pf = c->pf;
+        struct cb_error err = {0};
+        const char *type = hget(h, n, "streamtype"), *port = hget(h, n, "port"),
+                   *rid = hget(h, n, "requestid");
+        char *end = NULL;
+        long pn = port != NULL ? strtol(port, &end, 10) : -1;
+        if (type == NULL || (strcmp(type, "data") != 0 && strcmp(type, "error") != 0) ||
+            port == NULL || *port == '\0' || end == NULL || *end != '\0' || pn < 1 || pn > 65535 ||
+            rid == NULL || strlen(rid) >= sizeof(((struct pfpair *)0)->request_id)) {
+                log_v(2,
+                      "node API: port-forward: refused a stream (type \"%s\" port \"%s\" "
+                      "requestID \"%s\")",
+                      type ? type : "", port ? port : "", rid ? rid : "");
+                (void)spdy_rst(c->spdy, id, SPDY_REFUSED_STREAM, &err);
+                return 0;
+        }
+        if (spdy_reply(c->spdy, id, NULL, 0, false, &err) < 0)
+                return -1;
+        struct pfpair *p = pf->pairs;
+        while (p != NULL && strcmp(p->request_id, rid) != 0)
+                p = p->next;
+        if (p == NULL) {
+                if (pf->n_pairs >= PF_MAX_PAIRS) {
+                        (void)spdy_rst(c->spdy, id, SPDY_REFUSED_STREAM, &err);
+                        return 0;
+                }
+                p = calloc(1, sizeof(*p));
+                if (p == NULL)
+                        return -1;
+                p->pf = pf;
+                p->sock = -1;
+                p->port = (uint16_t)pn;
+                snprintf(p->request_id, sizeof(p->request_id), "%s", rid);
+                p->next = pf->pairs;
+                pf->pairs = p;
+                pf->n_pairs++;
+        }
+        bool data = strcmp(type, "data") == 0;
+        if ((data ? p->data_id : p->error_id) != 0 || p->port != (uint16_t)pn) {
+                (void)spdy_rst(c->spdy, id, SPDY_PROTOCOL_ERROR, &err);
+                return 0;
+        }
+        if (data) {
+                p->data_id = id;
+                p->client_fin = fin;
+        } else {
+                p->error_id = id;
+        }
+        if (p->data_id != 0 && p->error_id != 0)
+                pair_connect(p);
+        return 0;
+}
+
+static struct pfpair *pair_of(struct pfwd *pf, uint32_t id)
+{
+        for (struct pfpair *p = pf->pairs; p != NULL; p = p->next)
+                if (p->data_id == id || p->error_id == id)
+                        return p;
+        return NULL;
+}
+
+static int pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin)
+{
+        struct pfpair *p = pair_of(c->pf, id);
+        if (p == NULL || id != p->data_id)
+                return 0; /* the error stream carries nothing from the client */
+        if (len > 0 && p->sock >= 0 && !p->shut_wr) {
+                if (p->to_len + len > STDIN_HIGH * 2)
+                        return 0; /* the pause keeps this from happening */
+                uint8_t *nb = realloc(p->to_sock, p->to_len + len);
+                if (nb == NULL)
+                        return -1;
+                p->to_sock = nb;
+                memcpy(nb + p->to_len, buf, len);
+                p->to_len += len;
+                if (p->to_len >= STDIN_HIGH)
+                        c->read_paused = true;
+        }
+        if (fin)
+                p->client_fin = true;
+        if (p->sock >= 0)
+                (void)pair_step(p);
+        return 0;
+}
+
+static void pf_on_reset(struct conn *c, uint32_t id)
+{
+        struct pfpair *p = pair_of(c->pf, id);
+        if (p != NULL && id == p->data_id)
+                pair_free(p); /* the client gave up on this connection */
+}
+
+/* ---- SPDY callbacks ---- */
+
+static int cb_stream(void *data, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+{
+        struct conn *c = data;
+        if (c->pf != NULL)
+                return pf_on_stream(c, id, h, n, fin);
+        if (c->ex != NULL)
+                return exec_on_stream(c, id, h, n);
+        return -1;
+}
+
+static int cb_reply(void *data, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+{
+        (void)data;
+        (void)id;
+        (void)h;
+        (void)n;
+        (void)fin;
+        return 0; /* we open no streams */
+}
+
+static int cb_data(void *data, uint32_t id, const uint8_t *buf, size_t len, bool fin)
+{
+        struct conn *c = data;
+        if (c->pf != NULL)
+                return pf_on_data(c, id, buf, len, fin);
+        if (c->ex != NULL)
+                return exec_on_data(c, id, buf, len, fin);
+        return 0;
+}
+
+static void cb_reset(void *data, uint32_t id, uint32_t status)
+{
+        (void)status;
+        struct conn *c = data;
+        if (c->pf != NULL)
+                pf_on_reset(c, id);
+        else if (c->ex != NULL && id == c->ex->sid[AG_CH_STDIN] && id != 0)
+                exec_stdin_close(c->ex);
+}
+
+static void cb_goaway(void *data, uint32_t last, uint32_t status)
+{
+        (void)last;
+        (void)status;
+        struct conn *c = data;
+        c->close_after_flush = true;
+}
+
+static const struct spdy_callbacks spdy_cbs = {
+    .on_stream = cb_stream,
+    .on_reply = cb_reply,
+    .on_data = cb_data,
+    .on_reset = cb_reset,
+    .on_goaway = cb_goaway,
+};
+
+/* ---- streaming requests ---- */
+
+/* What an exec/attach/portForward request asks for, checked: 0, or the
+ * HTTP status with msg. On success *x (exec/attach) or *pf is made. */
+static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                        struct exec **ret_x, struct pfwd **ret_pf, char *msg, size_t size)
+{
+        struct ag_napi *s = c->srv;
         struct found f;
-        int code = find_target(s, &t, r == AG_NAPI_PORTFORWARD ? NULL : t.container, &f);
-        if (code != 0)
+        if (r == AG_NAPI_PORTFORWARD) {
+                int code = find_target(s, t, NULL, &f);
+                if (code != 0) {
+                        snprintf(msg, size, "%s", f.msg);
+                        found_clear(&f);
+                        return code;
+                }
+                struct pfwd *pf = calloc(1, sizeof(*pf));
+                if (pf == NULL) {
+                        found_clear(&f);
+                        snprintf(msg, size, "out of memory");
+                        return 500;
+                }
+                pf->c = c;
+                snprintf(pf->ns, sizeof(pf->ns), "%s", t->ns);
+                snprintf(pf->pod, sizeof(pf->pod), "%s", t->pod);
+                snprintf(pf->uid, sizeof(pf->uid), "%s", f.uid ? f.uid : "");
+                struct rt_sandbox sb;
+                struct cb_error err = {0};
+                if (f.uid == NULL || rt_sandbox_load(s->cfg.root_dir, f.uid, &sb, &err) < 0) {
+                        snprintf(msg, size, "pod \"%s/%s\" has no sandbox yet: %.300s", t->ns,
+                                 t->pod, err.msg);
+                        found_clear(&f);
+                        free(pf);
+                        return 400;
+                }
+                snprintf(pf->netns, sizeof(pf->netns), "%s", sb.netns_path);
+                found_clear(&f);
+                *ret_pf = pf;
+                return 0;
+        }
+        struct args a = {0};
+        struct cb_error err = {0};
+        struct ag_exec_options o = {0};
+        if (args_read(c, &a, &err) < 0 ||
+            ag_exec_options_parse((const char *const *)a.v, a.n, r == AG_NAPI_EXEC, &o, &err) < 0) {
+                snprintf(msg, size, "%s", err.msg);
+                args_free(&a);
+                return 400;
+        }
+        /* argv points into a.v: keep copies that outlive the request */
+        size_t total = 0;
+        for (size_t i = 0; i < o.argc; i++)
+                total += strlen(o.argv[i]) + 1;
+        char **argv = malloc((o.argc + 1) * sizeof(char *) + total);
+        if (argv == NULL) {
+                free(o.argv);
+                args_free(&a);
+                snprintf(msg, size, "out of memory");
+                return 500;
+        }
+        char *p = (char *)(argv + o.argc + 1);
+        for (size_t i = 0; i < o.argc; i++) {
+                size_t l = strlen(o.argv[i]) + 1;
+                memcpy(p, o.argv[i], l);
+                argv[i] = p;
+                p += l;
+        }
+        argv[o.argc] = NULL;
+        free(o.argv);
+        o.argv = (const char **)argv;
+        args_free(&a);
+        struct exec *x = calloc(1, sizeof(*x));
+        if (x == NULL) {
+                free(o.argv);
+                snprintf(msg, size, "out of memory");
+                return 500;
+        }
+        x->c = c;
+        x->srv = s;
+        x->opts = o;
+        x->t = *t;
+        x->pidfd = x->in_fd = x->out_fd = x->err_fd = x->pty = -1;
+        x->att_fd = x->att_ino = -1;
+        x->attach = r == AG_NAPI_ATTACH;
+        *ret_x = x;
+        int code = find_target(s, t, t->container, &f);
+        if (code != 0) {
                 snprintf(msg, size, "%s", f.msg);
-        else if (r == AG_NAPI_PORTFORWARD)
-                snprintf(msg, size, "port-forward is not supported by this node yet");
-        else
+                found_clear(&f);
+                return code;
+        }
+        if (f.cid == NULL || !f.running) {
+                snprintf(msg, size, "container \"%s\" in pod \"%s\" is not running", t->container,
+                         t->pod);
+                found_clear(&f);
+                return 400;
+        }
+        if (x->attach && (o.in || o.tty)) {
                 snprintf(msg, size,
-                         "this node streams over WebSocket only (v5.channel.k8s.io, "
-                         "v4.channel.k8s.io); SPDY is not supported");
+                         "attach with stdin or a terminal is not supported by this node (the "
+                         "container's stdin is not kept open): use kubectl attach without -i/-t");
+                found_clear(&f);
+                return 400;
+        }
+        x->cid = strdup(f.cid);
         found_clear(&f);
-        return code != 0 ? code : 400;
+        if (x->cid == NULL) {
+                snprintf(msg, size, "out of memory");
+                return 500;
+        }
+        return 0;
 }
 
-static int handle_http(struct ag_napi *s, struct lws *wsi, struct pss *ps, const char *uri)
+/* The session's streams are there: run the command, or follow the
+ * container's output. */
+static void exec_begin(struct exec *x)
 {
-        char who[256];
-        int code = authenticate(s, wsi, who, sizeof(who));
-        if (code != 0)
-                return respond_error(wsi, ps, code, "Unauthorized");
-        struct ag_napi_target t;
-        enum ag_napi_route r = ag_napi_route_path(uri, &t);
-        bool get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
-        log_v(3, "node API: %s %s (%s)", get ? "GET" : "non-GET", uri, who);
-        if (r == AG_NAPI_NONE)
-                return respond_error(wsi, ps, 404,
-                                     "the server could not find the requested "
-                                     "resource");
-        if (r == AG_NAPI_EXEC || r == AG_NAPI_ATTACH || r == AG_NAPI_PORTFORWARD) {
-                char msg[1200];
-                code = target_refusal(s, uri, msg, sizeof(msg));
-                return respond_error(wsi, ps, code, msg);
+        struct cb_error err = {0};
+        struct conn *c = x->c;
+        x->started = true;
+        if (x->spdy)
+                ag_timer_disarm(c->timer);
+        log_v(1, "node API: %s %s in %s/%s container %s (%s%s%s%s) for %s",
+              x->attach ? "attach" : "exec", x->attach ? "" : x->opts.argv[0], x->t.ns, x->t.pod,
+              x->t.container, x->opts.in ? "stdin " : "", x->opts.out ? "stdout " : "",
+              x->opts.err ? "stderr " : "", x->opts.tty ? "tty" : "", c->who);
+        int r;
+        if (x->attach) {
+                struct found f = {0};
+                if (find_target(x->srv, &x->t, x->t.container, &f) != 0) {
+                        found_clear(&f);
+                        return finish_exec(x, 0, f.msg);
+                }
+                r = start_attach(x, &x->t, &f, &err);
+                found_clear(&f);
+        } else {
+                r = spawn_exec(x, x->cid, &err);
         }
-        if (!get)
-                return respond_error(wsi, ps, 405,
-                                     "the server does not allow this method on "
-                                     "the requested resource");
+        if (r < 0) {
+                log_warning("node API: %s in %s/%s container %s: %s", x->attach ? "attach" : "exec",
+                            x->t.ns, x->t.pod, x->t.container, err.msg);
+                finish_exec(x, 0, err.msg);
+        }
+}
+
+static void stream_timeout(struct ag_timer *t, void *data)
+{
+        (void)t;
+        struct conn *c = data;
+        if (c->ex != NULL && c->ex->spdy && !c->ex->started) {
+                log_v(2, "node API: timed out waiting for client to create streams");
+                c->dead = true;
+                conn_update(c);
+                return;
+        }
+        close_timeout(t, data);
+}
+
+static const char *const ws_exec_protocols[] = {"v5.channel.k8s.io", "v4.channel.k8s.io",
+                                                "channel.k8s.io", NULL};
+static const char *const ws_pf_protocols[] = {"SPDY/3.1+portforward.k8s.io", NULL};
+static const char *const spdy_exec_protocols[] = {"v4.channel.k8s.io", NULL};
+static const char *const spdy_pf_protocols[] = {"portforward.k8s.io", NULL};
+
+static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                           const uint8_t *rest, size_t rest_len)
+{
+        bool ws = strcasecmp(c->req.upgrade, "websocket") == 0;
+        bool spdy = strcasecmp(c->req.upgrade, "SPDY/3.1") == 0;
+        char msg[1200];
+        if (!ws && !spdy)
+                return respond_error(c, 400,
+                                     "unable to upgrade: only websocket and SPDY/3.1 are "
+                                     "supported");
+        struct exec *x = NULL;
+        struct pfwd *pf = NULL;
+        struct cb_error err = {0};
+        const char *proto = NULL;
+        if (spdy) {
+                const char *const *sup =
+                    r == AG_NAPI_PORTFORWARD ? spdy_pf_protocols : spdy_exec_protocols;
+                proto = ag_negotiate(c->req.stream_protocol, sup);
+                if (proto == NULL) {
+                        snprintf(msg, sizeof(msg),
+                                 "unable to upgrade: unable to negotiate protocol: client "
+                                 "supports [%.200s], server accepts [%s]",
+                                 c->req.stream_protocol ? c->req.stream_protocol : "", sup[0]);
+                        return respond_error(c, 403, msg);
+                }
+                /* refused before the upgrade: client-go shows the Status */
+                int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
+                if (code != 0) {
+                        exec_free(x);
+                        pfwd_free(pf);
+                        return respond_error(c, code, msg);
+                }
+                if (spdy_session_new(true, &spdy_cbs, c, &c->spdy, &err) < 0) {
+                        exec_free(x);
+                        pfwd_free(pf);
+                        return respond_error(c, 500, err.msg);
+                }
+                conn_printf(c,
+                            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                            "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n",
+                            proto);
+                c->mode = C_SPDY;
+                c->ex = x;
+                c->pf = pf;
+                if (x != NULL) {
+                        x->spdy = true;
+                        x->proto = AG_CHANNEL_V4;
+                        ag_timer_arm(c->timer, STREAM_CREATION_MS);
+                }
+                if (rest_len > 0)
+                        conn_input(c, rest, rest_len);
+                return;
+        }
+        /* WebSocket */
+        if (c->req.ws_key == NULL || c->req.ws_version == NULL ||
+            strcmp(c->req.ws_version, "13") != 0)
+                return respond_error(c, 400,
+                                     "unable to upgrade: a WebSocket upgrade needs "
+                                     "Sec-WebSocket-Key and Sec-WebSocket-Version 13");
+        const char *const *sup = r == AG_NAPI_PORTFORWARD ? ws_pf_protocols : ws_exec_protocols;
+        proto = ag_negotiate(c->req.ws_protocol, sup);
+        if (proto == NULL && c->req.ws_protocol != NULL) {
+                snprintf(msg, sizeof(msg),
+                         "unable to upgrade: requested protocol(s) [%.200s] are not supported: "
+                         "use one of %s%s%s",
+                         c->req.ws_protocol, sup[0], sup[1] ? ", " : "", sup[1] ? sup[1] : "");
+                return respond_error(c, 400, msg);
+        }
+        if (r == AG_NAPI_PORTFORWARD && proto == NULL)
+                return respond_error(c, 400,
+                                     "unable to upgrade: port-forward over WebSocket "
+                                     "needs the SPDY/3.1+portforward.k8s.io protocol");
+        int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
+        if (ws_start(c, proto, &err) < 0) {
+                exec_free(x);
+                pfwd_free(pf);
+                return respond_error(c, 500, err.msg);
+        }
+        if (r == AG_NAPI_PORTFORWARD) {
+                if (code != 0) {
+                        /* the tunnel has no channel for it: the close says why */
+                        log_v(2, "node API: port-forward refused (%d): %s", code, msg);
+                        wslay_event_queue_close(c->ws, 1011, (const uint8_t *)msg,
+                                                strlen(msg) > 120 ? 120 : strlen(msg));
+                        (void)wslay_event_send(c->ws);
+                        ag_timer_arm(c->timer, CLOSE_WAIT_MS);
+                        return;
+                }
+                if (spdy_session_new(true, &spdy_cbs, c, &c->spdy, &err) < 0) {
+                        pfwd_free(pf);
+                        c->dead = true;
+                        return;
+                }
+                c->pf = pf;
+                c->ws_tunnel = true;
+        } else {
+                c->ex = x;
+                x->proto = ag_channel_proto_from_name(proto);
+                if (code != 0) {
+                        /* Refused after the upgrade, on the error channel:
+                         * kubectl shows it (a refused WebSocket upgrade
+                         * makes it retry with SPDY and report that). */
+                        log_v(2, "node API: streaming request refused (%d): %s", code, msg);
+                        finish_exec(x, 0, msg);
+                } else {
+                        /* an empty message on the first output channel tells
+                         * the client the streams are ready, as the kubelet
+                         * does */
+                        queue(x,
+                              x->opts.out   ? AG_CH_STDOUT
+                              : x->opts.err ? AG_CH_STDERR
+                                            : AG_CH_ERROR,
+                              NULL, 0);
+                        exec_begin(x);
+                }
+        }
+        if (rest_len > 0 && !c->dead)
+                conn_input(c, rest, rest_len);
+}
+
+static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
+{
+        struct ag_napi *s = c->srv;
+        ag_timer_disarm(c->timer);
+        int code = authenticate(c, c->who, sizeof(c->who));
+        if (code != 0)
+                return respond_error(c, code, "Unauthorized");
+        char path[2048];
+        size_t pl = strcspn(c->req.url ? c->req.url : "", "?");
+        if (c->req.url == NULL || pl >= sizeof(path))
+                return respond_error(c, 404, "the server could not find the requested resource");
+        memcpy(path, c->req.url, pl);
+        path[pl] = '\0';
+        struct ag_napi_target t;
+        enum ag_napi_route r = ag_napi_route_path(path, &t);
+        log_v(3, "node API: %s %s (%s)", c->req.method, path, c->who);
+        if (r == AG_NAPI_NONE)
+                return respond_error(c, 404, "the server could not find the requested resource");
+        bool streaming = r == AG_NAPI_EXEC || r == AG_NAPI_ATTACH || r == AG_NAPI_PORTFORWARD;
+        if (streaming) {
+                if (!c->hp.upgrade || c->req.upgrade == NULL) {
+                        /* the target's problem first, as the kubelet */
+                        struct exec *x = NULL;
+                        struct pfwd *pf = NULL;
+                        char msg[1200];
+                        code = stream_check(c, r, &t, &x, &pf, msg, sizeof(msg));
+                        exec_free(x);
+                        pfwd_free(pf);
+                        if (code != 0)
+                                return respond_error(c, code, msg);
+                        return respond_error(c, 400,
+                                             "unable to upgrade: missing upgrade headers in "
+                                             "request (exec, attach and portForward need "
+                                             "Upgrade: SPDY/3.1 or websocket)");
+                }
+                return handle_upgrade(c, r, &t, rest, rest_len);
+        }
+        if (strcmp(c->req.method, "GET") != 0 && strcmp(c->req.method, "HEAD") != 0)
+                return respond_error(c, 405,
+                                     "the server does not allow this method on the requested "
+                                     "resource");
         switch (r) {
         case AG_NAPI_HEALTHZ: {
                 char why[256] = "";
                 if (s->cfg.healthy != NULL && !s->cfg.healthy(s->cfg.data, why, sizeof(why)))
-                        return respond(wsi, ps, 500, "text/plain", strdup(why));
-                return respond(wsi, ps, 200, "text/plain", strdup("ok"));
+                        return respond(c, 500, "text/plain", strdup(why));
+                return respond(c, 200, "text/plain", strdup("ok"));
         }
         case AG_NAPI_PODS: {
                 _cleanup_cjson_ cJSON *l = s->cfg.pods != NULL ? s->cfg.pods(s->cfg.data) : NULL;
                 char *b = l != NULL ? cJSON_PrintUnformatted(l) : NULL;
                 if (b == NULL)
-                        return respond_error(wsi, ps, 500, "cannot list the pods");
-                return respond(wsi, ps, 200, "application/json", b);
+                        return respond_error(c, 500, "cannot list the pods");
+                return respond(c, 200, "application/json", b);
         }
         case AG_NAPI_STATS_SUMMARY: {
                 _cleanup_cjson_ cJSON *o =
                     s->cfg.summary != NULL ? s->cfg.summary(s->cfg.data) : NULL;
                 char *b = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
                 if (b == NULL)
-                        return respond_error(wsi, ps, 500, "cannot read the node's statistics");
-                return respond(wsi, ps, 200, "application/json", b);
+                        return respond_error(c, 500, "cannot read the node's statistics");
+                return respond(c, 200, "application/json", b);
         }
         case AG_NAPI_LOGS: {
                 struct args a = {0};
-                if (args_read(wsi, &a) < 0) {
+                struct cb_error err = {0};
+                if (args_read(c, &a, &err) < 0) {
                         args_free(&a);
-                        return respond_error(wsi, ps, 400, "too many query parameters");
+                        return respond_error(c, 400, err.msg);
                 }
-                int rr = start_logs(s, wsi, ps, &t, &a);
+                start_logs(c, &t, &a);
                 args_free(&a);
-                return rr;
+                return;
         }
         default:
-                return respond_error(wsi, ps, 404, "not found");
+                return respond_error(c, 404, "not found");
         }
 }
 
-static void pss_clear(struct pss *ps)
+/* ---- dispatch ---- */
+
+static void conn_input(struct conn *c, const uint8_t *buf, size_t len)
 {
-        free(ps->body);
-        ps->body = NULL;
-        logstream_free(ps->log);
-        ps->log = NULL;
+        if (c->dead)
+                return;
+        if (buf == NULL) { /* the client closed */
+                if (c->mode != C_RESPONSE)
+                        c->dead = true;
+                return;
+        }
+        switch (c->mode) {
+        case C_HEAD: {
+                size_t n = http_parser_execute(&c->hp, &parser_settings, (const char *)buf, len);
+                c->req.head_bytes += n;
+                if (c->hp.http_errno != HPE_OK && !c->req.head_done) {
+                        respond_error(c, 400, http_errno_description(HTTP_PARSER_ERRNO(&c->hp)));
+                        return;
+                }
+                if (!c->req.head_done) {
+                        if (c->req.head_bytes > MAX_HEAD)
+                                respond_error(c, 431, "the request head is too large");
+                        return;
+                }
+                size_t used = c->hp.upgrade ? n : len;
+                handle_request(c, buf + used, len - used);
+                return;
+        }
+        case C_WS:
+                ws_input(c, buf, len);
+                return;
+        case C_SPDY:
+                spdy_input(c, buf, len);
+                return;
+        default:
+                return; /* nothing more is read from a plain request */
+        }
 }
 
-static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
-                    size_t len)
+static void conn_written(struct conn *c)
 {
-        struct lws_context *ctx = lws_get_context(wsi);
-        struct ag_napi *s = ctx != NULL ? lws_context_user(ctx) : NULL;
-        struct pss *ps = user;
-        switch (reason) {
-        case LWS_CALLBACK_OPENSSL_LOAD_EXTRA_SERVER_VERIFY_CERTS: {
-                SSL_CTX *sctx = user;
-                struct lws_vhost *vh = in;
-                s = vh != NULL ? lws_vhost_user(vh) : NULL;
-                if (s == NULL || s->cfg.client_ca_file == NULL)
-                        return 0;
+        if (c->log != NULL && !c->log->finished && conn_pending(c) < LOG_CHUNK)
+                write_logs(c->log);
+        if (c->ex != NULL)
+                update_reading(c->ex);
+        if (c->pf != NULL)
+                for (struct pfpair *p = c->pf->pairs, *next; p != NULL; p = next) {
+                        next = p->next;
+                        if (p->sock >= 0)
+                                (void)pair_step(p);
+                }
+}
+
+static void conn_free(struct conn *c)
+{
+        struct conn **pp = &c->srv->conns;
+        while (*pp != NULL && *pp != c)
+                pp = &(*pp)->next;
+        if (*pp == c)
+                *pp = c->next;
+        exec_free(c->ex);
+        pfwd_free(c->pf);
+        logstream_free(c->log);
+        if (c->ws != NULL)
+                wslay_event_context_free(c->ws);
+        spdy_session_free(c->spdy);
+        ag_io_free(c->io);
+        if (c->timer != NULL)
+                ag_timer_free(c->timer);
+        if (c->ssl != NULL)
+                SSL_free(c->ssl);
+        close(c->fd);
+        req_clear(&c->req);
+        free(c->out);
+        free(c);
+}
+
+/* ---- the server ---- */
+
+static int listen_on(const char *address, int port, int *ret_fd, int *ret_port,
+                     struct cb_error *err)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        const char *addr = address != NULL ? address : "0.0.0.0";
+        if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
+                return cb_error_set(err, EINVAL,
+                                    "--address \"%s\" is not an IPv4 address (use 0.0.0.0 for "
+                                    "every address)",
+                                    addr);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return cb_error_set(err, errno, "socket");
+        int one = 1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 128) < 0) {
+                int e = errno;
+                close(fd);
+                return cb_error_set(err, e, "node API: cannot serve HTTPS on %s:%d", addr, port);
+        }
+        socklen_t len = sizeof(a);
+        if (getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+                int e = errno;
+                close(fd);
+                return cb_error_set(err, e, "getsockname");
+        }
+        *ret_fd = fd;
+        *ret_port = ntohs(a.sin_port);
+        return 0;
+}
+
+static int tls_context(struct ag_napi *s, struct cb_error *err)
+{
+        s->ssl_ctx = SSL_CTX_new(TLS_server_method());
+        if (s->ssl_ctx == NULL)
+                return cb_error_set(err, ENOMEM, "node API: TLS context");
+        SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
+        SSL_CTX_set_mode(s->ssl_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                                         SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                                         SSL_MODE_RELEASE_BUFFERS);
+        if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, s->cert_path) != 1 ||
+            SSL_CTX_use_PrivateKey_file(s->ssl_ctx, s->key_path, SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
+                char why[256] = "";
+                ERR_error_string_n(ERR_get_error(), why, sizeof(why));
+                return cb_error_set(err, EINVAL,
+                                    "node API: the certificate %s / key %s are unusable: %s",
+                                    s->cert_path, s->key_path, why);
+        }
+        if (s->cfg.client_ca_file != NULL) {
                 STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(s->cfg.client_ca_file);
-                if (!SSL_CTX_load_verify_locations(sctx, s->cfg.client_ca_file, NULL) ||
-                    names == NULL) {
-                        log_error("--client-ca-file %s: no usable CA certificate",
-                                  s->cfg.client_ca_file);
-                        return 1;
+                if (names == NULL ||
+                    !SSL_CTX_load_verify_locations(s->ssl_ctx, s->cfg.client_ca_file, NULL)) {
+                        if (names != NULL)
+                                sk_X509_NAME_pop_free(names, X509_NAME_free);
+                        return cb_error_set(err, EINVAL,
+                                            "--client-ca-file %s: no usable CA certificate",
+                                            s->cfg.client_ca_file);
                 }
-                SSL_CTX_set_client_CA_list(sctx, names);
-                SSL_CTX_set_verify(sctx, SSL_VERIFY_PEER, verify_any);
-                return 0;
+                SSL_CTX_set_client_CA_list(s->ssl_ctx, names);
+                SSL_CTX_set_verify(s->ssl_ctx, SSL_VERIFY_PEER, verify_any);
         }
-        case LWS_CALLBACK_HTTP:
-                if (s == NULL || ps == NULL)
-                        return -1;
-                pss_clear(ps);
-                if (handle_http(s, wsi, ps, in) < 0)
-                        return -1;
-                kick(s);
-                return 0;
-        case LWS_CALLBACK_HTTP_WRITEABLE:
-                if (ps == NULL)
-                        return -1;
-                if (ps->log != NULL)
-                        return write_logs(wsi, ps->log);
-                if (ps->body != NULL) {
-                        size_t left = ps->body_len - ps->body_off;
-                        size_t n = left > LOG_CHUNK ? LOG_CHUNK : left;
-                        static uint8_t buf[LWS_PRE + LOG_CHUNK];
-                        memcpy(buf + LWS_PRE, ps->body + ps->body_off, n);
-                        ps->body_off += n;
-                        bool last = ps->body_off == ps->body_len;
-                        if (lws_write(wsi, buf + LWS_PRE, n,
-                                      last ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) < (int)n)
-                                return -1;
-                        if (!last) {
-                                lws_callback_on_writable(wsi);
-                                return 0;
-                        }
-                        free(ps->body);
-                        ps->body = NULL;
-                        if (lws_http_transaction_completed(wsi))
-                                return -1;
-                }
-                return 0;
-        case LWS_CALLBACK_HTTP_DROP_PROTOCOL:
-        case LWS_CALLBACK_CLOSED_HTTP:
-                if (ps != NULL)
-                        pss_clear(ps);
-                return 0;
-        case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
-                /* only who asks is checked before the 101: what is asked for
-                 * is refused on the stream (start_exec says why) */
-                if (s == NULL || in == NULL)
-                        return -1;
-                char who[256];
-                if (authenticate(s, wsi, who, sizeof(who)) == 0)
-                        return 0;
-                log_v(2, "node API: upgrade refused (401)");
-                return reject_now(wsi, 401, "Unauthorized");
-        }
-        case LWS_CALLBACK_ESTABLISHED:
-                if (s == NULL || ps == NULL)
-                        return -1;
-                memset(ps, 0, sizeof(*ps));
-                if (start_exec(s, wsi, ps) < 0)
-                        return -1;
-                kick(s);
-                return 0;
-        case LWS_CALLBACK_RECEIVE:
-                if (ps != NULL && ps->ex != NULL)
-                        exec_receive(ps->ex, wsi, in, len);
-                return 0;
-        case LWS_CALLBACK_SERVER_WRITEABLE:
-                if (ps == NULL || ps->ex == NULL)
-                        return -1;
-                return exec_writable(ps->ex, wsi);
-        case LWS_CALLBACK_CLOSED:
-                if (ps != NULL && ps->ex != NULL) {
-                        if (!ps->ex->exited && ps->ex->pidfd >= 0)
-                                log_v(1, "node API: exec client went away: command killed");
-                        exec_free(ps->ex);
-                        ps->ex = NULL;
-                }
-                return 0;
-        default:
-                break;
-        }
-        return lws_callback_http_dummy(wsi, reason, user, in, len);
-}
-
-static const struct lws_protocols protocols[] = {
-    {"http", callback, sizeof(struct pss), 0, 0, NULL, 0},
-    {"v5.channel.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
-    {"v4.channel.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
-    {"channel.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
-    /* port-forward (refused with a reason, see start_exec): kubectl 1.32
-     * tunnels SPDY in a WebSocket; the kubelet's own WebSocket protocol */
-    {"SPDY/3.1+portforward.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
-    {"portforward.k8s.io", callback, sizeof(struct pss), 65536, 0, NULL, 0},
-    {NULL, NULL, 0, 0, 0, NULL, 0},
-};
-
-static void lws_to_log(int level, const char *line)
-{
-        size_t n = strlen(line);
-        while (n > 0 && line[n - 1] == '\n')
-                n--;
-        if (level & LLL_ERR)
-                log_warning("libwebsockets: %.*s", (int)n, line);
-        else
-                log_v(4, "libwebsockets: %.*s", (int)n, line);
+        return 0;
 }
 
 int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct ag_napi **ret,
@@ -1527,6 +2509,7 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
                 return cb_error_set(err, ENOMEM, "node API");
         s->loop = loop;
         s->cfg = *cfg;
+        s->listen_fd = -1;
         if (cfg->token_file != NULL && ag_napi_tokens_load(cfg->token_file, &s->tokens, err) < 0)
                 goto fail;
         if (cfg->client_ca_file != NULL && access(cfg->client_ca_file, R_OK) < 0) {
@@ -1554,55 +2537,13 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
                         goto fail;
                 }
         }
-        if (uv_loop_init(&s->uv) != 0) {
-                cb_error_set(err, ENOMEM, "node API: libuv loop");
+        if (tls_context(s, err) < 0)
                 goto fail;
-        }
-        s->uv_ok = true;
-        lws_set_log_level(getenv("CUBELET_LWS_DEBUG")
-                              ? LLL_ERR | LLL_WARN | LLL_NOTICE | LLL_INFO | LLL_DEBUG
-                              : LLL_ERR | LLL_WARN,
-                          lws_to_log);
-        void *foreign[] = {&s->uv};
-        struct lws_context_creation_info info;
-        memset(&info, 0, sizeof(info));
-        info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT |
-                       LWS_SERVER_OPTION_EXPLICIT_VHOSTS | LWS_SERVER_OPTION_DISABLE_IPV6;
-        info.foreign_loops = foreign;
-        info.user = s;
-        info.protocols = protocols;
-        info.max_http_header_data = 16384;
-        info.timeout_secs = 30;
-        s->ctx = lws_create_context(&info);
-        if (s->ctx == NULL) {
-                cb_error_set(err, EIO, "node API: cannot create the libwebsockets context");
+        if (listen_on(cfg->address, cfg->port, &s->listen_fd, &s->port, err) < 0)
                 goto fail;
-        }
-        info.port = cfg->port;
-        info.iface =
-            cfg->address != NULL && strcmp(cfg->address, "0.0.0.0") != 0 ? cfg->address : NULL;
-        info.vhost_name = "node-api";
-        info.ssl_cert_filepath = s->cert_path;
-        info.ssl_private_key_filepath = s->key_path;
-        info.alpn = "http/1.1";
-        info.options = LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT | LWS_SERVER_OPTION_DISABLE_IPV6;
-        struct lws_vhost *vh = lws_create_vhost(s->ctx, &info);
-        if (vh == NULL) {
-                cb_error_set(err, EADDRINUSE,
-                             "node API: cannot serve HTTPS on %s:%d (address in use, or the "
-                             "certificate %s / key %s unusable)",
-                             info.iface ? info.iface : "0.0.0.0", cfg->port, s->cert_path,
-                             s->key_path);
+        s->listen_io = ag_io_new(loop, s->listen_fd, EPOLLIN, on_accept, s, err);
+        if (s->listen_io == NULL)
                 goto fail;
-        }
-        s->port = lws_get_vhost_listen_port(vh);
-        s->uv_timer = ag_timer_new(loop, on_uv_timer, s, err);
-        if (s->uv_timer == NULL)
-                goto fail;
-        s->uv_io = ag_io_new(loop, uv_backend_fd(&s->uv), EPOLLIN, on_uv_fd, s, err);
-        if (s->uv_io == NULL)
-                goto fail;
-        kick(s);
         *ret = s;
         return 0;
 fail:
@@ -1614,30 +2555,19 @@ void ag_napi_free(struct ag_napi *s)
 {
         if (s == NULL)
                 return;
-        /* On a foreign loop the first destroy closes the libuv handles, the
-         * loop runs their close callbacks, and the second destroy frees the
-         * context (its TLS contexts, buffers) */
-        if (s->ctx != NULL) {
-                lws_context_destroy(s->ctx);
-                if (s->uv_ok)
-                        uv_run(&s->uv, UV_RUN_DEFAULT);
-                lws_context_destroy(s->ctx);
-        }
-        if (s->uv_ok) {
-                uv_run(&s->uv, UV_RUN_DEFAULT);
-                uv_loop_close(&s->uv);
-        }
-        while (s->execs != NULL)
-                exec_free(s->execs);
+        while (s->conns != NULL)
+                conn_free(s->conns);
         while (s->reapers != NULL) {
                 struct reaper *r = s->reapers;
                 int code;
                 (void)rt_container_exec_reap(r->pidfd, true, &code, NULL);
                 reaper_free(r);
         }
-        ag_io_free(s->uv_io);
-        if (s->uv_timer != NULL)
-                ag_timer_free(s->uv_timer);
+        ag_io_free(s->listen_io);
+        if (s->listen_fd >= 0)
+                close(s->listen_fd);
+        if (s->ssl_ctx != NULL)
+                SSL_CTX_free(s->ssl_ctx);
         ag_napi_tokens_free(s->tokens);
         free(s);
 }
@@ -1646,7 +2576,6 @@ int ag_napi_port(const struct ag_napi *s)
 {
         return s->port;
 }
-
 /* ---- flags ---- */
 
 void ag_napi_flags_init(struct ag_napi_flags *f)

@@ -10,15 +10,20 @@
  *   GET /containerLogs/NS/POD/CONTAINER  (follow, tailLines, limitBytes,
  *                                        sinceSeconds, sinceTime,
  *                                        timestamps, previous)
- *   GET /exec/NS/POD[/UID]/CONTAINER?command=..&stdin&stdout&stderr&tty
- *       WebSocket, subprotocols v5.channel.k8s.io, v4.channel.k8s.io,
- *       channel.k8s.io; the command runs confined like the container
- *       (runtime/exec.c), its exit status goes on the error channel.
- *   GET /attach/NS/POD[/UID]/CONTAINER?stdout&stderr
+ *   /exec/NS/POD[/UID]/CONTAINER?command=..&stdin&stdout&stderr&tty
+ *       SPDY/3.1 (v4.channel.k8s.io, as kube-apiserver sends it) or
+ *       WebSocket (v5/v4.channel.k8s.io, channel.k8s.io); the command runs
+ *       confined like the container (runtime/exec.c), its exit status goes
+ *       on the error stream/channel.
+ *   /attach/NS/POD[/UID]/CONTAINER?stdout&stderr
  *       the same protocols: the container's output from now on.
+ *   /portForward/NS/POD[/UID]
+ *       SPDY/3.1 (portforward.k8s.io), or the same SPDY tunnelled in a
+ *       WebSocket (SPDY/3.1+portforward.k8s.io).
  *
- * libwebsockets does the HTTP, TLS and WebSocket framing on a libuv loop
- * whose epoll fd is driven by the agent's loop (agent/loop.h): no thread.
+ * Non-blocking TLS (OpenSSL) on the agent's loop (agent/loop.h), request
+ * heads by http-parser, WebSocket framing by wslay, SPDY by agent/spdy.c:
+ * no thread.
  */
 
 #include <stdbool.h>

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #include "lib/cleanup.h"
 
@@ -204,4 +206,130 @@ char *ag_exec_status_json(int exit_code, const char *message)
                 cJSON_AddItemToArray(causes, c);
         }
         return cJSON_PrintUnformatted(s);
+}
+
+static int hexval(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int ag_query_split(const char *query, size_t max, char ***ret, size_t *ret_n, struct cb_error *err)
+{
+        char **v = NULL;
+        size_t n = 0;
+        const char *p = query != NULL ? query : "";
+        while (*p != '\0') {
+                const char *end = strchr(p, '&');
+                size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+                if (len > 0) {
+                        if (n == max) {
+                                cb_error_set(err, E2BIG, "too many query parameters (at most %zu)",
+                                             max);
+                                goto fail;
+                        }
+                        char *s = malloc(len + 1), *o = s;
+                        char **nv = s != NULL ? realloc(v, (n + 1) * sizeof(*v)) : NULL;
+                        if (nv == NULL) {
+                                free(s);
+                                cb_error_set(err, ENOMEM, "query");
+                                goto fail;
+                        }
+                        v = nv;
+                        v[n++] = s;
+                        for (size_t i = 0; i < len; i++) {
+                                char c = p[i];
+                                if (c == '+') {
+                                        c = ' ';
+                                } else if (c == '%') {
+                                        int h1 = i + 1 < len ? hexval(p[i + 1]) : -1;
+                                        int h2 = i + 2 < len ? hexval(p[i + 2]) : -1;
+                                        if (h1 < 0 || h2 < 0 || (h1 == 0 && h2 == 0)) {
+                                                *o = '\0';
+                                                cb_error_set(err, EINVAL,
+                                                             "invalid escape in the query "
+                                                             "parameter \"%.*s\"",
+                                                             (int)(len > 64 ? 64 : len), p);
+                                                goto fail;
+                                        }
+                                        c = (char)(h1 * 16 + h2);
+                                        i += 2;
+                                }
+                                *o++ = c;
+                        }
+                        *o = '\0';
+                }
+                if (end == NULL)
+                        break;
+                p = end + 1;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+fail:
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+        return -1;
+}
+
+int ag_ws_accept(const char *key, char out[32])
+{
+        static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+        char buf[256];
+        int n = snprintf(buf, sizeof(buf), "%s%s", key, guid);
+        if (n < 0 || (size_t)n >= sizeof(buf))
+                return -1;
+        unsigned char md[SHA_DIGEST_LENGTH];
+        SHA1((const unsigned char *)buf, (size_t)n, md);
+        EVP_EncodeBlock((unsigned char *)out, md, SHA_DIGEST_LENGTH);
+        return 0;
+}
+
+const char *ag_negotiate(const char *offered, const char *const *supported)
+{
+        const char *p = offered != NULL ? offered : "";
+        while (*p != '\0') {
+                while (*p == ' ' || *p == ',' || *p == '\t')
+                        p++;
+                size_t len = strcspn(p, ",");
+                size_t l = len;
+                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+                        l--;
+                for (size_t i = 0; l > 0 && supported[i] != NULL; i++)
+                        if (strlen(supported[i]) == l && strncmp(p, supported[i], l) == 0)
+                                return supported[i];
+                p += len;
+        }
+        return NULL;
+}
+
+size_t ag_json_object_len(const uint8_t *buf, size_t len)
+{
+        int depth = 0;
+        bool in_str = false, esc = false;
+        for (size_t i = 0; i < len; i++) {
+                uint8_t c = buf[i];
+                if (in_str) {
+                        if (esc)
+                                esc = false;
+                        else if (c == '\\')
+                                esc = true;
+                        else if (c == '"')
+                                in_str = false;
+                        continue;
+                }
+                if (c == '"')
+                        in_str = true;
+                else if (c == '{')
+                        depth++;
+                else if (c == '}' && --depth == 0)
+                        return i + 1;
+        }
+        return 0;
 }

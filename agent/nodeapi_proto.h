@@ -5,7 +5,7 @@
  * The pure parts of the node API (agent/kubeletapi.c): request paths, the
  * query parameters of exec/attach, the channel framing of the
  * *.channel.k8s.io WebSocket subprotocols on top of the WebSocket messages
- * libwebsockets frames, the terminal-resize message and the exit status
+ * wslay frames, the terminal-resize message and the exit status
  * sent on the error channel (a metav1.Status, as the kubelet writes it).
  */
 
@@ -83,3 +83,22 @@ int ag_parse_resize(const uint8_t *data, size_t len, uint16_t *ret_width, uint16
  * turns into its own exit status; message (not NULL) is an
  * InternalError-style failure without an exit code. The caller frees. */
 char *ag_exec_status_json(int exit_code, const char *message);
+
+/* A URL query ("a=1&command=ls&command=-l%20x") as decoded "name=value"
+ * strings, in order ('+' is a space, %XX a byte, as Go's url.ParseQuery).
+ * -1 (err) for a bad escape, a NUL byte or more than max parameters. The
+ * caller frees each string and the array. */
+int ag_query_split(const char *query, size_t max, char ***ret, size_t *ret_n, struct cb_error *err);
+
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 4.2.2). */
+int ag_ws_accept(const char *key, char out[32]);
+
+/* The first protocol of the client's list (comma-separated values of one
+ * or more headers, joined with ',') that the server supports, as
+ * httpstream/wsstream negotiate: client order wins. NULL when none. */
+const char *ag_negotiate(const char *offered, const char *const *supported);
+
+/* Splits the resize stream of the SPDY remotecommand protocol, a sequence
+ * of JSON objects ({"Width":W,"Height":H}{"Width":...}).
+ * The length of the first complete object in buf (0: none complete yet). */
+size_t ag_json_object_len(const uint8_t *buf, size_t len);

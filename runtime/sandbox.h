@@ -144,3 +144,12 @@ int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err);
 bool rt_pause_alive(pid_t pid, uint64_t start_time);
 /* The `cubelet __pause 3` mode. */
 int rt_pause_main(int argc, char **argv);
+
+/* A TCP connection to localhost:port inside the network namespace pinned
+ * at netns_path ("" or NULL: this process's own, for hostNetwork pods), as
+ * CRI runtimes serve PortForward: 127.0.0.1 first, then ::1. A short-lived
+ * thread enters the namespace, so the caller's threads never change
+ * namespace; the socket stays in the pod's namespace. *ret_fd is
+ * O_CLOEXEC|O_NONBLOCK and connected. Fails with the connect error
+ * (ECONNREFUSED: nothing listens on the port). */
+int rt_sandbox_dial(const char *netns_path, uint16_t port, int *ret_fd, struct cb_error *err);

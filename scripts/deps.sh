@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
   cmake pkg-config gcc make clang libclang-rt-14-dev clang-format
   libcurl4-openssl-dev libcjson-dev libyaml-dev libseccomp-dev libcap-dev
-  libcgroup-dev libarchive-dev libssl-dev libsystemd-dev libmicrohttpd-dev libwebsockets-dev libuv1-dev zlib1g-dev check
+  libcgroup-dev libarchive-dev libssl-dev libsystemd-dev libmicrohttpd-dev libhttp-parser-dev libwslay-dev zlib1g-dev check
   python3 openssl iproute2 util-linux jq curl
 )
 # Components the integration tests and the demo drive for real.

@@ -264,8 +264,48 @@ grep -q "container nosuch is not valid" <<<"$out" || fail "exec -c nosuch: '$out
 if command -v script >/dev/null; then
         out=$(script -qec "kubectl --kubeconfig $data/admin.kubeconfig exec -it two -c a -- sh -c 'test -t 0 && test -t 1 && echo is-a-tty'" /dev/null </dev/null 2>&1 | tr -d '\r')
         grep -q is-a-tty <<<"$out" || fail "exec -t: '$out'"
+        out=$(script -qec "stty rows 13 cols 71; kubectl --kubeconfig $data/admin.kubeconfig exec -it two -c a -- sh -c 'sleep 0.5; stty size'" /dev/null </dev/null 2>&1 | tr -d '\r')
+        grep -q '13 71' <<<"$out" || fail "exec -t resize: '$out' (want the size 13 71)"
 fi
 pass "3 exec: cat, -i stdin, exit 3 + stderr, missing command 127, container PID ns, -it"
+
+# the same over SPDY/3.1, as kube-apiserver 1.30-1.35 talks to a kubelet
+# (it translates kubectl's WebSocket into SPDY) and as kubectl does
+# without WebSockets: the stand-in relays kubectl's SPDY unchanged
+ks() { KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false k "$@"; }
+out=$(ks exec two -c a -- cat /etc/hostname 2>&1)
+[ "$out" = two ] || fail "SPDY exec cat /etc/hostname: '$out'"
+out=$(printf 'from-stdin\nline2\n' | ks exec -i two -c a -- sh -c 'cat; echo done' 2>&1)
+[ "$(printf '%s' "$out" | paste -sd,)" = from-stdin,line2,done ] || fail "SPDY exec -i: '$out'"
+ks exec two -c a -- sh -c 'echo to-out; echo to-err >&2; exit 3' >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ "$rc" = 3 ] || fail "SPDY exec exit status $rc, want 3"
+[ "$(cat "$tmp/o")" = to-out ] || fail "SPDY exec stdout '$(cat "$tmp/o")'"
+grep -qx to-err "$tmp/e" || fail "SPDY exec stderr '$(cat "$tmp/e")'"
+out=$(ks exec two -c a -- /no/such/cmd 2>&1)
+rc=$?
+[ "$rc" = 127 ] || fail "SPDY exec of a missing command: exit $rc, want 127 ($out)"
+# 1 MiB through stdin and back: flow through both directions
+head -c 1048576 /dev/urandom >"$tmp/big"
+ks exec -i two -c a -- cat <"$tmp/big" >"$tmp/big.out" 2>"$tmp/big.err"
+cmp -s "$tmp/big" "$tmp/big.out" || fail "SPDY exec -i of 1 MiB: $(stat -c %s "$tmp/big.out") bytes back ($(head -c 300 "$tmp/big.err"))"
+if command -v script >/dev/null; then
+        # the local terminal's size reaches the container (the resize stream)
+        out=$(KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false script -qec "stty rows 11 cols 77; kubectl --kubeconfig $data/admin.kubeconfig exec -it two -c a -- sh -c 'test -t 0 && sleep 0.5 && stty size'" /dev/null </dev/null 2>&1 | tr -d '\r')
+        grep -q '11 77' <<<"$out" || fail "SPDY exec -t: '$out' (want the size 11 77)"
+fi
+# a protocol the node does not speak: refused with the kubelet's reason
+out=$(curl -sk --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key" -X POST \
+        -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' -H 'X-Stream-Protocol-Version: v9.channel.k8s.io' \
+        "$api/exec/default/two/a?command=true&stdout=1")
+grep -q "unable to negotiate protocol" <<<"$out" || fail "SPDY exec with an unknown protocol: '$out'"
+# what libwebsockets could not carry: a newline in an argument, 150 arguments
+out=$(k exec two -c a -- sh -c 'echo first
+echo second' 2>&1)
+[ "$(printf '%s' "$out" | paste -sd,)" = first,second ] || fail "exec with a newline in an argument: '$out'"
+out=$(ks exec two -c a -- echo $(seq 1 150) 2>&1)
+[ "$out" = "$(echo $(seq 1 150))" ] || fail "SPDY exec with 150 arguments: '$(head -c 200 <<<"$out")'"
+pass "3 SPDY exec: cat, -i, exit 3 + stderr, missing command 127, 1 MiB stdin round trip, -it, newline arg, 150 args"
 
 # a pod on another node
 mkpod elsewhere Always other-node-$$ <<'EOF'
@@ -361,6 +401,52 @@ wait_running quiet
 out=$(timeout 20 kubectl --kubeconfig "$data/admin.kubeconfig" attach -i quiet </dev/null 2>&1)
 grep -q "attach with stdin or a terminal is not supported" <<<"$out" || fail "attach -i: '$out'"
 pass "6 attach: $n live stdout lines and stderr until the container ended (exit 0); attach -i refused"
+
+# ---- 7. kubectl port-forward -----------------------------------------------------
+mkpod web <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'mkdir -p /www && echo hello-from-web > /www/index.html && head -c 300000 /dev/urandom > /www/big && httpd -f -p 8080 -h /www']
+EOF
+wait_running web
+fds0=$(agent_fds)
+pf_check() { # $1: label, rest: env for kubectl
+        local label=$1 lport pf n
+        shift
+        lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        env "$@" kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" \
+                >"$tmp/pf.out" 2>"$tmp/pf.err" &
+        pf=$!
+        poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "$label: port-forward did not start: $(cat "$tmp/pf.err")"
+        out=$(curl -s --max-time 10 "http://127.0.0.1:$lport/index.html")
+        [ "$out" = hello-from-web ] || fail "$label: GET through the port-forward: '$out' ($(cat "$tmp/pf.err"))"
+        # several connections in a row and a larger body
+        for i in 1 2 3; do
+                n=$(curl -s --max-time 10 "http://127.0.0.1:$lport/big" | wc -c)
+                [ "$n" = 300000 ] || fail "$label: /big #$i: $n bytes"
+        done
+        kill "$pf" 2>/dev/null
+        wait "$pf" 2>/dev/null
+}
+pf_check "port-forward (WebSocket tunnel)"
+pf_check "port-forward (SPDY)" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
+# a closed port: the kubelet's error reaches kubectl, the agent goes on
+lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:9" >"$tmp/pf.out" 2>"$tmp/pf.err" &
+pf=$!
+poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward to port 9 did not start: $(cat "$tmp/pf.err")"
+curl -s --max-time 10 "http://127.0.0.1:$lport/" >/dev/null 2>&1
+poll 10 grep -q "error forwarding port 9 to pod" "$tmp/pf.err" || fail "closed port: kubectl said '$(cat "$tmp/pf.err")'"
+kill "$pf" 2>/dev/null
+wait "$pf" 2>/dev/null
+# a pod that does not exist
+out=$(k port-forward pod/nosuch 18099:80 2>&1)
+grep -q 'pods "nosuch" not found' <<<"$out" || fail "port-forward to a missing pod: '$out'"
+poll 10 eval '[ "$(agent_fds)" -le $((fds0 + 2)) ]' || fail "agent fds $fds0 -> $(agent_fds) after the port-forwards"
+curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200 ||
+        fail "the node API stopped serving after the port-forwards"
+pass "7 port-forward: GET + 3x300 KB over the WebSocket tunnel and over SPDY; closed port reported; fds $fds0 -> $(agent_fds)"
 
 echo "--- $fails failure(s)"
 [ "$fails" -eq 0 ]

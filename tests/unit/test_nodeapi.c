@@ -413,6 +413,64 @@ START_TEST(test_summary_pod)
 }
 END_TEST
 
+START_TEST(test_query_split)
+{
+        char **v;
+        size_t n;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_query_split("command=sh&command=-c&command=echo+a%0Ab%26c&stdout=1&&x",
+                                        16, &v, &n, &err),
+                         0);
+        ck_assert_uint_eq(n, 5);
+        ck_assert_str_eq(v[0], "command=sh");
+        ck_assert_str_eq(v[1], "command=-c");
+        ck_assert_str_eq(v[2], "command=echo a\nb&c"); /* '+' is a space, %0A a newline */
+        ck_assert_str_eq(v[3], "stdout=1");
+        ck_assert_str_eq(v[4], "x");
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+        ck_assert_int_eq(ag_query_split("", 4, &v, &n, &err), 0);
+        ck_assert_uint_eq(n, 0);
+        free(v);
+        /* a bad escape, a NUL byte, too many parameters */
+        ck_assert_int_eq(ag_query_split("a=%zz", 4, &v, &n, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "invalid escape"));
+        ck_assert_int_eq(ag_query_split("a=%00", 4, &v, &n, &err), -1);
+        ck_assert_int_eq(ag_query_split("a=%4", 4, &v, &n, &err), -1);
+        ck_assert_int_eq(ag_query_split("a&b&c", 2, &v, &n, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "at most 2"));
+}
+END_TEST
+
+START_TEST(test_ws_accept_negotiate)
+{
+        char acc[32];
+        /* RFC 6455 section 1.3's example */
+        ck_assert_int_eq(ag_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", acc), 0);
+        ck_assert_str_eq(acc, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+        static const char *const sup[] = {"v5.channel.k8s.io", "v4.channel.k8s.io", NULL};
+        /* the client's order wins; repeated headers arrive joined by ',' */
+        ck_assert_str_eq(ag_negotiate("v4.channel.k8s.io, v5.channel.k8s.io", sup),
+                         "v4.channel.k8s.io");
+        ck_assert_str_eq(ag_negotiate("base64.channel.k8s.io,v5.channel.k8s.io", sup),
+                         "v5.channel.k8s.io");
+        ck_assert_ptr_null(ag_negotiate("v4.channel.k8s.io.x", sup));
+        ck_assert_ptr_null(ag_negotiate("", sup));
+        ck_assert_ptr_null(ag_negotiate(NULL, sup));
+}
+END_TEST
+
+START_TEST(test_json_object_len)
+{
+        const char *s = "{\"Width\":80,\"Height\":24}{\"Width\":1";
+        ck_assert_uint_eq(ag_json_object_len((const uint8_t *)s, strlen(s)), 24);
+        ck_assert_uint_eq(ag_json_object_len((const uint8_t *)s + 24, strlen(s) - 24), 0);
+        const char *q = "{\"a\":\"}{\\\"\"}";
+        ck_assert_uint_eq(ag_json_object_len((const uint8_t *)q, strlen(q)), strlen(q));
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("nodeapi");
@@ -433,6 +491,9 @@ int main(void)
         tcase_add_test(tc, test_serving_cert);
         tcase_add_test(tc, test_net_dev);
         tcase_add_test(tc, test_summary_pod);
+        tcase_add_test(tc, test_query_split);
+        tcase_add_test(tc, test_ws_accept_negotiate);
+        tcase_add_test(tc, test_json_object_len);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_FORK);

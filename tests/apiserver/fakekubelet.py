@@ -172,8 +172,12 @@ class Session:
         while True:
             for f in frames:
                 self.frame(f)
-            d = self.s.recv(65536)
+            try:
+                d = self.s.recv(65536)
+            except OSError:
+                d = b""
             if not d:
+                self.rec["ended"] = True
                 return
             frames = self.parser.feed(d)
 

@@ -866,6 +866,35 @@ class Streaming(unittest.TestCase):
         self.assertEqual(self.kubelet.requests[-1]["resizes"],
                          [b'{"Width":80,"Height":24}\n', b'{"Width":100,"Height":5}\n'])
 
+    def test_v5_client_gone_and_bad_frames(self):
+        """A client that goes away ends the kubelet's session too; one that
+        breaks the WebSocket framing gets a protocol-error close."""
+        s = self.ws_client("/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=1"
+                           "&stdout=1", "v5.channel.k8s.io")
+        s.sendall(ws.frame(ws.BINARY, b"\x00abc", mask=True))
+        p = ws.Parser(server=False)
+        got = b""
+        while b"abc" not in got:
+            got += b"".join(m for _, m in p.feed(s.recv(65536)))
+        s.close()
+        for _ in range(100):
+            if self.kubelet.requests[-1].get("ended"):
+                break
+            time.sleep(0.05)
+        self.assertTrue(self.kubelet.requests[-1].get("ended"))
+        s = self.ws_client("/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=1"
+                           "&stdout=1", "v5.channel.k8s.io")
+        s.sendall(ws.frame(ws.BINARY, b"\x00unmasked"))
+        msgs = []
+        p = ws.Parser(server=False)
+        with s:
+            while not any(op == ws.CLOSE for op, _ in msgs):
+                d = s.recv(65536)
+                if not d:
+                    break
+                msgs += p.feed(d)
+        self.assertEqual(ws.parse_close(msgs[-1][1])[0], ws.PROTOCOL_ERROR)
+
     def test_v5_status_of_refusal(self):
         s = self.ws_client("/api/v1/namespaces/default/pods/p2/exec?container=missing"
                            "&command=x&stdout=1", "v5.channel.k8s.io")

@@ -360,9 +360,13 @@ class Translator:
         self.ws_send(STDOUT if self.stdout else STDERR if self.stderr else ERROR)
         try:
             status = self.execute()
-        except StreamError as e:
-            status = internal_error(str(e))
-        except (spdy.SpdyError, ws.WsError, OSError) as e:
+        except ws.WsError as e:   # the client broke the WebSocket protocol
+            try:
+                _send(self.client, ws.close_frame(e.code, e.reason))
+            except OSError:
+                pass
+            self.client_gone, status = True, None
+        except (StreamError, spdy.SpdyError, OSError) as e:
             status = internal_error(str(e))
         if self.up is not None:
             try:

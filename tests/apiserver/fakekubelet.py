@@ -16,7 +16,6 @@ Every request is recorded (method, target, header lines in order) with the
 SPDY streams it opened, for the tests to check what the apiserver sent."""
 
 import json
-import select
 import socket
 import ssl
 import threading
@@ -260,6 +259,3 @@ class Session:
                 size = json.loads(line)
                 self.out("stdout", b"resize %d %d\n" % (size["Width"], size["Height"]))
 
-
-def wait_readable(s, timeout):
-    return bool(s.pending()) or bool(select.select([s], [], [], timeout)[0])

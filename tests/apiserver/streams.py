@@ -13,6 +13,8 @@ attach and port-forward WebSockets (see README.md, "Streaming"):
 Both run on the handler's thread with one select() loop over the two TLS
 sockets (one SSL object is never used from two threads)."""
 
+import base64
+import binascii
 import json
 import select
 import socket
@@ -233,12 +235,11 @@ def send_plain(handler, code, reason, text):
 def ws_handshake_error(headers, method):
     """What a Go WebSocket server refuses before upgrading, or None."""
     if method != "GET":
-        return "websocket: the client is not using the websocket protocol: request method is not GET"
+        return ("websocket: the client is not using the websocket protocol: request method "
+                "is not GET")
     if (headers.get("Sec-WebSocket-Version") or "").strip() != "13":
         return "websocket: unsupported version: 13 not found in 'Sec-Websocket-Version' header"
     key = (headers.get("Sec-WebSocket-Key") or "").strip()
-    import base64
-    import binascii
     try:
         if len(base64.b64decode(key, validate=True)) != 16:
             raise ValueError

@@ -10,7 +10,7 @@ certificate required), speaking what a kubelet speaks after an upgrade:
 * WebSocket v5.channel.k8s.io for /exec (the apiserver's relay mode):
   `echo`/`exit` only;
 * a refusal: container `missing` answers 404 text, container `gone` a 404
-  Status.
+  Status (chunked), port-forward to pod `p2` a 500 text.
 
 Every request is recorded (method, target, header lines in order) with the
 SPDY streams it opened, for the tests to check what the apiserver sent."""
@@ -89,6 +89,11 @@ class FakeKubelet:
 
         def h(name):
             return [v for k, v in hdrs if k.lower() == name.lower()]
+        if parts[1] == "portForward" and parts[3] == "p2":
+            body = b"port-forward refused by the fake kubelet"
+            s.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            return
         if container == "missing":
             body = b'container not found ("missing")'
             s.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain; charset=utf-8\r\n"

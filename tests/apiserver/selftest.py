@@ -814,6 +814,17 @@ class Streaming(unittest.TestCase):
                                   "sec-websocket-version"})
         self.assertIn(("Connection", "Upgrade"), req["headers"])
 
+    def test_port_forward_refused(self):
+        """The kubelet's refusal reaches kubectl through the tunnel (and
+        through the SPDY relay kubectl falls back to)."""
+        for env in (None, {"KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}):
+            with self.subTest(spdy_direct=bool(env)):
+                self.setUp()
+                r = self.kubectl("port-forward", "p2", ":8080", env=env)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(b"port-forward refused by the fake kubelet", r.stderr)
+                self.assertEqual(self.calls["tunnel"], 0 if env else 1)
+
     def test_port_forward_spdy(self):
         self.port_forward({"KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"})
         self.assertEqual(self.calls["tunnel"], 0)

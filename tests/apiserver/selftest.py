@@ -735,13 +735,16 @@ class Streaming(unittest.TestCase):
                 self.assertEqual([h for h in self.last_spdy_request()["streams"]],
                                  [[("streamtype", t)] for t in
                                   ("error", "stdin", "stdout", "stderr")])
+                big = os.urandom(3 << 20)   # many frames and messages both ways
+                r = self.kubectl("exec", "-i", "p", "--", "cat", stdin=big, env=env)
+                self.assertTrue(r.returncode == 0 and r.stdout == big, r.stderr)
                 r = self.kubectl("exec", "p", "--", "err", "to", "stderr", env=env)
                 self.assertEqual((r.returncode, r.stdout, r.stderr),
                                  (0, b"", b"to stderr\n"))
                 r = self.kubectl("exec", "p", "--", "exit", "3", env=env)
                 self.assertEqual(r.returncode, 3)
                 self.assertIn(b"command terminated with exit code 3", r.stderr)
-                self.assertEqual(self.calls["translate"], 0 if env else 3)
+                self.assertEqual(self.calls["translate"], 0 if env else 4)
 
     def test_attach(self):
         r = self.kubectl("attach", "-i", "p", stdin=b"attached\n")

@@ -15,6 +15,7 @@ sockets (one SSL object is never used from two threads)."""
 
 import base64
 import binascii
+import collections
 import json
 import select
 import socket
@@ -268,23 +269,94 @@ def _recv(s):
         return b""
 
 
+HIGH_WATER = 1 << 20   # queued bytes for one side before its source stops being read
+
+
+class Out:
+    """Output queued for a non-blocking socket, written as it takes it: the
+    loops never block writing one side while the other side waits to be
+    read (the apiserver's goroutines cannot deadlock that way either)."""
+    CHUNK = 16384
+
+    def __init__(self, sock):
+        self.sock, self.q, self.size, self.broken = sock, collections.deque(), 0, False
+
+    def put(self, data):
+        if data and not self.broken:
+            self.q.append(bytes(data))
+            self.size += len(data)
+
+    def flush(self):
+        while self.q and not self.broken:
+            head = self.q[0]
+            if len(head) > self.CHUNK:   # a TLS write is retried with the same bytes
+                self.q[0] = head[self.CHUNK:]
+                self.q.appendleft(head[:self.CHUNK])
+                head = self.q[0]
+            try:
+                n = self.sock.send(head)
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError,
+                    InterruptedError):
+                return
+            except (OSError, ValueError):
+                self.broken = True
+                self.q.clear()
+                self.size = 0
+                return
+            self.size -= n
+            if n < len(head):
+                self.q[0] = head[n:]
+            else:
+                self.q.popleft()
+
+
+def _out(s):
+    o = getattr(s, "_standin_out", None)
+    if o is None:
+        o = s._standin_out = Out(s)
+    return o
+
+
 def _send(s, data):
-    s.setblocking(True)
-    try:
-        s.sendall(data)
-    finally:
-        s.setblocking(False)
+    """Queues data for s and writes what s takes now (never blocks)."""
+    o = _out(s)
+    o.put(data)
+    o.flush()
 
 
-def _wait(socks, timeout):
-    ready = [s for s in socks if s.pending()]
+def _io(readers, socks, timeout):
+    """Writes the queued output of socks as they take it and waits (at most
+    timeout; None: no limit) until one of readers is readable: -> those."""
+    for s in socks:
+        _out(s).flush()
+    ready = [s for s in readers if s.pending()]
     if ready:
         return ready
-    try:
-        r, _, _ = select.select(socks, [], [], timeout)
-    except (OSError, ValueError):
-        return list(socks)
-    return r
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        writers = [s for s in socks if _out(s).q]
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            r, w, _ = select.select(readers, writers, [], left)
+        except (OSError, ValueError):
+            return list(readers)
+        for s in w:
+            _out(s).flush()
+        if r or not w or (deadline is not None and time.monotonic() >= deadline):
+            return r
+
+
+def _drain(s, timeout):
+    """Waits (at most timeout) for the queued output of s to be written."""
+    deadline = time.monotonic() + timeout
+    o = _out(s)
+    o.flush()
+    while o.q and not o.broken and time.monotonic() < deadline:
+        try:
+            select.select([], [s], [], max(0.0, deadline - time.monotonic()))
+        except (OSError, ValueError):
+            return
+        o.flush()
 
 
 def _close(s):
@@ -339,10 +411,8 @@ class Translator:
 
     def ws_send(self, channel, data=b""):
         if not self.client_gone:
-            try:
-                _send(self.client, ws.frame(ws.BINARY, bytes([channel]) + data))
-            except OSError:
-                self.client_gone = True
+            _send(self.client, ws.frame(ws.BINARY, bytes([channel]) + data))
+            self.client_gone = _out(self.client).broken
 
     def run(self):
         bad = ws_handshake_error(self.h.headers, self.h.command)
@@ -362,21 +432,18 @@ class Translator:
         try:
             status = self.execute()
         except ws.WsError as e:   # the client broke the WebSocket protocol
-            try:
-                _send(self.client, ws.close_frame(e.code, e.reason))
-            except OSError:
-                pass
+            _send(self.client, ws.close_frame(e.code, e.reason))
             self.client_gone, status = True, None
         except (StreamError, spdy.SpdyError, OSError) as e:
             status = internal_error(str(e))
         if self.up is not None:
-            try:
-                _send(self.up, spdy.goaway(0))
-            except OSError:
-                pass
+            _send(self.up, spdy.goaway(0))
+            _drain(self.up, 5)
             _close(self.up)
         if status is not None:
             self.finish(status)
+        else:
+            _drain(self.client, 5)   # a close frame answering the client's
 
     def finish(self, status):
         """Status on the error channel, a close frame, then wait (bounded)
@@ -384,13 +451,10 @@ class Translator:
         self.ws_send(ERROR, json.dumps(status, separators=(",", ":")).encode())
         if self.client_gone:
             return
-        try:
-            _send(self.client, ws.close_frame(ws.NORMAL))
-        except OSError:
-            return
+        _send(self.client, ws.close_frame(ws.NORMAL))
         deadline = time.monotonic() + FINISH_TIMEOUT
-        while time.monotonic() < deadline:
-            if not _wait([self.client], deadline - time.monotonic()):
+        while time.monotonic() < deadline and not _out(self.client).broken:
+            if not _io([self.client], [self.client], deadline - time.monotonic()):
                 continue
             data = _recv(self.client)
             if data is None:
@@ -406,18 +470,12 @@ class Translator:
     def on_ws(self, op, payload):
         if op == ws.CLOSE:
             code, _ = ws.parse_close(payload)
-            try:
-                _send(self.client, ws.close_frame(code if code not in (None, ws.NO_STATUS)
-                                                  else None))
-            except OSError:
-                pass
+            _send(self.client, ws.close_frame(code if code not in (None, ws.NO_STATUS)
+                                              else None))
             self.client_gone = True
             return
         if op == ws.PING:
-            try:
-                _send(self.client, ws.frame(ws.PONG, payload))
-            except OSError:
-                self.client_gone = True
+            _send(self.client, ws.frame(ws.PONG, payload))
             return
         if op not in (ws.BINARY, ws.TEXT) or not payload:
             return
@@ -505,8 +563,12 @@ class Translator:
 
     def pump_once(self, timeout, with_client):
         """Waits for either side; False once the kubelet's side ended."""
-        socks = [self.up] + ([self.client] if with_client and not self.client_gone else [])
-        for s in _wait(socks, timeout):
+        readers = []
+        if self.client_gone or _out(self.client).size < HIGH_WATER:
+            readers.append(self.up)
+        if with_client and not self.client_gone and _out(self.up).size < HIGH_WATER:
+            readers.append(self.client)
+        for s in _io(readers, [self.up, self.client], timeout):
             data = _recv(s)
             if data is None:
                 continue
@@ -525,7 +587,9 @@ class Translator:
             self.ping_at = now + PING_PERIOD
             _send(self.up, spdy.ping(self.next_ping))
             self.next_ping += 2
-        return True
+        if _out(self.client).broken:
+            self.client_gone = True
+        return not _out(self.up).broken
 
     def create_stream(self, typ):
         sid = self.next_sid
@@ -647,43 +711,52 @@ def tunnel(handler, ctx, host, port, target):
 
 
 def pump_tunnel(client, up, rest=b""):
-    parser = ws.Parser(server=True)
     for s in (client, up):
         s.setblocking(False)
+    try:
+        _pump_tunnel(client, up, rest)
+    finally:   # what is still queued (a close frame, the last bytes) goes out
+        _drain(up, 5)
+        _drain(client, 5)
+
+
+def _pump_tunnel(client, up, rest):
+    parser = ws.Parser(server=True)
     if rest:
         _send(client, ws.frame(ws.BINARY, rest))
-    try:
-        while True:
-            for s in _wait([client, up], None):
-                data = _recv(s)
-                if data is None:
-                    continue
-                if s is up:
-                    if not data:   # the kubelet ended: a normal close to the client
-                        _send(client, ws.close_frame(ws.NORMAL))
-                        return
-                    _send(client, ws.frame(ws.BINARY, data))
-                    continue
-                if not data:
+    while not (_out(client).broken or _out(up).broken):
+        readers = []
+        if _out(client).size < HIGH_WATER:
+            readers.append(up)
+        if _out(up).size < HIGH_WATER:
+            readers.append(client)
+        for s in _io(readers, [client, up], None):
+            data = _recv(s)
+            if data is None:
+                continue
+            if s is up:
+                if not data:   # the kubelet ended: a normal close to the client
+                    _send(client, ws.close_frame(ws.NORMAL))
                     return
-                try:
-                    msgs = parser.feed(data)
-                except ws.WsError as e:
-                    _send(client, ws.close_frame(e.code, e.reason))
+                _send(client, ws.frame(ws.BINARY, data))
+                continue
+            if not data:
+                return
+            try:
+                msgs = parser.feed(data)
+            except ws.WsError as e:
+                _send(client, ws.close_frame(e.code, e.reason))
+                return
+            for op, payload in msgs:
+                if op == ws.BINARY:
+                    _send(up, payload)
+                elif op == ws.PING:
+                    _send(client, ws.frame(ws.PONG, payload))
+                elif op == ws.CLOSE:
+                    code, _ = ws.parse_close(payload)
+                    _send(client, ws.close_frame(code if code not in (None, ws.NO_STATUS)
+                                                 else None))
                     return
-                for op, payload in msgs:
-                    if op == ws.BINARY:
-                        if payload:
-                            _send(up, payload)
-                    elif op == ws.PING:
-                        _send(client, ws.frame(ws.PONG, payload))
-                    elif op == ws.CLOSE:
-                        code, _ = ws.parse_close(payload)
-                        _send(client, ws.close_frame(code if code not in (None, ws.NO_STATUS)
-                                                     else None))
-                        return
-                    elif op == ws.TEXT:   # the tunnel carries binary messages only
-                        _send(client, ws.close_frame(ws.UNSUPPORTED, "invalid message type"))
-                        return
-    except OSError:
-        return
+                elif op == ws.TEXT:   # the tunnel carries binary messages only
+                    _send(client, ws.close_frame(ws.UNSUPPORTED, "invalid message type"))
+                    return

@@ -772,7 +772,7 @@ class Streaming(unittest.TestCase):
         self.assertIn(("Upgrade", "websocket"), req["headers"])
         self.assertEqual(req["protocol"], "v5.channel.k8s.io")
         r = self.kubectl("exec", "p", "--", "exit", "4")
-        self.assertEqual(r.returncode, 4)
+        self.assertEqual(r.returncode, 4, r.stderr)
 
     def port_forward(self, env=None):
         e = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.tmp)

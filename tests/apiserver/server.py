@@ -1115,38 +1115,8 @@ class Handler(BaseHTTPRequestHandler):
     def pump(client, up):
         """Copies bytes both ways until either side closes (a client that
         goes away mid-stream closes the kubelet's side too, as
-        kube-apiserver does). TLS sockets can hold decrypted bytes select()
-        does not see: pending() covers them."""
-        socks = (client, up)
-        for x in socks:
-            x.setblocking(False)
-        try:
-            while True:
-                ready = [x for x in socks if x.pending()]
-                if not ready:
-                    ready, _, _ = select.select(socks, [], [])
-                for x in ready:
-                    try:
-                        data = x.recv(65536)
-                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-                        continue
-                    if not data:
-                        return
-                    other = up if x is client else client
-                    other.setblocking(True)
-                    try:
-                        other.sendall(data)
-                    finally:
-                        other.setblocking(False)
-        except (OSError, ValueError):
-            return
-        finally:
-            for x in socks:
-                try:
-                    x.setblocking(True)
-                    x.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        kube-apiserver does), never blocking one side on the other."""
+        streams.pump_raw(client, up)
 
 
 KUBELET_SUBRESOURCES = ("log", "exec", "attach", "portforward")

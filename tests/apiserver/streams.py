@@ -760,3 +760,31 @@ def _pump_tunnel(client, up, rest):
                 elif op == ws.TEXT:   # the tunnel carries binary messages only
                     _send(client, ws.close_frame(ws.UNSUPPORTED, "invalid message type"))
                     return
+
+
+def pump_raw(client, up):
+    """Bytes both ways until either side ends (the relay of a log body or of
+    an upgraded connection); then what is queued for the other side is
+    written (bounded) and both are shut down."""
+    for s in (client, up):
+        s.setblocking(False)
+    try:
+        while not (_out(client).broken or _out(up).broken):
+            readers = [x for x, other in ((client, up), (up, client))
+                       if _out(other).size < HIGH_WATER]
+            for s in _io(readers, [client, up], None):
+                data = _recv(s)
+                if data is None:
+                    continue
+                if not data:
+                    return
+                _send(up if s is client else client, data)
+    finally:
+        _drain(up, 5)
+        _drain(client, 5)
+        for s in (client, up):
+            try:
+                s.setblocking(True)
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass

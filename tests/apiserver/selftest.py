@@ -602,6 +602,11 @@ class WebSocket(unittest.TestCase):
         self.assertEqual(streams.decode_error_stream(
             b'{"status":"Failure","reason":"NonZeroExitCode"}', v4),
             "error stream protocol error: details must be set")
+        for bad in ("256", "\u00b2", "-1", ""):
+            self.assertEqual(streams.decode_error_stream(json.dumps(
+                {"status": "Failure", "reason": "NonZeroExitCode", "details": {"causes": [
+                    {"reason": "ExitCode", "message": bad}]}}).encode(), v4),
+                f"error stream protocol error: invalid exit code value {bad!r}")
         self.assertEqual(streams.decode_error_stream(b"oops", "v2.channel.k8s.io"),
                          "error executing remote command: oops")
         self.assertEqual(streams.exit_code_status(3)["message"],

@@ -95,7 +95,7 @@ def decode_error_stream(message, protocol):
         for c in details.get("causes") or []:
             if isinstance(c, dict) and c.get("reason") == "ExitCode":
                 m = c.get("message", "")
-                if isinstance(m, str) and m.isdigit() and int(m) <= 255:
+                if isinstance(m, str) and m.isascii() and m.isdigit() and int(m) <= 255:
                     return int(m)
                 return f"error stream protocol error: invalid exit code value {m!r}"
         return "error stream protocol error: no ExitCode cause given"
@@ -517,7 +517,7 @@ class Translator:
             del self.resize_buf[:len(text[:len(text) - len(stripped) + end].encode())]
             size = {k.lower(): v for k, v in obj.items()} if isinstance(obj, dict) else None
             w, hgt = (size or {}).get("width", 0), (size or {}).get("height", 0)
-            if size is None or not all(isinstance(x, int) and 0 <= x <= 65535 for x in (w, hgt)):
+            if size is None or not all(type(x) is int and 0 <= x <= 65535 for x in (w, hgt)):
                 self.resize_open = False
                 return
             s = self.by_type.get("resize")

@@ -657,6 +657,14 @@ class Streaming(unittest.TestCase):
         node = {"metadata": {"name": "node1"}, "status": {
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": cls.kubelet.port}}}}
+        pod3 = json.loads(json.dumps(pod))
+        pod3["metadata"]["name"], pod3["spec"]["nodeName"] = "p3", "node2"
+        with socket.socket() as closed:   # a port nobody listens on
+            closed.bind(("127.0.0.1", 0))
+            cls.closed_port = closed.getsockname()[1]
+        node2 = json.loads(json.dumps(node))
+        node2["metadata"]["name"] = "node2"
+        node2["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = cls.closed_port
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(d, "server.crt"), os.path.join(d, "server.key"))
         ctx.load_verify_locations(os.path.join(d, "ca.crt"))
@@ -664,7 +672,8 @@ class Streaming(unittest.TestCase):
         srv = server.Server(("127.0.0.1", 0), server.Handler)
         srv.ssl_ctx, srv.api, srv.verbose, srv.data, srv.tokens = (
             ctx, FakeApi({("pods", "default", "p"): pod, ("pods", "default", "p2"): pod2,
-                          ("nodes", None, "node1"): node}), False, d, {})
+                          ("pods", "default", "p3"): pod3, ("nodes", None, "node1"): node,
+                          ("nodes", None, "node2"): node2}), False, d, {})
         srv.address = "127.0.0.1:%d" % srv.server_address[1]
         cls.srv = srv
         threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.2},
@@ -767,6 +776,14 @@ class Streaming(unittest.TestCase):
                 r = self.kubectl("exec", "p2", "-c", "gone", "--", "echo", env=env)
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn(b"pod default/p has no container gone", r.stderr)
+
+    def test_kubelet_unreachable(self):
+        want = f"dial tcp 127.0.0.1:{self.closed_port}: connect: connection refused"
+        r = self.kubectl("exec", "p3", "--", "echo")
+        self.assertIn(f"error: Internal error occurred: error dialing backend: {want}",
+                      r.stderr.decode())
+        r = self.kubectl("exec", "p3", "--", "echo", env=self.SPDY_EXEC_OFF)
+        self.assertIn(f"error trying to reach service: {want}", r.stderr.decode())
 
     def test_exec_relayed_with_switch(self):
         self.srv.websockets_to_kubelet = True

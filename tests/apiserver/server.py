@@ -1056,7 +1056,8 @@ class Handler(BaseHTTPRequestHandler):
             up = ctx.wrap_socket(raw)
         except OSError as e:
             raise ApiError(500, "InternalError",
-                           f"error trying to reach service: dial tcp {host}:{port}: {e}")
+                           "error trying to reach service: " +
+                           streams.dial_error(host, port, e))
         try:
             hdrs = [f"{m} {target} HTTP/1.1", f"Host: {host}:{port}"]
             for k, v in self.headers.items():

@@ -16,6 +16,7 @@ sockets (one SSL object is never used from two threads)."""
 import base64
 import binascii
 import collections
+import errno
 import json
 import select
 import socket
@@ -118,6 +119,21 @@ def upgrade_failure_status(code, body):
         return out
     return internal_error("unable to upgrade connection: " +
                           body.decode("utf-8", "replace").strip())
+
+
+def dial_error(host, port, e):
+    """A failed dial worded as Go's net package words it."""
+    if isinstance(e, ssl.SSLError):
+        return f"tls: {e.reason or e}"
+    if isinstance(e, (socket.timeout, TimeoutError)):
+        why = "i/o timeout"
+    else:
+        why = {errno.ECONNREFUSED: "connect: connection refused",
+               errno.EHOSTUNREACH: "connect: no route to host",
+               errno.ENETUNREACH: "connect: network is unreachable",
+               errno.ECONNRESET: "read: connection reset by peer"}.get(
+            getattr(e, "errno", None), getattr(e, "strerror", None) or str(e))
+    return f"dial tcp {host}:{port}: {why}"
 
 
 def connect_kubelet(ctx, host, port):
@@ -613,7 +629,7 @@ class Translator:
         try:
             self.up = connect_kubelet(self.ctx, self.host, self.port)
         except OSError as e:
-            return internal_error(f"error dialing backend: dial tcp {self.host}:{self.port}: {e}")
+            return internal_error("error dialing backend: " + dial_error(self.host, self.port, e))
         self.up.sendall(spdy_upgrade_request(self.target, self.host, self.port,
                                              REMOTECOMMAND_PROTOCOLS))
         code, reason, hdrs, _, rest = read_head(self.up)
@@ -676,7 +692,7 @@ def tunnel(handler, ctx, host, port, target):
         up = connect_kubelet(ctx, host, port)
     except OSError as e:
         raise ApiError(500, "InternalError",
-                       f"error trying to reach service: dial tcp {host}:{port}: {e}")
+                       "error trying to reach service: " + dial_error(host, port, e))
     try:
         extra = [(k, v) for k, v in h.headers.items() if k.lower() not in (
             "host", "authorization", "content-length", "transfer-encoding", "upgrade",

@@ -705,9 +705,15 @@ class Streaming(unittest.TestCase):
         for k in self.calls:
             self.calls[k] = 0
 
+    def env(self, extra=None):
+        """kubectl's environment: its defaults unless a test asks otherwise."""
+        e = {k: v for k, v in os.environ.items() if not k.startswith("KUBECTL_")}
+        e.update(KUBECONFIG=self.kubeconfig, HOME=self.tmp)
+        e.update(extra or {})
+        return e
+
     def kubectl(self, *args, stdin=None, env=None):
-        e = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.tmp)
-        e.update(env or {})
+        e = self.env(env)
         return subprocess.run(["kubectl", *args], input=stdin, capture_output=True,
                               timeout=60, env=e)
 
@@ -797,8 +803,7 @@ class Streaming(unittest.TestCase):
         self.assertEqual(r.returncode, 4, r.stderr)
 
     def port_forward(self, env=None):
-        e = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.tmp)
-        e.update(env or {})
+        e = self.env(env)
         pf = subprocess.Popen(["kubectl", "port-forward", "p", ":8080"], env=e,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:

@@ -728,8 +728,13 @@ class Streaming(unittest.TestCase):
     def test_exec_translated(self):
         r = self.kubectl("exec", "p", "--", "echo", "hello", "world")
         self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"hello world\n", b""))
-        self.assertEqual(self.calls["translate"], 1)
-        req = self.last_spdy_request()
+        r = self.kubectl("exec", "p", "--", "echo", "a b&c=d/é")
+        self.assertEqual((r.returncode, r.stdout), (0, "a b&c=d/é\n".encode()), r.stderr)
+        self.assertEqual(self.last_spdy_request()["target"],   # Go's QueryEscape
+                         "/exec/default/p/c?command=echo&command=a+b%26c%3Dd%2F%C3%A9&stderr=1"
+                         "&stdout=1")
+        self.assertEqual(self.calls["translate"], 2)
+        req = self.kubelet.requests[0]
         self.assertEqual(req["method"], "POST")
         # the apiserver's query: booleans as "1", keys sorted
         self.assertEqual(req["target"],

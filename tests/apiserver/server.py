@@ -1035,7 +1035,7 @@ class Handler(BaseHTTPRequestHandler):
                 sub == "exec" else []
             query += [(k, "1") for k in ("stdin", "stdout", "stderr", "tty") if opts[k]]
             query.sort(key=lambda kv: kv[0])
-        qs = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        qs = urllib.parse.urlencode(query)   # as url.Values.Encode: QueryEscape, space as +
         target = urllib.parse.quote(path) + ("?" + qs if qs else "")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False

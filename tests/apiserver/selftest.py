@@ -1,20 +1,36 @@
 #!/usr/bin/python3
 """Table-driven checks of the pure parts of the stand-in apiserver (patches,
-selectors, defaulting, validation, graceful deletion, printers, protobuf).
+selectors, defaulting, validation, graceful deletion, printers, protobuf,
+SPDY and WebSocket framing), and of its exec/attach/port-forward streaming
+driven by the real kubectl against a fake kubelet (skipped without kubectl or
+openssl).
 Run: /usr/bin/python3 tests/apiserver/selftest.py (the integration test
 tests/integration/apiserver_kubectl.sh runs it first)."""
 
 import datetime
+import json
 import os
+import shutil
+import socket
+import ssl
+import struct
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 import unittest
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import patch  # noqa: E402
 import proto  # noqa: E402
 import registry as reg  # noqa: E402
+import spdy  # noqa: E402
+import streams  # noqa: E402
 import tables  # noqa: E402
+import ws  # noqa: E402
 
 
 def pod(**spec):
@@ -398,6 +414,540 @@ class Protobuf(unittest.TestCase):
             "metadata": {"name": "cm", "labels": {"a": "b"}}, "data": {"k": "v"}})
         with self.assertRaises(proto.ProtoError):
             proto.decode(b"k8s\0" + f(1, f(1, b"v1") + f(2, b"Pod")))
+
+
+class Spdy(unittest.TestCase):
+    def test_dictionary(self):
+        # SPDY/3 2.6.10.1: 1423 bytes; the zlib header of every header block
+        # carries its Adler-32 (checked against Go's spdystream by the
+        # kubectl tests below, which only pass with the exact dictionary)
+        self.assertEqual(len(spdy.DICTIONARY), 1423)
+        self.assertEqual(zlib.adler32(spdy.DICTIONARY), 0xe3c6a7c2)
+        self.assertTrue(spdy.DICTIONARY.startswith(b"\0\0\0\x07options\0\0\0\x04head"))
+        self.assertTrue(spdy.DICTIONARY.endswith(b"charset=iso-8859-1,utf-,*,enq=0."))
+        block = spdy.HeaderCodec().compress([("streamtype", "error")])
+        self.assertEqual(block[2:6], struct.pack(">I", 0xe3c6a7c2))  # FDICT id
+
+    def test_known_frames(self):
+        cases = [
+            (spdy.ping(1), "80030006 00000004 00000001"),
+            (spdy.rst_stream(3, spdy.CANCEL), "80030003 00000008 00000003 00000005"),
+            (spdy.goaway(5, spdy.GOAWAY_OK), "80030007 00000008 00000005 00000000"),
+            (spdy.window_update(1, 65536), "80030009 00000008 00000001 00010000"),
+            (spdy.settings([(4, 100, 0)]), "80030004 0000000c 00000001 00000004 00000064"),
+            (spdy.data_frame(1, b"hello", fin=True), "00000001 01000005 68656c6c6f"),
+            (spdy.data_frame(3), "00000003 00000000"),
+        ]
+        for got, want in cases:
+            with self.subTest(want):
+                self.assertEqual(got.hex(), want.replace(" ", ""))
+
+    def test_syn_stream_layout(self):
+        c = spdy.HeaderCodec()
+        f = spdy.syn_stream(c, 5, [("streamtype", "stdin")], fin=True)
+        self.assertEqual(f[:4].hex(), "80030001")
+        self.assertEqual(f[4], spdy.FLAG_FIN)
+        self.assertEqual(int.from_bytes(f[5:8], "big"), len(f) - 8)
+        self.assertEqual(f[8:18].hex(), "00000005" "00000000" "0000")
+        # the block, inflated on its own with the dictionary, is the exact
+        # uncompressed layout of SPDY/3 2.6.10
+        raw = zlib.decompressobj(zdict=spdy.DICTIONARY).decompress(f[18:])
+        self.assertEqual(raw.hex(), "00000001" "0000000a" + b"streamtype".hex() +
+                         "00000005" + b"stdin".hex())
+        # one compression context per session: the second block refers to the
+        # first and does not inflate on a fresh context
+        second = spdy.syn_stream(c, 7, [("streamtype", "stdin")])[18:]
+        with self.assertRaises(spdy.SpdyError):
+            spdy.HeaderCodec().decompress(second)
+
+    def test_parser(self):
+        tx, rx = spdy.HeaderCodec(), spdy.HeaderCodec()
+        wire = (spdy.syn_stream(tx, 1, [("streamtype", "error"), ("x", "a"), ("x", "b")]) +
+                spdy.syn_reply(tx, 1, []) + spdy.data_frames(1, b"x" * 70000, fin=True) +
+                spdy.ping(2) + spdy.goaway(1) + spdy.rst_stream(1, spdy.CANCEL) +
+                spdy.headers_frame(tx, 1, [("a", "b")]) + spdy.window_update(0, 7))
+        p = spdy.FrameParser(rx)
+        frames = []
+        for i in range(0, len(wire), 7):   # arbitrary cuts
+            frames += p.feed(wire[i:i + 7])
+        kinds = [f.type for f in frames]
+        self.assertEqual(kinds, [spdy.SYN_STREAM, spdy.SYN_REPLY, None, None, spdy.PING,
+                                 spdy.GOAWAY, spdy.RST_STREAM, spdy.HEADERS,
+                                 spdy.WINDOW_UPDATE])
+        self.assertEqual(frames[0].headers, [("streamtype", "error"), ("x", "a"), ("x", "b")])
+        self.assertEqual((frames[0].sid, frames[0].fin), (1, False))
+        self.assertEqual(len(frames[2].data) + len(frames[3].data), 70000)
+        self.assertEqual(len(frames[2].data), 65536)
+        self.assertEqual((frames[2].fin, frames[3].fin), (False, True))
+        self.assertEqual(frames[4].ping_id, 2)
+        self.assertEqual((frames[6].sid, frames[6].status), (1, spdy.CANCEL))
+        self.assertEqual(frames[8].delta, 7)
+
+    def test_parser_errors(self):
+        with self.assertRaises(spdy.SpdyError):   # SPDY/2
+            spdy.FrameParser(spdy.HeaderCodec()).feed(bytes.fromhex("80020006000000040000001"
+                                                                     "0"))
+        with self.assertRaises(spdy.SpdyError):   # over the bound
+            spdy.FrameParser(spdy.HeaderCodec(), max_frame=100).feed(
+                bytes.fromhex("0000000100000065"))
+        with self.assertRaises(spdy.SpdyError):   # short RST_STREAM
+            spdy.FrameParser(spdy.HeaderCodec()).feed(bytes.fromhex("800300030000000400000001"))
+        with self.assertRaises(spdy.SpdyError):   # upper case header name
+            spdy.HeaderCodec.decode_block(b"\0\0\0\1\0\0\0\1A\0\0\0\0")
+        with self.assertRaises(spdy.SpdyError):   # truncated block
+            spdy.HeaderCodec.decode_block(b"\0\0\0\2\0\0\0\1a\0\0\0\0")
+        # a header block that inflates beyond the bound (zlib bomb)
+        c = zlib.compressobj(9, zlib.DEFLATED, 15, 8, zlib.Z_DEFAULT_STRATEGY, spdy.DICTIONARY)
+        bomb = c.compress(b"\0" * (spdy.MAX_HEADER_BLOCK + 10)) + c.flush(zlib.Z_SYNC_FLUSH)
+        with self.assertRaises(spdy.SpdyError):
+            spdy.HeaderCodec().decompress(bomb)
+
+    def test_round_trip(self):
+        """A client session against a tiny mirror server on a socket pair:
+        streams opened, replied, echoed, half-closed; pings answered."""
+        a, b = socket.socketpair()
+
+        def mirror():
+            codec = spdy.HeaderCodec()
+            p = spdy.FrameParser(codec)
+            while True:
+                d = b.recv(65536)
+                if not d:
+                    return
+                for f in p.feed(d):
+                    if f.type == spdy.SYN_STREAM:
+                        b.sendall(spdy.syn_reply(codec, f.sid, [("echo", spdy.header(
+                            f.headers, "streamtype"))]))
+                    elif f.type == spdy.PING:
+                        b.sendall(spdy.ping(f.ping_id))
+                    elif f.type is None:
+                        b.sendall(spdy.data_frames(f.sid, f.data[::-1], f.fin))
+                    elif f.type == spdy.GOAWAY:
+                        b.close()
+                        return
+        t = threading.Thread(target=mirror)
+        t.start()
+        codec = spdy.HeaderCodec()
+        p = spdy.FrameParser(codec)
+        got = []
+
+        def until(pred):
+            while not pred():
+                got.extend(p.feed(a.recv(65536)))
+        for sid, typ in ((1, "stdin"), (3, "stdout"), (5, "resize")):
+            a.sendall(spdy.syn_stream(codec, sid, [("streamtype", typ)]))
+            until(lambda: any(f.type == spdy.SYN_REPLY and f.sid == sid for f in got))
+            self.assertEqual(got[-1].headers, [("echo", typ)])
+        big = bytes(range(256)) * 1000
+        a.sendall(spdy.data_frames(3, big, fin=True) + spdy.ping(7))
+        until(lambda: any(f.type == spdy.PING for f in got))
+        until(lambda: any(f.type is None and f.fin for f in got))
+        echoed = b"".join(f.data for f in got if f.type is None and f.sid == 3)
+        self.assertEqual(len(echoed), len(big))
+        self.assertEqual([f.ping_id for f in got if f.type == spdy.PING], [7])
+        a.sendall(spdy.goaway(0))
+        t.join(5)
+        a.close()
+
+
+class WebSocket(unittest.TestCase):
+    def test_rfc6455_examples(self):
+        self.assertEqual(ws.accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+                         "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        self.assertEqual(ws.frame(ws.TEXT, b"Hello").hex(), "810548656c6c6f")
+        self.assertEqual(ws.frame(ws.PING, b"Hello").hex(), "890548656c6c6f")
+        self.assertEqual(ws.frame(ws.BINARY, b"\0" * 256)[:4].hex(), "827e0100")
+        self.assertEqual(ws.frame(ws.BINARY, b"\0" * 65536)[:10].hex(), "827f0000000000010000")
+        self.assertEqual(ws.close_frame(1000).hex(), "880203e8")
+        # RFC 6455 5.7: masked "Hello" with key 37 fa 21 3d, and fragments
+        p = ws.Parser(server=True)
+        self.assertEqual(p.feed(bytes.fromhex("818537fa213d7f9f4d5158")), [(ws.TEXT, b"Hello")])
+        m = ws.frame(ws.BINARY, b"abc", mask=True)
+        self.assertEqual(m[1] & 0x80, 0x80)
+        self.assertEqual(ws.Parser(server=True).feed(m), [(ws.BINARY, b"abc")])
+
+    def test_fragments_and_control(self):
+        def masked(op, payload, fin=True):
+            return ws.frame(op, payload, fin=fin, mask=True)
+        wire = (masked(ws.BINARY, b"\x00Hel", fin=False) + masked(ws.PING, b"p") +
+                masked(ws.CONT, b"l", fin=False) + masked(ws.CONT, b"o", fin=True) +
+                masked(ws.CLOSE, struct.pack(">H", 1000) + b"bye"))
+        p = ws.Parser(server=True)
+        out = []
+        for i in range(len(wire)):   # one byte at a time
+            out += p.feed(wire[i:i + 1])
+        self.assertEqual(out, [(ws.PING, b"p"), (ws.BINARY, b"\x00Hello"),
+                               (ws.CLOSE, b"\x03\xe8bye")])
+        self.assertEqual(ws.parse_close(out[2][1]), (1000, "bye"))
+        for bad in (ws.frame(ws.TEXT, b"unmasked"),                       # server needs mask
+                    masked(ws.CONT, b"x"),                                # nothing to continue
+                    masked(ws.PING, b"x", fin=False),                     # fragmented control
+                    masked(0x3, b""),                                     # reserved opcode
+                    bytes([0xC1, 0x80, 0, 0, 0, 0])):                      # RSV1 without extension
+            with self.subTest(bad.hex()), self.assertRaises(ws.WsError):
+                ws.Parser(server=True).feed(bad)
+        with self.assertRaises(ws.WsError):
+            ws.Parser(server=True, max_message=10).feed(masked(ws.BINARY, b"x" * 11))
+        with self.assertRaises(ws.WsError):                               # new message mid-way
+            ws.Parser(server=True).feed(masked(ws.TEXT, b"a", fin=False) + masked(ws.TEXT, b"b"))
+
+    def test_error_stream_decoding(self):
+        v4 = "v4.channel.k8s.io"
+        self.assertIsNone(streams.decode_error_stream(b'{"status":"Success"}', v4))
+        self.assertEqual(streams.decode_error_stream(json.dumps(
+            {"status": "Failure", "reason": "NonZeroExitCode",
+             "details": {"causes": [{"reason": "ExitCode", "message": "42"}]}}).encode(), v4), 42)
+        self.assertEqual(streams.decode_error_stream(b'{"status":"Failure","message":"boom"}',
+                                                     v4), "boom")
+        self.assertEqual(streams.decode_error_stream(
+            b'{"status":"Failure","reason":"NonZeroExitCode"}', v4),
+            "error stream protocol error: details must be set")
+        for bad in ("256", "\u00b2", "-1", ""):
+            self.assertEqual(streams.decode_error_stream(json.dumps(
+                {"status": "Failure", "reason": "NonZeroExitCode", "details": {"causes": [
+                    {"reason": "ExitCode", "message": bad}]}}).encode(), v4),
+                f"error stream protocol error: invalid exit code value {bad!r}")
+        self.assertEqual(streams.decode_error_stream(b"oops", "v2.channel.k8s.io"),
+                         "error executing remote command: oops")
+        self.assertEqual(streams.exit_code_status(3)["message"],
+                         "command terminated with non-zero exit code: command terminated with "
+                         "exit code 3")
+        self.assertEqual(streams.upgrade_failure_status(404, b"nope\n")["message"],
+                         "Internal error occurred: unable to upgrade connection: nope")
+        st = streams.upgrade_failure_status(404, b'{"kind":"Status","apiVersion":"v1",'
+                                            b'"status":"Failure","message":"m","code":404}')
+        self.assertEqual(st, {"metadata": {}, "status": "Failure", "message": "m", "code": 404})
+
+
+class FakeApi:
+    def __init__(self, objs):
+        self.objs = objs
+
+    def get(self, res, ns, name):
+        try:
+            return json.loads(json.dumps(self.objs[(res.name, ns, name)]))
+        except KeyError:
+            raise reg.not_found(res, name)
+
+
+@unittest.skipUnless(shutil.which("kubectl") and shutil.which("openssl"),
+                     "needs kubectl and openssl")
+class Streaming(unittest.TestCase):
+    """kubectl v1.32 exec/attach/port-forward through the stand-in's handler
+    (no etcd: the pod and node come from a dict) to a fake kubelet."""
+
+    @classmethod
+    def setUpClass(cls):
+        import server
+        cls.tmp = tempfile.mkdtemp(prefix="standin-selftest-")
+        d = cls.tmp
+        subprocess.run(["/bin/bash", os.path.join(server.HERE, "certs.sh"), d, "node1"],
+                       check=True, stdout=subprocess.DEVNULL)
+        import fakekubelet
+        cls.kubelet = fakekubelet.FakeKubelet(os.path.join(d, "server.crt"),
+                                              os.path.join(d, "server.key"),
+                                              os.path.join(d, "ca.crt"))
+        pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+               "spec": {"nodeName": "node1", "containers": [{"name": "c", "image": "i"}]},
+               "status": {"phase": "Running"}}
+        pod2 = json.loads(json.dumps(pod))
+        pod2["metadata"]["name"] = "p2"
+        pod2["spec"]["containers"] += [{"name": "missing", "image": "i"},
+                                       {"name": "gone", "image": "i"}]
+        node = {"metadata": {"name": "node1"}, "status": {
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": cls.kubelet.port}}}}
+        pod3 = json.loads(json.dumps(pod))
+        pod3["metadata"]["name"], pod3["spec"]["nodeName"] = "p3", "node2"
+        with socket.socket() as closed:   # a port nobody listens on
+            closed.bind(("127.0.0.1", 0))
+            cls.closed_port = closed.getsockname()[1]
+        node2 = json.loads(json.dumps(node))
+        node2["metadata"]["name"] = "node2"
+        node2["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] = cls.closed_port
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(d, "server.crt"), os.path.join(d, "server.key"))
+        ctx.load_verify_locations(os.path.join(d, "ca.crt"))
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        srv = server.Server(("127.0.0.1", 0), server.Handler)
+        srv.ssl_ctx, srv.api, srv.verbose, srv.data, srv.tokens = (
+            ctx, FakeApi({("pods", "default", "p"): pod, ("pods", "default", "p2"): pod2,
+                          ("pods", "default", "p3"): pod3, ("nodes", None, "node1"): node,
+                          ("nodes", None, "node2"): node2}), False, d, {})
+        srv.address = "127.0.0.1:%d" % srv.server_address[1]
+        cls.srv = srv
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.2},
+                         daemon=True).start()
+        cls.kubeconfig = os.path.join(d, "admin.kubeconfig")
+        server.kubeconfig(cls.kubeconfig, "https://" + srv.address, os.path.join(d, "ca.crt"),
+                          "admin", {"client-certificate": os.path.join(d, "admin.crt"),
+                                    "client-key": os.path.join(d, "admin.key")})
+        # count which path each session took
+        cls.calls = {"translate": 0, "tunnel": 0}
+        for name in cls.calls:
+            orig = getattr(streams, name)
+
+            def counted(*a, _orig=orig, _name=name):
+                cls.calls[_name] += 1
+                return _orig(*a)
+            setattr(streams, name, counted)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.shutdown()
+        cls.srv.server_close()
+        cls.kubelet.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        self.srv.websockets_to_kubelet = False
+        self.kubelet.requests.clear()
+        for k in self.calls:
+            self.calls[k] = 0
+
+    def env(self, extra=None):
+        """kubectl's environment: its defaults unless a test asks otherwise."""
+        e = {k: v for k, v in os.environ.items() if not k.startswith("KUBECTL_")}
+        e.update(KUBECONFIG=self.kubeconfig, HOME=self.tmp)
+        e.update(extra or {})
+        return e
+
+    def kubectl(self, *args, stdin=None, env=None):
+        e = self.env(env)
+        return subprocess.run(["kubectl", *args], input=stdin, capture_output=True,
+                              timeout=60, env=e)
+
+    SPDY_EXEC_OFF = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"}
+
+    def last_spdy_request(self):
+        reqs = [r for r in self.kubelet.requests
+                if any(k == "Upgrade" and v == "SPDY/3.1" for k, v in r["headers"])]
+        self.assertTrue(reqs, self.kubelet.requests)
+        return reqs[-1]
+
+    def test_exec_translated(self):
+        r = self.kubectl("exec", "p", "--", "echo", "hello", "world")
+        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"hello world\n", b""))
+        r = self.kubectl("exec", "p", "--", "echo", "a b&c=d/é")
+        self.assertEqual((r.returncode, r.stdout), (0, "a b&c=d/é\n".encode()), r.stderr)
+        self.assertEqual(self.last_spdy_request()["target"],   # Go's QueryEscape
+                         "/exec/default/p/c?command=echo&command=a+b%26c%3Dd%2F%C3%A9&stderr=1"
+                         "&stdout=1")
+        self.assertEqual(self.calls["translate"], 2)
+        req = self.kubelet.requests[0]
+        self.assertEqual(req["method"], "POST")
+        # the apiserver's query: booleans as "1", keys sorted
+        self.assertEqual(req["target"],
+                         "/exec/default/p/c?command=echo&command=hello&command=world&stderr=1"
+                         "&stdout=1")
+        names = [k for k, _ in req["headers"]]
+        self.assertEqual(names[:3], ["Host", "User-Agent", "Content-Length"])
+        self.assertEqual([v for k, v in req["headers"] if k == "X-Stream-Protocol-Version"],
+                         list(streams.REMOTECOMMAND_PROTOCOLS))
+        self.assertIn(("Connection", "Upgrade"), req["headers"])
+        self.assertEqual(req["protocol"], "v4.channel.k8s.io")
+        self.assertEqual(req["streams"], [[("streamtype", t)] for t in
+                                          ("error", "stdout", "stderr")])
+        self.assertTrue(req.get("goaway"))
+
+    def test_exec_stdin_stderr_exit(self):
+        for env in (None, self.SPDY_EXEC_OFF):
+            with self.subTest(spdy_direct=bool(env)):
+                self.setUp()
+                r = self.kubectl("exec", "-i", "p", "--", "cat", stdin=b"line 1\nline 2\n",
+                                 env=env)
+                self.assertEqual((r.returncode, r.stdout), (0, b"line 1\nline 2\n"), r.stderr)
+                self.assertEqual([h for h in self.last_spdy_request()["streams"]],
+                                 [[("streamtype", t)] for t in
+                                  ("error", "stdin", "stdout", "stderr")])
+                big = os.urandom(3 << 20)   # many frames and messages both ways
+                r = self.kubectl("exec", "-i", "p", "--", "cat", stdin=big, env=env)
+                self.assertTrue(r.returncode == 0 and r.stdout == big, r.stderr)
+                r = self.kubectl("exec", "p", "--", "err", "to", "stderr", env=env)
+                self.assertEqual((r.returncode, r.stdout, r.stderr),
+                                 (0, b"", b"to stderr\n"))
+                r = self.kubectl("exec", "p", "--", "exit", "3", env=env)
+                self.assertEqual(r.returncode, 3)
+                self.assertIn(b"command terminated with exit code 3", r.stderr)
+                self.assertEqual(self.calls["translate"], 0 if env else 4)
+
+    def test_attach(self):
+        r = self.kubectl("attach", "-i", "p", stdin=b"attached\n")
+        self.assertEqual((r.returncode, r.stdout), (0, b"attached\n"), r.stderr)
+        self.assertEqual(self.calls["translate"], 1)
+        self.assertEqual(self.last_spdy_request()["target"],
+                         "/attach/default/p/c?stderr=1&stdin=1&stdout=1")
+
+    def test_refused_upgrade(self):
+        for env in (None, self.SPDY_EXEC_OFF):
+            with self.subTest(spdy_direct=bool(env)):
+                r = self.kubectl("exec", "p2", "-c", "missing", "--", "echo", env=env)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(b'container not found ("missing")', r.stderr)
+                r = self.kubectl("exec", "p2", "-c", "gone", "--", "echo", env=env)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(b"pod default/p has no container gone", r.stderr)
+
+    def test_kubelet_unreachable(self):
+        want = f"dial tcp 127.0.0.1:{self.closed_port}: connect: connection refused"
+        r = self.kubectl("exec", "p3", "--", "echo")
+        self.assertIn(f"error: Internal error occurred: error dialing backend: {want}",
+                      r.stderr.decode())
+        r = self.kubectl("exec", "p3", "--", "echo", env=self.SPDY_EXEC_OFF)
+        self.assertIn(f"error trying to reach service: {want}", r.stderr.decode())
+
+    def test_exec_relayed_with_switch(self):
+        self.srv.websockets_to_kubelet = True
+        r = self.kubectl("exec", "p", "--", "echo", "relayed")
+        self.assertEqual((r.returncode, r.stdout), (0, b"relayed\n"), r.stderr)
+        self.assertEqual(self.calls["translate"], 0)
+        req = self.kubelet.requests[-1]
+        self.assertIn(("Upgrade", "websocket"), req["headers"])
+        self.assertEqual(req["protocol"], "v5.channel.k8s.io")
+        r = self.kubectl("exec", "p", "--", "exit", "4")
+        self.assertEqual(r.returncode, 4, r.stderr)
+
+    def port_forward(self, env=None):
+        e = self.env(env)
+        pf = subprocess.Popen(["kubectl", "port-forward", "p", ":8080"], env=e,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = pf.stdout.readline().decode()
+            self.assertIn("Forwarding from 127.0.0.1:", line, pf.stderr.read1() if
+                          not line else line)
+            port = int(line.split("127.0.0.1:")[1].split()[0])
+            for msg in (b"hello through the tunnel", b"x" * 200000):
+                with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+                    c.sendall(msg)
+                    c.shutdown(socket.SHUT_WR)
+                    got = b""
+                    while True:
+                        d = c.recv(65536)
+                        if not d:
+                            break
+                        got += d
+                self.assertEqual(got, msg.upper())
+        finally:
+            pf.terminate()
+            pf.wait(10)
+            pf.stdout.close()
+            pf.stderr.close()
+        req = self.last_spdy_request()
+        self.assertEqual(req["method"], "POST")
+        self.assertEqual([v for k, v in req["headers"] if k == "X-Stream-Protocol-Version"],
+                         ["portforward.k8s.io"])
+        data = [h for h in req["streams"] if ("streamtype", "data") in h]
+        self.assertTrue(data)
+        self.assertIn(("port", "8080"), data[0])
+        return req
+
+    def test_port_forward_tunnel(self):
+        req = self.port_forward()
+        self.assertEqual(self.calls["tunnel"], 1)
+        names = {k.lower() for k, _ in req["headers"]}
+        self.assertFalse(names & {"sec-websocket-key", "sec-websocket-protocol",
+                                  "sec-websocket-version"})
+        self.assertIn(("Connection", "Upgrade"), req["headers"])
+
+    def test_port_forward_refused(self):
+        """The kubelet's refusal reaches kubectl through the tunnel (and
+        through the SPDY relay kubectl falls back to)."""
+        for env in (None, {"KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"}):
+            with self.subTest(spdy_direct=bool(env)):
+                self.setUp()
+                r = self.kubectl("port-forward", "p2", ":8080", env=env)
+                self.assertNotEqual(r.returncode, 0)
+                self.assertIn(b"port-forward refused by the fake kubelet", r.stderr)
+                self.assertEqual(self.calls["tunnel"], 0 if env else 1)
+
+    def test_port_forward_spdy(self):
+        self.port_forward({"KUBECTL_PORT_FORWARD_WEBSOCKETS": "false"})
+        self.assertEqual(self.calls["tunnel"], 0)
+
+    def ws_client(self, path, protocol):
+        """A raw WebSocket client of the stand-in (for what kubectl cannot
+        be made to send: resizes)."""
+        ctx = ssl.create_default_context(cafile=os.path.join(self.tmp, "ca.crt"))
+        ctx.load_cert_chain(os.path.join(self.tmp, "admin.crt"),
+                            os.path.join(self.tmp, "admin.key"))
+        s = ctx.wrap_socket(socket.create_connection(self.srv.server_address, timeout=20),
+                            server_hostname="127.0.0.1")
+        s.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                   f"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                   f"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                   f"Sec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += s.recv(1)
+        self.assertIn(b" 101 ", head.split(b"\r\n")[0])
+        self.assertIn(b"Sec-WebSocket-Protocol: " + protocol.encode(), head)
+        return s
+
+    def ws_read_all(self, s):
+        p = ws.Parser(server=False)
+        msgs = []
+        with s:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    return msgs
+                for op, payload in p.feed(d):
+                    if op == ws.CLOSE:
+                        s.sendall(ws.close_frame(ws.NORMAL, mask=True))
+                        return msgs
+                    msgs.append(payload)
+
+    def test_v5_channels(self):
+        s = self.ws_client("/api/v1/namespaces/default/pods/p/exec?command=tty&stdin=true"
+                           "&stdout=true&tty=true", "v5.channel.k8s.io")
+        for m in (b"\x04" + b'{"Width":80,', b"\x04" + b'"Height":24}',
+                  b"\x04" + b'{"width":100,"height":5}', b"\x00typed", b"\xff\x00"):
+            s.sendall(ws.frame(ws.BINARY, m, mask=True))
+        msgs = self.ws_read_all(s)
+        self.assertEqual(msgs[0], b"\x01")   # the empty message on stdout first
+        out = b"".join(m[1:] for m in msgs if m[:1] == b"\x01")
+        self.assertEqual(out, b"resize 80 24\nresize 100 5\n")
+        self.assertEqual(json.loads(msgs[-1][1:]), {"metadata": {}, "status": "Success"})
+        self.assertEqual(self.kubelet.requests[-1]["resizes"],
+                         [b'{"Width":80,"Height":24}\n', b'{"Width":100,"Height":5}\n'])
+
+    def test_v5_client_gone_and_bad_frames(self):
+        """A client that goes away ends the kubelet's session too; one that
+        breaks the WebSocket framing gets a protocol-error close."""
+        s = self.ws_client("/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=1"
+                           "&stdout=1", "v5.channel.k8s.io")
+        s.sendall(ws.frame(ws.BINARY, b"\x00abc", mask=True))
+        p = ws.Parser(server=False)
+        got = b""
+        while b"abc" not in got:
+            got += b"".join(m for _, m in p.feed(s.recv(65536)))
+        s.close()
+        for _ in range(100):
+            if self.kubelet.requests[-1].get("ended"):
+                break
+            time.sleep(0.05)
+        self.assertTrue(self.kubelet.requests[-1].get("ended"))
+        s = self.ws_client("/api/v1/namespaces/default/pods/p/exec?command=cat&stdin=1"
+                           "&stdout=1", "v5.channel.k8s.io")
+        s.sendall(ws.frame(ws.BINARY, b"\x00unmasked"))
+        msgs = []
+        p = ws.Parser(server=False)
+        with s:
+            while not any(op == ws.CLOSE for op, _ in msgs):
+                d = s.recv(65536)
+                if not d:
+                    break
+                msgs += p.feed(d)
+        self.assertEqual(ws.parse_close(msgs[-1][1])[0], ws.PROTOCOL_ERROR)
+
+    def test_v5_status_of_refusal(self):
+        s = self.ws_client("/api/v1/namespaces/default/pods/p2/exec?container=missing"
+                           "&command=x&stdout=1", "v5.channel.k8s.io")
+        msgs = self.ws_read_all(s)
+        self.assertEqual(msgs[0], b"\x01")
+        st = json.loads(msgs[-1][1:])
+        self.assertEqual(st, streams.internal_error(
+            'unable to upgrade connection: container not found ("missing")'))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import patch
 import proto
 import registry as reg
 import store
+import streams
 import tables
 from registry import ApiError
 
@@ -435,6 +436,17 @@ class Handler(BaseHTTPRequestHandler):
         self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
         self.request.settimeout(None)
         super().setup()
+
+    def finish(self):
+        # socketserver closes the socket it accepted, which wrap_socket
+        # detached: the TLS socket is ours to close.
+        try:
+            super().finish()
+        finally:
+            try:
+                self.request.close()
+            except OSError:
+                pass
 
     def log_message(self, fmt, *args):
         if self.server.verbose:
@@ -1014,19 +1026,38 @@ class Handler(BaseHTTPRequestHandler):
                 "exec": f"/exec/{ns}/{name}/{container}",
                 "attach": f"/attach/{ns}/{name}/{container}",
                 "portforward": f"/portForward/{ns}/{name}"}[sub]
-        qs = urllib.parse.urlencode(query, quote_via=urllib.parse.quote)
+        opts = None
+        if sub in ("exec", "attach"):
+            # As the apiserver's streamParams: the options decoded from the
+            # query, booleans sent as "1", keys sorted (url.Values.Encode).
+            opts = {k: query_bool(self.path, k) for k in ("stdin", "stdout", "stderr", "tty")}
+            query = [("command", c) for c in query_list(self.path, "command")] if \
+                sub == "exec" else []
+            query += [(k, "1") for k in ("stdin", "stdout", "stderr", "tty") if opts[k]]
+            query.sort(key=lambda kv: kv[0])
+        qs = urllib.parse.urlencode(query)   # as url.Values.Encode: QueryEscape, space as +
         target = urllib.parse.quote(path) + ("?" + qs if qs else "")
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
         ctx.load_cert_chain(os.path.join(self.server.data, "kubelet-client.crt"),
                             os.path.join(self.server.data, "kubelet-client.key"))
+        if upgrade and streams.is_websocket(self.headers):
+            protos = streams.ws.subprotocols(self.headers.get("Sec-WebSocket-Protocol"))
+            if sub in ("exec", "attach") and streams.V5 in protos and \
+                    not self.server.websockets_to_kubelet:
+                self.close_connection = True
+                return streams.translate(self, ctx, host, port, target, opts)
+            if sub == "portforward" and streams.PORTFORWARD_TUNNEL in protos:
+                self.close_connection = True
+                return streams.tunnel(self, ctx, host, port, target)
         try:
             raw = socket.create_connection((host, int(port)), timeout=10)
             up = ctx.wrap_socket(raw)
         except OSError as e:
             raise ApiError(500, "InternalError",
-                           f"error trying to reach service: dial tcp {host}:{port}: {e}")
+                           "error trying to reach service: " +
+                           streams.dial_error(host, port, e))
         try:
             hdrs = [f"{m} {target} HTTP/1.1", f"Host: {host}:{port}"]
             for k, v in self.headers.items():
@@ -1068,8 +1099,9 @@ class Handler(BaseHTTPRequestHandler):
         for line in lines[1:]:
             k, _, v = line.partition(":")
             # the body is relayed as it comes until the kubelet closes
-            if code != 101 and k.strip().lower() in ("content-length", "transfer-encoding",
-                                                     "connection"):
+            # (Content-Length/Transfer-Encoding stay: the body's bytes go
+            # through unchanged, chunk framing included)
+            if code != 101 and k.strip().lower() in ("connection", "keep-alive"):
                 continue
             self.send_header(k.strip(), v.strip())
         if code != 101:
@@ -1084,47 +1116,30 @@ class Handler(BaseHTTPRequestHandler):
     def pump(client, up):
         """Copies bytes both ways until either side closes (a client that
         goes away mid-stream closes the kubelet's side too, as
-        kube-apiserver does). TLS sockets can hold decrypted bytes select()
-        does not see: pending() covers them."""
-        socks = (client, up)
-        for x in socks:
-            x.setblocking(False)
-        try:
-            while True:
-                ready = [x for x in socks if x.pending()]
-                if not ready:
-                    ready, _, _ = select.select(socks, [], [])
-                for x in ready:
-                    try:
-                        data = x.recv(65536)
-                    except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
-                        continue
-                    if not data:
-                        return
-                    other = up if x is client else client
-                    other.setblocking(True)
-                    try:
-                        other.sendall(data)
-                    finally:
-                        other.setblocking(False)
-        except (OSError, ValueError):
-            return
-        finally:
-            for x in socks:
-                try:
-                    x.setblocking(True)
-                    x.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        kube-apiserver does), never blocking one side on the other."""
+        streams.pump_raw(client, up)
 
 
 KUBELET_SUBRESOURCES = ("log", "exec", "attach", "portforward")
+
+
+def query_list(path, key):
+    return [v for k, v in urllib.parse.parse_qsl(urllib.parse.urlsplit(path).query,
+                                                 keep_blank_values=True) if k == key]
+
+
+def query_bool(path, key):
+    """The apiserver's query conversion of a bool: absent is false, "0" and
+    "false" (any case) are false, anything else is true."""
+    vals = query_list(path, key)
+    return bool(vals) and vals[0] != "0" and vals[0].lower() != "false"
 
 
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128
+    websockets_to_kubelet = False
 
     def handle_error(self, request, client_address):
         if isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
@@ -1297,6 +1312,11 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--node-name", default=os.uname().nodename.lower(),
                     help="node identity of node.kubeconfig and node.crt")
+    ap.add_argument("--websockets-to-kubelet", action="store_true",
+                    default=os.environ.get("CUBELET_STANDIN_WEBSOCKETS_TO_KUBELET", "") not in
+                    ("", "0", "false"),
+                    help="relay exec/attach WebSockets (v5.channel.k8s.io) to the kubelet "
+                    "unchanged instead of translating them to SPDY")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     data = os.path.abspath(args.data)
@@ -1324,6 +1344,7 @@ def main():
         port = srv.server_address[1]
         srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
         srv.verbose = args.verbose
+        srv.websockets_to_kubelet = args.websockets_to_kubelet
         srv.data = data
         srv.address = f"127.0.0.1:{port}"
         admin_token = load_or_make_token(os.path.join(data, "admin.token"))

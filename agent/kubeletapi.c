@@ -2029,6 +2029,20 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
                 *ret_pf = pf;
                 return 0;
         }
+        /* the session exists even for a refusal: a WebSocket refusal goes
+         * on its error channel */
+        struct exec *x = calloc(1, sizeof(*x));
+        if (x == NULL) {
+                snprintf(msg, size, "out of memory");
+                return 500;
+        }
+        x->c = c;
+        x->srv = s;
+        x->t = *t;
+        x->pidfd = x->in_fd = x->out_fd = x->err_fd = x->pty = -1;
+        x->att_fd = x->att_ino = -1;
+        x->attach = r == AG_NAPI_ATTACH;
+        *ret_x = x;
         struct args a = {0};
         struct cb_error err = {0};
         struct ag_exec_options o = {0};
@@ -2060,20 +2074,7 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
         free(o.argv);
         o.argv = (const char **)argv;
         args_free(&a);
-        struct exec *x = calloc(1, sizeof(*x));
-        if (x == NULL) {
-                free(o.argv);
-                snprintf(msg, size, "out of memory");
-                return 500;
-        }
-        x->c = c;
-        x->srv = s;
         x->opts = o;
-        x->t = *t;
-        x->pidfd = x->in_fd = x->out_fd = x->err_fd = x->pty = -1;
-        x->att_fd = x->att_ino = -1;
-        x->attach = r == AG_NAPI_ATTACH;
-        *ret_x = x;
         int code = find_target(s, t, t->container, &f);
         if (code != 0) {
                 snprintf(msg, size, "%s", f.msg);

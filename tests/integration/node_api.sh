@@ -305,6 +305,21 @@ echo second' 2>&1)
 [ "$(printf '%s' "$out" | paste -sd,)" = first,second ] || fail "exec with a newline in an argument: '$out'"
 out=$(ks exec two -c a -- echo $(seq 1 150) 2>&1)
 [ "$out" = "$(echo $(seq 1 150))" ] || fail "SPDY exec with 150 arguments: '$(head -c 200 <<<"$out")'"
+# bad requests on an upgraded connection: no command, a bad escape; the
+# node refuses on the stream and keeps serving
+for q in 'stdout=1' 'command=%zz&stdout=1'; do
+        out=$(curl -sk --max-time 3 -i -N --http1.1 -H "Authorization: Bearer tok-$$-secret" \
+                -H 'Connection: Upgrade' -H 'Upgrade: websocket' -H 'Sec-WebSocket-Version: 13' \
+                -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' -H 'Sec-WebSocket-Protocol: v5.channel.k8s.io' \
+                "$api/exec/default/two/a?$q" 2>/dev/null | tr -d '\0')
+        grep -q "101 Switching Protocols" <<<"$out" && grep -Eq "command|escape" <<<"$out" ||
+                fail "a WebSocket exec with '$q': '$(head -c 300 <<<"$out")'"
+        out=$(curl -sk --max-time 3 -X POST -H "Authorization: Bearer tok-$$-secret" \
+                -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' -H 'X-Stream-Protocol-Version: v4.channel.k8s.io' \
+                "$api/exec/default/two/a?$q")
+        jq -e '.code == 400' <<<"$out" >/dev/null || fail "an SPDY exec with '$q': '$out'"
+done
+kill -0 "$agent_pid" || die "the agent died on a bad streaming request"
 # throughput figures (reported, not judged): 32 MiB of stdout through kubectl,
 # the stand-in and the node, over kubectl's SPDY and over kubectl's default
 # (WebSocket; translated to SPDY, or relayed with the stand-in's switch)

@@ -7,7 +7,7 @@
  * the node API's attach does: stdout records to stdout, stderr records to
  * stderr; a terminal's output is stdout) and, with -i, copies this
  * process's stdin to the container's stdin through the monitor's attach
- * socket (runtime/attach.h). End of our stdin ends the attach session:
+ * attach socket of runtime/attach.h. End of our stdin ends the session:
  * with stdinOnce that closes the container's stdin. -t, when the container
  * has a terminal, puts our terminal in raw mode and sends its size at the
  * start and on every SIGWINCH. Ends when the container ends (exit status:

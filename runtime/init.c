@@ -127,7 +127,7 @@ static int close_fds(struct cb_error *err)
  * The container's terminal, as crun makes it: after pivot_root /dev/ptmx
  * is the container's own devpts instance (newinstance), so the pty and its
  * /dev/pts/N exist only there; nothing appears in the host's /dev/pts. The
- * master goes to the monitor over the sync socket (SCM_RIGHTS); the slave
+ * master goes to the monitor over the sync channel (SCM_RIGHTS); the slave
  * becomes stdin/stdout/stderr and, after setsid, the controlling terminal.
  * The slave belongs to the container's user, as a login's terminal does.
  */

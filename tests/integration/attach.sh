@@ -4,7 +4,8 @@
 # its answer comes back; stdinOnce ends the container's stdin when the
 # first session ends (cat exits 0, Completed); a tty container gets a
 # terminal of its own devpts (not the host's), TERM=xterm, and the attach
-# client's terminal size; attaching -i to a container without stdin fails
+# client's terminal size, also after a resize (SIGWINCH); attaching -i to a
+# container without stdin fails
 # with the message; nothing is left behind.
 set -euo pipefail
 : "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
@@ -111,17 +112,41 @@ pid=$(jq -r .pid "$root/containers/$term/state.json")
 [ "$(stat -L -c %d "/proc/$pid/fd/0")" != "$(stat -c %d /dev/pts/ptmx)" ] ||
   fail "term: the terminal is on the host's devpts"
 [ "$(readlink "/proc/$pid/fd/0")" == /dev/pts/0 ] || fail "term: stdin is $(readlink "/proc/$pid/fd/0")"
-# script gives attach a terminal of 33 rows x 91 columns; attach -t sends it
-printf 'go\n' | timeout 30 script -qfec \
-  "stty rows 33 cols 91; $CUBELET --root-dir $root attach -i -t $term" /dev/null >"$tmp/term.out" ||
-  fail "attach -it term: exit $?"
+# script gives attach a terminal of 33 rows x 91 columns: attach -t sends it
+# at the start; then that terminal is resized (the kernel sends SIGWINCH to
+# attach), and the container's terminal follows. The container's size is read
+# from the host through /proc/PID/fd/0.
+csize() { stty -F "/proc/$pid/fd/0" size 2>/dev/null; }
+until_size() {
+  for _ in $(seq 150); do [ "$(csize)" == "$1" ] && return 0; sleep 0.2; done
+  return 1
+}
+mkfifo "$tmp/in"
+timeout 60 script -qfec "stty rows 33 cols 91; exec $CUBELET --root-dir $root attach -i -t $term" \
+  /dev/null <"$tmp/in" >"$tmp/term.out" &
+scr=$!
+exec 7>"$tmp/in"
+until_size "33 91" || fail "term: size $(csize) after attach -t, want 33 91"
+# timeout -> script -> attach (the shell exec'd it)
+spid=$(cat "/proc/$scr/task/$scr/children" 2>/dev/null | awk '{print $1}')
+apid=$(cat "/proc/$spid/task/$spid/children" 2>/dev/null | awk '{print $1}')
+apts=$(readlink "/proc/${apid:-none}/fd/0" || true)
+if [[ "$apts" == /dev/pts/* ]]; then
+  stty -F "$apts" rows 40 cols 100
+  until_size "40 100" || fail "term: size $(csize) after a SIGWINCH, want 40 100"
+else
+  fail "term: cannot find the terminal of attach (pid '$apid')"
+fi
+printf 'go\n' >&7
+exec 7>&-
+wait $scr || fail "attach -it term: exit $?"
 tlog=$(cat "$tmp"/logs/default_attach_*/term/0.log)
-grep -q ' stdout F size=33 91'$'\r''$' <<<"$tlog" || fail "term: no size=33 91 in the log: $tlog"
+grep -q ' stdout F size=40 100'$'\r''$' <<<"$tlog" || fail "term: no size=40 100 in the log: $tlog"
 grep -q ' stdout F /dev/pts/0'$'\r''$' <<<"$tlog" || fail "term: tty is not /dev/pts/0: $tlog"
 grep -q ' stdout F TERM=xterm'$'\r''$' <<<"$tlog" || fail "term: no TERM=xterm: $tlog"
 grep -q ' stdout F 0 ptmx '$'\r''$' <<<"$tlog" || fail "term: /dev/pts holds more than its own: $tlog"
 grep -q ' stderr ' <<<"$tlog" && fail "term: a terminal's output must be logged as stdout"
-grep -q 'size=33 91' "$tmp/term.out" || fail "attach -it did not print the container's output: $(cat -v "$tmp/term.out")"
+grep -q 'size=40 100' "$tmp/term.out" || fail "attach -it did not print the container's output: $(cat -v "$tmp/term.out")"
 
 # --- the end: the pod stops, the sockets go with the monitors -------------------------
 kill -TERM $runpod

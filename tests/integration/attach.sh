@@ -5,8 +5,7 @@
 # first session ends (cat exits 0, Completed); a tty container gets a
 # terminal of its own devpts (not the host's), TERM=xterm, and the attach
 # client's terminal size, also after a resize (SIGWINCH); attaching -i to a
-# container without stdin fails
-# with the message; nothing is left behind.
+# container without stdin fails with the message; nothing is left behind.
 set -euo pipefail
 : "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
 [ "$(id -u)" -eq 0 ] || { echo "needs root"; exit 77; }

@@ -220,6 +220,12 @@ static int run(struct attach *a, bool in, bool tty, const char *root)
                 fprintf(stderr, "cubelet attach: %s\n", err.msg);
                 return 1;
         }
+        /* an empty input message: this is a stdin session (stdinOnce) even
+         * if our stdin ends before it gives anything */
+        if (in && rt_attach_stdin(a->sock, "", 0, &err) < 0) {
+                fprintf(stderr, "cubelet attach: %s\n", err.msg);
+                return 1;
+        }
         a->ep = epoll_create1(EPOLL_CLOEXEC);
         sigset_t set;
         sigemptyset(&set);

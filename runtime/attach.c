@@ -188,8 +188,6 @@ static int send_msg(int fd, const uint8_t *buf, size_t len, struct cb_error *err
 
 int rt_attach_stdin(int fd, const void *buf, size_t len, struct cb_error *err)
 {
-        if (len == 0)
-                return 0;
         static _Thread_local uint8_t msg[1 + RT_ATTACH_MAX];
         int n = rt_attach_encode_stdin(msg, sizeof(msg), buf, len, err);
         if (n < 0)

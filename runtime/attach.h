@@ -20,7 +20,9 @@
  * socket keeps the boundaries), byte 0 the type:
  *
  *   'i' (RT_ATTACH_MSG_STDIN)  bytes 1..: input for the container, at most
- *                              RT_ATTACH_MAX bytes (an empty one is ignored)
+ *                              RT_ATTACH_MAX bytes; an empty one writes
+ *                              nothing but marks the session as attaching
+ *                              stdin (see stdin_once)
  *   'c' (RT_ATTACH_MSG_CLOSE)  no payload: close the container's stdin for
  *                              good (a pipe: EOF; a terminal: the VEOF
  *                              character, ^D, is written and input is
@@ -38,11 +40,15 @@
  * the monitor disconnects every client and removes the socket: a client
  * sees EOF (or EPIPE on send), and later connections fail.
  *
- * stdin_once (Kubernetes' stdinOnce, "close stdin after the first attach
- * session ends"): the first client that connects is the first attach
- * session; when it disconnects (or sends CLOSE) the container's stdin is
- * closed for good. Another client connected meanwhile does not keep it
- * open. A node API handler therefore disconnects (closes its fd) when the
+ * stdin_once (Kubernetes' stdinOnce: "stdin is opened on container start,
+ * is empty until the first client attaches to stdin, and then remains open
+ * and accepts data until the client disconnects"): the first connection
+ * that sends a STDIN message (an empty one counts: send it right after
+ * connecting to claim the session) or a CLOSE is the first stdin session;
+ * when it disconnects the container's stdin is closed for good. Another
+ * client connected meanwhile does not keep it open, and a connection that
+ * only resizes never counts. A node API handler for `attach -i` therefore
+ * sends an empty STDIN at once and disconnects (closes its fd) when the
  * remote client's stdin stream ends; without stdin_once that leaves the
  * container's stdin open for the next attach, as containerd does.
  */
@@ -95,9 +101,9 @@ int rt_attach_decode(const uint8_t *buf, size_t len, struct rt_attach_msg *ret,
  * or a CLOSE). Works with any root_dir length (connects through
  * /proc/self/fd). */
 int rt_attach_open(const char *root_dir, const char *cid, int *ret_fd, struct cb_error *err);
-/* Sends len (1..RT_ATTACH_MAX; 0 is a no-op) bytes of input as one
- * message. Returns 0; -EAGAIN when the socket is full (the monitor is
- * waiting for the container to read: wait for EPOLLOUT on fd and send the
+/* Sends len (0..RT_ATTACH_MAX) bytes of input as one message (0: the
+ * empty message that claims the stdin session, see stdin_once). Returns 0; -EAGAIN when the socket
+ * is full (the monitor is waiting for the container to read: wait for EPOLLOUT on fd and send the
  * same bytes again), or -1 with err (EPIPE: the monitor closed the
  * connection because stdin was closed or the container ended). */
 int rt_attach_stdin(int fd, const void *buf, size_t len, struct cb_error *err);

@@ -53,7 +53,7 @@ enum { T_OUT, T_ERR, T_SIG, T_LISTEN, T_STDIN, T_MASTER, T_CLIENT = 16 };
 
 struct client {
         int fd;     /* -1: free slot */
-        bool first; /* the first attach session (stdinOnce) */
+        bool first; /* the first session that attached stdin (stdinOnce) */
 };
 
 struct monitor {
@@ -73,7 +73,7 @@ struct monitor {
         int listen_fd; /* the attach socket */
         int ep;
         bool stdin_closed; /* for good: stdinOnce, CLOSE, or the reader went away */
-        bool any_client;   /* a first session was seen */
+        bool any_session;  /* a first stdin session was seen */
         bool paused;       /* input pending: clients are not read */
         struct client clients[MAX_CLIENTS];
         uint8_t pend[RT_ATTACH_MAX];
@@ -488,6 +488,12 @@ static void on_client(struct monitor *m, size_t i)
                 struct cb_error e;
                 if (rt_attach_decode(buf, (size_t)n, &msg, &e) < 0)
                         continue; /* dropped */
+                /* input (even none) or a close makes this a stdin session;
+                 * a connection that only resizes is not one */
+                if (msg.type != RT_ATTACH_MSG_RESIZE && !m->any_session) {
+                        m->any_session = true;
+                        m->clients[i].first = true;
+                }
                 switch (msg.type) {
                 case RT_ATTACH_MSG_STDIN:
                         take_input(m, msg.data, msg.len);
@@ -519,8 +525,7 @@ static void on_listen(struct monitor *m)
                         close(fd);
                         continue;
                 }
-                m->clients[i] = (struct client){.fd = fd, .first = !m->any_client};
-                m->any_client = true;
+                m->clients[i] = (struct client){.fd = fd};
                 if (!m->paused && ep_set(m, EPOLL_CTL_ADD, fd, EPOLLIN, T_CLIENT + (uint32_t)i) < 0)
                         drop_client(m, i);
         }

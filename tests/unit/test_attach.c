@@ -336,11 +336,22 @@ START_TEST(test_stdin_once)
         c.stdin_open = true;
         c.stdin_once = true;
         start(&c);
+        /* a connection that sends no input is not a stdin session */
+        int idle = attach("once");
+        close(idle);
+        ck_assert(still_running("once", 300));
         int first = attach("once");
+        struct cb_error err = {0};
+        ck_assert_int_eq(rt_attach_stdin(first, "", 0, &err), 0); /* claims the session */
+        send_in(first, "from-first\n");
+        /* sessions are read in turn: first's claim is in before second speaks */
+        ck_assert_msg(wait_log("once", "out:from-first\n", 10000), "log: %s", read_log("once"));
         int second = attach("once");
         send_in(second, "from-second\n");
-        send_in(first, "from-first\n");
+        ck_assert_msg(wait_log("once", "out:from-second\n", 10000), "log: %s", read_log("once"));
+        close(second); /* not the first session: stdin stays open */
         ck_assert(still_running("once", 300));
+        second = attach("once");
         close(first); /* the first session ends: stdin closes for good */
         struct rt_container_state st;
         wait_exit("once", &st, 30000);

@@ -36,6 +36,9 @@ static const struct subcommand subcommands[] = {
     {"logs", cmd_logs,
      "logs [-p] [--tail N] [--timestamps] [--pod-logs-dir DIR] NS/POD [CONTAINER]: a "
      "container's log"},
+    {"attach", cmd_attach,
+     "attach [-i] [-t] CONTAINER_ID: follow a running container's output; -i sends stdin, -t "
+     "a terminal (the container needs stdin/tty)"},
     {"image", cmd_image,
      "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
 };

@@ -18,3 +18,4 @@ int cmd_inspect(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_image(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_logs(int argc, char **argv, const struct cb_global_opts *opts);
+int cmd_attach(int argc, char **argv, const struct cb_global_opts *opts);

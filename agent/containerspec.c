@@ -595,6 +595,9 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
         s.privileged = sc->has_privileged && sc->privileged;
         s.no_new_privs = sc->has_allow_privilege_escalation && !sc->allow_privilege_escalation;
         s.read_only_rootfs = sc->has_read_only_root_filesystem && sc->read_only_root_filesystem;
+        s.stdin_open = c->stdin_;
+        s.stdin_once = c->stdin_ && c->stdin_once;
+        s.tty = c->tty;
 
         struct envset env = {.a = a};
         if (build_env(a, pod, c, ctx, &env, err) < 0)
@@ -610,6 +613,13 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
         for (size_t i = 0; i < env.n; i++)
                 if (env_set(&all, env.names[i], env.values[i]) < 0)
                         return cb_error_set(err, ENOMEM, "env");
+        /* a terminal's type, as containerd's oci.WithTTY gives it (it
+         * appends; a TERM set before stays the one getenv finds) */
+        bool has_term = false;
+        for (size_t i = 0; i < all.n; i++)
+                has_term = has_term || strcmp(all.names[i], "TERM") == 0;
+        if (c->tty && !has_term && env_set(&all, "TERM", "xterm") < 0)
+                return cb_error_set(err, ENOMEM, "env");
         s.env = cb_arena_calloc(a, all.n + 1, sizeof(char *));
         if (s.env == NULL)
                 return cb_error_set(err, ENOMEM, "env");

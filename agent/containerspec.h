@@ -16,7 +16,10 @@
  *  - capabilities: containerd's default set, add/drop with "ALL" applied
  *    first, privileged = every capability;
  *  - seccomp (container over pod; unset = Unconfined, the kubelet default),
- *    no_new_privs (allowPrivilegeEscalation: false), readOnlyRootFilesystem.
+ *    no_new_privs (allowPrivilegeEscalation: false), readOnlyRootFilesystem;
+ *  - stdin, stdinOnce, tty as they are (stdinOnce only with stdin); with
+ *    tty, TERM=xterm unless the environment sets TERM (containerd's
+ *    oci.WithTTY).
  * Pure functions, no I/O.
  */
 
@@ -82,6 +85,7 @@ struct ag_container_spec {
         enum ag_seccomp seccomp;
         const char *seccomp_localhost;    /* relative to <root-dir>/seccomp/ */
         enum k8s_pull_policy pull_policy; /* never K8S_PULL_DEFAULT */
+        bool stdin_open, stdin_once, tty; /* spec.containers[].stdin, stdinOnce, tty */
 };
 
 /* `$(VAR)` expansion as Kubernetes does it: `$$` is a literal `$`, an

@@ -1330,6 +1330,9 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
             .limits = cp ? cp->limits : (struct cg_limits){0},
             .log_path = log_path,
             .stop_signal = signal_number(img->config.stop_signal),
+            .stdin_open = s.stdin_open,
+            .stdin_once = s.stdin_once,
+            .tty = s.tty,
         };
         if (cb_arena_over_limit(a) || j->cfg.name == NULL || j->cfg.root_dir == NULL ||
             j->cfg.monitor_path == NULL) {

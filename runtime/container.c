@@ -74,6 +74,66 @@ int rt_sync_recv(int fd, struct rt_sync_msg *ret, struct cb_error *err)
         return 1;
 }
 
+int rt_sync_send_fd(int fd, int type, int passed_fd)
+{
+        struct rt_sync_msg m = {.type = type};
+        struct iovec iov = {.iov_base = &m, .iov_len = offsetof(struct rt_sync_msg, msg)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        memset(&u, 0, sizeof(u));
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = u.buf,
+                            .msg_controllen = sizeof(u.buf)};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &passed_fd, sizeof(int));
+        ssize_t n;
+        do
+                n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -1 : 0;
+}
+
+int rt_sync_recv_fd(int fd, struct rt_sync_msg *ret, int *ret_fd, struct cb_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        *ret_fd = -1;
+        struct iovec iov = {.iov_base = ret, .iov_len = sizeof(*ret)};
+        union {
+                char buf[CMSG_SPACE(sizeof(int))];
+                struct cmsghdr align;
+        } u;
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = u.buf,
+                            .msg_controllen = sizeof(u.buf)};
+        ssize_t n;
+        do
+                n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return cb_error_set(err, errno, "sync socket");
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
+                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+                    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+                        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
+        if (n == 0)
+                return 0;
+        if ((size_t)n < offsetof(struct rt_sync_msg, msg)) {
+                if (*ret_fd >= 0)
+                        close(*ret_fd);
+                *ret_fd = -1;
+                return cb_error_set(err, EPROTO, "sync socket: short message of %zd bytes", n);
+        }
+        ret->msg[sizeof(ret->msg) - 1] = '\0';
+        return 1;
+}
+
 /* ---- helpers ----------------------------------------------------------------- */
 
 static bool id_valid(const char *id)
@@ -236,6 +296,9 @@ int rt_config_to_json(const struct rt_container_config *c, char **ret_json, stru
         cJSON_AddNumberToObject(l, "pidsLimit", (double)c->limits.pids_limit);
         add_str(o, "logPath", c->log_path);
         cJSON_AddNumberToObject(o, "stopSignal", c->stop_signal);
+        cJSON_AddBoolToObject(o, "stdin", c->stdin_open);
+        cJSON_AddBoolToObject(o, "stdinOnce", c->stdin_once);
+        cJSON_AddBoolToObject(o, "tty", c->tty);
         if (c->cg_loc != NULL) {
                 cJSON *cl = cJSON_AddObjectToObject(o, "cgroupLocation");
                 cJSON_AddNumberToObject(cl, "version", c->cg_loc->version);
@@ -375,6 +438,9 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
         c.limits.pids_limit = (int64_t)jnum(l, "pidsLimit");
         c.log_path = jstr(a, o, "logPath");
         c.stop_signal = (int)jnum(o, "stopSignal");
+        c.stdin_open = jbool(o, "stdin");
+        c.stdin_once = jbool(o, "stdinOnce");
+        c.tty = jbool(o, "tty");
         const cJSON *cl = cJSON_GetObjectItemCaseSensitive(o, "cgroupLocation");
         if (cJSON_IsObject(cl)) {
                 struct cg_location *loc = cb_arena_calloc(a, 1, sizeof(*loc));
@@ -540,6 +606,9 @@ int rt_state_write(const char *dir, const struct rt_container_state *s, struct c
         cJSON_AddStringToObject(o, "cgroupPath", s->cgroup_path);
         cJSON_AddStringToObject(o, "logPath", s->log_path);
         cJSON_AddNumberToObject(o, "stopSignal", s->stop_signal);
+        cJSON_AddBoolToObject(o, "stdin", s->stdin_open);
+        cJSON_AddBoolToObject(o, "stdinOnce", s->stdin_once);
+        cJSON_AddBoolToObject(o, "tty", s->tty);
         return write_json(dir, "state.json", o, err);
 }
 
@@ -603,6 +672,9 @@ static int load_state(const char *root_dir, const char *id, char *dir, size_t ds
         s->created_at = get_time(o, "createdAt");
         s->started_at = get_time(o, "startedAt");
         s->stop_signal = (int)jnum(o, "stopSignal");
+        s->stdin_open = jbool(o, "stdin");
+        s->stdin_once = jbool(o, "stdinOnce");
+        s->tty = jbool(o, "tty");
         copy_str(s->cgroup_path, sizeof(s->cgroup_path), o, "cgroupPath");
         copy_str(s->log_path, sizeof(s->log_path), o, "logPath");
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
@@ -806,7 +878,10 @@ int rt_container_create_start(const struct rt_container_config *config,
         }
         struct rt_container_state st = {.status = RT_CONTAINER_CREATED,
                                         .created_at = rt_now_ns(),
-                                        .stop_signal = config->stop_signal};
+                                        .stop_signal = config->stop_signal,
+                                        .stdin_open = config->stdin_open,
+                                        .stdin_once = config->stdin_once,
+                                        .tty = config->tty};
         snprintf(st.id, sizeof(st.id), "%s", config->id);
         snprintf(st.cgroup_path, sizeof(st.cgroup_path), "%s",
                  config->cgroup_path != NULL ? config->cgroup_path : "");

@@ -21,6 +21,8 @@
  *     state.json  id, status, monitor pid + start time, container pid +
  *                 start time (/proc/<pid>/stat field 22), cgroup, log path
  *     exit.json   exit code, signal, finishedAt, oomKilled, reason, message
+ *     attach      the monitor's attach socket, with stdin_open only
+ *                 (runtime/attach.h)
  *     rootfs/ upper/ work/   overlay mount point and its writable layer
  *
  * The overlay and every other container mount exist only in the
@@ -97,6 +99,15 @@ struct rt_container_config {
         struct cg_limits limits;
         const char *log_path; /* CRI log file (created, appended to) */
         int stop_signal;      /* 0: SIGTERM; kept in state.json for the caller */
+        /* stdin_open: the monitor keeps the write end of a pipe that is the
+         * container's stdin (EOF only when the monitor closes it) and serves
+         * the attach socket (runtime/attach.h). tty: the container's stdin,
+         * stdout and stderr are a terminal allocated in its own devpts; its
+         * output is logged as stdout. stdin_once: the first attach session
+         * ending closes stdin for good. */
+        bool stdin_open;
+        bool stdin_once;
+        bool tty;
         /* Set by rt_container_create_start, never by callers: the cgroup it
          * made (the monitor attaches and reads OOM counts there without
          * initialising libcgroup) and its OOM kill count before the start. */
@@ -124,6 +135,7 @@ struct rt_container_state {
         bool oom_killed;   /* exited: the cgroup's OOM kill counter went up */
         bool start_failed; /* exited: the exec or the setup failed (exit code 128) */
         int stop_signal;
+        bool stdin_open, stdin_once, tty; /* as configured (runtime/attach.h) */
         char reason[32];   /* exited: "Completed", "Error", "OOMKilled", "StartError" */
         char message[512]; /* exited: the start error, "" otherwise */
         char cgroup_path[RT_PATH_MAX];

@@ -5,7 +5,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include "lib/error.h"
 #include "runtime/container.h"
@@ -30,6 +32,7 @@ enum rt_sync_type {
         RT_SYNC_EXEC = 3,
         RT_SYNC_RUNNING = 4,
         RT_SYNC_ERROR = 5,
+        RT_SYNC_PTY = 6, /* C -> monitor, with tty: the terminal's master fd (SCM_RIGHTS) */
 };
 
 struct rt_sync_msg {
@@ -44,6 +47,17 @@ int rt_sync_send(int fd, int type, int64_t value, int64_t value2);
 int rt_sync_send_error(int fd, const struct cb_error *err);
 /* Receives one message: 1 on a message, 0 on EOF, -1 on error. */
 int rt_sync_recv(int fd, struct rt_sync_msg *ret, struct cb_error *err);
+/* A message carrying one fd (SCM_RIGHTS), and receiving one: *ret_fd is
+ * the fd that came with it (O_CLOEXEC) or -1. */
+int rt_sync_send_fd(int fd, int type, int passed_fd);
+int rt_sync_recv_fd(int fd, struct rt_sync_msg *ret, int *ret_fd, struct cb_error *err);
+
+/* ---- the attach socket (attach.c, monitor.c) ------------------------------ */
+
+#define RT_ATTACH_SOCKET "attach" /* in the container's state dir */
+/* The address of the attach socket in the directory open as dirfd
+ * ("/proc/self/fd/N/attach"). */
+int rt_attach_sockaddr(int dirfd, struct sockaddr_un *ret, socklen_t *ret_len);
 
 /* ---- the configuration as JSON (container.c) ----------------------------- */
 
@@ -107,7 +121,7 @@ struct rt_init_args {
         const void *bpf; /* NULL: no seccomp */
         size_t bpf_len;
         int sync_fd;
-        int stdin_fd, stdout_fd, stderr_fd;
+        int stdin_fd, stdout_fd, stderr_fd; /* with config->tty: all /dev/null */
 };
 
 /* C0: waits for sync 1, unshares the PID namespace, forks C and reports its

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -122,6 +123,36 @@ static int close_fds(struct cb_error *err)
         return 0;
 }
 
+/*
+ * The container's terminal, as crun makes it: after pivot_root /dev/ptmx
+ * is the container's own devpts instance (newinstance), so the pty and its
+ * /dev/pts/N exist only there; nothing appears in the host's /dev/pts. The
+ * master goes to the monitor over the sync channel (SCM_RIGHTS); the slave
+ * becomes stdin/stdout/stderr and, after setsid, the controlling terminal.
+ * The slave belongs to the container's user, as a login's terminal does.
+ */
+static int open_terminal(const struct rt_init_args *a, int *ret_slave, struct cb_error *err)
+{
+        _cleanup_close_ int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                return cb_error_set(err, errno, "cannot open the container's /dev/ptmx");
+        int unlock = 0;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+                return cb_error_set(err, errno, "cannot unlock the container's terminal");
+        /* the peer of this master: no path lookup that could be raced */
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0)
+                return cb_error_set(err, errno, "cannot open the container's terminal");
+        (void)fchown(slave, a->config->uid, (gid_t)-1);
+        if (rt_sync_send_fd(a->sync_fd, RT_SYNC_PTY, master) < 0) {
+                int e = errno;
+                close(slave);
+                return cb_error_set(err, e, "cannot pass the terminal to the monitor");
+        }
+        *ret_slave = slave;
+        return 0;
+}
+
 static int safe_chdir(const char *cwd, struct cb_error *err)
 {
         if (chdir(cwd) < 0)
@@ -183,14 +214,19 @@ int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
  * container's cgroup with its oom_score_adj (the monitor did both before
  * sync 1), still in the host's mount, net, IPC and UTS namespaces.
  *
- *  1. stdin = /dev/null, stdout/stderr = the monitor's log pipes.
+ *  1. stdin = /dev/null or the monitor's stdin pipe, stdout/stderr = the
+ *     monitor's log pipes (all /dev/null with tty, until step 4).
  *  2. setns into the sandbox's net, IPC and UTS namespaces (empty path:
  *     the host's), then unshare the mount namespace (and net/IPC/UTS when
  *     there is no sandbox; the hostname is set in that private UTS ns,
  *     otherwise it comes with the sandbox's UTS ns).
  *  3. mounts (mounts.c): / rprivate, overlay rootfs, /proc, /sys ro, /dev,
  *     volumes, pivot_root + detach the old root, masked paths, / ro.
+ *     With tty: the terminal is opened on the container's /dev/ptmx (its
+ *     own devpts) and its master sent to the monitor (SCM_RIGHTS).
  *  4. setsid: a new session, no controlling terminal (CVE-2017-5226).
+ *     With tty: the terminal's slave becomes the controlling terminal
+ *     (TIOCSCTTY) and stdin, stdout and stderr.
  *  5. seccomp HERE when no_new_privs is off: loading a filter without
  *     NO_NEW_PRIVS needs CAP_SYS_ADMIN, which step 7 drops.
  *  6. bounding set reduced to the configured caps (needs CAP_SETPCAP).
@@ -220,10 +256,21 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
         /* 2, 3 */
         if (join_namespaces(c, &err) < 0 || rt_mounts_setup(c, a->state_dir, &err) < 0)
                 die(sfd, &err);
+        int slave = -1;
+        if (c->tty && open_terminal(a, &slave, &err) < 0)
+                die(sfd, &err);
         /* 4 */
         if (setsid() < 0) {
                 cb_error_set(&err, errno, "setsid failed");
                 die(sfd, &err);
+        }
+        if (slave >= 0) {
+                if (ioctl(slave, TIOCSCTTY, 0) < 0 || dup2(slave, 0) < 0 || dup2(slave, 1) < 0 ||
+                    dup2(slave, 2) < 0) {
+                        cb_error_set(&err, errno, "cannot make the terminal the container's stdio");
+                        die(sfd, &err);
+                }
+                close(slave);
         }
         /* 5 */
         bool seccomp_done = false;

@@ -10,8 +10,11 @@
  *     the log pipes, forks the init (init.c), places it in the cgroup,
  *     writes its oom_score_adj and releases it (sync 1);
  *   - once the exec succeeded it writes state.json (pid, start time) and
- *     tells the agent (RUNNING), then pumps stdout/stderr into the CRI log
- *     and takes SIGCHLD through a signalfd;
+ *     tells the agent (RUNNING), then pumps stdout/stderr (or the
+ *     terminal's master, with tty) into the CRI log, takes SIGCHLD through
+ *     a signalfd and, with stdin or tty, serves the attach socket
+ *     (runtime/attach.h): input to the container's stdin pipe or terminal,
+ *     resizes, stdinOnce;
  *   - when C is reaped it drains the pipes, reads the OOM counter of the
  *     container's own cgroup, writes exit.json atomically and exits.
  *
@@ -25,19 +28,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cgroups/cgroup.h"
 #include "lib/arena.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
+#include "runtime/attach.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+
+#define MAX_CLIENTS 32
+
+/* epoll tags (data.u32) */
+enum { T_OUT, T_ERR, T_SIG, T_LISTEN, T_STDIN, T_MASTER, T_CLIENT = 16 };
+
+struct client {
+        int fd;     /* -1: free slot */
+        bool first; /* the first session that attached stdin (stdinOnce) */
+};
 
 struct monitor {
         const struct rt_container_config *c;
@@ -49,6 +66,18 @@ struct monitor {
         int sigfd;
         uint64_t oom_before;
         struct rt_crilog_writer *log;
+        /* stdin and terminal (runtime/attach.h) */
+        int dir_fd;    /* O_PATH of the state dir: the socket lives there */
+        int in[2];     /* stdin pipe: the container reads in[0], we keep in[1] */
+        int master;    /* the terminal's master (tty), from the init */
+        int listen_fd; /* the attach socket */
+        int ep;
+        bool stdin_closed; /* for good: stdinOnce, CLOSE, or the reader went away */
+        bool any_session;  /* a first stdin session was seen */
+        bool paused;       /* input pending: clients are not read */
+        struct client clients[MAX_CLIENTS];
+        uint8_t pend[RT_ATTACH_MAX];
+        size_t pend_off, pend_len;
 };
 
 static int read_config(int fd, char **ret, struct cb_error *err)
@@ -99,6 +128,8 @@ static int start_failed(struct monitor *m, const struct cb_error *e)
         return 1;
 }
 
+static int listen_attach(struct monitor *m, struct cb_error *err);
+
 static int setup_io(struct monitor *m, struct cb_error *err)
 {
         const struct rt_container_config *c = m->c;
@@ -112,11 +143,20 @@ static int setup_io(struct monitor *m, struct cb_error *err)
                 if (m->log_fd < 0)
                         return cb_error_set(err, errno, "cannot open /dev/null");
         }
-        if (pipe2(m->out, O_CLOEXEC) < 0 || pipe2(m->errp, O_CLOEXEC) < 0)
-                return cb_error_set(err, errno, "cannot create the stdio pipes");
-        /* our ends are drained without blocking once the container exited */
-        if (fcntl(m->out[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(m->errp[0], F_SETFL, O_NONBLOCK) < 0)
-                return cb_error_set(err, errno, "cannot make the stdio pipes non-blocking");
+        if (!c->tty) { /* with a terminal, its master carries the output */
+                if (pipe2(m->out, O_CLOEXEC) < 0 || pipe2(m->errp, O_CLOEXEC) < 0)
+                        return cb_error_set(err, errno, "cannot create the stdio pipes");
+                /* our ends are drained without blocking once the container exited */
+                if (fcntl(m->out[0], F_SETFL, O_NONBLOCK) < 0 ||
+                    fcntl(m->errp[0], F_SETFL, O_NONBLOCK) < 0)
+                        return cb_error_set(err, errno, "cannot make the stdio pipes non-blocking");
+                if (c->stdin_open) {
+                        if (pipe2(m->in, O_CLOEXEC) < 0 || fcntl(m->in[1], F_SETFL, O_NONBLOCK) < 0)
+                                return cb_error_set(err, errno, "cannot create the stdin pipe");
+                }
+        }
+        if ((c->stdin_open || c->tty) && listen_attach(m, err) < 0)
+                return -1;
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, SIGCHLD);
@@ -127,6 +167,27 @@ static int setup_io(struct monitor *m, struct cb_error *err)
         m->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         if (m->sigfd < 0)
                 return cb_error_set(err, errno, "cannot create a signalfd");
+        return 0;
+}
+
+/* The attach socket in the state dir, bound through /proc/self/fd so a
+ * long root dir cannot overflow sun_path; 0600: root only, as the state
+ * dir. It exists before the agent hears RUNNING. */
+static int listen_attach(struct monitor *m, struct cb_error *err)
+{
+        m->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (m->listen_fd < 0)
+                return cb_error_set(err, errno, "cannot create the attach socket");
+        (void)unlinkat(m->dir_fd, RT_ATTACH_SOCKET, 0); /* a stale one of a crashed monitor */
+        struct sockaddr_un sa;
+        socklen_t sl;
+        rt_attach_sockaddr(m->dir_fd, &sa, &sl);
+        if (bind(m->listen_fd, (struct sockaddr *)&sa, sl) < 0)
+                return cb_error_set(err, errno, "cannot bind the attach socket %s/%s", m->dir,
+                                    RT_ATTACH_SOCKET);
+        if (fchmodat(m->dir_fd, RT_ATTACH_SOCKET, 0600, 0) < 0 ||
+            listen(m->listen_fd, MAX_CLIENTS) < 0)
+                return cb_error_set(err, errno, "cannot listen on the attach socket");
         return 0;
 }
 
@@ -154,16 +215,19 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
                 close(sp[0]);
                 struct rt_init_args a = *tmpl;
                 a.sync_fd = sp[1];
-                a.stdin_fd = devnull;
-                a.stdout_fd = m->out[1];
-                a.stderr_fd = m->errp[1];
+                a.stdin_fd = m->in[0] >= 0 ? m->in[0] : devnull;
+                a.stdout_fd = m->out[1] >= 0 ? m->out[1] : devnull;
+                a.stderr_fd = m->errp[1] >= 0 ? m->errp[1] : devnull;
                 rt_init_run(&a);
         }
         _cleanup_close_ int fd = sp[0];
         close(sp[1]);
-        close(m->out[1]);
-        close(m->errp[1]);
-        m->out[1] = m->errp[1] = -1;
+        int *child_ends[] = {&m->out[1], &m->errp[1], &m->in[0]};
+        for (size_t i = 0; i < CB_ARRAY_SIZE(child_ends); i++) {
+                if (*child_ends[i] >= 0)
+                        close(*child_ends[i]);
+                *child_ends[i] = -1;
+        }
 
         /* the cgroup before anything runs in the container: C inherits it */
         char adj[16];
@@ -204,12 +268,20 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
         struct rt_sync_msg msg;
         struct cb_error child = {0};
         for (;;) {
-                int n = rt_sync_recv(fd, &msg, err);
+                int passed = -1;
+                int n = rt_sync_recv_fd(fd, &msg, &passed, err);
+                if (passed >= 0 &&
+                    (n <= 0 || msg.type != RT_SYNC_PTY || m->master >= 0 || !c->tty)) {
+                        close(passed);
+                        passed = -1;
+                }
                 if (n < 0)
                         break;
                 if (n == 0)
                         break;
-                if (msg.type == RT_SYNC_PID)
+                if (msg.type == RT_SYNC_PTY && passed >= 0)
+                        m->master = passed;
+                else if (msg.type == RT_SYNC_PID)
                         pid = (pid_t)msg.value;
                 else if (msg.type == RT_SYNC_EXEC)
                         exec_sent = true;
@@ -229,6 +301,16 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
                 }
                 return cb_error_set(err, 0, "the container init exited during setup");
         }
+        if (c->tty && m->master < 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return cb_error_set(err, EPROTO, "the container init sent no terminal");
+        }
+        if (m->master >= 0 && fcntl(m->master, F_SETFL, O_NONBLOCK) < 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return cb_error_set(err, errno, "cannot make the terminal non-blocking");
+        }
         *ret_pid = pid;
         return 0;
 }
@@ -245,7 +327,8 @@ static void pump(struct monitor *m, int *fd, enum rt_stream s)
                         (void)rt_crilog_write(m->log, s, buf, (size_t)n, &e);
                         continue;
                 }
-                if (n == 0) { /* every writer is gone */
+                /* a terminal's master reads EIO once no slave is open */
+                if (n == 0 || (n < 0 && errno == EIO)) { /* every writer is gone */
                         struct cb_error e;
                         (void)rt_crilog_flush(m->log, s, &e);
                         close(*fd);
@@ -277,22 +360,201 @@ static void record_exit(struct monitor *m, int status)
                                       : "Error");
 }
 
+/* ---- the attach socket --------------------------------------------------- */
+
+static int ep_set(struct monitor *m, int op, int fd, uint32_t events, uint32_t tag)
+{
+        struct epoll_event ev = {.events = events, .data.u32 = tag};
+        return epoll_ctl(m->ep, op, fd, &ev);
+}
+
+/* The fd that takes the container's input: the pipe or the terminal. */
+static int input_fd(const struct monitor *m)
+{
+        return m->c->tty ? m->master : m->in[1];
+}
+
+/* While input is pending the clients are not read (taken out of epoll, so
+ * a hang-up cannot spin either): a client's sends then block or fail
+ * with EAGAIN, the back-pressure the node API waits out on EPOLLOUT. */
+static void set_paused(struct monitor *m, bool paused)
+{
+        if (m->paused == paused)
+                return;
+        m->paused = paused;
+        for (size_t i = 0; i < MAX_CLIENTS; i++)
+                if (m->clients[i].fd >= 0)
+                        (void)ep_set(m, paused ? EPOLL_CTL_DEL : EPOLL_CTL_ADD, m->clients[i].fd,
+                                     EPOLLIN, T_CLIENT + (uint32_t)i);
+        int fd = input_fd(m);
+        if (fd < 0)
+                return;
+        if (m->c->tty) /* the master is watched for output already */
+                (void)ep_set(m, EPOLL_CTL_MOD, fd, EPOLLIN | (paused ? EPOLLOUT : 0), T_MASTER);
+        else
+                (void)ep_set(m, paused ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, EPOLLOUT, T_STDIN);
+}
+
+static void drop_client(struct monitor *m, size_t i)
+{
+        struct client *cl = &m->clients[i];
+        if (cl->fd < 0)
+                return;
+        (void)epoll_ctl(m->ep, EPOLL_CTL_DEL, cl->fd, NULL);
+        close(cl->fd);
+        cl->fd = -1;
+}
+
+/* The container's stdin ends for good: a pipe gets EOF; a terminal gets
+ * its VEOF character (^D: EOF for a reader in canonical mode) and no more
+ * input. Every client is disconnected and the socket removed, so nobody
+ * attaches to a stdin that cannot take input any more. */
+static void close_stdin(struct monitor *m)
+{
+        if (m->stdin_closed)
+                return;
+        set_paused(m, false);
+        m->stdin_closed = true;
+        m->pend_len = m->pend_off = 0;
+        if (m->in[1] >= 0) {
+                close(m->in[1]);
+                m->in[1] = -1;
+        }
+        if (m->master >= 0 && m->c->stdin_open) {
+                struct termios t;
+                char eof =
+                    tcgetattr(m->master, &t) == 0 && t.c_cc[VEOF] != 0 ? (char)t.c_cc[VEOF] : 4;
+                (void)!write(m->master, &eof, 1);
+        }
+        for (size_t i = 0; i < MAX_CLIENTS; i++)
+                drop_client(m, i);
+        if (m->listen_fd >= 0) {
+                (void)epoll_ctl(m->ep, EPOLL_CTL_DEL, m->listen_fd, NULL);
+                close(m->listen_fd);
+                m->listen_fd = -1;
+                (void)unlinkat(m->dir_fd, RT_ATTACH_SOCKET, 0);
+        }
+}
+
+/* Writes pending input; true when all of it is out. */
+static bool flush_input(struct monitor *m)
+{
+        int fd = input_fd(m);
+        while (m->pend_off < m->pend_len && fd >= 0) {
+                ssize_t n = write(fd, m->pend + m->pend_off, m->pend_len - m->pend_off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return false;
+                if (n <= 0) { /* EPIPE: nobody reads the pipe any more; EIO: terminal gone */
+                        close_stdin(m);
+                        return true;
+                }
+                m->pend_off += (size_t)n;
+        }
+        m->pend_off = m->pend_len = 0;
+        return true;
+}
+
+static void take_input(struct monitor *m, const uint8_t *data, size_t len)
+{
+        if (m->stdin_closed || !m->c->stdin_open || len == 0)
+                return;
+        memcpy(m->pend, data, len); /* len <= RT_ATTACH_MAX, nothing pending here */
+        m->pend_off = 0;
+        m->pend_len = len;
+        if (!flush_input(m))
+                set_paused(m, true);
+}
+
+static void on_client(struct monitor *m, size_t i)
+{
+        static uint8_t buf[RT_ATTACH_MAX + 2]; /* one more: an oversized message shows */
+        /* a few messages per wakeup: several clients get their turn */
+        for (int k = 0; k < 16 && m->clients[i].fd >= 0 && !m->paused; k++) {
+                ssize_t n = recv(m->clients[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        return;
+                if (n <= 0) { /* the session ended */
+                        bool first = m->clients[i].first;
+                        drop_client(m, i);
+                        if (first && m->c->stdin_once)
+                                close_stdin(m);
+                        return;
+                }
+                struct rt_attach_msg msg;
+                struct cb_error e;
+                if (rt_attach_decode(buf, (size_t)n, &msg, &e) < 0)
+                        continue; /* dropped */
+                /* input (even none) or a close makes this a stdin session;
+                 * a connection that only resizes is not one */
+                if (msg.type != RT_ATTACH_MSG_RESIZE && !m->any_session) {
+                        m->any_session = true;
+                        m->clients[i].first = true;
+                }
+                switch (msg.type) {
+                case RT_ATTACH_MSG_STDIN:
+                        take_input(m, msg.data, msg.len);
+                        break;
+                case RT_ATTACH_MSG_CLOSE:
+                        if (m->c->stdin_open)
+                                close_stdin(m);
+                        return;
+                case RT_ATTACH_MSG_RESIZE:
+                        if (m->master >= 0) {
+                                struct winsize ws = {.ws_row = msg.height, .ws_col = msg.width};
+                                (void)ioctl(m->master, TIOCSWINSZ, &ws);
+                        }
+                        break;
+                }
+        }
+}
+
+static void on_listen(struct monitor *m)
+{
+        for (;;) {
+                int fd = accept4(m->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0)
+                        return; /* EAGAIN, or nothing we can do */
+                size_t i = 0;
+                while (i < MAX_CLIENTS && m->clients[i].fd >= 0)
+                        i++;
+                if (i == MAX_CLIENTS || m->stdin_closed) {
+                        close(fd);
+                        continue;
+                }
+                m->clients[i] = (struct client){.fd = fd};
+                if (!m->paused && ep_set(m, EPOLL_CTL_ADD, fd, EPOLLIN, T_CLIENT + (uint32_t)i) < 0)
+                        drop_client(m, i);
+        }
+}
+
+/* ---- the loop ---------------------------------------------------------------- */
+
 static int loop(struct monitor *m, pid_t pid)
 {
-        _cleanup_close_ int ep = epoll_create1(EPOLL_CLOEXEC);
-        if (ep < 0)
+        m->ep = epoll_create1(EPOLL_CLOEXEC);
+        if (m->ep < 0)
                 return -1;
-        int *fds[] = {&m->out[0], &m->errp[0], &m->sigfd};
-        for (size_t i = 0; i < CB_ARRAY_SIZE(fds); i++) {
-                struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-                if (epoll_ctl(ep, EPOLL_CTL_ADD, *fds[i], &ev) < 0)
+        const struct {
+                int fd;
+                uint32_t tag;
+        } regs[] = {{m->out[0], T_OUT},
+                    {m->errp[0], T_ERR},
+                    {m->sigfd, T_SIG},
+                    {m->listen_fd, T_LISTEN},
+                    {m->master, T_MASTER}};
+        for (size_t i = 0; i < CB_ARRAY_SIZE(regs); i++)
+                if (regs[i].fd >= 0 &&
+                    ep_set(m, EPOLL_CTL_ADD, regs[i].fd, EPOLLIN, regs[i].tag) < 0)
                         return -1;
-        }
         bool exited = false;
         int status = 0;
         while (!exited) {
-                struct epoll_event evs[4];
-                int n = epoll_wait(ep, evs, 4, -1);
+                struct epoll_event evs[16];
+                int n = epoll_wait(m->ep, evs, 16, -1);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -300,14 +562,38 @@ static int loop(struct monitor *m, pid_t pid)
                 }
                 for (int i = 0; i < n; i++) {
                         uint32_t k = evs[i].data.u32;
-                        if (k < 2) {
-                                int *fd = fds[k];
-                                if (*fd >= 0) {
+                        if (k == T_OUT || k == T_ERR || k == T_MASTER) {
+                                int *fd = k == T_OUT   ? &m->out[0]
+                                          : k == T_ERR ? &m->errp[0]
+                                                       : &m->master;
+                                if (k == T_MASTER && (evs[i].events & EPOLLOUT) && m->paused &&
+                                    flush_input(m))
+                                        set_paused(m, false);
+                                if (*fd >= 0 && (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
                                         int before = *fd;
-                                        pump(m, fd, k == 0 ? RT_STREAM_STDOUT : RT_STREAM_STDERR);
-                                        if (*fd < 0)
-                                                (void)epoll_ctl(ep, EPOLL_CTL_DEL, before, NULL);
+                                        pump(m, fd,
+                                             k == T_ERR ? RT_STREAM_STDERR : RT_STREAM_STDOUT);
+                                        if (*fd < 0) {
+                                                (void)epoll_ctl(m->ep, EPOLL_CTL_DEL, before, NULL);
+                                                if (k == T_MASTER) /* the terminal is gone */
+                                                        close_stdin(m);
+                                        }
                                 }
+                                continue;
+                        }
+                        if (k == T_STDIN) {
+                                if (m->paused && flush_input(m))
+                                        set_paused(m, false);
+                                continue;
+                        }
+                        if (k == T_LISTEN) {
+                                if (m->listen_fd >= 0)
+                                        on_listen(m);
+                                continue;
+                        }
+                        if (k >= T_CLIENT) {
+                                if (k - T_CLIENT < MAX_CLIENTS)
+                                        on_client(m, k - T_CLIENT);
                                 continue;
                         }
                         struct signalfd_siginfo si;
@@ -328,12 +614,15 @@ static int loop(struct monitor *m, pid_t pid)
                         }
                 }
         }
-        /* what the container wrote before it exited is in the pipes now;
-         * do not wait for writers that outlive it (host PID namespace) */
+        /* what the container wrote before it exited is in the pipes (or the
+         * terminal) now; do not wait for writers that outlive it (host PID
+         * namespace) */
         if (m->out[0] >= 0)
                 pump(m, &m->out[0], RT_STREAM_STDOUT);
         if (m->errp[0] >= 0)
                 pump(m, &m->errp[0], RT_STREAM_STDERR);
+        if (m->master >= 0)
+                pump(m, &m->master, RT_STREAM_STDOUT);
         struct cb_error e;
         (void)rt_crilog_flush(m->log, RT_STREAM_STDOUT, &e);
         (void)rt_crilog_flush(m->log, RT_STREAM_STDERR, &e);
@@ -356,6 +645,9 @@ static int run(struct monitor *m, int bpf_fd)
         snprintf(m->st.log_path, sizeof(m->st.log_path), "%s",
                  c->log_path != NULL ? c->log_path : "");
         m->st.monitor_pid = getpid();
+        m->st.stdin_open = c->stdin_open;
+        m->st.stdin_once = c->stdin_once;
+        m->st.tty = c->tty;
         if (rt_container_dir(c->root_dir, c->id, m->dir, sizeof(m->dir), &err) < 0 ||
             rt_proc_start_time(getpid(), &m->st.monitor_start_time, &err) < 0 ||
             rt_state_write(m->dir, &m->st, &err) < 0)
@@ -378,6 +670,11 @@ static int run(struct monitor *m, int bpf_fd)
                         if (prctl(PR_CAPBSET_READ, i, 0, 0, 0) == 1)
                                 a.caps |= UINT64_C(1) << i;
         } else if (rt_caps_parse(c->caps, c->n_caps, &a.caps, &err) < 0) {
+                return start_failed(m, &err);
+        }
+        m->dir_fd = open(m->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (m->dir_fd < 0) {
+                cb_error_set(&err, errno, "cannot open %s", m->dir);
                 return start_failed(m, &err);
         }
         if (setup_io(m, &err) < 0)
@@ -437,8 +734,18 @@ int rt_monitor_main(int argc, char **argv)
         _cleanup_free_ char *json = NULL;
         _cleanup_(cb_arena_freep) struct cb_arena *arena = cb_arena_new(0);
         struct rt_container_config c;
-        struct monitor m = {
-            .agent_fd = agent_fd, .log_fd = -1, .out = {-1, -1}, .errp = {-1, -1}, .sigfd = -1};
+        struct monitor m = {.agent_fd = agent_fd,
+                            .log_fd = -1,
+                            .out = {-1, -1},
+                            .errp = {-1, -1},
+                            .sigfd = -1,
+                            .dir_fd = -1,
+                            .in = {-1, -1},
+                            .master = -1,
+                            .listen_fd = -1,
+                            .ep = -1};
+        for (size_t i = 0; i < MAX_CLIENTS; i++)
+                m.clients[i].fd = -1;
         if (arena == NULL) {
                 cb_error_set(&err, ENOMEM, "monitor: out of memory");
                 (void)rt_sync_send_error(agent_fd, &err);
@@ -471,7 +778,23 @@ int rt_monitor_main(int argc, char **argv)
                         close(m.out[i]);
                 if (m.errp[i] >= 0)
                         close(m.errp[i]);
+                if (m.in[i] >= 0)
+                        close(m.in[i]);
         }
+        for (size_t i = 0; i < MAX_CLIENTS; i++)
+                if (m.clients[i].fd >= 0)
+                        close(m.clients[i].fd);
+        if (m.listen_fd >= 0) {
+                /* the socket belongs to this monitor: gone with it */
+                close(m.listen_fd);
+                (void)unlinkat(m.dir_fd, RT_ATTACH_SOCKET, 0);
+        }
+        if (m.master >= 0)
+                close(m.master);
+        if (m.ep >= 0)
+                close(m.ep);
+        if (m.dir_fd >= 0)
+                close(m.dir_fd);
         if (m.agent_fd >= 0)
                 close(m.agent_fd);
         return r;

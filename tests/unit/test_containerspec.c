@@ -372,6 +372,46 @@ START_TEST(test_seccomp_and_flags)
 }
 END_TEST
 
+/* stdin, stdinOnce and tty reach the runtime as they are (stdinOnce only
+ * with stdin); a terminal gets TERM=xterm unless the env or the image set
+ * TERM (containerd's oci.WithTTY). */
+START_TEST(test_stdin_tty)
+{
+        struct k8s_pod *p =
+            pod_from("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"containers\":["
+                     "{\"name\":\"plain\",\"image\":\"i:1\",\"command\":[\"x\"]},"
+                     "{\"name\":\"in\",\"image\":\"i:1\",\"command\":[\"x\"],\"stdin\":true,"
+                     "\"stdinOnce\":true},"
+                     "{\"name\":\"once-alone\",\"image\":\"i:1\",\"command\":[\"x\"],"
+                     "\"stdinOnce\":true},"
+                     "{\"name\":\"term\",\"image\":\"i:1\",\"command\":[\"x\"],\"stdin\":true,"
+                     "\"tty\":true},"
+                     "{\"name\":\"own-term\",\"image\":\"i:1\",\"command\":[\"x\"],\"tty\":true,"
+                     "\"env\":[{\"name\":\"TERM\",\"value\":\"vt100\"}]}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert(build(p, 0, NULL, &s, &err) == 0);
+        ck_assert(!s.stdin_open && !s.stdin_once && !s.tty);
+        ck_assert_ptr_null(env_of(&s, "TERM"));
+        ck_assert(build(p, 1, NULL, &s, &err) == 0);
+        ck_assert(s.stdin_open && s.stdin_once && !s.tty);
+        ck_assert_ptr_null(env_of(&s, "TERM"));
+        ck_assert(build(p, 2, NULL, &s, &err) == 0);
+        ck_assert(!s.stdin_open && !s.stdin_once);
+        ck_assert(build(p, 3, NULL, &s, &err) == 0);
+        ck_assert(s.stdin_open && !s.stdin_once && s.tty);
+        ck_assert_str_eq(env_of(&s, "TERM"), "xterm");
+        ck_assert(build(p, 4, NULL, &s, &err) == 0);
+        ck_assert(s.tty);
+        ck_assert_str_eq(env_of(&s, "TERM"), "vt100");
+        char *const img_env[] = {"TERM=linux", NULL};
+        struct ag_image_defaults img = {.env = img_env};
+        ck_assert(build(p, 3, &img, &s, &err) == 0);
+        ck_assert_str_eq(env_of(&s, "TERM"), "linux");
+        k8s_pod_free(p);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("containerspec");
@@ -385,6 +425,7 @@ int main(void)
         tcase_add_test(tc, test_users_and_non_root);
         tcase_add_test(tc, test_capabilities);
         tcase_add_test(tc, test_seccomp_and_flags);
+        tcase_add_test(tc, test_stdin_tty);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

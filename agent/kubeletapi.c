@@ -57,6 +57,7 @@
 #include "agent/podlogs.h"
 #include "agent/spdy.h"
 #include "lib/cleanup.h"
+#include "runtime/attach.h"
 #include "runtime/container.h"
 #include "runtime/sandbox.h"
 
@@ -958,6 +959,9 @@ struct exec {
         int64_t att_off;
         char *att_buf; /* an incomplete last record */
         size_t att_len;
+        /* attach -i/-t: the monitor's attach socket (runtime/attach.h) */
+        int att_sock;
+        struct ag_io *att_sock_io;
         bool exited, closing;
 };
 
@@ -1037,6 +1041,7 @@ static void exec_free(struct exec *x)
         close_fd_io(&x->out_fd, &x->out_io);
         close_fd_io(&x->err_fd, &x->err_io);
         close_fd_io(&x->att_ino, &x->att_io);
+        close_fd_io(&x->att_sock, &x->att_sock_io);
         if (x->att_fd >= 0)
                 close(x->att_fd);
         free(x->att_buf);
@@ -1225,8 +1230,68 @@ static void on_exec_in(struct ag_io *io, int fd, uint32_t events, void *data)
                 conn_read(c);
 }
 
+/* attach: what waits in stdin_buf goes to the monitor, a message at a
+ * time; a full socket waits for EPOLLOUT. A closed one (stdinOnce used up,
+ * the container ended) drops the input. */
+static void attach_write(struct exec *x)
+{
+        struct cb_error err = {0};
+        while (x->stdin_len > 0 && x->att_sock >= 0) {
+                size_t n = x->stdin_len > RT_ATTACH_MAX ? RT_ATTACH_MAX : x->stdin_len;
+                int r = rt_attach_stdin(x->att_sock, x->stdin_buf, n, &err);
+                if (r == -EAGAIN) {
+                        ag_io_set_events(x->att_sock_io, EPOLLOUT, NULL);
+                        return;
+                }
+                if (r < 0) {
+                        log_v(2, "node API: attach %s/%s %s: %s", x->t.ns, x->t.pod, x->t.container,
+                              err.msg);
+                        close_fd_io(&x->att_sock, &x->att_sock_io);
+                        x->stdin_len = 0;
+                        break;
+                }
+                memmove(x->stdin_buf, x->stdin_buf + n, x->stdin_len - n);
+                x->stdin_len -= n;
+        }
+        if (x->att_sock_io != NULL)
+                ag_io_set_events(x->att_sock_io, 0, NULL);
+        /* the client's stdin ended: this session lets go of the container's
+         * stdin (closed for good only with stdinOnce, by the monitor) */
+        if (x->stdin_close && x->stdin_len == 0)
+                close_fd_io(&x->att_sock, &x->att_sock_io);
+        if (x->c->read_paused && x->stdin_len < STDIN_HIGH / 2)
+                x->c->read_paused = false;
+}
+
+static void on_attach_sock(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        (void)io;
+        (void)fd;
+        (void)events;
+        struct exec *x = data;
+        struct conn *c = x->c;
+        attach_write(x);
+        if (!c->read_paused && !c->dead)
+                conn_read(c);
+        conn_update(c);
+}
+
 static void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
 {
+        if (x->attach) {
+                if (x->att_sock < 0 || n == 0 || x->stdin_len + n > STDIN_HIGH * 2)
+                        return;
+                uint8_t *nb = realloc(x->stdin_buf, x->stdin_len + n);
+                if (nb == NULL)
+                        return;
+                x->stdin_buf = nb;
+                memcpy(nb + x->stdin_len, p, n);
+                x->stdin_len += n;
+                attach_write(x);
+                if (x->stdin_len >= STDIN_HIGH)
+                        x->c->read_paused = true;
+                return;
+        }
         if (x->in_fd < 0 || n == 0)
                 return;
         if (x->stdin_len + n > STDIN_HIGH * 2)
@@ -1244,6 +1309,11 @@ static void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
 
 static void exec_stdin_close(struct exec *x)
 {
+        if (x->attach) {
+                x->stdin_close = true;
+                attach_write(x);
+                return;
+        }
         if (x->pty >= 0 && x->in_fd == x->pty) {
                 /* a terminal has no half-close: ^D ends input */
                 static const uint8_t eot = 4;
@@ -1258,6 +1328,12 @@ static void exec_resize(struct exec *x, const uint8_t *p, size_t n)
 {
         uint16_t w, h;
         struct cb_error err = {0};
+        if (x->attach) {
+                /* a full socket drops a resize: the next one carries the size */
+                if (x->att_sock >= 0 && ag_parse_resize(p, n, &w, &h, &err) == 0)
+                        (void)rt_attach_resize(x->att_sock, w, h, &err);
+                return;
+        }
         if (x->pty >= 0 && ag_parse_resize(p, n, &w, &h, &err) == 0) {
                 struct winsize ws = {.ws_row = h, .ws_col = w};
                 (void)ioctl(x->pty, TIOCSWINSZ, &ws);
@@ -1432,6 +1508,18 @@ static int start_attach(struct exec *x, const struct ag_napi_target *t, const st
         x->att_io = ag_io_new(x->srv->loop, x->att_ino, EPOLLIN, on_attach_change, x, err);
         if (x->att_io == NULL)
                 return -1;
+        if ((x->opts.in || x->opts.tty) && f->cid != NULL) {
+                if (rt_attach_open(x->srv->cfg.root_dir, f->cid, &x->att_sock, err) < 0)
+                        return -1;
+                x->att_sock_io = ag_io_new(x->srv->loop, x->att_sock, 0, on_attach_sock, x, err);
+                if (x->att_sock_io == NULL)
+                        return -1;
+                /* an empty input message claims the stdin session at once
+                 * (stdinOnce: this session's end closes the container's
+                 * stdin) */
+                if (x->opts.in && rt_attach_stdin(x->att_sock, "", 0, err) == -1)
+                        return -1;
+        }
         /* the container may have ended between the status and the watch */
         struct rt_container_state cs;
         if (f->cid != NULL && rt_container_state(x->srv->cfg.root_dir, f->cid, &cs, NULL) == 0 &&
@@ -2040,7 +2128,7 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
         x->srv = s;
         x->t = *t;
         x->pidfd = x->in_fd = x->out_fd = x->err_fd = x->pty = -1;
-        x->att_fd = x->att_ino = -1;
+        x->att_fd = x->att_ino = x->att_sock = -1;
         x->attach = r == AG_NAPI_ATTACH;
         *ret_x = x;
         struct args a = {0};
@@ -2088,11 +2176,23 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
                 return 400;
         }
         if (x->attach && (o.in || o.tty)) {
-                snprintf(msg, size,
-                         "attach with stdin or a terminal is not supported by this node (the "
-                         "container's stdin is not kept open): use kubectl attach without -i/-t");
-                found_clear(&f);
-                return 400;
+                struct rt_container_state cst;
+                struct cb_error e2 = {0};
+                if (rt_container_state(s->cfg.root_dir, f.cid, &cst, &e2) < 0) {
+                        snprintf(msg, size, "%s", e2.msg);
+                        found_clear(&f);
+                        return 500;
+                }
+                if ((o.in && !cst.stdin_open) || (o.tty && !cst.tty)) {
+                        snprintf(msg, size,
+                                 "container \"%s\" in pod \"%s\" was created without %s: set "
+                                 "%s in its spec to attach with %s",
+                                 t->container, t->pod, o.in && !cst.stdin_open ? "stdin" : "a tty",
+                                 o.in && !cst.stdin_open ? "stdin: true" : "tty: true",
+                                 o.in && !cst.stdin_open ? "-i" : "-t");
+                        found_clear(&f);
+                        return 400;
+                }
         }
         x->cid = strdup(f.cid);
         found_clear(&f);

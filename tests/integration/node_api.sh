@@ -429,8 +429,36 @@ mkpod quiet <<'EOF'
 EOF
 wait_running quiet
 out=$(timeout 20 kubectl --kubeconfig "$data/admin.kubeconfig" attach -i quiet </dev/null 2>&1)
-grep -q "attach with stdin or a terminal is not supported" <<<"$out" || fail "attach -i: '$out'"
-pass "6 attach: $n live stdout lines and stderr until the container ended (exit 0); attach -i refused"
+grep -q 'container "main" in pod "quiet" was created without stdin' <<<"$out" || fail "attach -i without stdin: '$out'"
+# a container with stdin (stdinOnce): kubectl attach -i feeds it
+mkpod reader Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    stdin: true
+    stdinOnce: true
+    command: [sh, -c, 'read line; echo got:$line; cat; echo cat-ended']
+EOF
+wait_running reader
+out=$(printf 'hello-attach\nmore\n' | timeout 30 kubectl --kubeconfig "$data/admin.kubeconfig" attach -i reader 2>&1)
+grep -qx got:hello-attach <<<"$out" || fail "attach -i: '$out'"
+# stdinOnce: the session's end closed the container's stdin, cat ended
+poll 20 phase_is reader Succeeded || fail "reader: stdinOnce did not end cat ($(pj reader '{.status.phase}'))"
+grep -qx cat-ended <<<"$(k logs reader 2>&1)" || fail "reader log: '$(k logs reader 2>&1)'"
+# a terminal: kubectl attach -t (under script, with a known size)
+mkpod termy <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    stdin: true
+    tty: true
+    command: [sh, -c, 'while :; do stty size; tty; sleep 0.3; done']
+EOF
+wait_running termy
+out=$(timeout 8 script -qec "stty rows 17 cols 83; kubectl --kubeconfig $data/admin.kubeconfig attach -it termy" /dev/null </dev/null 2>&1 | tr -d '\r')
+grep -q '17 83' <<<"$out" || fail "attach -t: the terminal size did not arrive: '$(tail -c 300 <<<"$out")'"
+grep -q '^/dev/pts/0' <<<"$out" || fail "attach -t: not the container's own terminal: '$(tail -c 300 <<<"$out")'"
+pass "6 attach: $n live stdout lines and stderr until the container ended (exit 0); -i without stdin refused; -i feeds stdin, stdinOnce ends it; -t with the size, the container's own /dev/pts/0"
 
 # ---- 7. kubectl port-forward -----------------------------------------------------
 mkpod web <<'EOF'

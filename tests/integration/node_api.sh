@@ -53,6 +53,12 @@ cleanup() {
                 kill -KILL "$agent_pid" 2>/dev/null
                 wait "$agent_pid" 2>/dev/null
         fi
+        # under ASan+UBSan the agent's findings (leaks at exit too) fail the test
+        if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/agent.log" 2>/dev/null; then
+                echo "FAIL: the agent reported a sanitizer finding:"
+                grep -m1 -A30 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/agent.log"
+                [ "$rc" -ne 0 ] || rc=1
+        fi
         for h in /sys/fs/cgroup/*/"$cgroot"; do
                 [ -d "$h" ] || continue
                 find "$h" -depth -type d | while read -r d; do
@@ -242,10 +248,10 @@ pass "2 logs --previous shows the earlier instance"
 
 # ---- 3. kubectl exec -------------------------------------------------------------
 fds0=$(agent_fds)
-out=$(k exec two -c a -- cat /etc/hostname 2>&1)
+out=$(k exec two -c a -- cat /etc/hostname 2>"$tmp/e1")
 [ "$out" = two ] || fail "exec cat /etc/hostname: '$out'"
-out=$(printf 'from-stdin\nline2\n' | k exec -i two -c a -- sh -c 'cat; echo done' 2>&1)
-[ "$(printf '%s' "$out" | paste -sd,)" = from-stdin,line2,done ] || fail "exec -i: '$out'"
+out=$(printf 'from-stdin\nline2\n' | k exec -i two -c a -- sh -c 'cat; echo done' 2>"$tmp/ei.err")
+[ "$(printf '%s' "$out" | paste -sd,)" = from-stdin,line2,done ] || fail "exec -i: '$out' ($(cat "$tmp/ei.err"))"
 k exec two -c a -- sh -c 'echo to-out; echo to-err >&2; exit 3' >"$tmp/o" 2>"$tmp/e"
 rc=$?
 [ "$rc" = 3 ] || fail "exec exit status $rc, want 3"
@@ -273,10 +279,10 @@ pass "3 exec: cat, -i stdin, exit 3 + stderr, missing command 127, container PID
 # (it translates kubectl's WebSocket into SPDY) and as kubectl does
 # without WebSockets: the stand-in relays kubectl's SPDY unchanged
 ks() { KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false k "$@"; }
-out=$(ks exec two -c a -- cat /etc/hostname 2>&1)
+out=$(ks exec two -c a -- cat /etc/hostname 2>"$tmp/e1")
 [ "$out" = two ] || fail "SPDY exec cat /etc/hostname: '$out'"
-out=$(printf 'from-stdin\nline2\n' | ks exec -i two -c a -- sh -c 'cat; echo done' 2>&1)
-[ "$(printf '%s' "$out" | paste -sd,)" = from-stdin,line2,done ] || fail "SPDY exec -i: '$out'"
+out=$(printf 'from-stdin\nline2\n' | ks exec -i two -c a -- sh -c 'cat; echo done' 2>"$tmp/ei.err")
+[ "$(printf '%s' "$out" | paste -sd,)" = from-stdin,line2,done ] || fail "SPDY exec -i: '$out' ($(cat "$tmp/ei.err"))"
 ks exec two -c a -- sh -c 'echo to-out; echo to-err >&2; exit 3' >"$tmp/o" 2>"$tmp/e"
 rc=$?
 [ "$rc" = 3 ] || fail "SPDY exec exit status $rc, want 3"
@@ -301,9 +307,9 @@ out=$(curl -sk --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key
 grep -q "unable to negotiate protocol" <<<"$out" || fail "SPDY exec with an unknown protocol: '$out'"
 # what libwebsockets could not carry: a newline in an argument, 150 arguments
 out=$(k exec two -c a -- sh -c 'echo first
-echo second' 2>&1)
+echo second' 2>"$tmp/e1")
 [ "$(printf '%s' "$out" | paste -sd,)" = first,second ] || fail "exec with a newline in an argument: '$out'"
-out=$(ks exec two -c a -- echo $(seq 1 150) 2>&1)
+out=$(ks exec two -c a -- echo $(seq 1 150) 2>"$tmp/e1")
 [ "$out" = "$(echo $(seq 1 150))" ] || fail "SPDY exec with 150 arguments: '$(head -c 200 <<<"$out")'"
 # bad requests on an upgraded connection: no command, a bad escape; the
 # node refuses on the stream and keeps serving

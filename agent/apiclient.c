@@ -199,9 +199,13 @@ static bool is_tls_verify_error(CURLcode c)
                c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
 }
 
-static const char *reason_phrase(long code)
+const char *ag_http_reason_phrase(long code)
 {
         switch (code) {
+        case 101:
+                return "Switching Protocols";
+        case 200:
+                return "OK";
         case 400:
                 return "Bad Request";
         case 401:
@@ -218,6 +222,8 @@ static const char *reason_phrase(long code)
                 return "Gone";
         case 415:
                 return "Unsupported Media Type";
+        case 431:
+                return "Request Header Fields Too Large";
         case 422:
                 return "Unprocessable Entity";
         case 429:
@@ -284,13 +290,13 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
                 snprintf(msg, sizeof(msg),
                          "the apiserver at %s refused the credentials (%ld %s): check the "
                          "token/client certificate in %s",
-                         api->kc->server, res.status, reason_phrase(res.status),
+                         api->kc->server, res.status, ag_http_reason_phrase(res.status),
                          kubeconfig_name(api));
                 res.error = msg;
         } else if (res.status < 200 || res.status >= 300) {
                 const cJSON *m = cJSON_GetObjectItemCaseSensitive(res.json, "message");
                 snprintf(msg, sizeof(msg), "%s %s: HTTP %ld %s%s%s", r->method, r->url, res.status,
-                         reason_phrase(res.status), cJSON_IsString(m) ? ": " : "",
+                         ag_http_reason_phrase(res.status), cJSON_IsString(m) ? ": " : "",
                          cJSON_IsString(m) ? m->valuestring : "");
                 res.error = msg;
         }

@@ -83,3 +83,7 @@ char *ag_api_escape(const char *s);
 /* Closes idle connections (after repeated heartbeat failures, as the
  * kubelet does, so a half-dead connection is not reused). */
 void ag_api_close_idle(struct ag_api *api);
+
+/* The standard reason phrase of an HTTP status code ("" for one not known
+ * here). */
+const char *ag_http_reason_phrase(long code);

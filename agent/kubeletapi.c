@@ -52,6 +52,7 @@
 #include <openssl/x509.h>
 #include <wslay/wslay.h>
 
+#include "agent/apiclient.h"
 #include "agent/log.h"
 #include "agent/nodeapi_proto.h"
 #include "agent/podlogs.h"
@@ -181,30 +182,6 @@ static const char *reason_of(int code)
         }
 }
 
-static const char *status_text(int code)
-{
-        switch (code) {
-        case 101:
-                return "Switching Protocols";
-        case 200:
-                return "OK";
-        case 400:
-                return "Bad Request";
-        case 401:
-                return "Unauthorized";
-        case 403:
-                return "Forbidden";
-        case 404:
-                return "Not Found";
-        case 405:
-                return "Method Not Allowed";
-        case 431:
-                return "Request Header Fields Too Large";
-        default:
-                return "Internal Server Error";
-        }
-}
-
 static int set_nonblock(int fd)
 {
         int fl = fcntl(fd, F_GETFL);
@@ -269,7 +246,7 @@ static void conn_printf(struct conn *c, const char *fmt, ...)
 static void conn_head(struct conn *c, int code, const char *ctype, long long len)
 {
         conn_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache, private\r\n",
-                    code, status_text(code), ctype);
+                    code, ag_http_reason_phrase(code), ctype);
         if (len >= 0)
                 conn_printf(c, "Content-Length: %lld\r\n", len);
         conn_printf(c, "Connection: close\r\n\r\n");
@@ -1217,19 +1194,6 @@ static void write_stdin(struct exec *x)
                 x->c->read_paused = false;
 }
 
-static void on_exec_in(struct ag_io *io, int fd, uint32_t events, void *data)
-{
-        (void)io;
-        (void)fd;
-        (void)events;
-        struct exec *x = data;
-        struct conn *c = x->c;
-        write_stdin(x);
-        conn_update(c);
-        if (!c->read_paused && !c->dead)
-                conn_read(c);
-}
-
 /* attach: what waits in stdin_buf goes to the monitor, a message at a
  * time; a full socket waits for EPOLLOUT. A closed one (stdinOnce used up,
  * the container ended) drops the input. */
@@ -1263,14 +1227,19 @@ static void attach_write(struct exec *x)
                 x->c->read_paused = false;
 }
 
-static void on_attach_sock(struct ag_io *io, int fd, uint32_t events, void *data)
+/* The command's stdin (exec) or the monitor's attach socket became
+ * writable: what waited goes on, and the client is read again. */
+static void on_stdin_writable(struct ag_io *io, int fd, uint32_t events, void *data)
 {
         (void)io;
         (void)fd;
         (void)events;
         struct exec *x = data;
         struct conn *c = x->c;
-        attach_write(x);
+        if (x->attach)
+                attach_write(x);
+        else
+                write_stdin(x);
         if (!c->read_paused && !c->dead)
                 conn_read(c);
         conn_update(c);
@@ -1278,21 +1247,7 @@ static void on_attach_sock(struct ag_io *io, int fd, uint32_t events, void *data
 
 static void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
 {
-        if (x->attach) {
-                if (x->att_sock < 0 || n == 0 || x->stdin_len + n > STDIN_HIGH * 2)
-                        return;
-                uint8_t *nb = realloc(x->stdin_buf, x->stdin_len + n);
-                if (nb == NULL)
-                        return;
-                x->stdin_buf = nb;
-                memcpy(nb + x->stdin_len, p, n);
-                x->stdin_len += n;
-                attach_write(x);
-                if (x->stdin_len >= STDIN_HIGH)
-                        x->c->read_paused = true;
-                return;
-        }
-        if (x->in_fd < 0 || n == 0)
+        if ((x->attach ? x->att_sock : x->in_fd) < 0 || n == 0)
                 return;
         if (x->stdin_len + n > STDIN_HIGH * 2)
                 return; /* cannot happen with the pause; never grow unbounded */
@@ -1302,7 +1257,10 @@ static void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
         x->stdin_buf = nb;
         memcpy(nb + x->stdin_len, p, n);
         x->stdin_len += n;
-        write_stdin(x);
+        if (x->attach)
+                attach_write(x);
+        else
+                write_stdin(x);
         if (x->stdin_len >= STDIN_HIGH)
                 x->c->read_paused = true;
 }
@@ -1406,7 +1364,7 @@ static int spawn_exec(struct exec *x, const char *cid, struct cb_error *err)
         /* the pty master is watched for reading already: stdin writes to it
          * go without a watcher of their own (EAGAIN on a pty is rare) */
         if (x->in_fd >= 0 && x->in_fd != x->pty &&
-            (x->in_io = ag_io_new(s->loop, x->in_fd, 0, on_exec_in, x, err)) == NULL)
+            (x->in_io = ag_io_new(s->loop, x->in_fd, 0, on_stdin_writable, x, err)) == NULL)
                 return -1;
         return 0;
 }
@@ -1511,7 +1469,7 @@ static int start_attach(struct exec *x, const struct ag_napi_target *t, const st
         if ((x->opts.in || x->opts.tty) && f->cid != NULL) {
                 if (rt_attach_open(x->srv->cfg.root_dir, f->cid, &x->att_sock, err) < 0)
                         return -1;
-                x->att_sock_io = ag_io_new(x->srv->loop, x->att_sock, 0, on_attach_sock, x, err);
+                x->att_sock_io = ag_io_new(x->srv->loop, x->att_sock, 0, on_stdin_writable, x, err);
                 if (x->att_sock_io == NULL)
                         return -1;
                 /* an empty input message claims the stdin session at once

@@ -936,7 +936,7 @@ struct exec {
         int64_t att_off;
         char *att_buf; /* an incomplete last record */
         size_t att_len;
-        /* attach -i/-t: the monitor's attach socket (runtime/attach.h) */
+        /* attach -i/-t: the connection to the monitor, see runtime/attach.h */
         int att_sock;
         struct ag_io *att_sock_io;
         bool exited, closing;

@@ -21,6 +21,7 @@ server_pid=""
 agent_pid=""
 extra_pids=()
 
+. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
 cleanup() {
         local rc=$? p
         set +e
@@ -38,6 +39,7 @@ cleanup() {
         for h in /sys/fs/cgroup/*/"$cgroot"; do
                 [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
         done
+        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
         rm -rf "$tmp"
         exit "$rc"
 }

@@ -43,6 +43,7 @@ agent_pid=""
 bg_pids=()
 T0=$(date +%s)
 
+. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
 cleanup() {
         local rc=$? p h
         set +e
@@ -52,12 +53,6 @@ cleanup() {
                 for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
                 kill -KILL "$agent_pid" 2>/dev/null
                 wait "$agent_pid" 2>/dev/null
-        fi
-        # under ASan+UBSan the agent's findings (leaks at exit too) fail the test
-        if grep -qE "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/agent.log" 2>/dev/null; then
-                echo "FAIL: the agent reported a sanitizer finding:"
-                grep -m1 -A30 -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$tmp/agent.log"
-                [ "$rc" -ne 0 ] || rc=1
         fi
         for h in /sys/fs/cgroup/*/"$cgroot"; do
                 [ -d "$h" ] || continue
@@ -82,6 +77,7 @@ cleanup() {
                 echo "--- server log (tail)"
                 tail -n 20 "$tmp/server.log"
         fi
+        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
         rm -rf "$tmp"
         exit "$rc"
 }

@@ -39,6 +39,7 @@ server_pid=""
 agent_pid=""
 T0=$(date +%s)
 
+. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
 cleanup() {
         local rc=$? p h
         set +e
@@ -69,6 +70,7 @@ cleanup() {
                 tail -n 40 "$tmp/agent.log"
         fi
         [ -n "${KEEP_AGENT_LOG:-}" ] && cp "$tmp/agent.log" "$KEEP_AGENT_LOG"
+        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
         rm -rf "$tmp"
         exit "$rc"
 }

@@ -36,6 +36,7 @@ bg_pids=()
 port=""
 T0=$(date +%s)
 
+. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
 cleanup() {
         local rc=$? p h
         set +e
@@ -68,6 +69,7 @@ cleanup() {
                 echo "--- agent log (tail)"
                 tail -n 30 "$tmp/agent.log"
         fi
+        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
         rm -rf "$tmp"
         exit "$rc"
 }

@@ -29,6 +29,7 @@ cgroot=cubelet-static-it-$$
 server_pid=""
 agent_pid=""
 
+. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
 cleanup() {
         local rc=$?
         set +e
@@ -53,6 +54,7 @@ cleanup() {
         for h in /sys/fs/cgroup/*/"$cgroot"; do
                 [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
         done
+        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
         rm -rf "$tmp"
         exit "$rc"
 }

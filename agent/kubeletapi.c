@@ -2231,11 +2231,42 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                     r == AG_NAPI_PORTFORWARD ? spdy_pf_protocols : spdy_exec_protocols;
                 proto = ag_negotiate(c->req.stream_protocol, sup);
                 if (proto == NULL) {
-                        snprintf(msg, sizeof(msg),
-                                 "unable to upgrade: unable to negotiate protocol: client "
-                                 "supports [%.200s], server accepts [%s]",
-                                 c->req.stream_protocol ? c->req.stream_protocol : "", sup[0]);
-                        return respond_error(c, 403, msg);
+                        /* httpstream.Handshake's answer: plain text, the
+                         * lists as Go prints them */
+                        const char *cl = c->req.stream_protocol;
+                        if (cl == NULL) {
+                                log_v(2,
+                                      "node API: SPDY upgrade without X-Stream-Protocol-Version");
+                                conn_head(c, 400, "text/plain; charset=utf-8", -1);
+                                conn_printf(c, "unable to upgrade: X-Stream-Protocol-Version is "
+                                               "required\n");
+                                c->mode = C_RESPONSE;
+                                c->close_after_flush = true;
+                                return;
+                        }
+                        char list[256];
+                        size_t li = 0;
+                        for (const char *p = cl; *p != '\0' && li + 1 < sizeof(list); p++) {
+                                if (*p == ',') {
+                                        while (p[1] == ' ')
+                                                p++;
+                                        list[li++] = ' ';
+                                } else {
+                                        list[li++] = *p;
+                                }
+                        }
+                        list[li] = '\0';
+                        log_v(2, "node API: SPDY protocols [%s] refused", list);
+                        conn_printf(c,
+                                    "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; "
+                                    "charset=utf-8\r\nX-Accepted-Stream-Protocol-Versions: "
+                                    "%s\r\nConnection: close\r\n\r\nunable to upgrade: unable to "
+                                    "negotiate protocol: client supports [%s], server accepts "
+                                    "[%s]\n",
+                                    sup[0], list, sup[0]);
+                        c->mode = C_RESPONSE;
+                        c->close_after_flush = true;
+                        return;
                 }
                 /* refused before the upgrade: client-go shows the Status */
                 int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));

@@ -300,7 +300,12 @@ fi
 out=$(curl -sk --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key" -X POST \
         -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' -H 'X-Stream-Protocol-Version: v9.channel.k8s.io' \
         "$api/exec/default/two/a?command=true&stdout=1")
-grep -q "unable to negotiate protocol" <<<"$out" || fail "SPDY exec with an unknown protocol: '$out'"
+grep -qF "unable to upgrade: unable to negotiate protocol: client supports [v9.channel.k8s.io], server accepts [v4.channel.k8s.io]" <<<"$out" ||
+        fail "SPDY exec with an unknown protocol: '$out'"
+out=$(curl -sk --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key" -X POST \
+        -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' "$api/exec/default/two/a?command=true&stdout=1")
+grep -qF "unable to upgrade: X-Stream-Protocol-Version is required" <<<"$out" ||
+        fail "SPDY exec without a protocol: '$out'"
 # what libwebsockets could not carry: a newline in an argument, 150 arguments
 out=$(k exec two -c a -- sh -c 'echo first
 echo second' 2>"$tmp/e1")

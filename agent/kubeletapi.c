@@ -58,6 +58,7 @@
 #include "agent/podlogs.h"
 #include "agent/spdy.h"
 #include "lib/cleanup.h"
+#include "lib/file.h"
 #include "runtime/attach.h"
 #include "runtime/container.h"
 #include "runtime/sandbox.h"
@@ -2615,10 +2616,9 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
                 snprintf(s->cert_path, sizeof(s->cert_path), "%s", cfg->tls_cert_file);
                 snprintf(s->key_path, sizeof(s->key_path), "%s", cfg->tls_key_file);
         } else {
-                if (mkdir(cfg->cert_dir, 0700) < 0 && errno != EEXIST) {
-                        cb_error_set(err, errno, "cannot create %s", cfg->cert_dir);
+                /* a fresh --root-dir may not exist yet */
+                if (cb_mkdir_p(cfg->cert_dir, 0755, 0700, err) < 0)
                         goto fail;
-                }
                 snprintf(s->cert_path, sizeof(s->cert_path), "%s/kubelet.crt", cfg->cert_dir);
                 snprintf(s->key_path, sizeof(s->key_path), "%s/kubelet.key", cfg->cert_dir);
                 if (ag_napi_ensure_cert(s->cert_path, s->key_path, cfg->node_ip, cfg->hostname,

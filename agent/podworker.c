@@ -119,7 +119,6 @@ struct ag_pod_worker {
 };
 
 static void advance(struct ag_pod_worker *w);
-static int mkdir_p(const char *path, mode_t mode);
 
 static int64_t now_s(void)
 {
@@ -379,7 +378,7 @@ static void save_state(struct ag_pod_worker *w)
         snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, w->pod->meta.uid);
         state_path(w, path, sizeof(path));
         struct cb_error err = {0};
-        if (mkdir_p(dir, 0700) < 0 ||
+        if (cb_mkdir_p(dir, 0755, 0700, &err) < 0 ||
             cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0) {
                 emit_event(w, NULL, "Warning", "FailedSync", "cannot save the pod's state: %s",
                            err.msg[0] ? err.msg : strerror(errno));
@@ -1054,23 +1053,6 @@ static const struct k8s_volume *find_volume(const struct k8s_pod *p, const char 
         return NULL;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-        char buf[RT_PATH_MAX];
-        snprintf(buf, sizeof(buf), "%s", path);
-        for (char *p = buf + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-                        return -1;
-                *p = '/';
-        }
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                return -1;
-        return 0;
-}
-
 /* The container's mounts: the sandbox's /etc files, then the volumes. */
 static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena *a,
                         struct rt_mount **ret, size_t *ret_n, struct cb_error *err)
@@ -1106,7 +1088,8 @@ static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena 
                         char *dir =
                             cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~empty-dir/%s",
                                             w->env->root_dir, w->pod->meta.uid, v->name);
-                        if (dir == NULL || mkdir_p(dir, 0777) < 0 || chmod(dir, 0777) < 0)
+                        if (dir == NULL || cb_mkdir_p(dir, 0755, 0777, NULL) < 0 ||
+                            chmod(dir, 0777) < 0)
                                 return cb_error_set(err, errno, "volume %s: cannot create %s",
                                                     v->name, dir ? dir : "");
                         mt.type = RT_MOUNT_BIND;
@@ -1115,7 +1098,7 @@ static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena 
                         const char *type = v->host_path_type ? v->host_path_type : "";
                         struct stat sb;
                         if (strcmp(type, "DirectoryOrCreate") == 0 &&
-                            mkdir_p(v->host_path, 0755) < 0)
+                            cb_mkdir_p(v->host_path, 0755, 0755, NULL) < 0)
                                 return cb_error_set(err, errno, "volume %s: cannot create %s",
                                                     v->name, v->host_path);
                         if (strcmp(type, "FileOrCreate") == 0) {
@@ -1289,7 +1272,8 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
                                         w->pod->meta.name, w->pod->meta.uid, c->spec->name);
         char *log_path =
             cb_arena_printf(a, "%s/%d.log", log_dir ? log_dir : "", c->obs.restart_count);
-        if (cg_path == NULL || log_dir == NULL || log_path == NULL || mkdir_p(log_dir, 0755) < 0) {
+        if (cg_path == NULL || log_dir == NULL || log_path == NULL ||
+            cb_mkdir_p(log_dir, 0755, 0755, NULL) < 0) {
                 set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
                             log_dir ? log_dir : "");
                 free(j);

@@ -94,3 +94,22 @@ int cb_write_file_atomic(const char *path, const void *data, size_t len, int mod
         }
         return 0;
 }
+
+int cb_mkdir_p(const char *path, unsigned parent_mode, unsigned mode, struct cb_error *err)
+{
+        char buf[4096];
+        if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+                return cb_error_set(err, ENAMETOOLONG, "cannot create %.200s...", path);
+        for (char *p = buf + 1;; p++) {
+                if (*p != '/' && *p != '\0')
+                        continue;
+                char c = *p;
+                *p = '\0';
+                if (mkdir(buf, c == '\0' ? mode : parent_mode) < 0 && errno != EEXIST)
+                        return cb_error_set(err, errno, "cannot create directory %s", buf);
+                *p = c;
+                if (c == '\0')
+                        break;
+        }
+        return 0;
+}

@@ -626,25 +626,6 @@ int rt_cni_cache_path(const char *cache_dir, const char *network, const char *co
         return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-static int mkdir_p(const char *path, struct cb_error *err)
-{
-        char buf[RT_PATH_MAX];
-        if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
-                return cb_error_set(err, ENAMETOOLONG, "cannot create %s", path);
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-                        return cb_error_set(err, errno, "cannot create directory %s", buf);
-                *p = c;
-                if (c == '\0')
-                        break;
-        }
-        return 0;
-}
-
 static int cache_write(const char *path, const cJSON *entry, struct cb_error *err)
 {
         _cleanup_free_ char *text = cJSON_PrintUnformatted(entry);
@@ -789,7 +770,8 @@ int rt_cni_add(const struct rt_cni_ctx *ctx, const struct rt_cni_pod *pod,
         /* The cache is written before the first plugin runs, so a DEL after
          * a crash in the middle of the ADD has the config to tear down. */
         entry = cache_entry(&nc, pod, cni_args, caps);
-        if (entry == NULL || mkdir_p(results, err) < 0 || cache_write(cache, entry, err) < 0)
+        if (entry == NULL || cb_mkdir_p(results, 0700, 0700, err) < 0 ||
+            cache_write(cache, entry, err) < 0)
                 goto out;
         struct invocation inv = {"ADD", ctx, pod, cni_args};
         for (size_t i = 0; i < nc.n_plugins; i++) {

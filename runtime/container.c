@@ -204,25 +204,6 @@ static bool proc_matches(pid_t pid, uint64_t start_time)
         return pid > 0 && rt_proc_start_time(pid, &st, &e) == 0 && st == start_time;
 }
 
-static int mkdir_p(const char *path, mode_t mode, struct cb_error *err)
-{
-        char tmp[RT_PATH_MAX];
-        if ((size_t)snprintf(tmp, sizeof(tmp), "%s", path) >= sizeof(tmp))
-                return cb_error_set(err, ENAMETOOLONG, "%s is too long", path);
-        for (char *p = tmp + 1;; p++) {
-                if (*p == '/' || *p == '\0') {
-                        char saved = *p;
-                        *p = '\0';
-                        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-                                return cb_error_set(err, errno, "cannot create %s", tmp);
-                        *p = saved;
-                        if (saved == '\0')
-                                break;
-                }
-        }
-        return 0;
-}
-
 /* ---- config <-> JSON ---------------------------------------------------------- */
 
 static cJSON *strv_json(const char *const *v, size_t n)
@@ -862,7 +843,7 @@ int rt_container_create_start(const struct rt_container_config *config,
         if (rt_container_dir(config->root_dir, config->id, dir, sizeof(dir), err) < 0)
                 return -1;
         snprintf(sub, sizeof(sub), "%s/containers", config->root_dir);
-        if (mkdir_p(sub, 0700, err) < 0)
+        if (cb_mkdir_p(sub, 0700, 0700, err) < 0)
                 return -1;
         if (mkdir(dir, 0700) < 0)
                 return cb_error_set(err, errno,

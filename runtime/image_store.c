@@ -35,25 +35,6 @@
 
 /* ---- paths and locking ------------------------------------------------- */
 
-static int mkdir_p(const char *path, mode_t mode, struct cb_error *err)
-{
-        char buf[4096];
-        if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
-                return cb_error_set(err, ENAMETOOLONG, "cannot create %s", path);
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                        return cb_error_set(err, errno, "cannot create directory %s", buf);
-                *p = c;
-                if (c == '\0')
-                        break;
-        }
-        return 0;
-}
-
 static const char *hex_of(const char *digest)
 {
         return digest + strlen("sha256:");
@@ -117,7 +98,7 @@ int rt_store_open(const char *root_dir, struct rt_store *s, struct cb_error *err
         for (size_t i = 0; i < CB_ARRAY_SIZE(sub); i++) {
                 char p[4200];
                 snprintf(p, sizeof(p), "%s/%s", s->images, sub[i]);
-                if (mkdir_p(p, 0700, err) < 0)
+                if (cb_mkdir_p(p, 0700, 0700, err) < 0)
                         return -1;
         }
         char lock[4200];

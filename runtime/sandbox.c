@@ -82,25 +82,6 @@ static int sandbox_dir(const char *root_dir, const char *id, char *buf, size_t s
         return path_join(buf, size, err, "%s/sandboxes/%s", root_dir, id);
 }
 
-static int mkdir_p(const char *path, mode_t mode, struct cb_error *err)
-{
-        char buf[RT_PATH_MAX];
-        if (path_join(buf, sizeof(buf), err, "%s", path) < 0)
-                return -1;
-        for (char *p = buf + 1;; p++) {
-                if (*p != '/' && *p != '\0')
-                        continue;
-                char c = *p;
-                *p = '\0';
-                if (mkdir(buf, mode) < 0 && errno != EEXIST)
-                        return cb_error_set(err, errno, "cannot create directory %s", buf);
-                *p = c;
-                if (c == '\0')
-                        break;
-        }
-        return 0;
-}
-
 /* ---- config.json and state.json ------------------------------------------- */
 
 static void add_str(cJSON *o, const char *key, const char *v)
@@ -524,7 +505,7 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
             validate_config(cfg, err) < 0 ||
             path_join(sbs, sizeof(sbs), err, "%s/sandboxes", cfg->root_dir) < 0)
                 return -1;
-        if (mkdir_p(sbs, 0711, err) < 0 || rt_ns_make_private_dir(sbs, err) < 0)
+        if (cb_mkdir_p(sbs, 0711, 0711, err) < 0 || rt_ns_make_private_dir(sbs, err) < 0)
                 return -1;
         if (mkdir(dir, 0700) < 0) {
                 if (errno == EEXIST)

@@ -135,7 +135,7 @@ start_agent() {
                 --healthz-port "$hport" --hostname-override "$NODE" --node-ip "$nodeip" \
                 --pod-logs-dir "$logs" --cgroup-root "$cgroot" --crash-loop-backoff-base 1 \
                 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
-                --address "$nodeip" --client-ca-file "$data/ca.crt" \
+                --address "$nodeip" --client-ca-file "$data/ca.crt" --cert-dir "$tmp/not/yet/pki" \
                 --authentication-token-file "$tmp/tokens.csv" >>"$tmp/agent.log" 2>&1 &
         agent_pid=$!
 }

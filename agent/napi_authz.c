@@ -345,6 +345,8 @@ static void on_review_done(struct ag_api_result *res, void *data)
         uint64_t now = now_ms(z);
         z->stats.review_ms_total += now - k->started;
         const char *what = k->kind == CALL_TOKEN ? "TokenReview" : "SubjectAccessReview";
+        log_v(3, "node API: %s answered in %llu ms (HTTP %ld)", what,
+              (unsigned long long)(now - k->started), res->status);
         const cJSON *status = jget(res->json, "status");
         if (res->error != NULL || !cJSON_IsObject(status)) {
                 log_warning("node API: %s failed: %s", what,

@@ -263,5 +263,20 @@ for t in "$admin_tok" "$stats_tok" "not-a-token-$$" "fresh-$$" "tok-$$-secret"; 
 done
 pass "5 no bearer token in the agent's log"
 
+# ---- 6. a clean stop with a review in flight (under ASan: no leak, no report) -------
+review_delay 3
+curl -sk -o /dev/null --max-time 10 -X PUT "${cert[@]}" "$api/pods" &
+bg_pids+=($!)
+sleep 0.7
+kill -TERM "$agent_pid"
+wait "$agent_pid"
+rc=$?
+agent_pid=""
+[ "$rc" -eq 0 ] || fail "the agent exited $rc"
+! grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/agent.log" ||
+        fail "sanitizer report: $(grep -E -m3 "AddressSanitizer|LeakSanitizer|runtime error" "$tmp/agent.log")"
+review_delay 0
+pass "6 the agent stops cleanly with a review in flight (exit 0, no sanitizer report)"
+
 echo "--- $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -243,8 +243,11 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
                           const struct ag_node_config *nc, struct cb_error *err)
 {
         const struct ag_napi_flags *f = &fl->napi;
-        if (f->client_ca_file == NULL && f->token_file == NULL && !fl->authn_webhook &&
-            !fl->anonymous) {
+        /* Webhook authentication turns the API on only when asked for (a
+         * flag or the key): a config file's default does not open a port
+         * the setup never configured. */
+        if (f->client_ca_file == NULL && f->token_file == NULL &&
+            !(fl->authn_webhook && fl->authn_webhook_set) && !fl->anonymous) {
                 log_info("node API (port %d) off: no --client-ca-file, "
                          "--authentication-token-file, --authentication-token-webhook or "
                          "--anonymous-auth",

@@ -2941,6 +2941,8 @@ const char *ag_napi_usage(void)
                "                                       apiserver's kubelet client)\n"
                "  --authentication-token-file FILE     bearer tokens accepted: token,user,uid "
                "lines\n"
-               "                                       (the node API runs when one of these "
-               "two is set)\n";
+               "                                       (the node API runs when one of these, "
+               "or\n"
+               "                                       webhook or anonymous authentication, is "
+               "set)\n";
 }

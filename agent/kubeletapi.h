@@ -4,7 +4,9 @@
 /*
  * The node's own API (the kubelet's port 10250; docs/node-api.md): HTTPS
  * only, every request authenticated by a client certificate signed by the
- * client CA or by a bearer token of the token file, else 401.
+ * client CA, a bearer token of the token file or (webhook) a TokenReview,
+ * or anonymous when enabled, else 401; then authorized (AlwaysAllow, or
+ * Webhook: a SubjectAccessReview, else 403; agent/napi_authz.h).
  *
  *   GET /healthz, /pods, /stats/summary
  *   GET /containerLogs/NS/POD/CONTAINER  (follow, tailLines, limitBytes,

@@ -243,9 +243,14 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
                           const struct ag_node_config *nc, struct cb_error *err)
 {
         const struct ag_napi_flags *f = &fl->napi;
-        if (f->client_ca_file == NULL && f->token_file == NULL) {
-                log_info("node API (port %d) off: no --client-ca-file or "
-                         "--authentication-token-file",
+        /* Webhook authentication turns the API on only when asked for (a
+         * flag or the key): a config file's default does not open a port
+         * the setup never configured. */
+        if (f->client_ca_file == NULL && f->token_file == NULL &&
+            !(fl->authn_webhook && fl->authn_webhook_set) && !fl->anonymous) {
+                log_info("node API (port %d) off: no --client-ca-file, "
+                         "--authentication-token-file, --authentication-token-webhook or "
+                         "--anonymous-auth",
                          f->port);
                 return 0;
         }
@@ -261,6 +266,14 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
             .hostname = nc->facts.hostname,
             .client_ca_file = f->client_ca_file,
             .token_file = f->token_file,
+            .api = a->api,
+            .node_name = a->node_name,
+            .anonymous = fl->anonymous,
+            .authn_webhook = fl->authn_webhook,
+            .authn_ttl_ms = fl->authn_webhook_ttl_ms,
+            .authz_webhook = fl->authz_webhook,
+            .authz_allowed_ttl_ms = fl->authz_allowed_ttl_ms,
+            .authz_denied_ttl_ms = fl->authz_denied_ttl_ms,
             .root_dir = a->root_dir,
             .pod_logs_dir = fl->pod_logs_dir,
             .monitor_path = a->exe,
@@ -271,7 +284,10 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
         };
         if (ag_napi_start(a->loop, &cfg, &a->napi, err) < 0)
                 return -1;
-        log_info("node API: serving HTTPS on %s:%d", f->address, ag_napi_port(a->napi));
+        log_info("node API: serving HTTPS on %s:%d (authentication: %s%s%s%s; authorization: %s)",
+                 f->address, ag_napi_port(a->napi), f->client_ca_file ? "x509 " : "",
+                 f->token_file ? "token-file " : "", fl->authn_webhook ? "webhook " : "",
+                 fl->anonymous ? "anonymous" : "", fl->authz_mode);
         return 0;
 }
 

@@ -29,6 +29,7 @@ enum opt_kind {
         OPT_TAINTS,   /* registerWithTaints */
         OPT_EVICTION, /* evictionHard */
         OPT_REGS,     /* insecureRegistries */
+        OPT_BOOL,     /* true/false; the flag alone means true */
 };
 
 struct opt {
@@ -98,6 +99,34 @@ static const struct opt opts[] = {
      "127.0.0.1", "address of the local endpoint (loopback only)"},
     {"healthzPort", "--healthz-port", OPT_INT, OFF(healthz_port), 0, 65535, "N", "10248",
      "local endpoint /healthz /metrics /pods /timelines; 0 disables"},
+    /* the node API (10250): the flags of these are parsed by kubeletapi.c */
+    {"address", NULL, OPT_STR, OFF(file_address), 0, 0, "IP", "0.0.0.0",
+     "node API address (--address)"},
+    {"port", NULL, OPT_INT, OFF(file_port), 1, 65535, "N", "10250", "node API port (--port)"},
+    {"tlsCertFile", NULL, OPT_PATH, OFF(file_tls_cert_file), 0, 0, "FILE", "self-signed",
+     "node API serving certificate (--tls-cert-file)"},
+    {"tlsPrivateKeyFile", NULL, OPT_PATH, OFF(file_tls_key_file), 0, 0, "FILE", "none",
+     "its key (--tls-private-key-file)"},
+    {"authentication.x509.clientCAFile", NULL, OPT_PATH, OFF(file_client_ca_file), 0, 0, "FILE",
+     "none", "CA of accepted client certificates (--client-ca-file)"},
+    {"authentication.anonymous.enabled", "--anonymous-auth", OPT_BOOL, OFF(anonymous), 0, 0,
+     "[=BOOL]", "false (the kubelet: true)",
+     "serve requests without credentials as system:anonymous"},
+    {"authentication.webhook.enabled", "--authentication-token-webhook", OPT_BOOL,
+     OFF(authn_webhook), 0, 0, "[=BOOL]",
+     "false; true from a config file when --kubeconfig is given",
+     "bearer tokens not in the token file are checked by a TokenReview"},
+    {"authentication.webhook.cacheTTL", "--authentication-token-webhook-cache-ttl", OPT_DUR_MS,
+     OFF(authn_webhook_ttl_ms), 0, 86400000, "DUR", "2m", "how long TokenReview answers are kept"},
+    {"authorization.mode", "--authorization-mode", OPT_STR, OFF(authz_mode), 0, 0,
+     "AlwaysAllow|Webhook", "AlwaysAllow; Webhook from a config file when --kubeconfig is given",
+     "Webhook: every request is checked by a SubjectAccessReview"},
+    {"authorization.webhook.cacheAuthorizedTTL", "--authorization-webhook-cache-authorized-ttl",
+     OPT_DUR_MS, OFF(authz_allowed_ttl_ms), 0, 86400000, "DUR", "5m",
+     "how long allowed SubjectAccessReview answers are kept"},
+    {"authorization.webhook.cacheUnauthorizedTTL", "--authorization-webhook-cache-unauthorized-ttl",
+     OPT_DUR_MS, OFF(authz_denied_ttl_ms), 0, 86400000, "DUR", "30s",
+     "how long denied SubjectAccessReview answers are kept"},
 };
 
 /* Keys of the document that are not options. */
@@ -243,6 +272,14 @@ static int apply_scalar(struct ag_config *c, const struct opt *o, const char *v,
                 *(int *)f = (int)(ms / 1000);
                 return 0;
         }
+        case OPT_BOOL:
+                if (strcmp(v, "true") == 0)
+                        *(bool *)f = true;
+                else if (strcmp(v, "false") == 0)
+                        *(bool *)f = false;
+                else
+                        return cb_error_set(err, 0, "want true or false");
+                return 0;
         case OPT_TAINTS:
         case OPT_EVICTION:
         case OPT_REGS:
@@ -259,6 +296,10 @@ static void after_set(struct ag_config *c, const struct opt *o)
                 c->report_set = true;
         else if (o->offset == OFF(cgroup_root))
                 c->cgroup_root_set = true;
+        else if (o->offset == OFF(authn_webhook))
+                c->authn_webhook_set = true;
+        else if (o->offset == OFF(authz_mode))
+                c->authz_mode_set = true;
 }
 
 /* ---- the file ---- */
@@ -298,6 +339,11 @@ static int file_scalar(struct ag_config *c, const struct opt *o, const cJSON *v,
                         snprintf(text, sizeof(text), "%.0f", v->valuedouble);
                         s = text;
                 }
+                break;
+        case OPT_BOOL:
+                if (!cJSON_IsBool(v))
+                        return cb_error_set(err, 0, "%s: want true or false, got %s", o->key, got);
+                s = cJSON_IsTrue(v) ? "true" : "false";
                 break;
         default:
                 if (!cJSON_IsString(v))
@@ -668,8 +714,18 @@ int ag_config_parse_flags(struct ag_config *c, int argc, char **argv, struct cb_
                         continue;
                 const char *v = NULL;
                 const struct opt *o = NULL;
+                for (size_t k = 0; k < CB_ARRAY_SIZE(opts) && v == NULL; k++) {
+                        /* a boolean flag alone means true; a value only with '=' */
+                        size_t fl = opts[k].flag != NULL ? strlen(opts[k].flag) : 0;
+                        if (opts[k].kind != OPT_BOOL || fl == 0 ||
+                            strncmp(argv[i], opts[k].flag, fl) != 0 ||
+                            (argv[i][fl] != '\0' && argv[i][fl] != '='))
+                                continue;
+                        v = argv[i][fl] == '=' ? argv[i] + fl + 1 : "true";
+                        o = &opts[k];
+                }
                 for (size_t k = 0; k < CB_ARRAY_SIZE(opts) && v == NULL && !missing; k++) {
-                        if (opts[k].flag == NULL)
+                        if (opts[k].flag == NULL || opts[k].kind == OPT_BOOL)
                                 continue;
                         v = match_flag(argc, argv, &i, opts[k].flag, &missing);
                         o = &opts[k];
@@ -707,6 +763,40 @@ int ag_config_finish(struct ag_config *c, struct cb_error *err)
          * frequency makes both the same. */
         if (c->update_set && !c->report_set)
                 c->node_status_report_ms = c->node_status_update_ms;
+        /* The node API: flags over the file, then the defaults. */
+        if (c->napi.address == NULL)
+                c->napi.address = c->file_address != NULL ? c->file_address : "0.0.0.0";
+        if (c->napi.port == 0)
+                c->napi.port = c->file_port != 0 ? c->file_port : AG_NAPI_DEFAULT_PORT;
+        if (c->napi.tls_cert_file == NULL)
+                c->napi.tls_cert_file = c->file_tls_cert_file;
+        if (c->napi.tls_key_file == NULL)
+                c->napi.tls_key_file = c->file_tls_key_file;
+        if (c->napi.client_ca_file == NULL)
+                c->napi.client_ca_file = c->file_client_ca_file;
+        /* The kubelet's KubeletConfiguration file defaults (webhook
+         * authentication, Webhook authorization) over its flag defaults
+         * (off, AlwaysAllow) -- only with an apiserver to ask. */
+        bool file_defaults = c->config_path != NULL && c->kubeconfig != NULL;
+        if (!c->authn_webhook_set)
+                c->authn_webhook = file_defaults;
+        if (!c->authz_mode_set &&
+            set_str(&c->authz_mode, file_defaults ? "Webhook" : "AlwaysAllow", err) < 0)
+                return -1;
+        if (strcmp(c->authz_mode, "Webhook") == 0)
+                c->authz_webhook = true;
+        else if (strcmp(c->authz_mode, "AlwaysAllow") == 0)
+                c->authz_webhook = false;
+        else
+                return cb_error_set(err, 0,
+                                    "authorization.mode (--authorization-mode): \"%s\": want "
+                                    "AlwaysAllow or Webhook",
+                                    c->authz_mode);
+        if ((c->authn_webhook || c->authz_webhook) && c->kubeconfig == NULL)
+                return cb_error_set(err, 0,
+                                    "authentication.webhook.enabled "
+                                    "(--authentication-token-webhook) and authorization.mode "
+                                    "Webhook ask the apiserver: they need --kubeconfig");
         return 0;
 }
 
@@ -723,6 +813,9 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
             .crash_loop_backoff_initial_s = ST_BACKOFF_BASE_DEFAULT,
             .crash_loop_backoff_max_s = ST_BACKOFF_CAP_DEFAULT,
             .eviction_pressure_transition_ms = K8S_EVICTION_TRANSITION_MS,
+            .authn_webhook_ttl_ms = 120000,
+            .authz_allowed_ttl_ms = 300000,
+            .authz_denied_ttl_ms = 30000,
         };
         if (set_str(&c->pod_logs_dir, "/var/log/pods", err) < 0 ||
             set_str(&c->cgroup_root, "", err) < 0 ||
@@ -730,6 +823,9 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
                 return -1;
         k8s_eviction_defaults(&c->eviction_hard);
         ag_napi_flags_init(&c->napi);
+        /* unset until ag_config_finish (a flag, the file, then the default) */
+        c->napi.address = NULL;
+        c->napi.port = 0;
         return 0;
 }
 

@@ -67,9 +67,25 @@ struct ag_config {
         /* evictionPressureTransitionPeriod, --eviction-pressure-transition-period: 5m */
         uint64_t eviction_pressure_transition_ms;
 
-        /* The node API on 10250 (agent/kubeletapi.h): flags only so far
-         * (--address, --port, --tls-*, --client-ca-file, ...). */
+        /* The node API on 10250 (agent/kubeletapi.h): its flags (--address,
+         * --port, --tls-*, --client-ca-file, ...) land here; the file's keys
+         * below fill what no flag gave (ag_config_finish). */
         struct ag_napi_flags napi;
+        char *file_address, *file_tls_cert_file, *file_tls_key_file, *file_client_ca_file;
+        int file_port; /* 0: not in the file */
+        /* authentication.anonymous.enabled, --anonymous-auth: false (cubelet) */
+        bool anonymous;
+        /* authentication.webhook.enabled, --authentication-token-webhook:
+         * false from flags, true from a config file with a --kubeconfig */
+        bool authn_webhook;
+        uint64_t authn_webhook_ttl_ms; /* authentication.webhook.cacheTTL: 2m */
+        /* authorization.mode, --authorization-mode: AlwaysAllow from flags,
+         * Webhook from a config file with a --kubeconfig */
+        char *authz_mode;
+        uint64_t authz_allowed_ttl_ms; /* authorization.webhook.cacheAuthorizedTTL: 5m */
+        uint64_t authz_denied_ttl_ms;  /* authorization.webhook.cacheUnauthorizedTTL: 30s */
+        bool authz_webhook;            /* ag_config_finish: authz_mode is Webhook */
+        bool authn_webhook_set, authz_mode_set;
 
         /* bookkeeping for the kubelet's defaulting rules */
         bool update_set, report_set;

@@ -54,6 +54,7 @@
 
 #include "agent/apiclient.h"
 #include "agent/log.h"
+#include "agent/napi_authz.h"
 #include "agent/nodeapi_proto.h"
 #include "agent/podlogs.h"
 #include "agent/spdy.h"
@@ -82,6 +83,7 @@ struct ag_napi {
         int listen_fd;
         struct ag_io *listen_io;
         struct ag_napi_tokens *tokens;
+        struct ag_napi_authz *authz;
         char cert_path[4096], key_path[4096];
         int port;
         struct conn *conns;
@@ -91,6 +93,7 @@ struct ag_napi {
 enum conn_mode {
         C_HANDSHAKE, /* TLS */
         C_HEAD,      /* reading the request head */
+        C_AUTH,      /* waiting for a TokenReview or SubjectAccessReview */
         C_RESPONSE,  /* a whole response queued: close once written */
         C_LOGS,      /* a streamed log */
         C_WS,        /* WebSocket: exec/attach, or the SPDY tunnel */
@@ -126,6 +129,10 @@ struct conn {
         http_parser hp;
         struct request req;
         char who[256];
+        struct ag_napi_who id;         /* user and groups, for authorization */
+        struct ag_napi_review *review; /* the review waited for in C_AUTH */
+        uint8_t *held;                 /* bytes after the head, read meanwhile */
+        size_t held_len;
         struct logstream *log;
         struct exec *ex;
         struct pfwd *pf;
@@ -568,20 +575,64 @@ static int verify_any(int preverify_ok, X509_STORE_CTX *ctx)
         return 1;
 }
 
-/* 0 authenticated (user written to who), else the HTTP status. */
-static int authenticate(struct conn *c, char *who, size_t size)
+static void add_group(struct ag_napi_who *id, const char *g)
+{
+        if (id->groups == NULL)
+                id->groups = cJSON_CreateArray();
+        const cJSON *e;
+        cJSON_ArrayForEach(e, id->groups)
+        {
+                if (cJSON_IsString(e) && strcmp(e->valuestring, g) == 0)
+                        return;
+        }
+        cJSON_AddItemToArray(id->groups, cJSON_CreateString(g));
+}
+
+static void set_user(struct conn *c, const char *user)
+{
+        snprintf(c->id.user, sizeof(c->id.user), "%s", user);
+        cJSON_Delete(c->id.groups);
+        c->id.groups = NULL;
+}
+
+static void authenticated(struct conn *c)
+{
+        /* the apiserver's and the kubelet's AuthenticatedGroupAdder */
+        add_group(&c->id, "system:authenticated");
+        snprintf(c->who, sizeof(c->who), "%s", c->id.user);
+}
+
+static void on_token_review(void *data, enum ag_napi_verdict v);
+
+/* The kubelet's authenticators: a client certificate of the client CA
+ * (user CN, groups O), a bearer token (the token file, else a
+ * TokenReview), else anonymous when enabled and no credential came at all.
+ * 0 authenticated (c->id, c->who), 1 waiting for a TokenReview, else 401. */
+static int authenticate(struct conn *c)
 {
         struct ag_napi *s = c->srv;
+        bool credential = false;
         if (s->cfg.client_ca_file != NULL) {
                 X509 *peer = SSL_get1_peer_certificate(c->ssl);
                 if (peer != NULL) {
+                        credential = true;
                         long vr = SSL_get_verify_result(c->ssl);
                         if (vr == X509_V_OK) {
+                                X509_NAME *sn = X509_get_subject_name(peer);
                                 char cn[256] = "";
-                                X509_NAME_get_text_by_NID(X509_get_subject_name(peer),
-                                                          NID_commonName, cn, sizeof(cn));
-                                snprintf(who, size, "%s", cn);
+                                X509_NAME_get_text_by_NID(sn, NID_commonName, cn, sizeof(cn));
+                                set_user(c, cn);
+                                for (int i = -1; (i = X509_NAME_get_index_by_NID(
+                                                      sn, NID_organizationName, i)) >= 0;) {
+                                        ASN1_STRING *d =
+                                            X509_NAME_ENTRY_get_data(X509_NAME_get_entry(sn, i));
+                                        unsigned char *u = NULL;
+                                        if (ASN1_STRING_to_UTF8(&u, d) >= 0 && u != NULL)
+                                                add_group(&c->id, (const char *)u);
+                                        OPENSSL_free(u);
+                                }
                                 X509_free(peer);
+                                authenticated(c);
                                 return 0;
                         }
                         log_v(2, "node API: client certificate refused: %s",
@@ -590,12 +641,34 @@ static int authenticate(struct conn *c, char *who, size_t size)
                 }
         }
         const char *auth = c->req.authorization;
-        if (s->tokens != NULL && auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0) {
-                const char *user = ag_napi_tokens_user(s->tokens, auth + 7);
+        if (auth != NULL)
+                credential = true;
+        if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0) {
+                const char *token = auth + 7;
+                while (*token == ' ')
+                        token++;
+                const char *user = s->tokens != NULL ? ag_napi_tokens_user(s->tokens, token) : NULL;
                 if (user != NULL) {
-                        snprintf(who, size, "%s", user);
+                        set_user(c, user);
+                        authenticated(c);
                         return 0;
                 }
+                switch (
+                    ag_napi_review_token(s->authz, token, &c->id, on_token_review, c, &c->review)) {
+                case AG_NAPI_YES:
+                        authenticated(c);
+                        return 0;
+                case AG_NAPI_PENDING:
+                        return 1;
+                default:
+                        return 401;
+                }
+        }
+        if (!credential && s->cfg.anonymous) {
+                set_user(c, "system:anonymous");
+                add_group(&c->id, "system:unauthenticated");
+                snprintf(c->who, sizeof(c->who), "%s", c->id.user);
+                return 0;
         }
         return 401;
 }
@@ -2364,13 +2437,11 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                 conn_input(c, rest, rest_len);
 }
 
-static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
+/* The request, authenticated and authorized. */
+static void serve_request(struct conn *c, const uint8_t *rest, size_t rest_len)
 {
         struct ag_napi *s = c->srv;
-        ag_timer_disarm(c->timer);
-        int code = authenticate(c, c->who, sizeof(c->who));
-        if (code != 0)
-                return respond_error(c, code, "Unauthorized");
+        int code;
         char path[2048];
         size_t pl = strcspn(c->req.url ? c->req.url : "", "?");
         if (c->req.url == NULL || pl >= sizeof(path))
@@ -2443,6 +2514,105 @@ static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
         }
 }
 
+/* ---- authentication and authorization of a request ---- */
+
+/* The kubelet answers these in plain text (not a Status). */
+static void respond_text(struct conn *c, int code, const char *msg)
+{
+        log_v(2, "node API: %d %s", code, msg);
+        respond(c, code, "text/plain; charset=utf-8", strdup(msg));
+}
+
+/* Serves the request with the bytes read after its head. */
+static void proceed(struct conn *c)
+{
+        _cleanup_free_ uint8_t *held = c->held;
+        size_t n = c->held_len;
+        c->held = NULL;
+        c->held_len = 0;
+        c->mode = C_HEAD;
+        serve_request(c, held, n);
+}
+
+static void request_attrs(struct conn *c, struct ag_napi_attrs *a)
+{
+        char path[2048] = "";
+        const char *u = c->req.url != NULL ? c->req.url : "";
+        size_t pl = strcspn(u, "?");
+        if (pl < sizeof(path)) {
+                memcpy(path, u, pl);
+                path[pl] = '\0';
+        }
+        ag_napi_attrs_of(c->req.method, path, a);
+}
+
+static void access_verdict(struct conn *c, enum ag_napi_verdict v)
+{
+        struct ag_napi_attrs a;
+        request_attrs(c, &a);
+        char msg[600];
+        switch (v) {
+        case AG_NAPI_YES:
+                return proceed(c);
+        case AG_NAPI_NO:
+                ag_napi_authz_text(msg, sizeof(msg), "Forbidden", c->id.user, &a);
+                return respond_text(c, 403, msg);
+        default:
+                ag_napi_authz_text(msg, sizeof(msg), "Authorization error", c->id.user, &a);
+                return respond_text(c, 500, msg);
+        }
+}
+
+static void on_access_review(void *data, enum ag_napi_verdict v)
+{
+        struct conn *c = data;
+        c->review = NULL; /* freed by the reviewer */
+        access_verdict(c, v);
+        conn_update(c);
+}
+
+static void authorize(struct conn *c)
+{
+        struct ag_napi_attrs a;
+        request_attrs(c, &a);
+        enum ag_napi_verdict v =
+            ag_napi_review_access(c->srv->authz, &c->id, &a, on_access_review, c, &c->review);
+        if (v != AG_NAPI_PENDING)
+                access_verdict(c, v);
+}
+
+static void on_token_review(void *data, enum ag_napi_verdict v)
+{
+        struct conn *c = data;
+        c->review = NULL;
+        if (v == AG_NAPI_YES) {
+                authenticated(c);
+                authorize(c);
+        } else {
+                respond_error(c, 401, "Unauthorized");
+        }
+        conn_update(c);
+}
+
+static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
+{
+        ag_timer_disarm(c->timer);
+        if (rest_len > 0) {
+                c->held = malloc(rest_len);
+                if (c->held == NULL)
+                        return respond_error(c, 500, "out of memory");
+                memcpy(c->held, rest, rest_len);
+                c->held_len = rest_len;
+        }
+        c->mode = C_AUTH;
+        int code = authenticate(c);
+        if (code == 1)
+                return; /* on_token_review goes on */
+        if (code != 0)
+                return respond_error(c, code, "Unauthorized");
+        authorize(c);
+}
+
 /* ---- dispatch ---- */
 
 static void conn_input(struct conn *c, const uint8_t *buf, size_t len)
@@ -2469,6 +2639,22 @@ static void conn_input(struct conn *c, const uint8_t *buf, size_t len)
                 }
                 size_t used = c->hp.upgrade ? n : len;
                 handle_request(c, buf + used, len - used);
+                return;
+        }
+        case C_AUTH: {
+                /* a client that does not wait for the answer: keep it */
+                if (c->held_len + len > MAX_HEAD) {
+                        c->dead = true;
+                        return;
+                }
+                uint8_t *n = realloc(c->held, c->held_len + len);
+                if (n == NULL) {
+                        c->dead = true;
+                        return;
+                }
+                memcpy(n + c->held_len, buf, len);
+                c->held = n;
+                c->held_len += len;
                 return;
         }
         case C_WS:
@@ -2503,6 +2689,9 @@ static void conn_free(struct conn *c)
                 pp = &(*pp)->next;
         if (*pp == c)
                 *pp = c->next;
+        ag_napi_review_cancel(c->review);
+        cJSON_Delete(c->id.groups);
+        free(c->held);
         exec_free(c->ex);
         pfwd_free(c->pf);
         logstream_free(c->log);
@@ -2590,11 +2779,12 @@ static int tls_context(struct ag_napi *s, struct cb_error *err)
 int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct ag_napi **ret,
                   struct cb_error *err)
 {
-        if (cfg->client_ca_file == NULL && cfg->token_file == NULL)
+        if (cfg->client_ca_file == NULL && cfg->token_file == NULL && !cfg->authn_webhook &&
+            !cfg->anonymous)
                 return cb_error_set(err, EINVAL,
-                                    "the node API needs --client-ca-file or "
-                                    "--authentication-token-file (anonymous requests are never "
-                                    "served)");
+                                    "the node API needs --client-ca-file, "
+                                    "--authentication-token-file, --authentication-token-webhook "
+                                    "or --anonymous-auth");
         struct ag_napi *s = calloc(1, sizeof(*s));
         if (s == NULL)
                 return cb_error_set(err, ENOMEM, "node API");
@@ -2602,6 +2792,16 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
         s->cfg = *cfg;
         s->listen_fd = -1;
         if (cfg->token_file != NULL && ag_napi_tokens_load(cfg->token_file, &s->tokens, err) < 0)
+                goto fail;
+        struct ag_napi_authz_config zc = {
+            .authn_webhook = cfg->authn_webhook,
+            .authn_ttl_ms = cfg->authn_ttl_ms,
+            .authz_webhook = cfg->authz_webhook,
+            .authz_allowed_ttl_ms = cfg->authz_allowed_ttl_ms,
+            .authz_denied_ttl_ms = cfg->authz_denied_ttl_ms,
+            .node_name = cfg->node_name,
+        };
+        if (ag_napi_authz_new(cfg->api, &zc, &s->authz, err) < 0)
                 goto fail;
         if (cfg->client_ca_file != NULL && access(cfg->client_ca_file, R_OK) < 0) {
                 cb_error_set(err, errno, "--client-ca-file %s", cfg->client_ca_file);
@@ -2659,12 +2859,18 @@ void ag_napi_free(struct ag_napi *s)
         if (s->ssl_ctx != NULL)
                 SSL_CTX_free(s->ssl_ctx);
         ag_napi_tokens_free(s->tokens);
+        ag_napi_authz_free(s->authz); /* after the connections: they cancel their reviews */
         free(s);
 }
 
 int ag_napi_port(const struct ag_napi *s)
 {
         return s->port;
+}
+
+const struct ag_napi_authz *ag_napi_authz_of(const struct ag_napi *s)
+{
+        return s->authz;
 }
 /* ---- flags ---- */
 
@@ -2735,6 +2941,8 @@ const char *ag_napi_usage(void)
                "                                       apiserver's kubelet client)\n"
                "  --authentication-token-file FILE     bearer tokens accepted: token,user,uid "
                "lines\n"
-               "                                       (the node API runs when one of these "
-               "two is set)\n";
+               "                                       (the node API runs when one of these, "
+               "or\n"
+               "                                       webhook or anonymous authentication, is "
+               "set)\n";
 }

@@ -4,7 +4,9 @@
 /*
  * The node's own API (the kubelet's port 10250; docs/node-api.md): HTTPS
  * only, every request authenticated by a client certificate signed by the
- * client CA or by a bearer token of the token file, else 401.
+ * client CA, a bearer token of the token file or (webhook) a TokenReview,
+ * or anonymous when enabled, else 401; then authorized (AlwaysAllow, or
+ * Webhook: a SubjectAccessReview, else 403; agent/napi_authz.h).
  *
  *   GET /healthz, /pods, /stats/summary
  *   GET /containerLogs/NS/POD/CONTAINER  (follow, tailLines, limitBytes,
@@ -28,9 +30,11 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
+#include "agent/apiclient.h"
 #include "agent/loop.h"
 #include "lib/error.h"
 
@@ -44,6 +48,16 @@ struct ag_napi_config {
         const char *node_ip, *hostname;           /* names of a generated certificate */
         const char *client_ca_file;               /* NULL: no certificate authentication */
         const char *token_file;                   /* NULL: no bearer tokens */
+        /* Webhook authentication/authorization (agent/napi_authz.h): the
+         * apiserver client (NULL: standalone, no webhook), the node's name,
+         * anonymous requests (system:anonymous) when no credential came. */
+        struct ag_api *api;
+        const char *node_name;
+        bool anonymous;
+        bool authn_webhook;
+        uint64_t authn_ttl_ms;
+        bool authz_webhook; /* authorization.mode Webhook; else AlwaysAllow */
+        uint64_t authz_allowed_ttl_ms, authz_denied_ttl_ms;
         const char *root_dir, *pod_logs_dir, *monitor_path;
         /* Called on the loop; the caller of the API owns nothing returned. */
         cJSON *(*pods)(void *data); /* the node's PodList with current statuses */
@@ -59,6 +73,9 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
 /* Closes every connection, kills running execs. NULL is allowed. */
 void ag_napi_free(struct ag_napi *s);
 int ag_napi_port(const struct ag_napi *s);
+struct ag_napi_authz;
+/* The reviewer (its counters), never NULL while s lives. */
+const struct ag_napi_authz *ag_napi_authz_of(const struct ag_napi *s);
 
 /* A static token file like kube-apiserver's --token-auth-file: lines
  * "token,user,uid[,\"group1,group2\"]", '#' comments. Returns the user of

@@ -649,6 +649,15 @@ class Handler(BaseHTTPRequestHandler):
                                                 "preferredVersion": gv})
         if len(parts) == 3 and parts[0] == "apis" and (parts[1], parts[2]) in GROUP_ORDER:
             return self.send_json(200, discovery_v1(parts[1], parts[2]))
+        if m == "POST" and path in ("/apis/authentication.k8s.io/v1/tokenreviews",
+                                    "/apis/authorization.k8s.io/v1/subjectaccessreviews"):
+            return self.review(path.rsplit("/", 1)[1])
+        if path == "/debug/reviews" and m in ("GET", "PUT"):
+            with self.server.reviews_lock:
+                if m == "PUT":
+                    self.server.review_delay = float((self.read_body() or {}).get("delay", 0))
+                return self.send_json(200, dict(self.server.reviews,
+                                                delay=self.server.review_delay))
         if parts[:2] == ["api", "v1"]:
             group, version, rest = "", "v1", parts[2:]
         elif len(parts) >= 3 and parts[0] == "apis":
@@ -685,6 +694,41 @@ class Handler(BaseHTTPRequestHandler):
         if not res.namespaced:
             ns = None
         self.dispatch(m, res, ns, name, sub, q)
+
+    # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
+
+    def review(self, kind):
+        body = self.read_body()
+        spec = body.get("spec") if isinstance(body, dict) else None
+        if not isinstance(spec, dict):
+            raise ApiError(400, "BadRequest", f"{kind}: spec is required", {})
+        with self.server.reviews_lock:
+            self.server.reviews[kind] += 1
+            delay = self.server.review_delay
+        if delay > 0:
+            time.sleep(delay)  # a slow apiserver, for tests of clients going away
+        if kind == "tokenreviews":
+            found = self.server.tokens.get(spec.get("token") or "")
+            if found:
+                user, groups = found
+                status = {"authenticated": True,
+                          "user": {"username": user,
+                                   "groups": list(groups) + ["system:authenticated"]},
+                          "audiences": ["https://kubernetes.default.svc.cluster.local"]}
+            else:
+                status = {"user": {}, "error": "[invalid bearer token, token lookup failed]"}
+            out = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
+                   "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+        else:
+            allowed, reason = sar_decide(self.server, spec)
+            status = {"allowed": allowed}
+            if reason:
+                status["reason"] = reason
+            out = {"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+                   "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+        if self.server.verbose:
+            sys.stderr.write(f"review {kind}: {json.dumps(out['status'])}\n")
+        return self.send_json(201, out)
 
     def send_text(self, text):
         data = text.encode()
@@ -1135,6 +1179,22 @@ def query_bool(path, key):
     return bool(vals) and vals[0] != "0" and vals[0].lower() != "false"
 
 
+def sar_decide(srv, spec):
+    """A small RBAC stand-in: system:masters and the apiserver's kubelet
+    client may do anything; the stats-only users only nodes/stats (get,
+    list, watch, create); everyone else nothing."""
+    user = spec.get("user") or ""
+    groups = spec.get("groups") or []
+    ra = spec.get("resourceAttributes") or {}
+    if "system:masters" in groups or user == "kube-apiserver-kubelet-client":
+        return True, "RBAC: allowed by ClusterRoleBinding \"stand-in-admin\""
+    if (user in srv.stats_only_users and ra.get("resource") == "nodes"
+            and ra.get("subresource") == "stats"
+            and ra.get("verb") in ("get", "list", "watch", "create")):
+        return True, "RBAC: allowed by ClusterRoleBinding \"stand-in-stats-reader\""
+    return False, ""
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -1317,6 +1377,9 @@ def main():
                     ("", "0", "false"),
                     help="relay exec/attach WebSockets (v5.channel.k8s.io) to the kubelet "
                     "unchanged instead of translating them to SPDY")
+    ap.add_argument("--stats-only-user", action="append",
+                    help="a user SubjectAccessReview allows only nodes/stats (repeatable; "
+                    "default stats-reader)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     data = os.path.abspath(args.data)
@@ -1349,8 +1412,14 @@ def main():
         srv.address = f"127.0.0.1:{port}"
         admin_token = load_or_make_token(os.path.join(data, "admin.token"))
         node_token = load_or_make_token(os.path.join(data, "node.token"))
+        stats_token = load_or_make_token(os.path.join(data, "stats-reader.token"))
         srv.tokens = {admin_token: ("kubernetes-admin", ["system:masters"]),
-                      node_token: (f"system:node:{args.node_name}", ["system:nodes"])}
+                      node_token: (f"system:node:{args.node_name}", ["system:nodes"]),
+                      stats_token: ("stats-reader", ["test:stats-readers"])}
+        srv.stats_only_users = set(args.stats_only_user or ["stats-reader"])
+        srv.reviews = {"tokenreviews": 0, "subjectaccessreviews": 0}
+        srv.reviews_lock = threading.Lock()
+        srv.review_delay = 0.0
         url = f"https://127.0.0.1:{port}"
         ca = os.path.join(data, "ca.crt")
         kubeconfig(os.path.join(data, "admin.kubeconfig"), url, ca, "admin",

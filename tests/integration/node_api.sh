@@ -505,13 +505,26 @@ curl -s --max-time 10 "http://127.0.0.1:$lport/" >/dev/null 2>&1
 poll 10 grep -q "error forwarding port 9 to pod" "$tmp/pf.err" || fail "closed port: kubectl said '$(cat "$tmp/pf.err")'"
 kill "$pf" 2>/dev/null
 wait "$pf" 2>/dev/null
+# a client that drops in the middle of a transfer: kubectl killed while a
+# slow download runs through it; the node closes the pod-side connection
+lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" >"$tmp/pf.out" 2>"$tmp/pf.err" &
+pf=$!
+poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward (drop) did not start: $(cat "$tmp/pf.err")"
+curl -s --limit-rate 20k --max-time 30 -o /dev/null "http://127.0.0.1:$lport/big" &
+slow=$!
+sleep 2
+kill -KILL "$pf" 2>/dev/null
+wait "$pf" 2>/dev/null
+wait "$slow" 2>/dev/null
+poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agent_fds) after a port-forward client dropped mid-transfer"
 # a pod that does not exist
 out=$(k port-forward pod/nosuch 18099:80 2>&1)
 grep -q 'pods "nosuch" not found' <<<"$out" || fail "port-forward to a missing pod: '$out'"
-poll 10 eval '[ "$(agent_fds)" -le $((fds0 + 2)) ]' || fail "agent fds $fds0 -> $(agent_fds) after the port-forwards"
+poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agent_fds) after the port-forwards"
 curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200 ||
         fail "the node API stopped serving after the port-forwards"
-pass "7 port-forward: GET + 3x300 KB over the WebSocket tunnel and over SPDY; closed port reported; fds $fds0 -> $(agent_fds)"
+pass "7 port-forward: GET + 3x300 KB over the WebSocket tunnel and over SPDY; closed port reported; a client dropped mid-transfer; fds $fds0 -> $(agent_fds)"
 
 echo "--- $fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -351,7 +351,10 @@ static void conn_update(struct conn *c)
         if (!c->dead && c->mode != C_HANDSHAKE) {
                 size_t before = conn_pending(c);
                 conn_flush(c);
-                if (!c->dead && (conn_pending(c) < before || before == 0))
+                /* only a drop can resume a source that stopped for a slow
+                 * client (each stops with output pending): no reads or
+                 * epoll changes on every event */
+                if (!c->dead && before > 0 && conn_pending(c) < before)
                         conn_written(c);
                 conn_flush(c);
         }

@@ -458,7 +458,9 @@ START_TEST(test_tty)
         const char *log = read_log("tty");
         ck_assert_msg(strstr(log, "out:/dev/pts/0\r\n") != NULL, "log: %s", log);
         ck_assert_msg(strstr(log, "out:TERM=unset\r\n") != NULL, "log: %s", log);
-        ck_assert_msg(strstr(log, "out:0 ptmx \r\n") != NULL, "log: %s", log);
+        /* only its own entries (the echo of "go", typed while this line
+         * was written, may land on the same terminal line) */
+        ck_assert_msg(strstr(log, "out:0 ptmx ") != NULL, "log: %s", log);
         /* one stream: a terminal's output is stdout */
         ck_assert_msg(strstr(log, "out:err-line\r\n") != NULL, "log: %s", log);
         ck_assert_msg(strstr(log, "err:") == NULL, "log: %s", log);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/k8s.h"
+#include "agent/k8s/k8s.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

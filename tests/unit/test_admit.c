@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/admit.h"
+#include "agent/k8s/admit.h"
 
 static struct k8s_pod *pod_json(const char *text)
 {

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/config.h"
+#include "agent/cmd/config.h"
 
 #define HEAD "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/containerspec.h"
+#include "agent/pods/containerspec.h"
 #include "lib/cleanup.h"
 
 static struct cb_arena *arena;

@@ -6,7 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "agent/k8s.h"
+#include "agent/k8s/k8s.h"
 #include "lib/cleanup.h"
 
 #define FX(rel) CUBELET_FIXTURES "/" rel

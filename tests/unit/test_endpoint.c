@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/endpoint.h"
-#include "agent/loop.h"
-#include "agent/metrics.h"
+#include "agent/core/endpoint.h"
+#include "agent/core/loop.h"
+#include "agent/core/metrics.h"
 
 /* The sources: what the agent would give the endpoint. */
 struct state {

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/eviction.h"
-#include "agent/pressure.h"
+#include "agent/k8s/eviction.h"
+#include "agent/node/pressure.h"
 #include "cgroups/cgroup.h"
 
 #define MI (1024LL * 1024)

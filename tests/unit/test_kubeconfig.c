@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/kubeconfig.h"
+#include "agent/client/kubeconfig.h"
 
 /* "hello" and "-----BEGIN" in base64. */
 #define B64_HELLO "aGVsbG8="

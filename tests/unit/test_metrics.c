@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/metrics.h"
+#include "agent/core/metrics.h"
 
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 

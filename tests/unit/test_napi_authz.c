@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The node API's webhook authentication and authorization, the pure parts
- * (agent/napi_authz.h): the kubelet's request attributes per method and
+ * (agent/nodeapi/authz.h): the kubelet's request attributes per method and
  * path, the 403/500 texts, the token hash, the answer cache with injected
  * time; the reviewer without webhooks; the configuration keys and flags.
  */
@@ -10,8 +10,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "agent/config.h"
-#include "agent/napi_authz.h"
+#include "agent/cmd/config.h"
+#include "agent/nodeapi/authz.h"
 #include "lib/cleanup.h"
 
 static const struct {

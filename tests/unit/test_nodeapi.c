@@ -19,10 +19,10 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "agent/kubeletapi.h"
-#include "agent/nodeapi_proto.h"
-#include "agent/podlogs.h"
-#include "agent/stats.h"
+#include "agent/nodeapi/server.h"
+#include "agent/nodeapi/proto.h"
+#include "agent/pods/podlogs.h"
+#include "agent/pods/stats.h"
 #include "lib/cleanup.h"
 
 static const struct {

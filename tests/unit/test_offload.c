@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/loop.h"
-#include "agent/offload.h"
+#include "agent/core/loop.h"
+#include "agent/core/offload.h"
 
 /* A job records which thread ran its work, in which order done came, and
  * whether it was cancelled. */

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/loop.h"
-#include "agent/prober.h"
+#include "agent/core/loop.h"
+#include "agent/pods/prober.h"
 #include "cgroups/cgroup.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/qos.h"
+#include "agent/k8s/qos.h"
 
 #define GI  1073741824LL
 #define MI  1048576LL

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/quantity.h"
+#include "agent/k8s/quantity.h"
 
 struct qcase {
         const char *in;

@@ -2,7 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "agent/selector.h"
+#include "agent/k8s/selector.h"
 
 static struct k8s_kv node_labels[] = {
     {"kubernetes.io/os", "linux"}, {"zone", "a"}, {"cores", "16"}, {"gen", "v3"}, {"empty", ""},

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * agent/selfcgroup.c: the pure plan from /proc/self/cgroup text (always),
+ * agent/node/selfcgroup.c: the pure plan from /proc/self/cgroup text (always),
  * and, as root with a writable cgroup2 mount (/sys/fs/cgroup on a unified
  * host, /sys/fs/cgroup/unified on a hybrid one), the real move in forked
  * children: into <own>/supervisor with a straggler process, idempotence,
@@ -22,7 +22,7 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "agent/selfcgroup.h"
+#include "agent/node/selfcgroup.h"
 #include "cgroups/cgroup.h"
 #include "lib/file.h"
 

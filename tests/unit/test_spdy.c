@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The SPDY/3.1 codec (agent/spdy.c): a client and a server session wired
+ * The SPDY/3.1 codec (agent/nodeapi/spdy.c): a client and a server session wired
  * back to back, literal frames from the SPDY/3 draft's layouts, and
  * malformed input. Header blocks for the hand-made frames are compressed
  * here with zlib and the dictionary, independently of the codec's own
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "agent/spdy.h"
+#include "agent/nodeapi/spdy.h"
 
 #define MAXEV 4096
 

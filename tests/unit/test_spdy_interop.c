@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/spdy.h"
+#include "agent/nodeapi/spdy.h"
 
 static char module_dir[4096];
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/mirror.h"
-#include "agent/staticpods.h"
+#include "agent/pods/mirror.h"
+#include "agent/pods/staticpods.h"
 
 static const char *web = "apiVersion: v1\n"
                          "kind: Pod\n"

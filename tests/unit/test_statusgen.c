@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/statusgen.h"
+#include "agent/pods/statusgen.h"
 #include "lib/cleanup.h"
 
 static struct k8s_pod *pod_from(const char *json)

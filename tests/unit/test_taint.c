@@ -2,7 +2,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "agent/taint.h"
+#include "agent/k8s/taint.h"
 
 #define NS  K8S_EFFECT_NO_SCHEDULE
 #define NE  K8S_EFFECT_NO_EXECUTE

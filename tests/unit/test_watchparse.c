@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/agent.h"
-#include "agent/nodestatus.h"
-#include "agent/reflector.h"
+#include "agent/cmd/agent.h"
+#include "agent/node/nodestatus.h"
+#include "agent/client/reflector.h"
 
 /* ---- collecting objects from the parser ---- */
 

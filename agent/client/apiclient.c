@@ -1,0 +1,638 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/client/apiclient.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <curl/curl.h>
+
+#include "lib/cleanup.h"
+
+struct ag_request {
+        struct ag_api *api;
+        struct ag_request *prev, *next; /* active or queued */
+        CURL *easy;
+        struct curl_slist *headers;
+        char *method, *url, *body;
+        size_t body_len;
+        bool queued, cancelled, started;
+        ag_api_done_fn done;
+        ag_api_stream_fn stream;
+        void *data;
+        char *resp;
+        size_t resp_len, resp_cap;
+        bool too_large, aborted;
+        char errbuf[CURL_ERROR_SIZE];
+};
+
+struct ag_api {
+        struct ag_loop *loop;
+        const struct ag_kubeconfig *kc;
+        CURLM *multi;
+        struct ag_timer *curl_timer;
+        struct ag_timer *rate_timer;
+        struct ag_request *active;
+        struct ag_request *queue_head, *queue_tail;
+        double qps, tokens;
+        int burst;
+        uint64_t last_refill_ms;
+        size_t max_response;
+        int in_curl; /* inside a libcurl call that may call back */
+        bool fresh_connect;
+        char user_agent[64];
+};
+
+static CURLcode global_init_result = CURLE_FAILED_INIT;
+
+static void check_done(struct ag_api *api);
+
+/* ---- request lifetime ---- */
+
+static void req_free(struct ag_request *r)
+{
+        if (r->easy != NULL)
+                curl_easy_cleanup(r->easy);
+        curl_slist_free_all(r->headers);
+        free(r->method);
+        free(r->url);
+        free(r->body);
+        free(r->resp);
+        free(r);
+}
+
+static void list_unlink(struct ag_request **head, struct ag_request *r)
+{
+        if (r->prev != NULL)
+                r->prev->next = r->next;
+        else
+                *head = r->next;
+        if (r->next != NULL)
+                r->next->prev = r->prev;
+        r->prev = r->next = NULL;
+}
+
+static void queue_unlink(struct ag_api *api, struct ag_request *r)
+{
+        if (api->queue_tail == r)
+                api->queue_tail = r->prev;
+        list_unlink(&api->queue_head, r);
+        r->queued = false;
+}
+
+/* ---- libcurl callbacks ---- */
+
+static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+        /* Debian's libcurl 7.88 leaves sockets inheritable; anything the
+         * agent forks must not get the apiserver connection. */
+        return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userp)
+{
+        struct ag_request *r = userp;
+        size_t n = size * nmemb;
+        if (r->cancelled)
+                return 0;
+        long code = 0;
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+        if (r->stream != NULL && code >= 200 && code < 300) {
+                if (r->stream(ptr, n, r->data) < 0) {
+                        r->aborted = true;
+                        return 0;
+                }
+                return n;
+        }
+        if (r->resp_len + n > r->api->max_response) {
+                r->too_large = true;
+                return 0;
+        }
+        if (r->resp_len + n + 1 > r->resp_cap) {
+                size_t cap = r->resp_cap ? r->resp_cap : 4096;
+                while (cap < r->resp_len + n + 1)
+                        cap *= 2;
+                char *p = realloc(r->resp, cap);
+                if (p == NULL)
+                        return 0;
+                r->resp = p;
+                r->resp_cap = cap;
+        }
+        memcpy(r->resp + r->resp_len, ptr, n);
+        r->resp_len += n;
+        r->resp[r->resp_len] = '\0';
+        return n;
+}
+
+static void on_io(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        struct ag_api *api = data;
+        int flags = 0, running;
+        if (events & EPOLLIN)
+                flags |= CURL_CSELECT_IN;
+        if (events & EPOLLOUT)
+                flags |= CURL_CSELECT_OUT;
+        if (events & (EPOLLERR | EPOLLHUP))
+                flags |= CURL_CSELECT_ERR;
+        api->in_curl++;
+        curl_multi_socket_action(api->multi, fd, flags, &running);
+        api->in_curl--;
+        check_done(api);
+}
+
+static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+        struct ag_api *api = userp;
+        struct ag_io *io = socketp;
+        if (what == CURL_POLL_REMOVE) {
+                ag_io_free(io);
+                curl_multi_assign(api->multi, s, NULL);
+                return 0;
+        }
+        uint32_t ev = 0;
+        if (what & CURL_POLL_IN)
+                ev |= EPOLLIN;
+        if (what & CURL_POLL_OUT)
+                ev |= EPOLLOUT;
+        if (io == NULL) {
+                io = ag_io_new(api->loop, s, ev, on_io, api, NULL);
+                if (io == NULL)
+                        return -1;
+                curl_multi_assign(api->multi, s, io);
+                return 0;
+        }
+        return ag_io_set_events(io, ev, NULL) < 0 ? -1 : 0;
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+        struct ag_api *api = userp;
+        if (timeout_ms < 0)
+                ag_timer_disarm(api->curl_timer);
+        else if (ag_timer_arm(api->curl_timer, (uint64_t)timeout_ms) < 0)
+                return -1;
+        return 0;
+}
+
+static void on_curl_timeout(struct ag_timer *t, void *data)
+{
+        struct ag_api *api = data;
+        int running;
+        api->in_curl++;
+        curl_multi_socket_action(api->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        api->in_curl--;
+        check_done(api);
+}
+
+/* ---- results ---- */
+
+static const char *kubeconfig_name(const struct ag_api *api)
+{
+        return api->kc->path != NULL ? api->kc->path : "the kubeconfig";
+}
+
+static bool is_tls_verify_error(CURLcode c)
+{
+        return c == CURLE_PEER_FAILED_VERIFICATION || c == CURLE_SSL_CACERT_BADFILE ||
+               c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+}
+
+const char *ag_http_reason_phrase(long code)
+{
+        switch (code) {
+        case 101:
+                return "Switching Protocols";
+        case 200:
+                return "OK";
+        case 400:
+                return "Bad Request";
+        case 401:
+                return "Unauthorized";
+        case 403:
+                return "Forbidden";
+        case 404:
+                return "Not Found";
+        case 405:
+                return "Method Not Allowed";
+        case 409:
+                return "Conflict";
+        case 410:
+                return "Gone";
+        case 415:
+                return "Unsupported Media Type";
+        case 431:
+                return "Request Header Fields Too Large";
+        case 422:
+                return "Unprocessable Entity";
+        case 429:
+                return "Too Many Requests";
+        case 500:
+                return "Internal Server Error";
+        case 502:
+                return "Bad Gateway";
+        case 503:
+                return "Service Unavailable";
+        case 504:
+                return "Gateway Timeout";
+        default:
+                return "";
+        }
+}
+
+static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
+{
+        char msg[1536];
+        struct ag_api_result res = {0};
+        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &res.status);
+        res.body = r->resp;
+        res.len = r->resp_len;
+        res.aborted = r->aborted;
+        if (r->resp != NULL && r->resp_len > 0)
+                res.json = cJSON_ParseWithLength(r->resp, r->resp_len);
+        const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
+        if (cc != CURLE_OK && !r->aborted) {
+                res.status = cc == CURLE_WRITE_ERROR || cc == CURLE_OPERATION_TIMEDOUT ||
+                                     cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR
+                                 ? res.status
+                                 : 0;
+                if (r->too_large)
+                        snprintf(msg, sizeof(msg),
+                                 "%s %s: the response is larger than %zu bytes; refused", r->method,
+                                 r->url, api->max_response);
+                else if (is_tls_verify_error(cc)) {
+                        res.tls_error = true;
+                        snprintf(msg, sizeof(msg),
+                                 "cannot verify the apiserver at %s: x509/certificate verify "
+                                 "failed (%s): check certificate-authority in %s",
+                                 api->kc->server, detail, kubeconfig_name(api));
+                } else if (cc == CURLE_SSL_CERTPROBLEM) {
+                        res.tls_error = true;
+                        snprintf(msg, sizeof(msg),
+                                 "cannot use the client certificate for %s (%s): check "
+                                 "client-certificate and client-key in %s",
+                                 api->kc->server, detail, kubeconfig_name(api));
+                } else if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) {
+                        snprintf(msg, sizeof(msg),
+                                 "cannot connect to the apiserver at %s (%s): is it running, "
+                                 "and is server in %s right?",
+                                 api->kc->server, detail, kubeconfig_name(api));
+                } else {
+                        snprintf(msg, sizeof(msg), "%s %s: %s", r->method, r->url, detail);
+                }
+                res.error = msg;
+        } else if (r->aborted) {
+                snprintf(msg, sizeof(msg), "%s %s: stopped by the agent", r->method, r->url);
+                res.error = msg;
+        } else if (res.status == 401 || res.status == 403) {
+                res.auth_error = true;
+                snprintf(msg, sizeof(msg),
+                         "the apiserver at %s refused the credentials (%ld %s): check the "
+                         "token/client certificate in %s",
+                         api->kc->server, res.status, ag_http_reason_phrase(res.status),
+                         kubeconfig_name(api));
+                res.error = msg;
+        } else if (res.status < 200 || res.status >= 300) {
+                const cJSON *m = cJSON_GetObjectItemCaseSensitive(res.json, "message");
+                snprintf(msg, sizeof(msg), "%s %s: HTTP %ld %s%s%s", r->method, r->url, res.status,
+                         ag_http_reason_phrase(res.status), cJSON_IsString(m) ? ": " : "",
+                         cJSON_IsString(m) ? m->valuestring : "");
+                res.error = msg;
+        }
+        r->done(&res, r->data);
+        cJSON_Delete(res.json);
+}
+
+static void check_done(struct ag_api *api)
+{
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(api->multi, &left)) != NULL) {
+                if (m->msg != CURLMSG_DONE)
+                        continue;
+                struct ag_request *r = NULL;
+                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+                CURLcode cc = m->data.result;
+                curl_multi_remove_handle(api->multi, r->easy);
+                list_unlink(&api->active, r);
+                if (!r->cancelled)
+                        finish(api, r, cc);
+                req_free(r);
+        }
+        /* Requests cancelled from inside a libcurl callback. */
+        struct ag_request *r = api->active;
+        while (r != NULL && api->in_curl == 0) {
+                struct ag_request *next = r->next;
+                if (r->cancelled) {
+                        curl_multi_remove_handle(api->multi, r->easy);
+                        list_unlink(&api->active, r);
+                        req_free(r);
+                }
+                r = next;
+        }
+}
+
+/* ---- starting requests ---- */
+
+static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_api_req_opts *o,
+                      struct cb_error *err)
+{
+        const struct ag_kubeconfig *kc = api->kc;
+        CURL *e = r->easy = curl_easy_init();
+        if (e == NULL)
+                return cb_error_set(err, ENOMEM, "curl_easy_init failed");
+        curl_easy_setopt(e, CURLOPT_URL, r->url);
+        curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        curl_easy_setopt(e, CURLOPT_USERAGENT, api->user_agent);
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+        if (api->fresh_connect)
+                curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        long timeout = o->timeout_ms == 0 ? AG_API_TIMEOUT_MS : o->timeout_ms;
+        if (timeout > 0)
+                curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
+        if (o->low_speed_time_s > 0) {
+                curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+                curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, o->low_speed_time_s);
+        }
+        /* TLS: verification stays on unless the kubeconfig asks otherwise. */
+        if (kc->insecure_skip_tls_verify) {
+                curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+                curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+        if (kc->ca_data.data != NULL) {
+                struct curl_blob b = {kc->ca_data.data, kc->ca_data.len, CURL_BLOB_COPY};
+                curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+        } else if (kc->ca_file != NULL) {
+                curl_easy_setopt(e, CURLOPT_CAINFO, kc->ca_file);
+        }
+        if (kc->cert_data.data != NULL) {
+                struct curl_blob b = {kc->cert_data.data, kc->cert_data.len, CURL_BLOB_COPY};
+                curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &b);
+                curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+        } else if (kc->cert_file != NULL) {
+                curl_easy_setopt(e, CURLOPT_SSLCERT, kc->cert_file);
+        }
+        if (kc->key_data.data != NULL) {
+                struct curl_blob b = {kc->key_data.data, kc->key_data.len, CURL_BLOB_COPY};
+                curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &b);
+                curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+        } else if (kc->key_file != NULL) {
+                curl_easy_setopt(e, CURLOPT_SSLKEY, kc->key_file);
+        }
+        struct curl_slist *h = NULL;
+        h = curl_slist_append(h, "Accept: application/json");
+        h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+        if (kc->token != NULL) {
+                _cleanup_free_ char *auth = NULL;
+                if (asprintf(&auth, "Authorization: Bearer %s", kc->token) < 0)
+                        return cb_error_set(err, ENOMEM, "out of memory");
+                h = curl_slist_append(h, auth);
+                explicit_bzero(auth, strlen(auth));
+        }
+        if (r->body != NULL) {
+                _cleanup_free_ char *ct = NULL;
+                if (asprintf(&ct, "Content-Type: %s",
+                             o->content_type ? o->content_type : "application/json") < 0)
+                        return cb_error_set(err, ENOMEM, "out of memory");
+                h = curl_slist_append(h, ct);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+                curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+        }
+        if (h == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        r->headers = h;
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+        if (strcmp(r->method, "GET") == 0)
+                curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+        else if (strcmp(r->method, "POST") != 0 || r->body == NULL)
+                curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+        return 0;
+}
+
+static int start(struct ag_api *api, struct ag_request *r)
+{
+        if (curl_multi_add_handle(api->multi, r->easy) != CURLM_OK)
+                return -1;
+        r->started = true;
+        r->next = api->active;
+        if (api->active != NULL)
+                api->active->prev = r;
+        api->active = r;
+        return 0;
+}
+
+static void refill(struct ag_api *api)
+{
+        uint64_t now = ag_now_ms();
+        api->tokens += (double)(now - api->last_refill_ms) * api->qps / 1000.0;
+        if (api->tokens > api->burst)
+                api->tokens = api->burst;
+        api->last_refill_ms = now;
+}
+
+static void arm_rate_timer(struct ag_api *api)
+{
+        double wait_ms = (1.0 - api->tokens) * 1000.0 / api->qps;
+        ag_timer_arm(api->rate_timer, wait_ms < 1 ? 1 : (uint64_t)wait_ms + 1);
+}
+
+static void fail_unstarted(struct ag_request *r)
+{
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s %s: cannot start the request (libcurl refused it)",
+                 r->method, r->url);
+        struct ag_api_result res = {.error = msg};
+        r->done(&res, r->data);
+        req_free(r);
+}
+
+static void on_rate_timer(struct ag_timer *t, void *data)
+{
+        struct ag_api *api = data;
+        refill(api);
+        while (api->queue_head != NULL && api->tokens >= 1.0) {
+                struct ag_request *r = api->queue_head;
+                queue_unlink(api, r);
+                api->tokens -= 1.0;
+                if (start(api, r) < 0)
+                        fail_unstarted(r);
+        }
+        if (api->queue_head != NULL)
+                arm_rate_timer(api);
+}
+
+struct ag_request *ag_api_request(struct ag_api *api, const char *method, const char *path,
+                                  const struct ag_api_req_opts *opts, ag_api_done_fn done,
+                                  void *data, struct cb_error *err)
+{
+        static const struct ag_api_req_opts none = {0};
+        const struct ag_api_req_opts *o = opts ? opts : &none;
+        struct ag_request *r = calloc(1, sizeof(*r));
+        if (r == NULL) {
+                cb_error_set(err, ENOMEM, "out of memory");
+                return NULL;
+        }
+        r->api = api;
+        r->done = done;
+        r->data = data;
+        r->stream = o->stream;
+        r->method = strdup(method);
+        if (asprintf(&r->url, "%s%s", api->kc->server, path) < 0)
+                r->url = NULL;
+        if (o->body != NULL) {
+                r->body = malloc(o->body_len + 1);
+                if (r->body != NULL) {
+                        memcpy(r->body, o->body, o->body_len);
+                        r->body[o->body_len] = '\0';
+                        r->body_len = o->body_len;
+                }
+        }
+        if (r->method == NULL || r->url == NULL || (o->body != NULL && r->body == NULL)) {
+                req_free(r);
+                cb_error_set(err, ENOMEM, "out of memory");
+                return NULL;
+        }
+        if (setup_easy(api, r, o, err) < 0) {
+                req_free(r);
+                return NULL;
+        }
+        refill(api);
+        /* Inside a libcurl callback (a watch event handled on the spot)
+         * libcurl refuses new handles (CURLM_RECURSIVE_API_CALL): queue the
+         * request and start it from the loop's next iteration. */
+        if (api->in_curl == 0 && api->queue_head == NULL && api->tokens >= 1.0) {
+                api->tokens -= 1.0;
+                if (start(api, r) < 0) {
+                        cb_error_set(err, 0, "%s %s: libcurl refused the request", method, r->url);
+                        req_free(r);
+                        return NULL;
+                }
+                return r;
+        }
+        r->queued = true;
+        r->prev = api->queue_tail;
+        if (api->queue_tail != NULL)
+                api->queue_tail->next = r;
+        else
+                api->queue_head = r;
+        api->queue_tail = r;
+        if (api->tokens >= 1.0)
+                ag_timer_arm(api->rate_timer, 0);
+        else if (!ag_timer_armed(api->rate_timer))
+                arm_rate_timer(api);
+        return r;
+}
+
+void ag_api_cancel(struct ag_request *r)
+{
+        if (r == NULL)
+                return;
+        struct ag_api *api = r->api;
+        if (r->queued) {
+                queue_unlink(api, r);
+                req_free(r);
+                return;
+        }
+        if (api->in_curl > 0) {
+                /* libcurl forbids removing a handle from its own callback:
+                 * on_write refuses further bytes and check_done frees it. */
+                r->cancelled = true;
+                return;
+        }
+        curl_multi_remove_handle(api->multi, r->easy);
+        list_unlink(&api->active, r);
+        req_free(r);
+}
+
+void ag_api_close_idle(struct ag_api *api)
+{
+        /* libcurl 7.88 has no call to drop idle connections of a multi
+         * handle; the next requests open fresh ones instead. */
+        api->fresh_connect = true;
+}
+
+char *ag_api_escape(const char *s)
+{
+        char *e = curl_easy_escape(NULL, s, 0);
+        if (e == NULL)
+                return NULL;
+        char *copy = strdup(e);
+        curl_free(e);
+        return copy;
+}
+
+const char *ag_api_server(const struct ag_api *api)
+{
+        return api->kc->server;
+}
+
+int ag_api_new(struct ag_loop *loop, const struct ag_kubeconfig *kc,
+               const struct ag_api_config *cfg, struct ag_api **ret, struct cb_error *err)
+{
+        if (global_init_result != CURLE_OK)
+                global_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (global_init_result != CURLE_OK)
+                return cb_error_set(err, 0, "curl_global_init failed: %s",
+                                    curl_easy_strerror(global_init_result));
+        struct ag_api *api = calloc(1, sizeof(*api));
+        if (api == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        api->loop = loop;
+        api->kc = kc;
+        api->qps = cfg && cfg->qps > 0 ? cfg->qps : AG_API_QPS;
+        api->burst = cfg && cfg->burst > 0 ? cfg->burst : AG_API_BURST;
+        api->max_response =
+            cfg && cfg->max_response_bytes ? cfg->max_response_bytes : AG_API_MAX_RESPONSE;
+        api->tokens = api->burst;
+        api->last_refill_ms = ag_now_ms();
+        snprintf(api->user_agent, sizeof(api->user_agent), "cubelet/%s", CUBELET_VERSION);
+        api->multi = curl_multi_init();
+        api->curl_timer = ag_timer_new(loop, on_curl_timeout, api, err);
+        api->rate_timer = ag_timer_new(loop, on_rate_timer, api, err);
+        if (api->multi == NULL || api->curl_timer == NULL || api->rate_timer == NULL) {
+                ag_api_free(api);
+                return cb_error_set(err, 0, "cannot set up the API client");
+        }
+        curl_multi_setopt(api->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        curl_multi_setopt(api->multi, CURLMOPT_SOCKETDATA, api);
+        curl_multi_setopt(api->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+        curl_multi_setopt(api->multi, CURLMOPT_TIMERDATA, api);
+        curl_multi_setopt(api->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+        *ret = api;
+        return 0;
+}
+
+void ag_api_free(struct ag_api *api)
+{
+        if (api == NULL)
+                return;
+        while (api->queue_head != NULL) {
+                struct ag_request *r = api->queue_head;
+                queue_unlink(api, r);
+                req_free(r);
+        }
+        while (api->active != NULL) {
+                struct ag_request *r = api->active;
+                curl_multi_remove_handle(api->multi, r->easy);
+                list_unlink(&api->active, r);
+                req_free(r);
+        }
+        /* Closes the cached connections; on_socket frees their watchers. */
+        if (api->multi != NULL)
+                curl_multi_cleanup(api->multi);
+        ag_timer_free(api->curl_timer);
+        ag_timer_free(api->rate_timer);
+        free(api);
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * Asynchronous requests to the apiserver, driven by the agent's loop
+ * through libcurl's multi socket interface. One connection cache for the
+ * whole agent (keep-alive; HTTP/2 over TLS when both ends offer it).
+ * Requests pass a token bucket like client-go's default (QPS 50, burst
+ * 100): over the rate they wait in FIFO order on a timer.
+ *
+ * Every request ends in exactly one call of its done callback, unless it is
+ * cancelled first (then never). A streaming request (watch) hands 2xx body
+ * bytes to its stream callback as they arrive; a non-2xx body is collected
+ * and decoded like any other.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "agent/client/kubeconfig.h"
+#include "agent/core/loop.h"
+#include "lib/error.h"
+
+#define AG_API_QPS          50.0
+#define AG_API_BURST        100
+#define AG_API_MAX_RESPONSE (64u << 20) /* K8S_MAX_LIST_BYTES */
+#define AG_API_TIMEOUT_MS   60000       /* non-streaming requests */
+
+struct ag_api;
+struct ag_request;
+
+struct ag_api_result {
+        long status;      /* HTTP status, 0 when no response arrived */
+        const char *body; /* the body collected (not for streamed 2xx) */
+        size_t len;
+        cJSON *json;       /* body parsed as JSON, or NULL; the callee may steal it */
+        const char *error; /* NULL on 2xx; else what failed and what to do */
+        bool tls_error;    /* the server certificate could not be verified */
+        bool auth_error;   /* 401 or 403 */
+        bool aborted;      /* the stream callback asked to stop */
+};
+
+typedef void (*ag_api_done_fn)(struct ag_api_result *res, void *data);
+/* Returns 0 to go on, -1 to abort the request (done then has aborted). */
+typedef int (*ag_api_stream_fn)(const char *buf, size_t len, void *data);
+
+struct ag_api_req_opts {
+        const char *content_type; /* of the body; NULL: application/json */
+        const char *body;         /* copied */
+        size_t body_len;
+        ag_api_stream_fn stream;
+        long low_speed_time_s; /* abort when no byte arrives for this long (0: none) */
+        long timeout_ms;       /* whole request; 0: AG_API_TIMEOUT_MS, <0: none */
+};
+
+struct ag_api_config {
+        double qps;                /* 0: AG_API_QPS */
+        int burst;                 /* 0: AG_API_BURST */
+        size_t max_response_bytes; /* 0: AG_API_MAX_RESPONSE */
+};
+
+/* kc is copied where needed (credentials as curl options); it must stay
+ * valid while the client lives. */
+int ag_api_new(struct ag_loop *loop, const struct ag_kubeconfig *kc,
+               const struct ag_api_config *cfg, struct ag_api **ret, struct cb_error *err);
+/* Cancels every request (no callbacks) and frees the client. */
+void ag_api_free(struct ag_api *api);
+const char *ag_api_server(const struct ag_api *api);
+
+/* path starts with '/' and is already escaped (see ag_api_escape). Returns
+ * the request, or NULL with err set when it could not even be queued. */
+struct ag_request *ag_api_request(struct ag_api *api, const char *method, const char *path,
+                                  const struct ag_api_req_opts *opts, ag_api_done_fn done,
+                                  void *data, struct cb_error *err);
+/* Stops a request that has not completed; its done callback is not called.
+ * Safe from any callback, including the request's own stream callback. */
+void ag_api_cancel(struct ag_request *req);
+
+/* Percent-escapes a query parameter value. Caller frees. */
+char *ag_api_escape(const char *s);
+/* Closes idle connections (after repeated heartbeat failures, as the
+ * kubelet does, so a half-dead connection is not reused). */
+void ag_api_close_idle(struct ag_api *api);
+
+/* The standard reason phrase of an HTTP status code ("" for one not known
+ * here). */
+const char *ag_http_reason_phrase(long code);

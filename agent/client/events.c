@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/client/events.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "agent/core/log.h"
+#include "lib/cleanup.h"
+
+#define CACHE_MAX 4096
+#define RETRIES   12
+#define RETRY_MS  10000
+
+struct record {
+        struct record *next;
+        struct ag_events *ev;
+        char *key;  /* object + fieldPath + type + reason + message */
+        char *ns;   /* where the event lives */
+        char *name; /* metadata.name of the Event */
+        char *body; /* the POST body (the first write) */
+        int count;
+        bool created; /* the POST was accepted */
+        bool dirty;   /* count/lastTimestamp changed since the last write */
+        char last_ts[32];
+        int attempts;
+        struct ag_request *req;
+        struct ag_timer *retry;
+};
+
+struct ag_events {
+        struct ag_loop *loop;
+        struct ag_api *api;
+        char *node;
+        struct record *records; /* newest first */
+        size_t n;
+};
+
+static void write_record(struct record *r);
+
+static void now_rfc3339(char *buf, size_t size)
+{
+        time_t t = time(NULL);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void record_free(struct record *r)
+{
+        if (r->req)
+                ag_api_cancel(r->req);
+        if (r->retry)
+                ag_timer_free(r->retry);
+        free(r->key);
+        free(r->ns);
+        free(r->name);
+        free(r->body);
+        free(r);
+}
+
+static void on_retry(struct ag_timer *t, void *data)
+{
+        (void)t;
+        write_record(data);
+}
+
+static void on_done(struct ag_api_result *res, void *data)
+{
+        struct record *r = data;
+        r->req = NULL;
+        if (res->status >= 200 && res->status < 300) {
+                r->created = true;
+                r->attempts = 0;
+                if (r->dirty)
+                        write_record(r);
+                return;
+        }
+        if (r->created && res->status == 404) {
+                /* The event expired on the server: write it anew. */
+                r->created = false;
+                r->dirty = false;
+                write_record(r);
+                return;
+        }
+        if (++r->attempts >= RETRIES) {
+                log_warning("event %s/%s dropped after %d attempts: %s", r->ns, r->name, RETRIES,
+                            res->error ? res->error : "no response");
+                r->attempts = 0;
+                return;
+        }
+        log_v(2, "event %s/%s not written (%s); retrying", r->ns, r->name,
+              res->error ? res->error : "no response");
+        ag_timer_arm(r->retry, RETRY_MS);
+}
+
+static void write_record(struct record *r)
+{
+        if (r->req != NULL)
+                return;
+        struct ag_events *ev = r->ev;
+        _cleanup_free_ char *ns = ag_api_escape(r->ns);
+        char path[1024];
+        struct ag_api_req_opts opts = {0};
+        _cleanup_free_ char *patch = NULL;
+        const char *method;
+        if (!r->created) {
+                snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns ? ns : "");
+                method = "POST";
+                /* A first write after repeats carries the current count. */
+                cJSON *b = cJSON_Parse(r->body);
+                if (b != NULL) {
+                        cJSON_ReplaceItemInObject(b, "count", cJSON_CreateNumber(r->count));
+                        cJSON_ReplaceItemInObject(b, "lastTimestamp",
+                                                  cJSON_CreateString(r->last_ts));
+                        patch = cJSON_PrintUnformatted(b);
+                        cJSON_Delete(b);
+                }
+                opts.body = patch ? patch : r->body;
+        } else {
+                _cleanup_free_ char *name = ag_api_escape(r->name);
+                snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", ns ? ns : "",
+                         name ? name : "");
+                method = "PATCH";
+                cJSON *b = cJSON_CreateObject();
+                cJSON_AddNumberToObject(b, "count", r->count);
+                cJSON_AddStringToObject(b, "lastTimestamp", r->last_ts);
+                patch = cJSON_PrintUnformatted(b);
+                cJSON_Delete(b);
+                if (patch == NULL)
+                        return;
+                opts.body = patch;
+                opts.content_type = "application/strategic-merge-patch+json";
+        }
+        opts.body_len = strlen(opts.body);
+        r->dirty = false;
+        struct cb_error err = {0};
+        r->req = ag_api_request(ev->api, method, path, &opts, on_done, r, &err);
+        if (r->req == NULL) {
+                log_warning("event %s/%s: %s", r->ns, r->name, err.msg);
+                ag_timer_arm(r->retry, RETRY_MS);
+        }
+}
+
+int ag_events_new(struct ag_loop *loop, struct ag_api *api, const char *node_name,
+                  struct ag_events **ret, struct cb_error *err)
+{
+        struct ag_events *ev = calloc(1, sizeof(*ev));
+        if (ev == NULL || (ev->node = strdup(node_name)) == NULL) {
+                free(ev);
+                return cb_error_set(err, ENOMEM, "events");
+        }
+        ev->loop = loop;
+        ev->api = api;
+        *ret = ev;
+        return 0;
+}
+
+void ag_events_free(struct ag_events *ev)
+{
+        if (ev == NULL)
+                return;
+        while (ev->records) {
+                struct record *r = ev->records;
+                ev->records = r->next;
+                record_free(r);
+        }
+        free(ev->node);
+        free(ev);
+}
+
+static char *make_body(struct ag_events *ev, const struct ag_event_object *o, const char *ns,
+                       const char *name, const char *type, const char *reason, const char *message,
+                       const char *ts)
+{
+        cJSON *b = cJSON_CreateObject();
+        cJSON_AddStringToObject(b, "apiVersion", "v1");
+        cJSON_AddStringToObject(b, "kind", "Event");
+        cJSON *meta = cJSON_AddObjectToObject(b, "metadata");
+        cJSON_AddStringToObject(meta, "name", name);
+        cJSON_AddStringToObject(meta, "namespace", ns);
+        cJSON *io = cJSON_AddObjectToObject(b, "involvedObject");
+        cJSON_AddStringToObject(io, "kind", o->kind);
+        if (o->namespace_)
+                cJSON_AddStringToObject(io, "namespace", o->namespace_);
+        cJSON_AddStringToObject(io, "name", o->name);
+        if (o->uid)
+                cJSON_AddStringToObject(io, "uid", o->uid);
+        cJSON_AddStringToObject(io, "apiVersion", "v1");
+        if (o->field_path)
+                cJSON_AddStringToObject(io, "fieldPath", o->field_path);
+        cJSON_AddStringToObject(b, "reason", reason);
+        cJSON_AddStringToObject(b, "message", message);
+        cJSON *src = cJSON_AddObjectToObject(b, "source");
+        cJSON_AddStringToObject(src, "component", "kubelet");
+        cJSON_AddStringToObject(src, "host", ev->node);
+        cJSON_AddStringToObject(b, "firstTimestamp", ts);
+        cJSON_AddStringToObject(b, "lastTimestamp", ts);
+        cJSON_AddNumberToObject(b, "count", 1);
+        cJSON_AddStringToObject(b, "type", type);
+        cJSON_AddNullToObject(b, "eventTime");
+        cJSON_AddStringToObject(b, "reportingComponent", "kubelet");
+        cJSON_AddStringToObject(b, "reportingInstance", ev->node);
+        char *text = cJSON_PrintUnformatted(b);
+        cJSON_Delete(b);
+        return text;
+}
+
+void ag_events_record(struct ag_events *ev, const struct ag_event_object *o, const char *type,
+                      const char *reason, const char *message)
+{
+        const char *ns = o->namespace_ ? o->namespace_ : "default";
+        size_t klen = strlen(o->kind) + strlen(ns) + strlen(o->name) +
+                      strlen(o->uid ? o->uid : "") + strlen(o->field_path ? o->field_path : "") +
+                      strlen(type) + strlen(reason) + strlen(message) + 16;
+        _cleanup_free_ char *key = malloc(klen);
+        if (key == NULL)
+                return;
+        snprintf(key, klen, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", o->kind, ns, o->name,
+                 o->uid ? o->uid : "", o->field_path ? o->field_path : "", type, reason, message);
+        char ts[32];
+        now_rfc3339(ts, sizeof(ts));
+        for (struct record *r = ev->records; r; r = r->next) {
+                if (strcmp(r->key, key) != 0)
+                        continue;
+                r->count++;
+                snprintf(r->last_ts, sizeof(r->last_ts), "%s", ts);
+                r->dirty = true;
+                if (r->created)
+                        write_record(r);
+                return;
+        }
+        struct record *r = calloc(1, sizeof(*r));
+        if (r == NULL)
+                return;
+        struct timespec tp;
+        clock_gettime(CLOCK_REALTIME, &tp);
+        char name[512];
+        snprintf(name, sizeof(name), "%s.%llx", o->name,
+                 (unsigned long long)tp.tv_sec * 1000000000ULL + (unsigned long long)tp.tv_nsec);
+        r->ev = ev;
+        r->key = steal_pointer(&key);
+        r->ns = strdup(ns);
+        r->name = strdup(name);
+        r->body = make_body(ev, o, ns, name, type, reason, message, ts);
+        r->count = 1;
+        snprintf(r->last_ts, sizeof(r->last_ts), "%s", ts);
+        struct cb_error err = {0};
+        r->retry = ag_timer_new(ev->loop, on_retry, r, &err);
+        if (!r->ns || !r->name || !r->body || !r->retry) {
+                record_free(r);
+                return;
+        }
+        r->next = ev->records;
+        ev->records = r;
+        if (++ev->n > CACHE_MAX) {
+                /* Drop the oldest idle record. */
+                struct record **pp = &ev->records;
+                struct record **victim = NULL;
+                for (; *pp; pp = &(*pp)->next)
+                        if ((*pp)->req == NULL)
+                                victim = pp;
+                if (victim != NULL) {
+                        struct record *v = *victim;
+                        *victim = v->next;
+                        record_free(v);
+                        ev->n--;
+                }
+        }
+        write_record(r);
+}

@@ -1,0 +1,862 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/cmd/config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/cmd/agent.h"
+#include "agent/k8s/k8s.h"
+#include "agent/node/nodestatus.h"
+#include "agent/k8s/quantity.h"
+#include "lib/cleanup.h"
+#include "lib/file.h"
+#include "status/podstatus.h"
+
+#define CONFIG_API_VERSION "kubelet.config.k8s.io/v1beta1"
+#define CONFIG_KIND        "KubeletConfiguration"
+
+/* ---- option table ---- */
+
+enum opt_kind {
+        OPT_STR,      /* a string (owned char *) */
+        OPT_PATH,     /* a string that must not be empty */
+        OPT_INT,      /* int in [min, max] */
+        OPT_INT64,    /* int64_t in [min, max] */
+        OPT_DUR_MS,   /* a duration, uint64_t ms, in [min, max] ms */
+        OPT_DUR_S,    /* a duration, int seconds, in [min, max] s (whole seconds) */
+        OPT_TAINTS,   /* registerWithTaints */
+        OPT_EVICTION, /* evictionHard */
+        OPT_REGS,     /* insecureRegistries */
+        OPT_BOOL,     /* true/false; the flag alone means true */
+};
+
+struct opt {
+        const char *key;  /* config key path ("crashLoopBackOff.maxContainerRestartPeriod"); NULL:
+                             flag only */
+        const char *flag; /* "--max-pods"; NULL: file only */
+        enum opt_kind kind;
+        size_t offset;
+        int64_t min, max;
+        const char *arg, *def, *help;
+};
+
+#define OFF(f) offsetof(struct ag_config, f)
+
+static const struct opt opts[] = {
+    {NULL, "--kubeconfig", OPT_PATH, OFF(kubeconfig), 0, 0, "FILE", "none (standalone)",
+     "credentials and address of the apiserver; without it cubelet runs standalone: static "
+     "pods only"},
+    {NULL, "--hostname-override", OPT_STR, OFF(hostname_override), 0, 0, "NAME",
+     "the host name, lower case", "node name"},
+    {NULL, "--node-ip", OPT_STR, OFF(node_ip), 0, 0, "IP", "the default-route interface's IPv4",
+     "the node's InternalIP"},
+    {NULL, "--node-labels", OPT_STR, OFF(node_labels), 0, 0, "k=v,...", "none",
+     "labels added at registration"},
+    {"registerWithTaints", "--register-with-taints", OPT_TAINTS, OFF(register_with_taints), 0, 0,
+     "k=v:Effect,...", "none", "taints set at registration"},
+    {"staticPodPath", "--pod-manifest-path", OPT_PATH, OFF(static_pod_path), 0, 0, "DIR", "none",
+     "directory of static pod manifests (YAML or JSON, one pod per file)"},
+    {"fileCheckFrequency", "--file-check-frequency", OPT_DUR_MS, OFF(file_check_frequency_ms), 1000,
+     3600000, "DUR", "20s",
+     "rescan of the static pod directory (changes are also seen at "
+     "once through inotify)"},
+    {"maxPods", "--max-pods", OPT_INT, OFF(max_pods), 1, 10000, "N", "110", "pod capacity"},
+    {"podPidsLimit", "--pod-max-pids", OPT_INT64, OFF(pod_pids_limit), -1, 4194304, "N",
+     "-1 (none)", "most processes in one pod (pids.max of its cgroup)"},
+    {"nodeStatusUpdateFrequency", "--node-status-update-frequency", OPT_DUR_MS,
+     OFF(node_status_update_ms), 1000, 3600000, "DUR", "10s", "node status computation interval"},
+    {"nodeStatusReportFrequency", "--node-status-report-frequency", OPT_DUR_MS,
+     OFF(node_status_report_ms), 1000, 86400000, "DUR", "5m",
+     "node status report interval when nothing changed (the update frequency when only that "
+     "one is set, like the kubelet)"},
+    {"nodeLeaseDurationSeconds", "--node-lease-duration-seconds", OPT_INT,
+     OFF(node_lease_duration_s), 1, 3600, "N", "40", "Lease duration; renewed every N/4 s"},
+    {NULL, "--watch-timeout-seconds", OPT_INT, OFF(watch_timeout_s), 0, 86400, "N",
+     "random 300-600", "watch timeout (for tests)"},
+    {"podLogsDir", "--pod-logs-dir", OPT_PATH, OFF(pod_logs_dir), 0, 0, "DIR", "/var/log/pods",
+     "container logs"},
+    {"cgroupRoot", "--cgroup-root", OPT_STR, OFF(cgroup_root), 0, 0, "PATH",
+     "the hierarchy root; under systemd on cgroup v2 the service's delegated cgroup",
+     "parent of kubepods"},
+    {"insecureRegistries", "--insecure-registry", OPT_REGS, OFF(insecure_registries), 0, 0,
+     "HOST:PORT", "none", "registry reached over plain HTTP (cubelet; flag repeatable)"},
+    {"crashLoopBackOff.initialContainerRestartPeriod", "--crash-loop-backoff-base", OPT_DUR_S,
+     OFF(crash_loop_backoff_initial_s), 1, 300, "N", "10",
+     "first container restart delay in seconds (cubelet; in the file a duration)"},
+    {"crashLoopBackOff.maxContainerRestartPeriod", "--crash-loop-backoff-max", OPT_DUR_S,
+     OFF(crash_loop_backoff_max_s), 1, 300, "N", "300",
+     "container restart delay cap in seconds (in the file a duration, 1s..300s)"},
+    {"evictionHard", "--eviction-hard", OPT_EVICTION, OFF(eviction_hard), 0, 0, "SIG<VAL,...",
+     "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%,"
+     "imagefs.available<15%",
+     "hard eviction thresholds; giving any replaces all the defaults"},
+    {"evictionPressureTransitionPeriod", "--eviction-pressure-transition-period", OPT_DUR_MS,
+     OFF(eviction_pressure_transition_ms), 1000, 86400000, "DUR", "5m",
+     "how long a pressure condition stays after its threshold was last met"},
+    {"healthzBindAddress", "--healthz-bind-address", OPT_STR, OFF(healthz_bind_address), 0, 0, "IP",
+     "127.0.0.1", "address of the local endpoint (loopback only)"},
+    {"healthzPort", "--healthz-port", OPT_INT, OFF(healthz_port), 0, 65535, "N", "10248",
+     "local endpoint /healthz /metrics /pods /timelines; 0 disables"},
+    /* the node API (10250): the flags of these are parsed by kubeletapi.c */
+    {"address", NULL, OPT_STR, OFF(file_address), 0, 0, "IP", "0.0.0.0",
+     "node API address (--address)"},
+    {"port", NULL, OPT_INT, OFF(file_port), 1, 65535, "N", "10250", "node API port (--port)"},
+    {"tlsCertFile", NULL, OPT_PATH, OFF(file_tls_cert_file), 0, 0, "FILE", "self-signed",
+     "node API serving certificate (--tls-cert-file)"},
+    {"tlsPrivateKeyFile", NULL, OPT_PATH, OFF(file_tls_key_file), 0, 0, "FILE", "none",
+     "its key (--tls-private-key-file)"},
+    {"authentication.x509.clientCAFile", NULL, OPT_PATH, OFF(file_client_ca_file), 0, 0, "FILE",
+     "none", "CA of accepted client certificates (--client-ca-file)"},
+    {"authentication.anonymous.enabled", "--anonymous-auth", OPT_BOOL, OFF(anonymous), 0, 0,
+     "[=BOOL]", "false (the kubelet: true)",
+     "serve requests without credentials as system:anonymous"},
+    {"authentication.webhook.enabled", "--authentication-token-webhook", OPT_BOOL,
+     OFF(authn_webhook), 0, 0, "[=BOOL]",
+     "false; true from a config file when --kubeconfig is given",
+     "bearer tokens not in the token file are checked by a TokenReview"},
+    {"authentication.webhook.cacheTTL", "--authentication-token-webhook-cache-ttl", OPT_DUR_MS,
+     OFF(authn_webhook_ttl_ms), 0, 86400000, "DUR", "2m", "how long TokenReview answers are kept"},
+    {"authorization.mode", "--authorization-mode", OPT_STR, OFF(authz_mode), 0, 0,
+     "AlwaysAllow|Webhook", "AlwaysAllow; Webhook from a config file when --kubeconfig is given",
+     "Webhook: every request is checked by a SubjectAccessReview"},
+    {"authorization.webhook.cacheAuthorizedTTL", "--authorization-webhook-cache-authorized-ttl",
+     OPT_DUR_MS, OFF(authz_allowed_ttl_ms), 0, 86400000, "DUR", "5m",
+     "how long allowed SubjectAccessReview answers are kept"},
+    {"authorization.webhook.cacheUnauthorizedTTL", "--authorization-webhook-cache-unauthorized-ttl",
+     OPT_DUR_MS, OFF(authz_denied_ttl_ms), 0, 86400000, "DUR", "30s",
+     "how long denied SubjectAccessReview answers are kept"},
+};
+
+/* Keys of the document that are not options. */
+static const char *const meta_keys[] = {"apiVersion", "kind"};
+
+/* ---- small parsers ---- */
+
+static void *field(struct ag_config *c, const struct opt *o)
+{
+        return (char *)c + o->offset;
+}
+
+static int set_str(char **slot, const char *v, struct cb_error *err)
+{
+        char *s = strdup(v);
+        if (s == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        free(*slot);
+        *slot = s;
+        return 0;
+}
+
+static int parse_int64(const char *v, int64_t min, int64_t max, int64_t *ret, struct cb_error *err)
+{
+        char *end;
+        errno = 0;
+        long long n = strtoll(v, &end, 10);
+        if (*v == '\0' || *end != '\0' || errno != 0 || n < min || n > max)
+                return cb_error_set(err, 0, "want an integer between %lld and %lld", (long long)min,
+                                    (long long)max);
+        *ret = n;
+        return 0;
+}
+
+static void fmt_ms(uint64_t ms, char *buf, size_t size)
+{
+        if (ms % 3600000 == 0 && ms > 0)
+                snprintf(buf, size, "%lluh", (unsigned long long)(ms / 3600000));
+        else if (ms % 60000 == 0 && ms > 0)
+                snprintf(buf, size, "%llum", (unsigned long long)(ms / 60000));
+        else if (ms % 1000 == 0)
+                snprintf(buf, size, "%llus", (unsigned long long)(ms / 1000));
+        else
+                snprintf(buf, size, "%llums", (unsigned long long)ms);
+}
+
+static int parse_dur(const char *v, uint64_t min, uint64_t max, uint64_t *ret, struct cb_error *err)
+{
+        uint64_t ms;
+        if (ag_parse_duration_ms(v, &ms, err) < 0) {
+                /* ag_parse_duration_ms names the text; keep only the why. */
+                return cb_error_set(err, 0, "want a duration like 10s, 1m30s or 500ms");
+        }
+        if (ms < min || ms > max) {
+                char a[32], b[32];
+                fmt_ms(min, a, sizeof(a));
+                fmt_ms(max, b, sizeof(b));
+                return cb_error_set(err, 0, "want a duration between %s and %s", a, b);
+        }
+        *ret = ms;
+        return 0;
+}
+
+/* Drops a leading "<prefix>" from a message (a parser naming its own
+ * option; the caller names the source). */
+static void strip_prefix(struct cb_error *err, const char *prefix)
+{
+        size_t n = strlen(prefix);
+        if (strncmp(err->msg, prefix, n) == 0)
+                memmove(err->msg, err->msg + n, strlen(err->msg) - n + 1);
+}
+
+/* "key=value:Effect" (or "key:Effect") items into the taints array. */
+static int taints_from_string(const char *s, cJSON **ret, struct cb_error *err)
+{
+        if (ag_parse_taints(s, ret, err) < 0) {
+                strip_prefix(err, "--register-with-taints: ");
+                return -1;
+        }
+        return 0;
+}
+
+static void regs_clear(struct ag_config *c)
+{
+        for (size_t i = 0; i < c->n_insecure_registries; i++) {
+                free(c->insecure_registries[i]);
+                c->insecure_registries[i] = NULL;
+        }
+        c->n_insecure_registries = 0;
+}
+
+/* ---- applying a value (from the file or a flag) ---- */
+
+/* What a value from the file is, for messages. */
+static void describe(const cJSON *v, char *buf, size_t size)
+{
+        if (v == NULL || cJSON_IsNull(v))
+                snprintf(buf, size, "null");
+        else if (cJSON_IsBool(v))
+                snprintf(buf, size, "%s", cJSON_IsTrue(v) ? "true" : "false");
+        else if (cJSON_IsNumber(v) && v->valuestring != NULL)
+                snprintf(buf, size, "%.64s", v->valuestring);
+        else if (cJSON_IsNumber(v))
+                snprintf(buf, size, "%.17g", v->valuedouble);
+        else if (cJSON_IsString(v))
+                snprintf(buf, size, "\"%.64s%s\"", v->valuestring,
+                         strlen(v->valuestring) > 64 ? "..." : "");
+        else if (cJSON_IsArray(v))
+                snprintf(buf, size, "a list");
+        else
+                snprintf(buf, size, "a mapping");
+}
+
+/* Sets a scalar option from text. On error err holds only the why. */
+static int apply_scalar(struct ag_config *c, const struct opt *o, const char *v,
+                        struct cb_error *err)
+{
+        void *f = field(c, o);
+        switch (o->kind) {
+        case OPT_PATH:
+                if (v[0] == '\0')
+                        return cb_error_set(err, 0, "must not be empty");
+                /* fallthrough */
+        case OPT_STR:
+                return set_str(f, v, err);
+        case OPT_INT: {
+                int64_t n;
+                if (parse_int64(v, o->min, o->max, &n, err) < 0)
+                        return -1;
+                *(int *)f = (int)n;
+                return 0;
+        }
+        case OPT_INT64:
+                return parse_int64(v, o->min, o->max, f, err);
+        case OPT_DUR_MS:
+                return parse_dur(v, (uint64_t)o->min, (uint64_t)o->max, f, err);
+        case OPT_DUR_S: {
+                uint64_t ms;
+                if (parse_dur(v, (uint64_t)o->min * 1000, (uint64_t)o->max * 1000, &ms, err) < 0)
+                        return -1;
+                if (ms % 1000 != 0)
+                        return cb_error_set(err, 0, "want whole seconds");
+                *(int *)f = (int)(ms / 1000);
+                return 0;
+        }
+        case OPT_BOOL:
+                if (strcmp(v, "true") == 0)
+                        *(bool *)f = true;
+                else if (strcmp(v, "false") == 0)
+                        *(bool *)f = false;
+                else
+                        return cb_error_set(err, 0, "want true or false");
+                return 0;
+        case OPT_TAINTS:
+        case OPT_EVICTION:
+        case OPT_REGS:
+                break;
+        }
+        return cb_error_set(err, 0, "internal: not a scalar option");
+}
+
+static void after_set(struct ag_config *c, const struct opt *o)
+{
+        if (o->offset == OFF(node_status_update_ms))
+                c->update_set = true;
+        else if (o->offset == OFF(node_status_report_ms))
+                c->report_set = true;
+        else if (o->offset == OFF(cgroup_root))
+                c->cgroup_root_set = true;
+        else if (o->offset == OFF(authn_webhook))
+                c->authn_webhook_set = true;
+        else if (o->offset == OFF(authz_mode))
+                c->authz_mode_set = true;
+}
+
+/* ---- the file ---- */
+
+static bool is_integer_text(const cJSON *v)
+{
+        if (!cJSON_IsNumber(v))
+                return false;
+        if (v->valuestring == NULL)
+                return v->valuedouble == floor(v->valuedouble) && fabs(v->valuedouble) < 9e15;
+        const char *p = v->valuestring;
+        if (*p == '-' || *p == '+')
+                p++;
+        if (*p == '\0')
+                return false;
+        for (; *p; p++)
+                if (*p < '0' || *p > '9')
+                        return false;
+        return true;
+}
+
+static int file_scalar(struct ag_config *c, const struct opt *o, const cJSON *v,
+                       struct cb_error *err)
+{
+        char got[96];
+        describe(v, got, sizeof(got));
+        char text[64];
+        const char *s;
+        switch (o->kind) {
+        case OPT_INT:
+        case OPT_INT64:
+                if (!is_integer_text(v))
+                        return cb_error_set(err, 0, "%s: want an integer, got %s", o->key, got);
+                if (v->valuestring != NULL)
+                        s = v->valuestring;
+                else {
+                        snprintf(text, sizeof(text), "%.0f", v->valuedouble);
+                        s = text;
+                }
+                break;
+        case OPT_BOOL:
+                if (!cJSON_IsBool(v))
+                        return cb_error_set(err, 0, "%s: want true or false, got %s", o->key, got);
+                s = cJSON_IsTrue(v) ? "true" : "false";
+                break;
+        default:
+                if (!cJSON_IsString(v))
+                        return cb_error_set(err, 0, "%s: want a string, got %s", o->key, got);
+                s = v->valuestring;
+                break;
+        }
+        if (apply_scalar(c, o, s, err) < 0)
+                return cb_error_prefix(err, "%s: %s", o->key, got);
+        after_set(c, o);
+        return 0;
+}
+
+static bool has_duplicate(const cJSON *map, const cJSON *item)
+{
+        for (const cJSON *e = map->child; e != item; e = e->next)
+                if (strcmp(e->string, item->string) == 0)
+                        return true;
+        return false;
+}
+
+static int file_eviction(struct ag_config *c, const struct opt *o, const cJSON *v,
+                         struct cb_error *err)
+{
+        char got[96];
+        describe(v, got, sizeof(got));
+        if (!cJSON_IsObject(v))
+                return cb_error_set(err, 0, "%s: want a mapping of signal to threshold, got %s",
+                                    o->key, got);
+        /* Giving evictionHard replaces every default, like the kubelet
+         * (a signal left out is not watched). */
+        k8s_eviction_clear(&c->eviction_hard);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, v)
+        {
+                describe(e, got, sizeof(got));
+                if (has_duplicate(v, e))
+                        return cb_error_set(err, 0, "%s.%s: duplicate key", o->key, e->string);
+                if (!cJSON_IsString(e))
+                        return cb_error_set(err, 0,
+                                            "%s.%s: want a string like \"100Mi\" or "
+                                            "\"10%%\", got %s",
+                                            o->key, e->string, got);
+                if (k8s_eviction_threshold_set(&c->eviction_hard, e->string, e->valuestring, err) <
+                    0) {
+                        strip_prefix(err, "evictionHard: ");
+                        return cb_error_prefix(err, "%s.%s: %s", o->key, e->string, got);
+                }
+        }
+        return 0;
+}
+
+static int file_taints(struct ag_config *c, const struct opt *o, const cJSON *v,
+                       struct cb_error *err)
+{
+        char got[96];
+        describe(v, got, sizeof(got));
+        if (!cJSON_IsArray(v))
+                return cb_error_set(err, 0, "%s: want a list of taints, got %s", o->key, got);
+        _cleanup_cjson_ cJSON *all = cJSON_CreateArray();
+        if (all == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        size_t i = 0;
+        const cJSON *t;
+        cJSON_ArrayForEach(t, v)
+        {
+                if (!cJSON_IsObject(t)) {
+                        describe(t, got, sizeof(got));
+                        return cb_error_set(err, 0,
+                                            "%s[%zu]: want a taint {key, value, effect}, "
+                                            "got %s",
+                                            o->key, i, got);
+                }
+                const char *parts[3] = {"", "", ""};
+                static const char *const names[] = {"key", "value", "effect"};
+                const cJSON *kv;
+                cJSON_ArrayForEach(kv, t)
+                {
+                        size_t k = 0;
+                        while (k < 3 && strcmp(kv->string, names[k]) != 0)
+                                k++;
+                        if (k == 3 && strcmp(kv->string, "timeAdded") == 0)
+                                continue; /* set by the apiserver; ignored like the kubelet */
+                        if (k == 3)
+                                return cb_error_set(err, 0,
+                                                    "%s[%zu].%s: unknown field (want key, value, "
+                                                    "effect)",
+                                                    o->key, i, kv->string);
+                        if (has_duplicate(t, kv))
+                                return cb_error_set(err, 0, "%s[%zu].%s: duplicate key", o->key, i,
+                                                    kv->string);
+                        if (!cJSON_IsString(kv)) {
+                                describe(kv, got, sizeof(got));
+                                return cb_error_set(err, 0, "%s[%zu].%s: want a string, got %s",
+                                                    o->key, i, kv->string, got);
+                        }
+                        parts[k] = kv->valuestring;
+                }
+                if (parts[0][0] == '\0')
+                        return cb_error_set(err, 0, "%s[%zu].key: required", o->key, i);
+                if (parts[2][0] == '\0')
+                        return cb_error_set(err, 0,
+                                            "%s[%zu].effect: required (NoSchedule, "
+                                            "PreferNoSchedule or NoExecute)",
+                                            o->key, i);
+                if (strpbrk(parts[0], "=:,") || strpbrk(parts[1], "=:,") ||
+                    strpbrk(parts[2], "=:,"))
+                        return cb_error_set(err, 0,
+                                            "%s[%zu]: invalid taint (\"=\", \":\" and "
+                                            "\",\" are not allowed in key, value or "
+                                            "effect)",
+                                            o->key, i);
+                char spec[1024];
+                int n = snprintf(spec, sizeof(spec), "%s%s%s:%s", parts[0], parts[1][0] ? "=" : "",
+                                 parts[1], parts[2]);
+                if (n < 0 || (size_t)n >= sizeof(spec))
+                        return cb_error_set(err, 0, "%s[%zu]: taint too long", o->key, i);
+                cJSON *one = NULL;
+                if (taints_from_string(spec, &one, err) < 0)
+                        return cb_error_prefix(err, "%s[%zu]", o->key, i);
+                cJSON *item = cJSON_DetachItemFromArray(one, 0);
+                cJSON_Delete(one);
+                if (item != NULL)
+                        cJSON_AddItemToArray(all, item);
+                i++;
+        }
+        cJSON_Delete(c->register_with_taints);
+        c->register_with_taints = steal_pointer(&all);
+        return 0;
+}
+
+static int file_regs(struct ag_config *c, const struct opt *o, const cJSON *v, struct cb_error *err)
+{
+        char got[96];
+        describe(v, got, sizeof(got));
+        if (!cJSON_IsArray(v))
+                return cb_error_set(err, 0, "%s: want a list of HOST:PORT strings, got %s", o->key,
+                                    got);
+        regs_clear(c);
+        size_t i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, v)
+        {
+                describe(e, got, sizeof(got));
+                if (!cJSON_IsString(e) || e->valuestring[0] == '\0' ||
+                    strpbrk(e->valuestring, "/ \t") != NULL)
+                        return cb_error_set(err, 0,
+                                            "%s[%zu]: want a registry HOST or HOST:PORT, "
+                                            "got %s",
+                                            o->key, i, got);
+                if (c->n_insecure_registries == AG_INSECURE_REGS_MAX)
+                        return cb_error_set(err, 0, "%s: at most %d registries", o->key,
+                                            AG_INSECURE_REGS_MAX);
+                char *s = strdup(e->valuestring);
+                if (s == NULL)
+                        return cb_error_set(err, ENOMEM, "out of memory");
+                c->insecure_registries[c->n_insecure_registries++] = s;
+                i++;
+        }
+        return 0;
+}
+
+static int file_option(struct ag_config *c, const struct opt *o, const cJSON *v,
+                       struct cb_error *err)
+{
+        switch (o->kind) {
+        case OPT_TAINTS:
+                return file_taints(c, o, v, err);
+        case OPT_EVICTION:
+                return file_eviction(c, o, v, err);
+        case OPT_REGS:
+                return file_regs(c, o, v, err);
+        default:
+                return file_scalar(c, o, v, err);
+        }
+}
+
+/* A mapping at prefix ("" or "crashLoopBackOff."): every key must be an
+ * option or a mapping holding options. */
+static int apply_mapping(struct ag_config *c, const cJSON *map, const char *prefix,
+                         struct cb_error *err)
+{
+        const cJSON *e;
+        cJSON_ArrayForEach(e, map)
+        {
+                char path[256];
+                snprintf(path, sizeof(path), "%s%s", prefix, e->string);
+                if (has_duplicate(map, e))
+                        return cb_error_set(err, 0, "%s: duplicate key", path);
+                bool meta = false;
+                for (size_t i = 0; prefix[0] == '\0' && i < CB_ARRAY_SIZE(meta_keys); i++)
+                        meta = meta || strcmp(e->string, meta_keys[i]) == 0;
+                if (meta)
+                        continue;
+                const struct opt *o = NULL;
+                bool is_parent = false;
+                size_t plen = strlen(path);
+                for (size_t i = 0; i < CB_ARRAY_SIZE(opts); i++) {
+                        if (opts[i].key == NULL)
+                                continue;
+                        if (strcmp(opts[i].key, path) == 0)
+                                o = &opts[i];
+                        else if (strncmp(opts[i].key, path, plen) == 0 && opts[i].key[plen] == '.')
+                                is_parent = true;
+                }
+                if (o != NULL && cJSON_IsNull(e))
+                        continue; /* "key:" with no value leaves the option as it is */
+                if (o != NULL) {
+                        if (file_option(c, o, e, err) < 0)
+                                return -1;
+                        continue;
+                }
+                if (is_parent) {
+                        if (cJSON_IsNull(e))
+                                continue;
+                        if (!cJSON_IsObject(e)) {
+                                char got[96];
+                                describe(e, got, sizeof(got));
+                                return cb_error_set(err, 0, "%s: want a mapping, got %s", path,
+                                                    got);
+                        }
+                        char sub[260];
+                        snprintf(sub, sizeof(sub), "%s.", path);
+                        if (apply_mapping(c, e, sub, err) < 0)
+                                return -1;
+                        continue;
+                }
+                return cb_error_set(err, 0,
+                                    "%s: unknown field (cubelet supports a subset of "
+                                    "KubeletConfiguration; see docs/configuration.md)",
+                                    path);
+        }
+        return 0;
+}
+
+int ag_config_apply_text(struct ag_config *c, const char *text, size_t len, struct cb_error *err)
+{
+        _cleanup_cjson_ cJSON *doc = NULL;
+        if (k8s_parse_text(text, len, &doc, err) < 0)
+                return -1;
+        if (!cJSON_IsObject(doc))
+                return cb_error_set(err, 0,
+                                    "want a KubeletConfiguration mapping (apiVersion: "
+                                    "%s, kind: %s)",
+                                    CONFIG_API_VERSION, CONFIG_KIND);
+        const cJSON *av = cJSON_GetObjectItemCaseSensitive(doc, "apiVersion");
+        const cJSON *kind = cJSON_GetObjectItemCaseSensitive(doc, "kind");
+        char got[96];
+        if (!cJSON_IsString(av) || strcmp(av->valuestring, CONFIG_API_VERSION) != 0) {
+                describe(av, got, sizeof(got));
+                return cb_error_set(err, 0, "apiVersion: %s: want %s", av ? got : "missing",
+                                    CONFIG_API_VERSION);
+        }
+        if (!cJSON_IsString(kind) || strcmp(kind->valuestring, CONFIG_KIND) != 0) {
+                describe(kind, got, sizeof(got));
+                return cb_error_set(err, 0, "kind: %s: want %s", kind ? got : "missing",
+                                    CONFIG_KIND);
+        }
+        return apply_mapping(c, doc, "", err);
+}
+
+int ag_config_load_file(struct ag_config *c, const char *path, struct cb_error *err)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (cb_read_file(path, K8S_MAX_DOC_BYTES, &text, &len, err) < 0)
+                return -1;
+        if (ag_config_apply_text(c, text, len, err) < 0)
+                return cb_error_prefix(err, "%s", path);
+        c->config_path = path;
+        return 0;
+}
+
+/* ---- flags ---- */
+
+static int flag_option(struct ag_config *c, const struct opt *o, const char *v,
+                       bool *regs_from_flag, struct cb_error *err)
+{
+        switch (o->kind) {
+        case OPT_TAINTS: {
+                cJSON *t = NULL;
+                if (taints_from_string(v, &t, err) < 0)
+                        return cb_error_prefix(err, "%s", o->flag);
+                cJSON_Delete(c->register_with_taints);
+                c->register_with_taints = t;
+                return 0;
+        }
+        case OPT_EVICTION: {
+                /* "memory.available<100Mi,nodefs.available<10%" */
+                if (k8s_eviction_parse_hard(v, &c->eviction_hard, err) < 0) {
+                        strip_prefix(err, "--eviction-hard: ");
+                        strip_prefix(err, "evictionHard: ");
+                        return cb_error_prefix(err, "%s", o->flag);
+                }
+                return 0;
+        }
+        case OPT_REGS:
+                if (!*regs_from_flag) {
+                        /* Flags replace the file's list. */
+                        regs_clear(c);
+                        *regs_from_flag = true;
+                }
+                if (v[0] == '\0' || strpbrk(v, "/ \t") != NULL)
+                        return cb_error_set(err, 0, "%s: \"%s\": want a registry HOST or HOST:PORT",
+                                            o->flag, v);
+                if (c->n_insecure_registries == AG_INSECURE_REGS_MAX)
+                        return cb_error_set(err, 0, "%s: at most %d registries", o->flag,
+                                            AG_INSECURE_REGS_MAX);
+                return set_str(&c->insecure_registries[c->n_insecure_registries++], v, err);
+        default:
+                if (o->kind == OPT_DUR_S) {
+                        /* The flags take whole seconds (as they always did). */
+                        int64_t n;
+                        if (parse_int64(v, o->min, o->max, &n, err) < 0)
+                                return cb_error_prefix(err, "%s: \"%s\"", o->flag, v);
+                        *(int *)field(c, o) = (int)n;
+                        return 0;
+                }
+                if (apply_scalar(c, o, v, err) < 0)
+                        return cb_error_prefix(err, "%s: \"%s\"", o->flag, v);
+                after_set(c, o);
+                return 0;
+        }
+}
+
+/* "--flag value" or "--flag=value": the value, NULL when arg is not flag. */
+static const char *match_flag(int argc, char **argv, int *i, const char *flag, bool *missing)
+{
+        size_t len = strlen(flag);
+        const char *a = argv[*i];
+        if (strncmp(a, flag, len) != 0)
+                return NULL;
+        if (a[len] == '=')
+                return a + len + 1;
+        if (a[len] != '\0')
+                return NULL;
+        if (*i + 1 >= argc) {
+                *missing = true;
+                return NULL;
+        }
+        (*i)++;
+        return argv[*i];
+}
+
+int ag_config_parse_flags(struct ag_config *c, int argc, char **argv, struct cb_error *err)
+{
+        /* --config first: the flags override the file wherever they stand. */
+        for (int i = 0; i < argc; i++) {
+                bool missing = false;
+                const char *v = match_flag(argc, argv, &i, "--config", &missing);
+                if (missing)
+                        return cb_error_set(err, 0, "--config needs a value");
+                if (v != NULL) {
+                        if (c->config_path != NULL)
+                                return cb_error_set(err, 0, "--config given twice");
+                        if (v[0] == '\0')
+                                return cb_error_set(err, 0, "--config: must not be empty");
+                        if (ag_config_load_file(c, v, err) < 0)
+                                return -1;
+                }
+        }
+        bool regs_from_flag = false;
+        for (int i = 0; i < argc; i++) {
+                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+                        return 1;
+                bool missing = false;
+                if (match_flag(argc, argv, &i, "--config", &missing) != NULL)
+                        continue;
+                const char *v = NULL;
+                const struct opt *o = NULL;
+                for (size_t k = 0; k < CB_ARRAY_SIZE(opts) && v == NULL; k++) {
+                        /* a boolean flag alone means true; a value only with '=' */
+                        size_t fl = opts[k].flag != NULL ? strlen(opts[k].flag) : 0;
+                        if (opts[k].kind != OPT_BOOL || fl == 0 ||
+                            strncmp(argv[i], opts[k].flag, fl) != 0 ||
+                            (argv[i][fl] != '\0' && argv[i][fl] != '='))
+                                continue;
+                        v = argv[i][fl] == '=' ? argv[i] + fl + 1 : "true";
+                        o = &opts[k];
+                }
+                for (size_t k = 0; k < CB_ARRAY_SIZE(opts) && v == NULL && !missing; k++) {
+                        if (opts[k].flag == NULL || opts[k].kind == OPT_BOOL)
+                                continue;
+                        v = match_flag(argc, argv, &i, opts[k].flag, &missing);
+                        o = &opts[k];
+                }
+                if (missing)
+                        return cb_error_set(err, 0, "%s needs a value", argv[i]);
+                if (v == NULL) {
+                        /* The node API's flags (agent/nodeapi/server.h). */
+                        const char *arg = argv[i];
+                        int r = ag_napi_parse_flag(argc, argv, &i, &c->napi);
+                        if (r > 0)
+                                continue;
+                        if (r < 0)
+                                return cb_error_set(err, 0, "%s: invalid value", arg);
+                }
+                if (v == NULL)
+                        return cb_error_set(
+                            err, 0, "unknown flag or command \"%s\"; see cubelet --help", argv[i]);
+                if (flag_option(c, o, v, &regs_from_flag, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+int ag_config_finish(struct ag_config *c, struct cb_error *err)
+{
+        if (c->crash_loop_backoff_initial_s > c->crash_loop_backoff_max_s)
+                return cb_error_set(err, 0,
+                                    "crashLoopBackOff.initialContainerRestartPeriod (%ds, "
+                                    "--crash-loop-backoff-base) must not exceed "
+                                    "crashLoopBackOff.maxContainerRestartPeriod (%ds, "
+                                    "--crash-loop-backoff-max)",
+                                    c->crash_loop_backoff_initial_s, c->crash_loop_backoff_max_s);
+        /* The kubelet: an explicit update frequency without a report
+         * frequency makes both the same. */
+        if (c->update_set && !c->report_set)
+                c->node_status_report_ms = c->node_status_update_ms;
+        /* The node API: flags over the file, then the defaults. */
+        if (c->napi.address == NULL)
+                c->napi.address = c->file_address != NULL ? c->file_address : "0.0.0.0";
+        if (c->napi.port == 0)
+                c->napi.port = c->file_port != 0 ? c->file_port : AG_NAPI_DEFAULT_PORT;
+        if (c->napi.tls_cert_file == NULL)
+                c->napi.tls_cert_file = c->file_tls_cert_file;
+        if (c->napi.tls_key_file == NULL)
+                c->napi.tls_key_file = c->file_tls_key_file;
+        if (c->napi.client_ca_file == NULL)
+                c->napi.client_ca_file = c->file_client_ca_file;
+        /* The kubelet's KubeletConfiguration file defaults (webhook
+         * authentication, Webhook authorization) over its flag defaults
+         * (off, AlwaysAllow) -- only with an apiserver to ask. */
+        bool file_defaults = c->config_path != NULL && c->kubeconfig != NULL;
+        if (!c->authn_webhook_set)
+                c->authn_webhook = file_defaults;
+        if (!c->authz_mode_set &&
+            set_str(&c->authz_mode, file_defaults ? "Webhook" : "AlwaysAllow", err) < 0)
+                return -1;
+        if (strcmp(c->authz_mode, "Webhook") == 0)
+                c->authz_webhook = true;
+        else if (strcmp(c->authz_mode, "AlwaysAllow") == 0)
+                c->authz_webhook = false;
+        else
+                return cb_error_set(err, 0,
+                                    "authorization.mode (--authorization-mode): \"%s\": want "
+                                    "AlwaysAllow or Webhook",
+                                    c->authz_mode);
+        if ((c->authn_webhook || c->authz_webhook) && c->kubeconfig == NULL)
+                return cb_error_set(err, 0,
+                                    "authentication.webhook.enabled "
+                                    "(--authentication-token-webhook) and authorization.mode "
+                                    "Webhook ask the apiserver: they need --kubeconfig");
+        return 0;
+}
+
+int ag_config_init(struct ag_config *c, struct cb_error *err)
+{
+        *c = (struct ag_config){
+            .file_check_frequency_ms = 20000,
+            .max_pods = 110,
+            .pod_pids_limit = -1,
+            .node_status_update_ms = AG_NODE_STATUS_UPDATE_MS,
+            .node_status_report_ms = AG_NODE_STATUS_REPORT_MS,
+            .node_lease_duration_s = AG_NODE_LEASE_DURATION_S,
+            .healthz_port = 10248,
+            .crash_loop_backoff_initial_s = ST_BACKOFF_BASE_DEFAULT,
+            .crash_loop_backoff_max_s = ST_BACKOFF_CAP_DEFAULT,
+            .eviction_pressure_transition_ms = K8S_EVICTION_TRANSITION_MS,
+            .authn_webhook_ttl_ms = 120000,
+            .authz_allowed_ttl_ms = 300000,
+            .authz_denied_ttl_ms = 30000,
+        };
+        if (set_str(&c->pod_logs_dir, "/var/log/pods", err) < 0 ||
+            set_str(&c->cgroup_root, "", err) < 0 ||
+            set_str(&c->healthz_bind_address, "127.0.0.1", err) < 0)
+                return -1;
+        k8s_eviction_defaults(&c->eviction_hard);
+        ag_napi_flags_init(&c->napi);
+        /* unset until ag_config_finish (a flag, the file, then the default) */
+        c->napi.address = NULL;
+        c->napi.port = 0;
+        return 0;
+}
+
+void ag_config_clear(struct ag_config *c)
+{
+        for (size_t i = 0; i < CB_ARRAY_SIZE(opts); i++) {
+                const struct opt *o = &opts[i];
+                if (o->kind == OPT_STR || o->kind == OPT_PATH) {
+                        char **s = field(c, o);
+                        free(*s);
+                        *s = NULL;
+                }
+        }
+        regs_clear(c);
+        cJSON_Delete(c->register_with_taints);
+        c->register_with_taints = NULL;
+}
+
+void ag_config_usage(FILE *f)
+{
+        fprintf(f, "Agent flags (after --config FILE, a KubeletConfiguration; flags override it;\n"
+                   "the config key is in brackets; docs/configuration.md has the details):\n"
+                   "  --config FILE\n"
+                   "        KubeletConfiguration file (" CONFIG_API_VERSION "); default none\n");
+        for (size_t i = 0; i < CB_ARRAY_SIZE(opts); i++) {
+                const struct opt *o = &opts[i];
+                if (o->flag == NULL)
+                        continue;
+                fprintf(f, "  %s %s%s%s%s\n        %s; default %s\n", o->flag, o->arg,
+                        o->key ? "  [" : "", o->key ? o->key : "", o->key ? "]" : "", o->help,
+                        o->def);
+        }
+        fputs(ag_napi_usage(), f);
+}

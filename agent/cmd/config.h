@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The node agent's configuration: every option, from the defaults, then the
+ * file given with --config (shaped like the kubelet's KubeletConfiguration,
+ * apiVersion kubelet.config.k8s.io/v1beta1, with the kubelet's field names
+ * and units), then the command-line flags, which override the file.
+ *
+ * The loader is strict like the kubelet's: an unknown key, a value of the
+ * wrong type or out of range stops startup with the key's path and why:
+ *
+ *   /etc/cubelet/config.yaml: evictionHard.memory.available: "10x":
+ *   memory.available: invalid quantity "10x": ...
+ *
+ * Pure (no logging, no side effects), so every error path is unit tested.
+ * docs/configuration.md lists every option.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "agent/k8s/eviction.h"
+#include "agent/nodeapi/server.h"
+#include "lib/error.h"
+
+#define AG_INSECURE_REGS_MAX 16
+
+struct ag_config {
+        const char *config_path; /* --config; NULL: none */
+
+        /* flag-only, like the kubelet */
+        char *kubeconfig;
+        char *hostname_override;
+        char *node_ip;
+        char *node_labels; /* "k=v,..." */
+        int watch_timeout_s;
+
+        /* KubeletConfiguration fields (config key -> flag) */
+        char *static_pod_path;            /* staticPodPath, --pod-manifest-path; NULL: none */
+        uint64_t file_check_frequency_ms; /* fileCheckFrequency, --file-check-frequency: 20s */
+        int max_pods;                     /* maxPods, --max-pods: 110 */
+        int64_t pod_pids_limit;           /* podPidsLimit, --pod-max-pids: -1 (none) */
+        uint64_t node_status_update_ms;   /* nodeStatusUpdateFrequency: 10s */
+        uint64_t node_status_report_ms;   /* nodeStatusReportFrequency: 5m (or the update
+                                             frequency when only that one is set) */
+        int node_lease_duration_s;        /* nodeLeaseDurationSeconds: 40 */
+        cJSON *register_with_taints;      /* registerWithTaints: array of taints, or NULL */
+        char *cgroup_root;                /* cgroupRoot, --cgroup-root: "" */
+        bool cgroup_root_set;             /* given in the file or as a flag */
+        char *pod_logs_dir;               /* podLogsDir, --pod-logs-dir: /var/log/pods */
+        char *healthz_bind_address;       /* healthzBindAddress: 127.0.0.1 */
+        int healthz_port;                 /* healthzPort: 10248; 0 disables */
+        int crash_loop_backoff_max_s;     /* crashLoopBackOff.maxContainerRestartPeriod: 300 */
+        int crash_loop_backoff_initial_s; /* crashLoopBackOff.initialContainerRestartPeriod
+                                             (cubelet): 10 */
+        char *insecure_registries[AG_INSECURE_REGS_MAX]; /* insecureRegistries (cubelet) */
+        size_t n_insecure_registries;
+        /* evictionHard, --eviction-hard (agent/k8s/eviction.h parses them). Giving
+         * it replaces the defaults (memory.available 100Mi, nodefs.available
+         * 10%, nodefs.inodesFree 5%, imagefs.available 15%), like the kubelet. */
+        struct k8s_eviction_thresholds eviction_hard;
+        /* evictionPressureTransitionPeriod, --eviction-pressure-transition-period: 5m */
+        uint64_t eviction_pressure_transition_ms;
+
+        /* The node API on 10250 (agent/nodeapi/server.h): its flags (--address,
+         * --port, --tls-*, --client-ca-file, ...) land here; the file's keys
+         * below fill what no flag gave (ag_config_finish). */
+        struct ag_napi_flags napi;
+        char *file_address, *file_tls_cert_file, *file_tls_key_file, *file_client_ca_file;
+        int file_port; /* 0: not in the file */
+        /* authentication.anonymous.enabled, --anonymous-auth: false (cubelet) */
+        bool anonymous;
+        /* authentication.webhook.enabled, --authentication-token-webhook:
+         * false from flags, true from a config file with a --kubeconfig */
+        bool authn_webhook;
+        uint64_t authn_webhook_ttl_ms; /* authentication.webhook.cacheTTL: 2m */
+        /* authorization.mode, --authorization-mode: AlwaysAllow from flags,
+         * Webhook from a config file with a --kubeconfig */
+        char *authz_mode;
+        uint64_t authz_allowed_ttl_ms; /* authorization.webhook.cacheAuthorizedTTL: 5m */
+        uint64_t authz_denied_ttl_ms;  /* authorization.webhook.cacheUnauthorizedTTL: 30s */
+        bool authz_webhook;            /* ag_config_finish: authz_mode is Webhook */
+        bool authn_webhook_set, authz_mode_set;
+
+        /* bookkeeping for the kubelet's defaulting rules */
+        bool update_set, report_set;
+};
+
+/* The defaults (the kubelet's where it has the option). */
+int ag_config_init(struct ag_config *c, struct cb_error *err);
+void ag_config_clear(struct ag_config *c);
+
+/* Applies a KubeletConfiguration document (YAML or JSON text). Keys the
+ * document leaves out keep their value. Errors: "<path>: <why>". */
+int ag_config_apply_text(struct ag_config *c, const char *text, size_t len, struct cb_error *err);
+/* Reads path and applies it; errors are prefixed with the path. */
+int ag_config_load_file(struct ag_config *c, const char *path, struct cb_error *err);
+
+/* Command-line flags (argv without the program name or a command), applied
+ * over whatever is in c; --config FILE is loaded first wherever it stands.
+ * Returns 0, 1 when --help was asked for, -1 on a bad flag or value (err
+ * names the flag). */
+int ag_config_parse_flags(struct ag_config *c, int argc, char **argv, struct cb_error *err);
+/* The kubelet's final defaulting (report frequency from the update
+ * frequency when only that one was set) and checks across options. */
+int ag_config_finish(struct ag_config *c, struct cb_error *err);
+
+/* Every flag with its default, for --help. */
+void ag_config_usage(FILE *f);

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/k8s/qos.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RES_CPU     "cpu"
+#define RES_MEMORY  "memory"
+#define RES_STORAGE "ephemeral-storage"
+
+/* The kubelet's node-critical test: SystemCriticalPriority = 2 * 10^9. */
+#define K8S_SYSTEM_CRITICAL_PRIORITY 2000000000LL
+
+const char *k8s_qos_name(enum k8s_qos_class q)
+{
+        switch (q) {
+        case K8S_QOS_BEST_EFFORT:
+                return "BestEffort";
+        case K8S_QOS_BURSTABLE:
+                return "Burstable";
+        case K8S_QOS_GUARANTEED:
+                return "Guaranteed";
+        }
+        return "";
+}
+
+enum cg_tier k8s_qos_tier(enum k8s_qos_class q)
+{
+        switch (q) {
+        case K8S_QOS_GUARANTEED:
+                return CG_TIER_GUARANTEED;
+        case K8S_QOS_BURSTABLE:
+                return CG_TIER_BURSTABLE;
+        case K8S_QOS_BEST_EFFORT:
+                break;
+        }
+        return CG_TIER_BESTEFFORT;
+}
+
+static int64_t sat_add(int64_t a, int64_t b, bool *saturated)
+{
+        int64_t r;
+        if (__builtin_add_overflow(a, b, &r)) {
+                *saturated = true;
+                return INT64_MAX;
+        }
+        return r;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+        return a > b ? a : b;
+}
+
+/* Local lookup: this module does not depend on the decoder's helpers. */
+static const struct k8s_quantity *find_quantity(const struct k8s_resource_list *l, const char *name)
+{
+        if (l == NULL)
+                return NULL;
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].name != NULL && strcmp(l->items[i].name, name) == 0)
+                        return &l->items[i].q;
+        return NULL;
+}
+
+int64_t k8s_resource_amount(const struct k8s_resource_list *l, const char *name, bool *present)
+{
+        const struct k8s_quantity *q = find_quantity(l, name);
+        if (present != NULL)
+                *present = q != NULL;
+        if (q == NULL)
+                return 0;
+        int64_t v;
+        if (strcmp(name, RES_CPU) == 0)
+                v = q->milli_saturated && q->milli > 0 ? INT64_MAX : q->milli;
+        else
+                v = q->value;
+        return v > 0 ? v : 0;
+}
+
+int64_t k8s_container_request(const struct k8s_container *c, const char *name)
+{
+        bool present;
+        int64_t v = k8s_resource_amount(&c->resources.requests, name, &present);
+        if (!present)
+                return k8s_resource_amount(&c->resources.limits, name, NULL);
+        return v;
+}
+
+int64_t k8s_container_limit(const struct k8s_container *c, const char *name)
+{
+        return k8s_resource_amount(&c->resources.limits, name, NULL);
+}
+
+bool k8s_container_is_sidecar(const struct k8s_container *c)
+{
+        return c->has_restart_policy && c->restart_policy == K8S_RESTART_ALWAYS;
+}
+
+enum k8s_qos_class k8s_pod_qos(const struct k8s_pod *pod)
+{
+        int64_t req_cpu = 0, req_mem = 0, lim_cpu = 0, lim_mem = 0;
+        bool has_req_cpu = false, has_req_mem = false, has_lim_cpu = false, has_lim_mem = false;
+        bool sat = false, guaranteed = true;
+        size_t n = pod->spec.n_containers + pod->spec.n_init_containers;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct k8s_container *c =
+                    i < pod->spec.n_containers
+                        ? &pod->spec.containers[i]
+                        : &pod->spec.init_containers[i - pod->spec.n_containers];
+                int64_t rc = k8s_container_request(c, RES_CPU);
+                int64_t rm = k8s_container_request(c, RES_MEMORY);
+                int64_t lc = k8s_container_limit(c, RES_CPU);
+                int64_t lm = k8s_container_limit(c, RES_MEMORY);
+                /* Only positive quantities enter the sums, as in ComputePodQOS. */
+                if (rc > 0) {
+                        has_req_cpu = true;
+                        req_cpu = sat_add(req_cpu, rc, &sat);
+                }
+                if (rm > 0) {
+                        has_req_mem = true;
+                        req_mem = sat_add(req_mem, rm, &sat);
+                }
+                if (lc > 0) {
+                        has_lim_cpu = true;
+                        lim_cpu = sat_add(lim_cpu, lc, &sat);
+                }
+                if (lm > 0) {
+                        has_lim_mem = true;
+                        lim_mem = sat_add(lim_mem, lm, &sat);
+                }
+                if (lc <= 0 || lm <= 0)
+                        guaranteed = false;
+        }
+        if (!has_req_cpu && !has_req_mem && !has_lim_cpu && !has_lim_mem)
+                return K8S_QOS_BEST_EFFORT;
+        /* Every requested resource must be limited at the same amount, and
+         * the two sets must be the same size. A saturated sum cannot be
+         * compared exactly; such a pod is not Guaranteed. */
+        if (guaranteed && !sat) {
+                if (has_req_cpu && (!has_lim_cpu || lim_cpu != req_cpu))
+                        guaranteed = false;
+                if (has_req_mem && (!has_lim_mem || lim_mem != req_mem))
+                        guaranteed = false;
+                if ((int)has_req_cpu + (int)has_req_mem != (int)has_lim_cpu + (int)has_lim_mem)
+                        guaranteed = false;
+        } else {
+                guaranteed = false;
+        }
+        return guaranteed ? K8S_QOS_GUARANTEED : K8S_QOS_BURSTABLE;
+}
+
+/* The three resources admission and cgroups care about, in one array. */
+enum { R_CPU, R_MEM, R_STORAGE, R_N };
+static const char *const res_names[R_N] = {RES_CPU, RES_MEMORY, RES_STORAGE};
+
+struct agg {
+        int64_t v[R_N];
+        bool has[R_N]; /* some container declared it (limits: for overhead) */
+        bool sat;
+};
+
+/*
+ * AggregateContainerRequests / AggregateContainerLimits:
+ *   total = sum(containers) + sum(sidecars);
+ *   for each init container in order: its need is its own amount plus the
+ *   sidecars started before it (a sidecar's need is the running sum of
+ *   sidecars including itself); total = max(total, max need).
+ */
+static void aggregate(const struct k8s_pod *pod, bool limits, struct agg *a, bool *cpu_all,
+                      bool *mem_all)
+{
+        memset(a, 0, sizeof(*a));
+        int64_t sidecars[R_N] = {0}, init_max[R_N] = {0};
+        bool all_cpu = true, all_mem = true;
+
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const struct k8s_container *c = &pod->spec.containers[i];
+                for (int r = 0; r < R_N; r++) {
+                        int64_t v = limits ? k8s_container_limit(c, res_names[r])
+                                           : k8s_container_request(c, res_names[r]);
+                        bool present = false;
+                        k8s_resource_amount(&c->resources.limits, res_names[r], &present);
+                        a->has[r] |= present;
+                        a->v[r] = sat_add(a->v[r], v, &a->sat);
+                }
+                all_cpu &= k8s_container_limit(c, RES_CPU) > 0;
+                all_mem &= k8s_container_limit(c, RES_MEMORY) > 0;
+        }
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
+                const struct k8s_container *c = &pod->spec.init_containers[i];
+                bool sidecar = k8s_container_is_sidecar(c);
+                for (int r = 0; r < R_N; r++) {
+                        int64_t v = limits ? k8s_container_limit(c, res_names[r])
+                                           : k8s_container_request(c, res_names[r]);
+                        bool present = false;
+                        k8s_resource_amount(&c->resources.limits, res_names[r], &present);
+                        a->has[r] |= present;
+                        int64_t need;
+                        if (sidecar) {
+                                a->v[r] = sat_add(a->v[r], v, &a->sat);
+                                sidecars[r] = sat_add(sidecars[r], v, &a->sat);
+                                need = sidecars[r];
+                        } else {
+                                need = sat_add(v, sidecars[r], &a->sat);
+                        }
+                        init_max[r] = max64(init_max[r], need);
+                }
+                all_cpu &= k8s_container_limit(c, RES_CPU) > 0;
+                all_mem &= k8s_container_limit(c, RES_MEMORY) > 0;
+        }
+        for (int r = 0; r < R_N; r++)
+                a->v[r] = max64(a->v[r], init_max[r]);
+        if (cpu_all != NULL)
+                *cpu_all = all_cpu;
+        if (mem_all != NULL)
+                *mem_all = all_mem;
+}
+
+static void to_totals(const struct agg *a, struct k8s_resource_totals *ret)
+{
+        ret->milli_cpu = a->v[R_CPU];
+        ret->memory = a->v[R_MEM];
+        ret->ephemeral_storage = a->v[R_STORAGE];
+        ret->saturated = a->sat;
+}
+
+void k8s_pod_requests(const struct k8s_pod *pod, struct k8s_resource_totals *ret)
+{
+        struct agg a;
+        aggregate(pod, false, &a, NULL, NULL);
+        for (int r = 0; r < R_N; r++)
+                a.v[r] = sat_add(
+                    a.v[r], k8s_resource_amount(&pod->spec.overhead, res_names[r], NULL), &a.sat);
+        to_totals(&a, ret);
+}
+
+void k8s_pod_limits(const struct k8s_pod *pod, struct k8s_resource_totals *ret, bool *cpu_declared,
+                    bool *memory_declared)
+{
+        struct agg a;
+        aggregate(pod, true, &a, cpu_declared, memory_declared);
+        for (int r = 0; r < R_N; r++)
+                if (a.has[r])
+                        a.v[r] = sat_add(
+                            a.v[r], k8s_resource_amount(&pod->spec.overhead, res_names[r], NULL),
+                            &a.sat);
+        to_totals(&a, ret);
+}
+
+bool k8s_pod_is_node_critical(const struct k8s_pod *pod)
+{
+        if (pod->spec.priority_class_name == NULL ||
+            strcmp(pod->spec.priority_class_name, "system-node-critical") != 0)
+                return false;
+        if (k8s_pod_is_static(pod))
+                return true;
+        const struct k8s_map *ann = &pod->meta.annotations;
+        for (size_t i = 0; i < ann->n; i++)
+                if (ann->items[i].key != NULL &&
+                    strcmp(ann->items[i].key, "kubernetes.io/config.mirror") == 0)
+                        return true;
+        return pod->spec.has_priority && pod->spec.priority >= K8S_SYSTEM_CRITICAL_PRIORITY;
+}
+
+/* 1000 - 1000*req/capacity with Go's truncating division, in 128 bits so a
+ * huge request cannot overflow. */
+static int64_t burstable_score(int64_t req, int64_t capacity)
+{
+        __int128 q = (__int128)1000 * req / capacity;
+        __int128 s = 1000 - q;
+        if (s < -1000000)
+                s = -1000000; /* only compared against 3 below */
+        return (int64_t)s;
+}
+
+int k8s_oom_score_adj(const struct k8s_pod *pod, const struct k8s_container *c,
+                      int64_t node_memory_capacity)
+{
+        if (k8s_pod_is_node_critical(pod))
+                return -997;
+        switch (k8s_pod_qos(pod)) {
+        case K8S_QOS_GUARANTEED:
+                return -997;
+        case K8S_QOS_BEST_EFFORT:
+                return 1000;
+        case K8S_QOS_BURSTABLE:
+                break;
+        }
+        if (node_memory_capacity <= 0)
+                return 999;
+        int64_t score = burstable_score(k8s_container_request(c, RES_MEMORY), node_memory_capacity);
+
+        /* A sidecar (restartPolicy Always, listed among the init containers)
+         * gets at most the score of the smallest regular container request. */
+        bool sidecar = false;
+        if (k8s_container_is_sidecar(c) && c->name != NULL)
+                for (size_t i = 0; i < pod->spec.n_init_containers; i++)
+                        if (pod->spec.init_containers[i].name != NULL &&
+                            strcmp(pod->spec.init_containers[i].name, c->name) == 0)
+                                sidecar = true;
+        if (sidecar && pod->spec.n_containers > 0) {
+                int64_t min = k8s_container_request(&pod->spec.containers[0], RES_MEMORY);
+                for (size_t i = 1; i < pod->spec.n_containers; i++) {
+                        int64_t v = k8s_container_request(&pod->spec.containers[i], RES_MEMORY);
+                        if (v < min)
+                                min = v;
+                }
+                int64_t m = burstable_score(min, node_memory_capacity);
+                if (score > m)
+                        score = m;
+        }
+        if (score < 1000 - 997)
+                return 1000 - 997;
+        if (score == 1000)
+                return 999;
+        return (int)score;
+}
+
+static int check_component(const char *what, const char *s, struct cb_error *err)
+{
+        if (s == NULL || s[0] == '\0')
+                return cb_error_set(err, 0, "%s is missing: a cgroup path needs it", what);
+        if (strchr(s, '/') != NULL || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+                return cb_error_set(err, 0, "%s \"%.64s\" cannot be a cgroup path component", what,
+                                    s);
+        return 0;
+}
+
+static int container_plan(const struct k8s_pod *pod, const struct k8s_container *c, bool init,
+                          const char *pod_path, int64_t mem_capacity,
+                          struct k8s_container_cgroup *out, struct cb_error *err)
+{
+        out->container = c;
+        out->init = init;
+        if (check_component(init ? "spec.initContainers[].name" : "spec.containers[].name", c->name,
+                            err) < 0)
+                return -1;
+        int n = snprintf(out->path, sizeof(out->path), "%s/%s", pod_path, c->name);
+        if (n < 0 || (size_t)n >= sizeof(out->path))
+                return cb_error_set(err, 0, "container %s: cgroup path is longer than %d bytes",
+                                    c->name, K8S_CGROUP_PATH_MAX - 1);
+
+        /* calculateLinuxResources: shares from the request, or from the
+         * limit when there is no request (k8s_container_request already
+         * defaults to the limit); 2 when neither. */
+        out->limits.cpu_shares = cg_milli_cpu_to_shares(k8s_container_request(c, RES_CPU));
+        int64_t quota = cg_milli_cpu_to_quota(k8s_container_limit(c, RES_CPU), CG_QUOTA_PERIOD_US);
+        if (quota > 0) {
+                out->limits.cpu_quota_us = quota;
+                out->limits.cpu_period_us = CG_QUOTA_PERIOD_US;
+        }
+        out->limits.memory_limit = k8s_container_limit(c, RES_MEMORY);
+        out->oom_score_adj = k8s_oom_score_adj(pod, c, mem_capacity);
+        return 0;
+}
+
+int k8s_pod_cgroup_plan(const struct k8s_pod *pod, int64_t node_memory_capacity,
+                        int64_t pod_pids_limit, const char *cgroup_root,
+                        struct k8s_pod_cgroup_plan *ret, struct cb_error *err)
+{
+        struct k8s_pod_cgroup_plan p;
+        memset(&p, 0, sizeof(p));
+        if (check_component("metadata.uid", pod->meta.uid, err) < 0)
+                return -1;
+
+        p.qos = k8s_pod_qos(pod);
+        p.tier = k8s_qos_tier(p.qos);
+        int n = cg_pod_path(cgroup_root, p.tier, pod->meta.uid, p.path, sizeof(p.path));
+        if (n < 0 || (size_t)n >= sizeof(p.path))
+                return cb_error_set(
+                    err, 0, "pod cgroup path under \"%.64s\" is longer than %d bytes",
+                    cgroup_root != NULL ? cgroup_root : "", K8S_CGROUP_PATH_MAX - 1);
+
+        struct k8s_resource_totals req, lim;
+        bool cpu_declared, mem_declared;
+        k8s_pod_requests(pod, &req);
+        k8s_pod_limits(pod, &lim, &cpu_declared, &mem_declared);
+        if (req.saturated || lim.saturated)
+                return cb_error_set(err, 0,
+                                    "the pod's summed requests or limits exceed 2^63-1: "
+                                    "lower spec.containers[].resources");
+
+        int64_t quota = cg_milli_cpu_to_quota(lim.milli_cpu, CG_QUOTA_PERIOD_US);
+        switch (p.qos) {
+        case K8S_QOS_GUARANTEED:
+                p.limits.cpu_shares = cg_milli_cpu_to_shares(req.milli_cpu);
+                p.limits.cpu_quota_us = quota;
+                p.limits.cpu_period_us = CG_QUOTA_PERIOD_US;
+                p.limits.memory_limit = lim.memory;
+                break;
+        case K8S_QOS_BURSTABLE:
+                p.limits.cpu_shares = cg_milli_cpu_to_shares(req.milli_cpu);
+                if (cpu_declared) {
+                        p.limits.cpu_quota_us = quota;
+                        p.limits.cpu_period_us = CG_QUOTA_PERIOD_US;
+                }
+                if (mem_declared)
+                        p.limits.memory_limit = lim.memory;
+                break;
+        case K8S_QOS_BEST_EFFORT:
+                p.limits.cpu_shares = CG_MIN_SHARES;
+                break;
+        }
+        if (pod_pids_limit > 0)
+                p.limits.pids_limit = pod_pids_limit;
+
+        size_t total = pod->spec.n_init_containers + pod->spec.n_containers;
+        if (total > 0) {
+                p.containers = calloc(total, sizeof(*p.containers));
+                if (p.containers == NULL)
+                        return cb_error_set(err, ENOMEM, "cgroup plan for %zu containers", total);
+        }
+        for (size_t i = 0; i < total; i++) {
+                bool init = i < pod->spec.n_init_containers;
+                const struct k8s_container *c =
+                    init ? &pod->spec.init_containers[i]
+                         : &pod->spec.containers[i - pod->spec.n_init_containers];
+                if (container_plan(pod, c, init, p.path, node_memory_capacity, &p.containers[i],
+                                   err) < 0) {
+                        free(p.containers);
+                        return -1;
+                }
+                p.n_containers++;
+        }
+        *ret = p;
+        return 0;
+}
+
+void k8s_pod_cgroup_plan_free(struct k8s_pod_cgroup_plan *plan)
+{
+        if (plan == NULL)
+                return;
+        free(plan->containers);
+        plan->containers = NULL;
+        plan->n_containers = 0;
+}

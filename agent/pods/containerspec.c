@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/pods/containerspec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/capability.h>
+
+#include "agent/k8s/qos.h"
+#include "agent/k8s/selector.h"
+#include "runtime/container.h"
+
+/* ---- $(VAR) expansion ---------------------------------------------------- */
+
+struct sbuf {
+        struct cb_arena *a;
+        char *p;
+        size_t len, cap;
+        bool oom;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+        if (b->oom)
+                return;
+        if (b->len + n + 1 > b->cap) {
+                size_t ncap = (b->cap ? b->cap * 2 : 64);
+                while (ncap < b->len + n + 1)
+                        ncap *= 2;
+                char *np = cb_arena_alloc(b->a, ncap);
+                if (np == NULL) {
+                        b->oom = true;
+                        return;
+                }
+                if (b->len)
+                        memcpy(np, b->p, b->len);
+                b->p = np;
+                b->cap = ncap;
+        }
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+        b->p[b->len] = '\0';
+}
+
+char *ag_expand(struct cb_arena *a, const char *in,
+                const char *(*lookup)(void *ctx, const char *name, size_t len), void *ctx)
+{
+        struct sbuf b = {.a = a};
+        sb_add(&b, "", 0);
+        size_t n = strlen(in);
+        for (size_t i = 0; i < n; i++) {
+                if (in[i] != '$' || i + 1 >= n) {
+                        sb_add(&b, in + i, 1);
+                        continue;
+                }
+                char next = in[i + 1];
+                if (next == '$') { /* escaped: "$$" -> "$" */
+                        sb_add(&b, "$", 1);
+                        i++;
+                } else if (next == '(') {
+                        const char *close = memchr(in + i + 2, ')', n - i - 2);
+                        if (close == NULL) { /* no closing paren: literal "$(" */
+                                sb_add(&b, "$(", 2);
+                                i++;
+                                continue;
+                        }
+                        const char *name = in + i + 2;
+                        size_t len = (size_t)(close - name);
+                        const char *v = lookup(ctx, name, len);
+                        if (v != NULL)
+                                sb_add(&b, v, strlen(v));
+                        else /* undefined: kept as written */
+                                sb_add(&b, in + i, len + 3);
+                        i += len + 2;
+                } else {
+                        sb_add(&b, in + i, 1);
+                }
+        }
+        return b.oom ? NULL : b.p;
+}
+
+/* ---- pull policy ---------------------------------------------------------- */
+
+enum k8s_pull_policy ag_pull_policy(const struct k8s_container *c)
+{
+        if (c->image_pull_policy != K8S_PULL_DEFAULT)
+                return c->image_pull_policy;
+        const char *img = c->image ? c->image : "";
+        if (strchr(img, '@') != NULL)
+                return K8S_PULL_IF_NOT_PRESENT;
+        const char *last = strrchr(img, '/');
+        const char *tag = strchr(last ? last + 1 : img, ':');
+        if (tag == NULL || strcmp(tag + 1, "latest") == 0)
+                return K8S_PULL_ALWAYS;
+        return K8S_PULL_IF_NOT_PRESENT;
+}
+
+const char *ag_pull_policy_name(enum k8s_pull_policy p)
+{
+        switch (p) {
+        case K8S_PULL_ALWAYS:
+                return "Always";
+        case K8S_PULL_IF_NOT_PRESENT:
+                return "IfNotPresent";
+        case K8S_PULL_NEVER:
+                return "Never";
+        case K8S_PULL_DEFAULT:
+                break;
+        }
+        return "";
+}
+
+/* ---- environment ---------------------------------------------------------- */
+
+struct envset {
+        struct cb_arena *a;
+        char **names, **values;
+        size_t n, cap;
+};
+
+static int env_set(struct envset *e, const char *name, const char *value)
+{
+        for (size_t i = 0; i < e->n; i++)
+                if (strcmp(e->names[i], name) == 0) {
+                        e->values[i] = cb_arena_strdup(e->a, value);
+                        return e->values[i] ? 0 : -1;
+                }
+        if (e->n == e->cap) {
+                size_t ncap = e->cap ? e->cap * 2 : 16;
+                char **nn = cb_arena_calloc(e->a, ncap, sizeof(char *));
+                char **nv = cb_arena_calloc(e->a, ncap, sizeof(char *));
+                if (nn == NULL || nv == NULL)
+                        return -1;
+                if (e->n) {
+                        memcpy(nn, e->names, e->n * sizeof(char *));
+                        memcpy(nv, e->values, e->n * sizeof(char *));
+                }
+                e->names = nn;
+                e->values = nv;
+                e->cap = ncap;
+        }
+        e->names[e->n] = cb_arena_strdup(e->a, name);
+        e->values[e->n] = cb_arena_strdup(e->a, value);
+        if (e->names[e->n] == NULL || e->values[e->n] == NULL)
+                return -1;
+        e->n++;
+        return 0;
+}
+
+static const char *env_lookup(void *ctx, const char *name, size_t len)
+{
+        const struct envset *e = ctx;
+        for (size_t i = 0; i < e->n; i++)
+                if (strlen(e->names[i]) == len && memcmp(e->names[i], name, len) == 0)
+                        return e->values[i];
+        return NULL;
+}
+
+static char *join(struct cb_arena *a, const char *const *v, size_t n)
+{
+        struct sbuf b = {.a = a};
+        sb_add(&b, "", 0);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        sb_add(&b, ",", 1);
+                sb_add(&b, v[i], strlen(v[i]));
+        }
+        return b.oom ? NULL : b.p;
+}
+
+/* metadata.labels['key'] / metadata.annotations['key'] */
+static bool subscript(const char *path, const char *prefix, char *key, size_t size)
+{
+        size_t pl = strlen(prefix);
+        if (strncmp(path, prefix, pl) != 0 || path[pl] != '[')
+                return false;
+        const char *s = path + pl + 1;
+        char q = *s;
+        if (q != '\'' && q != '"')
+                return false;
+        const char *end = strchr(s + 1, q);
+        if (end == NULL || strcmp(end + 1, "]") != 0 || (size_t)(end - s - 1) >= size)
+                return false;
+        memcpy(key, s + 1, (size_t)(end - s - 1));
+        key[end - s - 1] = '\0';
+        return true;
+}
+
+static const char *field_ref(struct cb_arena *a, const struct k8s_pod *pod, const char *path,
+                             const struct ag_env_context *ctx)
+{
+        const struct k8s_object_meta *m = &pod->meta;
+        char key[320];
+        if (strcmp(path, "metadata.name") == 0)
+                return m->name ? m->name : "";
+        if (strcmp(path, "metadata.namespace") == 0)
+                return m->namespace_ ? m->namespace_ : "default";
+        if (strcmp(path, "metadata.uid") == 0)
+                return m->uid ? m->uid : "";
+        if (strcmp(path, "spec.nodeName") == 0)
+                return pod->spec.node_name ? pod->spec.node_name
+                                           : (ctx->node_name ? ctx->node_name : "");
+        if (strcmp(path, "spec.serviceAccountName") == 0)
+                return ctx->service_account ? ctx->service_account : "default";
+        if (strcmp(path, "status.podIP") == 0)
+                return ctx->pod_ip ? ctx->pod_ip : "";
+        if (strcmp(path, "status.podIPs") == 0)
+                return join(a, ctx->pod_ips, ctx->n_pod_ips);
+        if (strcmp(path, "status.hostIP") == 0)
+                return ctx->host_ip ? ctx->host_ip : "";
+        if (strcmp(path, "status.hostIPs") == 0)
+                return join(a, ctx->host_ips, ctx->n_host_ips);
+        if (subscript(path, "metadata.labels", key, sizeof(key))) {
+                const char *v = k8s_map_get(&m->labels, key);
+                return v ? v : "";
+        }
+        if (subscript(path, "metadata.annotations", key, sizeof(key))) {
+                const char *v = k8s_map_get(&m->annotations, key);
+                return v ? v : "";
+        }
+        return NULL;
+}
+
+static const struct k8s_container *find_container(const struct k8s_pod *pod, const char *name)
+{
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                if (strcmp(pod->spec.containers[i].name, name) == 0)
+                        return &pod->spec.containers[i];
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
+                if (strcmp(pod->spec.init_containers[i].name, name) == 0)
+                        return &pod->spec.init_containers[i];
+        return NULL;
+}
+
+/* ceil(amount / divisor) as the kubelet's ExtractContainerResourceValue. */
+static int64_t ceil_div(int64_t amount, int64_t divisor)
+{
+        if (divisor <= 0)
+                return amount;
+        return amount / divisor + (amount % divisor != 0);
+}
+
+static int resource_field_ref(struct cb_arena *a, const struct k8s_pod *pod,
+                              const struct k8s_container *self, const struct k8s_env_var *ev,
+                              const struct ag_env_context *ctx, const char **ret,
+                              struct cb_error *err)
+{
+        const struct k8s_container *c = self;
+        if (ev->resource_field_container && ev->resource_field_container[0]) {
+                c = find_container(pod, ev->resource_field_container);
+                if (c == NULL)
+                        return cb_error_set(err, 0,
+                                            "env %s: resourceFieldRef: container %s not found",
+                                            ev->name, ev->resource_field_container);
+        }
+        const char *res = ev->resource_field_ref;
+        bool limit = strncmp(res, "limits.", 7) == 0;
+        bool request = strncmp(res, "requests.", 9) == 0;
+        const char *name = limit ? res + 7 : request ? res + 9 : "";
+        bool is_cpu = strcmp(name, "cpu") == 0;
+        if (!is_cpu && strcmp(name, "memory") != 0 && strcmp(name, "ephemeral-storage") != 0)
+                return cb_error_set(err, 0, "env %s: unsupported resourceFieldRef \"%s\"", ev->name,
+                                    res);
+        /* The divisor is not decoded yet: 1 (whole cores, bytes). */
+        int64_t amount;
+        bool present = false;
+        if (limit) {
+                amount = k8s_resource_amount(&c->resources.limits, name, &present);
+                if (!present) /* unlimited: the node's allocatable */
+                        amount = is_cpu                        ? ctx->node_allocatable_milli_cpu
+                                 : strcmp(name, "memory") == 0 ? ctx->node_allocatable_memory
+                                                               : ctx->node_allocatable_ephemeral;
+        } else {
+                amount = k8s_container_request(c, name);
+        }
+        int64_t v = is_cpu ? ceil_div(amount, 1000) : amount;
+        char *s = cb_arena_printf(a, "%" PRId64, v);
+        if (s == NULL)
+                return cb_error_set(err, ENOMEM, "env %s", ev->name);
+        *ret = s;
+        return 0;
+}
+
+static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_container *c,
+                     const struct ag_env_context *ctx, struct envset *out, struct cb_error *err)
+{
+        for (size_t i = 0; i < c->n_env; i++) {
+                const struct k8s_env_var *ev = &c->env[i];
+                const char *v = NULL;
+                if (ev->value != NULL) {
+                        v = ag_expand(a, ev->value, env_lookup, out);
+                } else if (ev->field_ref_path != NULL) {
+                        v = field_ref(a, pod, ev->field_ref_path, ctx);
+                        if (v == NULL)
+                                return cb_error_set(err, 0,
+                                                    "env %s: unsupported fieldRef fieldPath \"%s\"",
+                                                    ev->name, ev->field_ref_path);
+                } else if (ev->resource_field_ref != NULL) {
+                        if (resource_field_ref(a, pod, c, ev, ctx, &v, err) < 0)
+                                return -1;
+                } else if (ev->has_value_from_other) {
+                        return cb_error_set(err, 0,
+                                            "env %s: configMapKeyRef and secretKeyRef are not "
+                                            "supported by cubelet yet; set the value directly",
+                                            ev->name);
+                } else {
+                        v = "";
+                }
+                if (v == NULL || env_set(out, ev->name, v) < 0)
+                        return cb_error_set(err, ENOMEM, "env %s", ev->name);
+        }
+        return 0;
+}
+
+/* ---- user ------------------------------------------------------------------ */
+
+static bool parse_id(const char *s, size_t len, int64_t *ret)
+{
+        char buf[32];
+        if (len == 0 || len >= sizeof(buf))
+                return false;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        int64_t v;
+        if (!k8s_parse_int64(buf, &v) || v < 0 || v > UINT32_MAX - 1)
+                return false;
+        *ret = v;
+        return true;
+}
+
+static void pod_ref(const struct k8s_pod *pod, char *buf, size_t size)
+{
+        snprintf(buf, size, "\"%s_%s(%s)\"", pod->meta.name ? pod->meta.name : "",
+                 pod->meta.namespace_ ? pod->meta.namespace_ : "default",
+                 pod->meta.uid ? pod->meta.uid : "");
+}
+
+static int resolve_user(struct cb_arena *a, const struct k8s_pod *pod,
+                        const struct k8s_container *c, const struct ag_image_defaults *img,
+                        struct ag_container_spec *s, struct cb_error *err)
+{
+        const struct k8s_security_context *sc = &c->security_context;
+        const struct k8s_pod_security_context *psc = &pod->spec.security_context;
+        if (sc->has_run_as_user || psc->has_run_as_user) {
+                s->has_uid = true;
+                s->uid = sc->has_run_as_user ? sc->run_as_user : psc->run_as_user;
+        }
+        if (sc->has_run_as_group || psc->has_run_as_group) {
+                s->has_gid = true;
+                s->gid = sc->has_run_as_group ? sc->run_as_group : psc->run_as_group;
+        }
+        const char *user = img && img->user ? img->user : "";
+        if (!s->has_uid) {
+                const char *colon = strchr(user, ':');
+                size_t ulen = colon ? (size_t)(colon - user) : strlen(user);
+                int64_t id;
+                if (ulen == 0) {
+                        s->has_uid = true; /* no user in the image: root */
+                        s->uid = 0;
+                } else if (parse_id(user, ulen, &id)) {
+                        s->has_uid = true;
+                        s->uid = id;
+                } else {
+                        s->user_name = cb_arena_strndup(a, user, ulen);
+                }
+                if (colon != NULL && !s->has_gid) {
+                        if (parse_id(colon + 1, strlen(colon + 1), &id)) {
+                                s->has_gid = true;
+                                s->gid = id;
+                        } else {
+                                s->group_name = cb_arena_strdup(a, colon + 1);
+                        }
+                }
+        }
+        bool non_root = sc->has_run_as_non_root
+                            ? sc->run_as_non_root
+                            : (psc->has_run_as_non_root && psc->run_as_non_root);
+        if (!non_root)
+                return 0;
+        char pref[512];
+        pod_ref(pod, pref, sizeof(pref));
+        if (sc->has_run_as_user || psc->has_run_as_user) {
+                if (s->uid == 0)
+                        return cb_error_set(err, 0,
+                                            "container's runAsUser breaks non-root policy (pod: "
+                                            "%s, container: %s)",
+                                            pref, c->name);
+                return 0;
+        }
+        if (s->user_name != NULL)
+                return cb_error_set(err, 0,
+                                    "container has runAsNonRoot and image has non-numeric user "
+                                    "(%s), cannot verify user is non-root (pod: %s, container: %s)",
+                                    s->user_name, pref, c->name);
+        if (s->uid == 0)
+                return cb_error_set(err, 0,
+                                    "container has runAsNonRoot and image will run as root (pod: "
+                                    "%s, container: %s)",
+                                    pref, c->name);
+        return 0;
+}
+
+/* ---- capabilities -------------------------------------------------------------- */
+
+struct capset {
+        bool on[64];
+        const char *names[64];
+        int max;
+};
+
+static void caps_init(struct cb_arena *a, struct capset *cs)
+{
+        memset(cs, 0, sizeof(*cs));
+        cs->max = (int)cap_max_bits();
+        if (cs->max > 64)
+                cs->max = 64;
+        for (int i = 0; i < cs->max; i++) {
+                char *n = cap_to_name((cap_value_t)i);
+                if (n == NULL)
+                        continue;
+                if (strncmp(n, "cap_", 4) == 0) {
+                        char *u = cb_arena_strdup(a, n);
+                        for (char *p = u; p && *p; p++)
+                                *p = (char)toupper((unsigned char)*p);
+                        cs->names[i] = u;
+                }
+                cap_free(n);
+        }
+}
+
+/* "NET_ADMIN", "net_admin" or "CAP_NET_ADMIN" -> index, -1 if unknown. */
+static int cap_index(const struct capset *cs, const char *name)
+{
+        char buf[64];
+        const char *n = name;
+        if (strncasecmp(n, "CAP_", 4) == 0)
+                n += 4;
+        if (snprintf(buf, sizeof(buf), "CAP_%s", n) >= (int)sizeof(buf))
+                return -1;
+        for (int i = 0; i < cs->max; i++)
+                if (cs->names[i] != NULL && strcasecmp(cs->names[i], buf) == 0)
+                        return i;
+        return -1;
+}
+
+static bool has_all(char *const *v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcasecmp(v[i], "ALL") == 0)
+                        return true;
+        return false;
+}
+
+static int resolve_caps(struct cb_arena *a, const struct k8s_container *c,
+                        struct ag_container_spec *s, struct cb_error *err)
+{
+        struct capset cs;
+        caps_init(a, &cs);
+        const struct k8s_capabilities *k = &c->security_context.caps;
+        if (s->privileged) {
+                for (int i = 0; i < cs.max; i++)
+                        cs.on[i] = cs.names[i] != NULL;
+        } else {
+                /* containerd's default set, as the runtime defines it. */
+                const char *const *defaults = rt_caps_default(NULL);
+                for (size_t i = 0; defaults[i] != NULL; i++) {
+                        int idx = cap_index(&cs, defaults[i]);
+                        if (idx >= 0)
+                                cs.on[idx] = true;
+                }
+                /* containerd: "ALL" in add / drop first, then the individual
+                 * names, so drop ALL + add X = X and add ALL + drop X = all - X. */
+                if (has_all(k->add, k->n_add))
+                        for (int i = 0; i < cs.max; i++)
+                                cs.on[i] = cs.names[i] != NULL;
+                if (has_all(k->drop, k->n_drop))
+                        memset(cs.on, 0, sizeof(cs.on));
+                for (size_t pass = 0; pass < 2; pass++) {
+                        char *const *v = pass == 0 ? k->add : k->drop;
+                        size_t n = pass == 0 ? k->n_add : k->n_drop;
+                        for (size_t i = 0; i < n; i++) {
+                                if (strcasecmp(v[i], "ALL") == 0)
+                                        continue;
+                                int idx = cap_index(&cs, v[i]);
+                                if (idx < 0)
+                                        return cb_error_set(
+                                            err, 0,
+                                            "securityContext.capabilities.%s[%zu]: unknown "
+                                            "capability \"%s\"",
+                                            pass == 0 ? "add" : "drop", i, v[i]);
+                                cs.on[idx] = pass == 0;
+                        }
+                }
+        }
+        s->caps = cb_arena_calloc(a, (size_t)cs.max + 1, sizeof(char *));
+        if (s->caps == NULL)
+                return cb_error_set(err, ENOMEM, "capabilities");
+        for (int i = 0; i < cs.max; i++)
+                if (cs.on[i])
+                        s->caps[s->n_caps++] = cs.names[i];
+        return 0;
+}
+
+/* ---- seccomp ---------------------------------------------------------------------- */
+
+static int resolve_seccomp(const struct k8s_pod *pod, const struct k8s_container *c,
+                           struct ag_container_spec *s, struct cb_error *err)
+{
+        const struct k8s_seccomp_profile *p = &c->security_context.seccomp;
+        const char *field = "securityContext.seccompProfile";
+        if (p->type == K8S_SECCOMP_UNSET) {
+                p = &pod->spec.security_context.seccomp;
+                field = "spec.securityContext.seccompProfile";
+        }
+        if (s->privileged) {
+                s->seccomp = AG_SECCOMP_UNCONFINED;
+                return 0;
+        }
+        switch (p->type) {
+        case K8S_SECCOMP_UNSET:
+        case K8S_SECCOMP_UNCONFINED:
+                s->seccomp = AG_SECCOMP_UNCONFINED;
+                return 0;
+        case K8S_SECCOMP_RUNTIME_DEFAULT:
+                s->seccomp = AG_SECCOMP_RUNTIME_DEFAULT;
+                return 0;
+        case K8S_SECCOMP_LOCALHOST:
+                break;
+        }
+        const char *lp = p->localhost_profile;
+        if (lp == NULL || lp[0] == '\0')
+                return cb_error_set(err, 0, "%s.localhostProfile: required for type Localhost",
+                                    field);
+        /* Relative to <root-dir>/seccomp and never outside it. */
+        if (lp[0] == '/' || strcmp(lp, "..") == 0 || strncmp(lp, "../", 3) == 0 ||
+            strstr(lp, "/../") != NULL ||
+            (strlen(lp) >= 3 && strcmp(lp + strlen(lp) - 3, "/..") == 0))
+                return cb_error_set(err, 0,
+                                    "%s.localhostProfile: \"%s\" must be a relative path "
+                                    "without \"..\" (profiles live under <root-dir>/seccomp/)",
+                                    field, lp);
+        s->seccomp = AG_SECCOMP_LOCALHOST;
+        s->seccomp_localhost = lp;
+        return 0;
+}
+
+/* ---- argv -------------------------------------------------------------------------- */
+
+static size_t vlen(char *const *v)
+{
+        size_t n = 0;
+        while (v && v[n])
+                n++;
+        return n;
+}
+
+static int build_argv(struct cb_arena *a, const struct k8s_container *c,
+                      const struct ag_image_defaults *img, struct envset *env,
+                      struct ag_container_spec *s, struct cb_error *err)
+{
+        char *const *ep = img ? img->entrypoint : NULL;
+        char *const *cmd = img ? img->cmd : NULL;
+        size_t n_head = c->n_command ? c->n_command : vlen(ep);
+        size_t n_tail = c->n_command || c->n_args ? c->n_args : vlen(cmd);
+        s->argv = cb_arena_calloc(a, n_head + n_tail + 1, sizeof(char *));
+        if (s->argv == NULL)
+                return cb_error_set(err, ENOMEM, "argv");
+        for (size_t i = 0; i < n_head; i++)
+                s->argv[s->argc++] =
+                    c->n_command ? ag_expand(a, c->command[i], env_lookup, env) : ep[i];
+        for (size_t i = 0; i < n_tail; i++)
+                s->argv[s->argc++] =
+                    c->n_command || c->n_args ? ag_expand(a, c->args[i], env_lookup, env) : cmd[i];
+        for (size_t i = 0; i < s->argc; i++)
+                if (s->argv[i] == NULL)
+                        return cb_error_set(err, ENOMEM, "argv");
+        if (s->argc == 0)
+                return cb_error_set(err, 0,
+                                    "no command specified: the container has no command or args "
+                                    "and the image has no Entrypoint or Cmd");
+        return 0;
+}
+
+int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
+                            const struct k8s_container *c, const struct ag_image_defaults *img,
+                            const struct ag_env_context *ctx, struct ag_container_spec *ret,
+                            struct cb_error *err)
+{
+        struct ag_container_spec s = {0};
+        const struct k8s_security_context *sc = &c->security_context;
+        s.pull_policy = ag_pull_policy(c);
+        s.privileged = sc->has_privileged && sc->privileged;
+        s.no_new_privs = sc->has_allow_privilege_escalation && !sc->allow_privilege_escalation;
+        s.read_only_rootfs = sc->has_read_only_root_filesystem && sc->read_only_root_filesystem;
+        s.stdin_open = c->stdin_;
+        s.stdin_once = c->stdin_ && c->stdin_once;
+        s.tty = c->tty;
+
+        struct envset env = {.a = a};
+        if (build_env(a, pod, c, ctx, &env, err) < 0)
+                return -1;
+        /* Image env first; the container's overrides it. */
+        struct envset all = {.a = a};
+        for (char *const *e = img ? img->env : NULL; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                char *name = cb_arena_strndup(a, *e, eq ? (size_t)(eq - *e) : strlen(*e));
+                if (name == NULL || env_set(&all, name, eq ? eq + 1 : "") < 0)
+                        return cb_error_set(err, ENOMEM, "env");
+        }
+        for (size_t i = 0; i < env.n; i++)
+                if (env_set(&all, env.names[i], env.values[i]) < 0)
+                        return cb_error_set(err, ENOMEM, "env");
+        /* a terminal's type, as containerd's oci.WithTTY gives it (it
+         * appends; a TERM set before stays the one getenv finds) */
+        bool has_term = false;
+        for (size_t i = 0; i < all.n; i++)
+                has_term = has_term || strcmp(all.names[i], "TERM") == 0;
+        if (c->tty && !has_term && env_set(&all, "TERM", "xterm") < 0)
+                return cb_error_set(err, ENOMEM, "env");
+        s.env = cb_arena_calloc(a, all.n + 1, sizeof(char *));
+        if (s.env == NULL)
+                return cb_error_set(err, ENOMEM, "env");
+        for (size_t i = 0; i < all.n; i++) {
+                s.env[i] = cb_arena_printf(a, "%s=%s", all.names[i], all.values[i]);
+                if (s.env[i] == NULL)
+                        return cb_error_set(err, ENOMEM, "env");
+        }
+        s.n_env = all.n;
+
+        /* command/args expand against the container's own variables only. */
+        if (build_argv(a, c, img, &env, &s, err) < 0)
+                return -1;
+        s.cwd = c->working_dir && c->working_dir[0]              ? c->working_dir
+                : img && img->working_dir && img->working_dir[0] ? img->working_dir
+                                                                 : "/";
+        if (resolve_user(a, pod, c, img, &s, err) < 0)
+                return -1;
+        const struct k8s_pod_security_context *psc = &pod->spec.security_context;
+        s.groups = cb_arena_calloc(a, psc->n_supplemental_groups + 1, sizeof(int64_t));
+        if (s.groups == NULL)
+                return cb_error_set(err, ENOMEM, "groups");
+        for (size_t i = 0; i < psc->n_supplemental_groups; i++)
+                s.groups[s.n_groups++] = psc->supplemental_groups[i];
+        if (psc->has_fs_group)
+                s.groups[s.n_groups++] = psc->fs_group;
+        if (resolve_caps(a, c, &s, err) < 0 || resolve_seccomp(pod, c, &s, err) < 0)
+                return -1;
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * From a Kubernetes container (and its pod and image config) to what the
+ * runtime runs, with the kubelet's and containerd's rules:
+ *  - environment: spec.env in order, `$(VAR)` expanded against the variables
+ *    defined before it; valueFrom.fieldRef / resourceFieldRef resolved
+ *    (the downward API); the image's Env first, overridden by the
+ *    container's (k/k kubelet_pods.go makeEnvironmentVariables);
+ *  - argv: command replaces the image Entrypoint, args replace its Cmd, and
+ *    both are `$(VAR)`-expanded with the container's environment;
+ *  - user: runAsUser/runAsGroup (container over pod) over the image's
+ *    User; runAsNonRoot verified (CreateContainerConfigError otherwise);
+ *    supplementalGroups plus fsGroup;
+ *  - capabilities: containerd's default set, add/drop with "ALL" applied
+ *    first, privileged = every capability;
+ *  - seccomp (container over pod; unset = Unconfined, the kubelet default),
+ *    no_new_privs (allowPrivilegeEscalation: false), readOnlyRootFilesystem;
+ *  - stdin, stdinOnce, tty as they are (stdinOnce only with stdin); with
+ *    tty, TERM=xterm unless the environment sets TERM (containerd's
+ *    oci.WithTTY).
+ * Pure functions, no I/O.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent/k8s/k8s.h"
+#include "lib/arena.h"
+#include "lib/error.h"
+
+/* Values the downward API needs that are not in the pod spec. */
+struct ag_env_context {
+        const char *node_name;
+        const char *service_account; /* spec.serviceAccountName; NULL = "default" */
+        const char *pod_ip;          /* "" until the sandbox has an IP */
+        const char *const *pod_ips;
+        size_t n_pod_ips;
+        const char *host_ip;
+        const char *const *host_ips;
+        size_t n_host_ips;
+        int64_t node_allocatable_milli_cpu; /* resourceFieldRef default for limits */
+        int64_t node_allocatable_memory;
+        int64_t node_allocatable_ephemeral;
+};
+
+/* The image's config, as far as it matters here (runtime/image.h fills it). */
+struct ag_image_defaults {
+        char *const *entrypoint; /* NULL-terminated, or NULL */
+        char *const *cmd;
+        char *const *env; /* "KEY=value" */
+        const char *working_dir;
+        const char *user; /* "", "uid", "uid:gid", "name", "name:group" */
+};
+
+enum ag_seccomp {
+        AG_SECCOMP_UNCONFINED,
+        AG_SECCOMP_RUNTIME_DEFAULT,
+        AG_SECCOMP_LOCALHOST,
+};
+
+struct ag_container_spec {
+        char **argv; /* NULL-terminated */
+        size_t argc;
+        char **env; /* "KEY=value", NULL-terminated; image env overridden */
+        size_t n_env;
+        const char *cwd;
+        /* uid: from the pod or a numeric image user; when !has_uid the
+         * runtime resolves user_name in the image's /etc/passwd. */
+        bool has_uid;
+        int64_t uid;
+        bool has_gid;
+        int64_t gid;
+        const char *user_name;  /* non-numeric image user, else NULL */
+        const char *group_name; /* non-numeric image group, else NULL */
+        int64_t *groups;        /* supplementalGroups, then fsGroup */
+        size_t n_groups;
+        const char **caps; /* "CAP_CHOWN", ...; NULL-terminated */
+        size_t n_caps;
+        bool privileged;
+        bool no_new_privs;
+        bool read_only_rootfs;
+        enum ag_seccomp seccomp;
+        const char *seccomp_localhost;    /* relative to <root-dir>/seccomp/ */
+        enum k8s_pull_policy pull_policy; /* never K8S_PULL_DEFAULT */
+        bool stdin_open, stdin_once, tty; /* spec.containers[].stdin, stdinOnce, tty */
+};
+
+/* `$(VAR)` expansion as Kubernetes does it: `$$` is a literal `$`, an
+ * undefined `$(VAR)` stays as written, `$` before anything else stays.
+ * lookup returns NULL for undefined names. The result is in arena. */
+char *ag_expand(struct cb_arena *a, const char *in,
+                const char *(*lookup)(void *ctx, const char *name, size_t len), void *ctx);
+
+/* imagePullPolicy with the API default: Always for ":latest" or no tag,
+ * IfNotPresent for any other tag or a digest. */
+enum k8s_pull_policy ag_pull_policy(const struct k8s_container *c);
+const char *ag_pull_policy_name(enum k8s_pull_policy p);
+
+/*
+ * Builds the spec. init tells whether c is an init container (used in
+ * error messages). Errors (-1) are the kubelet's CreateContainerConfigError
+ * cases, with its messages: an unresolvable fieldRef/resourceFieldRef, a
+ * configMap/secret reference (not supported by cubelet yet), runAsNonRoot
+ * violated ("container has runAsNonRoot and image will run as root (pod:
+ * "web_default(uid)", container: app)"), an unknown capability name, a
+ * Localhost seccomp profile that escapes its directory.
+ */
+int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
+                            const struct k8s_container *c, const struct ag_image_defaults *img,
+                            const struct ag_env_context *ctx, struct ag_container_spec *ret,
+                            struct cb_error *err);

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The pods bound to this node, as the kubelet handles them:
+ *  - a new pod is admitted against the node and the pods already admitted
+ *    (agent/k8s/admit.h); a rejected one gets phase Failed with the kubelet's
+ *    reason and "Pod was rejected: ..." and a Warning event, and nothing
+ *    runs; an admitted one gets a pod worker (agent/pods/podworker.h);
+ *  - every status change goes to the status manager, every event to the
+ *    event recorder;
+ *  - deletionTimestamp set: the worker stops the containers with the
+ *    effective grace period (deletionGracePeriodSeconds, never longer than
+ *    before), the terminal phase is PATCHed, and once it is accepted the
+ *    pod is DELETEd with gracePeriodSeconds 0 and the uid precondition;
+ *  - the object gone (force delete): the worker is stopped and torn down;
+ *  - NoExecute taints on the node: a pod that does not tolerate one is
+ *    evicted at once, one that tolerates it for tolerationSeconds when that
+ *    time has passed since the taint was first seen; removing the taint or
+ *    adding the toleration cancels it. Eviction is the DisruptionTarget
+ *    condition (DeletionByTaintManager) and an event, then a graceful
+ *    DELETE, which the deletion path above completes.
+ */
+
+#include <stddef.h>
+
+#include "agent/client/apiclient.h"
+#include "agent/client/events.h"
+#include "agent/pods/podworker.h"
+#include "agent/client/reflector.h"
+#include "agent/client/statusmgr.h"
+
+struct ag_pods;
+
+int ag_pods_new(const struct ag_node_env *env, struct ag_api *api, struct ag_events *events,
+                struct ag_pods **ret, struct cb_error *err);
+/* Frees everything; running containers are left running. */
+void ag_pods_free(struct ag_pods *p);
+
+/* From the pod reflector. */
+void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_object *o);
+/* From the node reflector: the node this agent runs (NULL when deleted).
+ * Admission waits for the first one. */
+void ag_pods_node(struct ag_pods *p, const struct ag_object *node);
+
+/* The first pod list arrived: pods this node ran before an agent restart
+ * that are gone from the apiserver are stopped and cleaned up. */
+void ag_pods_synced(struct ag_pods *p);
+
+size_t ag_pods_count(const struct ag_pods *p);
+
+/* ---- node pressure (agent/node/pressure.c) ---- */
+
+/* A pod that runs here and may be evicted: admitted, not terminal, not
+ * being deleted or evicted. Borrowed until the next loop callback. */
+struct ag_pod_ref {
+        const char *uid;
+        const struct k8s_pod *pod; /* the spec the worker runs */
+        const cJSON *status;       /* the last status computed (may be NULL) */
+};
+
+/* The active pods (malloc'd array, free() it); *ret_n entries. */
+int ag_pods_active(const struct ag_pods *p, struct ag_pod_ref **ret, size_t *ret_n);
+/* True when the pod is gone or its worker has torn everything down. */
+bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid);
+/* Evicts the pod as the kubelet's eviction manager does: a Warning event
+ * "Evicted" with message, the containers stopped with grace_s, phase
+ * Failed with reason Evicted and message, and the DisruptionTarget
+ * condition (TerminationByKubelet) with the terminal phase. -1 when the
+ * pod is not active. */
+int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s,
+                           const char *message);
+/* The node conditions (K8S_PRESSURE_* mask) admission checks new pods
+ * against (the eviction manager's admit handler). */
+void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions);
+
+/* Static pods (agent/pods/staticpods.h) come in through ag_pods_change with
+ * their defaulted object, like pods from the apiserver, and are admitted
+ * the same way (but never evicted for NoExecute taints). Their manifest
+ * removed (or edited into a new uid): stopped with the pod's own grace
+ * period, then forgotten. */
+void ag_pods_remove_static(struct ag_pods *p, const char *uid);
+
+/* With an apiserver, static pods have mirror pods (agent/pods/mirror.h). */
+struct ag_pods_static_hooks {
+        /* A static pod's newest status (borrowed); without the hook it is
+         * only on the local endpoint. */
+        void (*status)(const char *uid, const cJSON *status, void *data);
+        /* A mirror pod (annotation kubernetes.io/config.mirror) from the pod
+         * reflector: never run as a pod. */
+        void (*mirror)(enum ag_change change, const struct ag_object *o, void *data);
+        void *data;
+};
+void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hooks *h);
+
+/* The newest object of a pod this node runs (NULL when unknown or
+ * removed) and its last computed status (NULL before the first). */
+const cJSON *ag_pods_find(const struct ag_pods *p, const char *uid, const cJSON **ret_status);
+
+/* The node's pods as a v1 PodList with the statuses this node computed
+ * (the kubelet's read-only /pods), and their phase-transition timelines
+ * ({"pods": [{namespace, name, uid, timeline}]}). The caller owns them. */
+cJSON *ag_pods_list_json(const struct ag_pods *p);
+cJSON *ag_pods_timelines_json(const struct ag_pods *p);
+
+/* /stats/summary: {"node": ..., "pods": [...]} (agent/pods/stats.h). The
+ * caller owns it. */
+cJSON *ag_pods_stats_summary(struct ag_pods *p);
+
+/* Observe timeline steps as cubelet_pod_step_duration_seconds{step} and
+ * keep cubelet_pods{phase} current (ag_pods_update_metrics). */
+struct ag_metrics;
+void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m);
+void ag_pods_update_metrics(const struct ag_pods *p);

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * One state machine per admitted pod, driven by the agent's event loop:
+ * pod cgroup and sandbox (namespaces, CNI), then init containers in order,
+ * then the regular containers; images pulled under the pull policy with
+ * the kubelet's waiting reasons and pull backoff; restarts under the
+ * restartPolicy with CrashLoopBackOff; activeDeadlineSeconds; graceful
+ * termination (stop signal, grace timer, SIGKILL to the cgroup) and
+ * teardown. Every status change is computed with agent/pods/statusgen.h and
+ * handed to a callback together with the events the kubelet would record.
+ *
+ * Admission is the caller's job (it needs every pod on the node); a worker
+ * only ever sees admitted pods.
+ *
+ * Not yet: probes (a container is ready once running), preStop/postStart
+ * hooks, restart safety across an agent restart. Image pulls run inline on
+ * the loop.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "agent/k8s/k8s.h"
+#include "agent/core/loop.h"
+#include "lib/error.h"
+
+/* What every worker on the node shares. Strings are borrowed. */
+struct ag_offload;
+
+/* Sandboxes made at once (CNI ADDs in parallel, as the CRI runtimes do). */
+#define AG_SANDBOX_THREADS 3
+/* httpGet lifecycle hooks in flight at once. */
+#define AG_HOOK_THREADS 4
+
+struct ag_node_env {
+        struct ag_loop *loop;
+        const char *root_dir;     /* --root-dir */
+        const char *pod_logs_dir; /* CRI logs: <dir>/<ns>_<name>_<uid>/<container>/<n>.log */
+        const char *monitor_path; /* the cubelet binary */
+        const char *cni_conf_dir, *cni_bin_dir;
+        const char *cgroup_root; /* "" = kubepods at the hierarchy roots */
+        const char *node_name;
+        const char *const *host_ips;
+        size_t n_host_ips;
+        int64_t node_memory_capacity;
+        int64_t alloc_milli_cpu, alloc_memory, alloc_ephemeral;
+        int64_t pod_pids_limit; /* 0 = none */
+        const char *const *insecure_registries;
+        size_t n_insecure_registries;
+        int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
+        int64_t pull_backoff_base, pull_backoff_cap; /* seconds; image pulls */
+        struct ag_offload *pulls;     /* image pulls, one at a time (agent/core/offload.h) */
+        struct ag_offload *sandboxes; /* sandbox creation, container starts */
+        struct ag_offload *hooks;     /* httpGet lifecycle hooks */
+};
+
+struct ag_pod_worker;
+
+struct ag_pod_worker_ops {
+        /* The pod's status changed (newest wins); status is borrowed. */
+        void (*status)(struct ag_pod_worker *w, const cJSON *status, void *data);
+        /* An event as the kubelet records it: type "Normal"/"Warning",
+         * field_path "spec.containers{name}" or NULL for the pod. */
+        void (*event)(struct ag_pod_worker *w, const char *type, const char *reason,
+                      const char *message, const char *field_path, void *data);
+        /* Terminal (Succeeded/Failed) or terminated, and everything torn
+         * down: containers, sandbox, network, cgroups. */
+        void (*done)(struct ag_pod_worker *w, void *data);
+        /* A step of the pod's timeline, offset_us after the first (may be NULL). */
+        void (*timeline)(struct ag_pod_worker *w, const char *step, uint64_t offset_us, void *data);
+};
+
+/* The phase-transition timeline: named steps with microsecond monotonic
+ * stamps (workerStarted/adopted, sandboxReady, imageReady:<c>,
+ * containerStarted:<c>, phase:<Phase>, containerExited:<c>, tornDown, and
+ * what the caller adds: watched, admitted, statusDelivered:<Phase>,
+ * deleted). Kept in worker.json, so it survives an agent restart. */
+#define AG_TIMELINE_MAX 128
+void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container);
+/* [{"step", "offsetUs", "time"}]; the caller owns it. */
+cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w);
+
+/* Starts a worker for an admitted pod; takes ownership of pod. The first
+ * steps run from the loop, not inside this call. */
+int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
+                      const struct ag_pod_worker_ops *ops, void *data, struct ag_pod_worker **ret,
+                      struct cb_error *err);
+
+/* Stops the pod gracefully: the stop signal to every running container,
+ * then SIGKILL after grace_seconds (at least 2 per container, as the
+ * kubelet does). reason/message become the pod's when given (e.g.
+ * "Evicted"); phase ends Failed unless every container already succeeded. */
+void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, const char *reason,
+                             const char *message);
+
+/* The newest API object (metadata and status only are used; the spec the
+ * worker runs stays the first one). Takes ownership. */
+void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod);
+
+const struct k8s_pod *ag_pod_worker_pod(const struct ag_pod_worker *w);
+/* The last status computed (borrowed; NULL before the first). */
+const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w);
+bool ag_pod_worker_done(const struct ag_pod_worker *w);
+/* The pod's entry of /stats/summary (agent/pods/stats.h). */
+struct ag_stats;
+cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st);
+/* True when the runtime container id is one of this pod's (current instances). */
+bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id);
+
+/* Frees the worker. Call it after done(), or at agent shutdown (then the
+ * containers keep running; nothing is torn down). */
+void ag_pod_worker_free(struct ag_pod_worker *w);

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/pods/statusgen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/k8s/qos.h"
+#include "lib/cleanup.h"
+
+static enum st_restart_policy restart_policy(enum k8s_restart_policy p)
+{
+        switch (p) {
+        case K8S_RESTART_ON_FAILURE:
+                return ST_RESTART_ON_FAILURE;
+        case K8S_RESTART_NEVER:
+                return ST_RESTART_NEVER;
+        case K8S_RESTART_ALWAYS:
+                break;
+        }
+        return ST_RESTART_ALWAYS;
+}
+
+static void to_st(const struct k8s_container *c, const struct ag_container_obs *o, bool init,
+                  struct st_container *s)
+{
+        memset(s, 0, sizeof(*s));
+        s->name = c->name;
+        s->image = c->image;
+        s->is_sidecar = init && k8s_container_is_sidecar(c);
+        s->has_startup_probe = c->startup_probe.present;
+        s->has_readiness_probe = c->readiness_probe.present;
+        if (o == NULL)
+                return;
+        s->has_status = o->known;
+        if (o->image != NULL)
+                s->image = o->image;
+        s->image_id = o->image_id;
+        s->container_id = o->container_id;
+        s->state = o->state;
+        s->last_state = o->last_state;
+        s->restart_count = o->restart_count;
+        s->startup_succeeded = o->startup_succeeded;
+        s->readiness_succeeded = o->readiness_succeeded;
+        /* An agent-set waiting reason before the first start counts as a
+         * status (the kubelet's reason cache). */
+        if (!o->known && o->state.kind == ST_STATE_WAITING && o->state.reason != NULL)
+                s->has_status = true;
+}
+
+struct conv {
+        struct st_container *init, *regular;
+        struct st_condition *conds;
+        const char **gates;
+};
+
+static void conv_free(struct conv *c)
+{
+        free(c->init);
+        free(c->regular);
+        free(c->conds);
+        free(c->gates);
+}
+
+static int64_t parse_time(const char *s)
+{
+        int64_t t = 0;
+        if (s != NULL && st_time_parse(s, &t, NULL) < 0)
+                t = 0;
+        return t;
+}
+
+static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, int64_t now,
+                       struct st_pod_input *in, struct conv *cv)
+{
+        const struct k8s_pod_spec *sp = &pod->spec;
+        memset(in, 0, sizeof(*in));
+        memset(cv, 0, sizeof(*cv));
+        cv->init = calloc(sp->n_init_containers + 1, sizeof(*cv->init));
+        cv->regular = calloc(sp->n_containers + 1, sizeof(*cv->regular));
+        size_t n_conds = pod->status.n_conditions + obs->n_extra_conditions;
+        cv->conds = calloc(n_conds + 1, sizeof(*cv->conds));
+        cv->gates = calloc(sp->n_readiness_gates + 1, sizeof(*cv->gates));
+        if (!cv->init || !cv->regular || !cv->conds || !cv->gates)
+                return -1;
+        for (size_t i = 0; i < sp->n_init_containers; i++)
+                to_st(&sp->init_containers[i],
+                      obs->init_containers ? &obs->init_containers[i] : NULL, true, &cv->init[i]);
+        for (size_t i = 0; i < sp->n_containers; i++)
+                to_st(&sp->containers[i], obs->containers ? &obs->containers[i] : NULL, false,
+                      &cv->regular[i]);
+        size_t k = 0;
+        for (size_t i = 0; i < pod->status.n_conditions; i++) {
+                const struct k8s_condition *c = &pod->status.conditions[i];
+                bool replaced = false;
+                for (size_t j = 0; j < obs->n_extra_conditions; j++)
+                        if (c->type && strcmp(c->type, obs->extra_conditions[j].type) == 0)
+                                replaced = true;
+                if (replaced || c->type == NULL)
+                        continue;
+                cv->conds[k++] = (struct st_condition){
+                    .type = c->type,
+                    .status = c->status,
+                    .reason = c->reason,
+                    .message = c->message,
+                    .last_transition_time = parse_time(c->last_transition_time),
+                    .last_probe_time = parse_time(c->last_probe_time),
+                };
+        }
+        for (size_t j = 0; j < obs->n_extra_conditions; j++) {
+                struct st_condition c = obs->extra_conditions[j];
+                /* lastTransitionTime moves only when the status flips. */
+                if (c.last_transition_time == 0) {
+                        c.last_transition_time = now;
+                        for (size_t i = 0; i < pod->status.n_conditions; i++) {
+                                const struct k8s_condition *old = &pod->status.conditions[i];
+                                if (old->type && strcmp(old->type, c.type) == 0 && old->status &&
+                                    c.status && strcmp(old->status, c.status) == 0 &&
+                                    old->last_transition_time)
+                                        c.last_transition_time =
+                                            parse_time(old->last_transition_time);
+                        }
+                }
+                cv->conds[k++] = c;
+        }
+        for (size_t i = 0; i < sp->n_readiness_gates; i++)
+                cv->gates[i] = sp->readiness_gates[i];
+
+        in->restart_policy = restart_policy(sp->restart_policy);
+        in->is_static = k8s_pod_is_static(pod);
+        in->is_terminal = obs->is_terminal;
+        in->cached_phase = obs->cached_phase;
+        in->api_phase = st_phase_from_name(pod->status.phase);
+        in->readiness_gates = cv->gates;
+        in->n_readiness_gates = sp->n_readiness_gates;
+        in->conditions = cv->conds;
+        in->n_conditions = k;
+        in->sandbox_ready = obs->sandbox_ready;
+        in->init_containers = cv->init;
+        in->n_init_containers = sp->n_init_containers;
+        in->containers = cv->regular;
+        in->n_containers = sp->n_containers;
+        return 0;
+}
+
+/* A sync handler's verdict (activeDeadlineSeconds, eviction) overrides the
+ * phase computed from the containers on every computation, as the kubelet
+ * re-applies its sync handlers on every sync: a container that exits 0 on
+ * the stop signal does not make a pod past its deadline Succeeded. The
+ * caller sets the verdict only for a pod that was not terminal already. */
+static bool forced_applies(const struct k8s_pod *pod, const struct ag_pod_obs *obs)
+{
+        (void)pod;
+        return obs->forced_phase != ST_PHASE_NONE;
+}
+
+enum st_phase ag_pod_phase(const struct k8s_pod *pod, const struct ag_pod_obs *obs)
+{
+        struct st_pod_input in;
+        struct conv cv;
+        enum st_phase phase = ST_PHASE_PENDING;
+        if (build_input(pod, obs, 0, &in, &cv) == 0) {
+                phase = obs->rejected ? ST_PHASE_FAILED : st_compute_phase(&in);
+                if (forced_applies(pod, obs))
+                        phase = obs->forced_phase;
+        }
+        conv_free(&cv);
+        return phase;
+}
+
+static void add_time(cJSON *o, const char *key, int64_t t)
+{
+        char buf[ST_TIME_MAX];
+        if (t != 0 && st_time_format(t, buf, sizeof(buf), NULL) == 0)
+                cJSON_AddStringToObject(o, key, buf);
+}
+
+static void add_ips(cJSON *status, const char *one, const char *many, const char *const *ips,
+                    size_t n)
+{
+        if (n == 0)
+                return;
+        cJSON_AddStringToObject(status, one, ips[0]);
+        cJSON *arr = cJSON_AddArrayToObject(status, many);
+        for (size_t i = 0; i < n && arr; i++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "ip", ips[i]);
+                cJSON_AddItemToArray(arr, o);
+        }
+}
+
+cJSON *ag_pod_status_json(const struct k8s_pod *pod, const struct ag_pod_obs *obs, int64_t now)
+{
+        struct st_pod_input in;
+        struct conv cv;
+        _cleanup_cjson_ cJSON *st = NULL;
+        if (build_input(pod, obs, now, &in, &cv) < 0)
+                goto out;
+        enum st_phase phase = st_compute_phase(&in);
+        bool forced = forced_applies(pod, obs);
+        if (forced)
+                phase = obs->forced_phase;
+        st = cJSON_CreateObject();
+        if (st == NULL)
+                goto out;
+        if (obs->rejected) {
+                cJSON_AddStringToObject(st, "phase", "Failed");
+                if (obs->message)
+                        cJSON_AddStringToObject(st, "message", obs->message);
+                if (obs->reason)
+                        cJSON_AddStringToObject(st, "reason", obs->reason);
+                add_time(st, "startTime", obs->start_time);
+                cJSON_AddStringToObject(st, "qosClass", k8s_qos_name(k8s_pod_qos(pod)));
+                conv_free(&cv);
+                return steal_pointer(&st);
+        }
+        cJSON_AddStringToObject(st, "phase", st_phase_name(phase));
+        cJSON *conds = st_conditions_json(&in, phase, now);
+        if (conds == NULL)
+                goto fail;
+        cJSON_AddItemToObject(st, "conditions", conds);
+        /* reason/message: the verdict's, or kept from the API while the phase
+         * is unchanged (generateAPIPodStatus). */
+        const char *reason = forced ? obs->reason : NULL;
+        const char *message = forced ? obs->message : NULL;
+        if (!forced && pod->status.phase && strcmp(pod->status.phase, st_phase_name(phase)) == 0) {
+                reason = pod->status.reason;
+                message = pod->status.message;
+        }
+        if (message && message[0])
+                cJSON_AddStringToObject(st, "message", message);
+        if (reason && reason[0])
+                cJSON_AddStringToObject(st, "reason", reason);
+        add_ips(st, "hostIP", "hostIPs", obs->host_ips, obs->n_host_ips);
+        /* hostNetwork pods get the node's IPs. */
+        if (pod->spec.host_network)
+                add_ips(st, "podIP", "podIPs", obs->host_ips, obs->n_host_ips);
+        else
+                add_ips(st, "podIP", "podIPs", obs->pod_ips, obs->n_pod_ips);
+        add_time(st, "startTime", obs->start_time);
+        bool has_init = pod->spec.n_init_containers > 0;
+        if (has_init) {
+                cJSON *ic =
+                    st_container_statuses_json(cv.init, pod->spec.n_init_containers, true, true);
+                if (ic == NULL)
+                        goto fail;
+                cJSON_AddItemToObject(st, "initContainerStatuses", ic);
+        }
+        cJSON *cs = st_container_statuses_json(cv.regular, pod->spec.n_containers, false, has_init);
+        if (cs == NULL)
+                goto fail;
+        cJSON_AddItemToObject(st, "containerStatuses", cs);
+        cJSON_AddStringToObject(st, "qosClass", k8s_qos_name(k8s_pod_qos(pod)));
+        conv_free(&cv);
+        return steal_pointer(&st);
+fail:
+        cJSON_Delete(steal_pointer(&st));
+out:
+        conv_free(&cv);
+        return NULL;
+}
+
+cJSON *ag_status_patch_body(const struct k8s_pod *pod, cJSON *status)
+{
+        cJSON *body = cJSON_CreateObject();
+        if (body == NULL) {
+                cJSON_Delete(status);
+                return NULL;
+        }
+        cJSON *meta = cJSON_AddObjectToObject(body, "metadata");
+        if (meta != NULL && pod->meta.uid != NULL)
+                cJSON_AddStringToObject(meta, "uid", pod->meta.uid);
+        cJSON_AddItemToObject(body, "status", status);
+        return body;
+}

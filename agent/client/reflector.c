@@ -184,7 +184,8 @@ static void object_free(struct ag_object *o)
         free(o->namespace_);
         free(o->name);
         free(o->resource_version);
-        cJSON_Delete(o->json);
+        if (o->pod == NULL)
+                cJSON_Delete(o->json); /* else the pod owns it */
         k8s_pod_free(o->pod);
         k8s_node_free(o->node);
         free(o);
@@ -240,7 +241,9 @@ static int object_new(enum ag_kind kind, cJSON *json, struct ag_object **ret, st
         o->namespace_ = dup_or_null(meta_string(json, "namespace"));
         o->name = dup_or_null(meta_string(json, "name"));
         o->resource_version = dup_or_null(meta_string(json, "resourceVersion"));
-        int r = kind == AG_KIND_POD ? k8s_pod_from_json(json, &o->pod, err)
+        /* The one decode of this version of the object: the pod keeps its
+         * JSON, and both go on by reference (agent/pods/pods.c). */
+        int r = kind == AG_KIND_POD ? k8s_pod_decode(json, &o->pod, err)
                                     : k8s_node_from_json(json, &o->node, err);
         if (r < 0 || o->uid == NULL) {
                 object_free(o);
@@ -316,6 +319,7 @@ int ag_store_apply(struct ag_store *s, enum k8s_watch_type type, cJSON *json, st
                 if (i >= 0) {
                         /* Report the object's final state, as the event has it. */
                         struct ag_object *o;
+                        s->received++;
                         if (object_new(s->kind, json, &o, err) == 0) {
                                 object_free(s->items[i]);
                                 s->items[i] = o;
@@ -327,6 +331,7 @@ int ag_store_apply(struct ag_store *s, enum k8s_watch_type type, cJSON *json, st
                 return 0;
         }
         struct ag_object *o;
+        s->received++;
         if (object_new(s->kind, json, &o, err) < 0)
                 return -1;
         return store_upsert(s, o, err);
@@ -347,6 +352,7 @@ int ag_store_replace(struct ag_store *s, cJSON *items, struct cb_error *err)
         struct cb_error item_err = {0};
         while (list->child != NULL) {
                 cJSON *it = cJSON_DetachItemViaPointer(list, list->child);
+                s->received++;
                 /* An item that cannot be decoded is skipped (and reported),
                  * so one bad object cannot stop the node from syncing. */
                 if (object_new(s->kind, it, &fresh[k], &item_err) < 0) {
@@ -668,6 +674,11 @@ int ag_reflector_new(struct ag_loop *loop, struct ag_api *api,
         return 0;
 }
 
+uint64_t ag_reflector_received(const struct ag_reflector *r)
+{
+        return r->store.received;
+}
+
 void ag_reflector_start(struct ag_reflector *r)
 {
         do_list(r, "0");
@@ -688,14 +699,4 @@ void ag_reflector_free(struct ag_reflector *r)
         free(r->rv);
         free(r->list_rv);
         free(r);
-}
-
-const struct ag_store *ag_reflector_store(const struct ag_reflector *r)
-{
-        return &r->store;
-}
-
-const char *ag_reflector_resource_version(const struct ag_reflector *r)
-{
-        return r->rv;
 }

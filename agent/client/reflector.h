@@ -68,9 +68,12 @@ int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *e
 enum ag_kind { AG_KIND_POD, AG_KIND_NODE };
 enum ag_change { AG_ADDED, AG_UPDATED, AG_DELETED };
 
+/* One version of an object, decoded once. A pod's json belongs to the pod
+ * (k8s_pod_json(pod) == json): a consumer that keeps the pod takes a
+ * reference (k8s_pod_ref) and has its JSON with it. */
 struct ag_object {
         char *uid, *namespace_, *name, *resource_version;
-        cJSON *json;           /* owned */
+        cJSON *json;           /* owned, or the pod's */
         struct k8s_pod *pod;   /* AG_KIND_POD */
         struct k8s_node *node; /* AG_KIND_NODE */
 };
@@ -83,6 +86,7 @@ struct ag_store {
         size_t n, cap;
         ag_change_fn fn;
         void *data;
+        uint64_t received; /* objects handed to the store (events and list items) */
 };
 
 void ag_store_init(struct ag_store *s, enum ag_kind kind, ag_change_fn fn, void *data);
@@ -123,8 +127,9 @@ int ag_reflector_new(struct ag_loop *loop, struct ag_api *api,
 void ag_reflector_start(struct ag_reflector *r);
 /* Cancels its requests and timers; the store is freed without callbacks. */
 void ag_reflector_free(struct ag_reflector *r);
-const struct ag_store *ag_reflector_store(const struct ag_reflector *r);
-const char *ag_reflector_resource_version(const struct ag_reflector *r);
+/* Objects received so far, from watch events and list items: each is
+ * decoded once (k8s_pod_decodes moves by as much for the pod reflector). */
+uint64_t ag_reflector_received(const struct ag_reflector *r);
 
 /* The backoff of client-go's reflector; exposed for tests. */
 struct ag_backoff {

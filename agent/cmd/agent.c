@@ -58,6 +58,7 @@ struct agent {
         bool registered, ready_sent;
         struct ag_timer *notify; /* STATUS= and WATCHDOG=1 for systemd */
         uint64_t watchdog_us;
+        uint64_t decodes_reported, received_reported; /* src_metrics */
         int signal;
 };
 
@@ -69,50 +70,6 @@ static void agent_usage(FILE *f)
                "its status\nand Lease fresh, and runs the pods bound to it and the static pods. "
                "Without one\n(standalone): runs the static pods only.\n\n");
         ag_config_usage(f);
-}
-
-int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err)
-{
-        static const struct {
-                const char *unit;
-                double ms;
-        } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-        const char *p = s;
-        double total = 0;
-        if (*p == '\0')
-                return cb_error_set(err, 0, "empty duration (want e.g. 10s, 1m30s, 500ms)");
-        if (strcmp(s, "0") == 0) {
-                *ret = 0;
-                return 0;
-        }
-        while (*p) {
-                char *end;
-                errno = 0;
-                double v = strtod(p, &end);
-                if (end == p || errno != 0 || v < 0)
-                        return cb_error_set(err, 0,
-                                            "invalid duration \"%s\" (want e.g. 10s, 1m30s, "
-                                            "500ms)",
-                                            s);
-                p = end;
-                size_t best = CB_ARRAY_SIZE(units);
-                for (size_t i = 0; i < CB_ARRAY_SIZE(units); i++)
-                        if (strncmp(p, units[i].unit, strlen(units[i].unit)) == 0 &&
-                            (best == CB_ARRAY_SIZE(units) ||
-                             strlen(units[i].unit) > strlen(units[best].unit)))
-                                best = i;
-                if (best == CB_ARRAY_SIZE(units))
-                        return cb_error_set(err, 0,
-                                            "invalid duration \"%s\": missing or unknown unit "
-                                            "(ms, s, m or h)",
-                                            s);
-                total += v * units[best].ms;
-                p += strlen(units[best].unit);
-        }
-        if (total > 1e12)
-                return cb_error_set(err, 0, "duration \"%s\" is too long", s);
-        *ret = (uint64_t)total;
-        return 0;
 }
 
 /* ---- callbacks ---- */
@@ -213,10 +170,28 @@ static cJSON *src_timelines(void *data)
         return ag_pods_timelines_json(a->pod_mgr);
 }
 
+/* Counters kept elsewhere, added to the registry's at each scrape. */
+static void add_counter(struct agent *a, const char *name, const char *help, uint64_t now,
+                        uint64_t *reported)
+{
+        if (now > *reported)
+                ag_metrics_counter_add(a->metrics, name, help, NULL, (double)(now - *reported),
+                                       NULL);
+        *reported = now;
+}
+
 static char *src_metrics(void *data)
 {
         struct agent *a = data;
         ag_pods_update_metrics(a->pod_mgr);
+        /* A pod is decoded once per object received (the two move together). */
+        add_counter(a, "cubelet_pod_decodes_total", "Pod objects decoded by the agent.",
+                    k8s_pod_decodes(), &a->decodes_reported);
+        if (a->pods != NULL)
+                add_counter(a, "cubelet_pod_objects_received_total",
+                            "Pod objects received from the apiserver (watch events and list "
+                            "items).",
+                            ag_reflector_received(a->pods), &a->received_reported);
         return ag_metrics_render(a->metrics);
 }
 

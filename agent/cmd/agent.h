@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-#include <stdint.h>
-
 #include "agent/cmd/cli.h"
 #include "lib/error.h"
 
@@ -10,6 +8,3 @@
  * own flags (no program name); the global ones are in opts. Runs until
  * SIGTERM/SIGINT and returns the exit status (0 on a clean stop). */
 int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts);
-
-/* A Go-style duration ("10s", "1m30s", "500ms", "2h") in milliseconds. */
-int ag_parse_duration_ms(const char *s, uint64_t *ret, struct cb_error *err);

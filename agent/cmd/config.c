@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/cmd/agent.h"
+#include "agent/k8s/duration.h"
 #include "agent/k8s/k8s.h"
 #include "agent/node/nodestatus.h"
 #include "agent/k8s/quantity.h"
@@ -176,8 +176,8 @@ static void fmt_ms(uint64_t ms, char *buf, size_t size)
 static int parse_dur(const char *v, uint64_t min, uint64_t max, uint64_t *ret, struct cb_error *err)
 {
         uint64_t ms;
-        if (ag_parse_duration_ms(v, &ms, err) < 0) {
-                /* ag_parse_duration_ms names the text; keep only the why. */
+        if (k8s_parse_duration_ms(v, &ms, err) < 0) {
+                /* k8s_parse_duration_ms names the text; keep only the why. */
                 return cb_error_set(err, 0, "want a duration like 10s, 1m30s or 500ms");
         }
         if (ms < min || ms > max) {

@@ -1251,6 +1251,13 @@ static int pod_decode(struct dec *d, const cJSON *json, struct k8s_pod *p)
         return 0;
 }
 
+static uint64_t pod_decodes;
+
+uint64_t k8s_pod_decodes(void)
+{
+        return __atomic_load_n(&pod_decodes, __ATOMIC_RELAXED);
+}
+
 static int pod_new(struct dec *d, const cJSON *json, struct k8s_pod **ret)
 {
         struct cb_arena *a = cb_arena_new(DECODE_ARENA_LIMIT);
@@ -1263,8 +1270,10 @@ static int pod_new(struct dec *d, const cJSON *json, struct k8s_pod **ret)
                 return fail(d, "out of memory");
         }
         p->arena = a;
+        p->refs_ = 1;
         struct cb_arena *saved = d->a;
         d->a = a;
+        __atomic_add_fetch(&pod_decodes, 1, __ATOMIC_RELAXED);
         int r = pod_decode(d, json, p);
         d->a = saved;
         if (r < 0) {
@@ -1280,6 +1289,27 @@ int k8s_pod_from_json(const cJSON *json, struct k8s_pod **ret, struct cb_error *
         struct dec d = {.err = err};
         *ret = NULL;
         return pod_new(&d, json, ret);
+}
+
+int k8s_pod_decode(cJSON *json, struct k8s_pod **ret, struct cb_error *err)
+{
+        if (k8s_pod_from_json(json, ret, err) < 0)
+                return -1;
+        (*ret)->json_ = json;
+        return 0;
+}
+
+const cJSON *k8s_pod_json(const struct k8s_pod *p)
+{
+        return p != NULL ? p->json_ : NULL;
+}
+
+struct k8s_pod *k8s_pod_ref(const struct k8s_pod *p)
+{
+        struct k8s_pod *m = (struct k8s_pod *)p; /* only the count changes */
+        if (m != NULL)
+                __atomic_add_fetch(&m->refs_, 1, __ATOMIC_RELAXED);
+        return m;
 }
 
 /* ---- node ---- */
@@ -1333,6 +1363,7 @@ static int node_new(struct dec *d, const cJSON *json, struct k8s_node **ret)
                 return fail(d, "out of memory");
         }
         n->arena = a;
+        n->refs_ = 1;
         struct cb_arena *saved = d->a;
         d->a = a;
         int r = node_decode(d, json, n);
@@ -1452,43 +1483,9 @@ fail:
         return -1;
 }
 
-int k8s_node_list_from_json(const cJSON *json, struct k8s_node_list **ret, struct cb_error *err)
-{
-        struct dec d = {.err = err};
-        const cJSON *items;
-        size_t n;
-        struct k8s_node_list *l;
-        *ret = NULL;
-        if (not_object(&d, json, "a NodeList") < 0)
-                return -1;
-        if ((d.a = cb_arena_new(LIST_ARENA_LIMIT)) == NULL ||
-            (l = cb_arena_alloc(d.a, sizeof(*l))) == NULL) {
-                cb_arena_free(d.a);
-                return cb_error_set(err, 0, "out of memory");
-        }
-        l->arena = d.a;
-        if (list_meta(&d, json, &l->resource_version, NULL) < 0 ||
-            d_array(&d, json, "items", K8S_MAX_LIST_ITEMS, &items, &n) < 0)
-                goto fail;
-        if (n > 0 && (l->items = alloc_array(&d, n, sizeof(*l->items))) == NULL)
-                goto fail;
-        for (const cJSON *it = items != NULL ? items->child : NULL; it != NULL; it = it->next) {
-                size_t old = path_push(&d, "items[%zu]", l->n);
-                if (node_new(&d, it, &l->items[l->n]) < 0)
-                        goto fail;
-                l->n++;
-                path_pop(&d, old);
-        }
-        *ret = l;
-        return 0;
-fail:
-        k8s_node_list_free(l);
-        return -1;
-}
-
 /* ---- watch events ---- */
 
-int k8s_watch_event_from_json(const cJSON *json, struct k8s_watch_event *ret, struct cb_error *err)
+int k8s_watch_event_from_json(cJSON *json, struct k8s_watch_event *ret, struct cb_error *err)
 {
         static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
         static const int values[] = {K8S_WATCH_ADDED, K8S_WATCH_MODIFIED, K8S_WATCH_DELETED,
@@ -1521,9 +1518,7 @@ int k8s_watch_event_from_json(const cJSON *json, struct k8s_watch_event *ret, st
                 path_pop(&d, old);
                 return -1;
         }
-        ret->object = cJSON_Duplicate(obj, true);
-        if (ret->object == NULL)
-                return cb_error_set(err, 0, "object: out of memory copying the object");
+        ret->object = cJSON_DetachItemViaPointer(json, (cJSON *)obj);
         ret->type = (enum k8s_watch_type)type;
         return 0;
 }
@@ -1540,14 +1535,24 @@ void k8s_watch_event_clear(struct k8s_watch_event *ev)
 
 void k8s_pod_free(struct k8s_pod *p)
 {
-        if (p != NULL)
-                cb_arena_free(p->arena);
+        if (p == NULL || __atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) != 0)
+                return;
+        cJSON_Delete(p->json_);
+        cb_arena_free(p->arena);
 }
 
 void k8s_node_free(struct k8s_node *n)
 {
-        if (n != NULL)
+        if (n != NULL && __atomic_sub_fetch(&n->refs_, 1, __ATOMIC_ACQ_REL) == 0)
                 cb_arena_free(n->arena);
+}
+
+struct k8s_node *k8s_node_ref(const struct k8s_node *n)
+{
+        struct k8s_node *m = (struct k8s_node *)n; /* only the count changes */
+        if (m != NULL)
+                __atomic_add_fetch(&m->refs_, 1, __ATOMIC_RELAXED);
+        return m;
 }
 
 void k8s_status_free(struct k8s_status *s)
@@ -1562,15 +1567,6 @@ void k8s_pod_list_free(struct k8s_pod_list *l)
                 return;
         for (size_t i = 0; i < l->n; i++)
                 k8s_pod_free(l->items[i]);
-        cb_arena_free(l->arena);
-}
-
-void k8s_node_list_free(struct k8s_node_list *l)
-{
-        if (l == NULL)
-                return;
-        for (size_t i = 0; i < l->n; i++)
-                k8s_node_free(l->items[i]);
         cb_arena_free(l->arena);
 }
 

@@ -395,8 +395,14 @@ struct k8s_pod_spec {
         struct k8s_resource_list overhead;
 };
 
+/* A decoded pod is immutable and shared: whoever keeps it holds a
+ * reference (k8s_pod_ref) and drops it with k8s_pod_free. It may keep the
+ * JSON it was decoded from (k8s_pod_decode), for the callers that send or
+ * store the object as the apiserver gave it. */
 struct k8s_pod {
         struct cb_arena *arena;
+        unsigned refs_; /* k8s_pod_ref / k8s_pod_free */
+        cJSON *json_;   /* k8s_pod_json; owned, may be NULL */
         char *api_version, *kind;
         struct k8s_object_meta meta;
         struct k8s_pod_spec spec;
@@ -408,8 +414,10 @@ struct k8s_node_address {
         char *address;
 };
 
+/* Shared like a pod: k8s_node_ref, k8s_node_free drops a reference. */
 struct k8s_node {
         struct cb_arena *arena;
+        unsigned refs_;
         struct k8s_object_meta meta;
         bool unschedulable;
         struct k8s_taint *taints;
@@ -443,13 +451,6 @@ struct k8s_pod_list {
         size_t n;
 };
 
-struct k8s_node_list {
-        struct cb_arena *arena;
-        char *resource_version;
-        struct k8s_node **items;
-        size_t n;
-};
-
 enum k8s_watch_type {
         K8S_WATCH_ADDED,
         K8S_WATCH_MODIFIED,
@@ -459,7 +460,7 @@ enum k8s_watch_type {
 };
 
 /* A watch event; object is kept as JSON (the caller knows the kind and
- * decodes it with k8s_pod_from_json/k8s_node_from_json, or
+ * decodes it with k8s_pod_decode/k8s_node_from_json, or
  * k8s_status_from_json for ERROR). */
 struct k8s_watch_event {
         enum k8s_watch_type type;
@@ -494,19 +495,31 @@ void k8s_free_documents(cJSON **docs, size_t n);
 int k8s_parse_file(const char *path, cJSON **ret, struct cb_error *err);
 
 int k8s_pod_from_json(const cJSON *json, struct k8s_pod **ret, struct cb_error *err);
+/* Decodes a pod that keeps json (taken on success; on failure it stays
+ * the caller's): the one decode of a watched pod, whose JSON and decoded
+ * form are then handed on together by reference. */
+int k8s_pod_decode(cJSON *json, struct k8s_pod **ret, struct cb_error *err);
+/* The JSON the pod was decoded from by k8s_pod_decode, else NULL. */
+const cJSON *k8s_pod_json(const struct k8s_pod *p);
+/* Another reference to the same immutable pod (NULL stays NULL). */
+struct k8s_pod *k8s_pod_ref(const struct k8s_pod *p);
+/* Pods decoded by this process so far (every k8s_pod_from_json and
+ * k8s_pod_decode), for the check that a watch event is decoded once. */
+uint64_t k8s_pod_decodes(void);
 int k8s_node_from_json(const cJSON *json, struct k8s_node **ret, struct cb_error *err);
+struct k8s_node *k8s_node_ref(const struct k8s_node *n);
 int k8s_status_from_json(const cJSON *json, struct k8s_status **ret, struct cb_error *err);
 int k8s_pod_list_from_json(const cJSON *json, struct k8s_pod_list **ret, struct cb_error *err);
-int k8s_node_list_from_json(const cJSON *json, struct k8s_node_list **ret, struct cb_error *err);
-/* Takes ownership of nothing; event->object is a deep copy. */
-int k8s_watch_event_from_json(const cJSON *json, struct k8s_watch_event *ret, struct cb_error *err);
+/* On success event->object is detached from json (moved, not copied: a
+ * watch event's object is parsed once); json keeps the rest. */
+int k8s_watch_event_from_json(cJSON *json, struct k8s_watch_event *ret, struct cb_error *err);
 void k8s_watch_event_clear(struct k8s_watch_event *ev);
 
+/* Drops one reference; the last frees the pod and its JSON. */
 void k8s_pod_free(struct k8s_pod *p);
 void k8s_node_free(struct k8s_node *n);
 void k8s_status_free(struct k8s_status *s);
 void k8s_pod_list_free(struct k8s_pod_list *l);
-void k8s_node_list_free(struct k8s_node_list *l);
 
 /* ---- Small lookups used across the agent. ---- */
 const char *k8s_map_get(const struct k8s_map *m, const char *key);

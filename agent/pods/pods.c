@@ -28,8 +28,9 @@ struct rec {
         struct rec *next;
         struct ag_pods *p;
         char *uid, *ns, *name;
-        cJSON *json;         /* the newest API object */
-        struct k8s_pod *pod; /* decoded json */
+        /* A reference to the newest object as the reflector (or the file
+         * source) decoded it; its JSON is k8s_pod_json(pod). */
+        struct k8s_pod *pod;
         struct ag_pod_worker *worker;
         bool admitted_checked; /* admission ran */
         bool rejected;
@@ -112,7 +113,6 @@ static void rec_free(struct rec *r)
         if (r->del_timer)
                 ag_timer_free(r->del_timer);
         k8s_pod_free(r->pod);
-        cJSON_Delete(r->json);
         cJSON_Delete(r->rejected_status);
         free(r->delivered_phase);
         free(r->pressure_message);
@@ -135,16 +135,10 @@ static void rec_remove(struct rec *r)
         rec_free(r);
 }
 
-/* A decoded copy of the newest object, for a worker to own. */
-static struct k8s_pod *decode_copy(const struct rec *r)
+/* The newest object as the API gave it (NULL when it did not decode). */
+static const cJSON *rec_json(const struct rec *r)
 {
-        struct k8s_pod *pod = NULL;
-        struct cb_error err = {0};
-        if (k8s_pod_from_json(r->json, &pod, &err) < 0) {
-                log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
-                return NULL;
-        }
-        return pod;
+        return k8s_pod_json(r->pod);
 }
 
 /* ---- worker callbacks ---------------------------------------------------------- */
@@ -258,7 +252,7 @@ static void save_pod_json(const struct rec *r)
         char dir[4096], path[4200];
         snprintf(dir, sizeof(dir), "%s/pods/%s", r->p->env->root_dir, r->uid);
         snprintf(path, sizeof(path), "%s/pod.json", dir);
-        _cleanup_free_ char *text = cJSON_PrintUnformatted(r->json);
+        _cleanup_free_ char *text = cJSON_PrintUnformatted(rec_json(r));
         struct cb_error err = {0};
         char pods[4096];
         snprintf(pods, sizeof(pods), "%s/pods", r->p->env->root_dir);
@@ -284,7 +278,7 @@ static void admit(struct rec *r)
                  * re-adopt the pod only to tear it down. */
                 char state[4200];
                 snprintf(state, sizeof(state), "%s/pods/%s/worker.json", p->env->root_dir, r->uid);
-                struct k8s_pod *copy = access(state, F_OK) == 0 ? decode_copy(r) : NULL;
+                struct k8s_pod *copy = access(state, F_OK) == 0 ? k8s_pod_ref(r->pod) : NULL;
                 struct cb_error err = {0};
                 if (copy != NULL &&
                     ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) == 0) {
@@ -341,7 +335,7 @@ static void admit(struct rec *r)
                 r->finished = true;
                 return;
         }
-        struct k8s_pod *copy = decode_copy(r);
+        struct k8s_pod *copy = k8s_pod_ref(r->pod);
         struct cb_error err = {0};
         save_pod_json(r);
         if (copy == NULL || ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) < 0) {
@@ -595,17 +589,26 @@ static struct rec *rec_new(struct ag_pods *p, const struct ag_object *o)
         return r;
 }
 
+/* Takes a reference to the object's decoded pod: a watched pod was
+ * decoded once, by the reflector's store. Only a static pod (the file
+ * source hands JSON) is decoded here. */
 static void update_object(struct rec *r, const struct ag_object *o)
 {
-        cJSON_Delete(r->json);
-        r->json = cJSON_Duplicate(o->json, true);
+        struct k8s_pod *pod = k8s_pod_ref(o->pod);
+        if (pod == NULL) {
+                cJSON *json = cJSON_Duplicate(o->json, true);
+                struct cb_error err = {0};
+                if (json == NULL)
+                        cb_error_set(&err, ENOMEM, "out of memory");
+                if (json == NULL || k8s_pod_decode(json, &pod, &err) < 0) {
+                        cJSON_Delete(json);
+                        log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+                }
+        }
         k8s_pod_free(r->pod);
-        r->pod = NULL;
-        struct cb_error err = {0};
-        if (r->json == NULL || k8s_pod_from_json(r->json, &r->pod, &err) < 0)
-                log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
-        else
-                r->is_static = k8s_pod_is_static(r->pod);
+        r->pod = pod;
+        if (pod != NULL)
+                r->is_static = k8s_pod_is_static(pod);
 }
 
 /* A mirror pod: the apiserver's copy of a static pod, never run itself. */
@@ -657,7 +660,7 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
         if (!r->admitted_checked)
                 admit(r);
         else if (r->worker != NULL) {
-                struct k8s_pod *copy = decode_copy(r);
+                struct k8s_pod *copy = k8s_pod_ref(r->pod);
                 if (copy != NULL)
                         ag_pod_worker_update(r->worker, copy);
         }
@@ -698,18 +701,6 @@ void ag_pods_remove_static(struct ag_pods *p, const char *uid)
         start_termination(r, grace, "static pod manifest removed");
 }
 
-const cJSON *ag_pods_find(const struct ag_pods *p, const char *uid, const cJSON **ret_status)
-{
-        for (const struct rec *r = p->recs; r; r = r->next)
-                if (strcmp(r->uid, uid) == 0 && !r->gone) {
-                        if (ret_status != NULL)
-                                *ret_status = r->worker ? ag_pod_worker_status(r->worker)
-                                                        : r->rejected_status;
-                        return r->json;
-                }
-        return NULL;
-}
-
 void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hooks *h)
 {
         p->hooks = *h;
@@ -718,8 +709,9 @@ void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hoo
 void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
 {
         k8s_node_free(p->node);
-        p->node = NULL;
-        if (node != NULL && node->json != NULL) {
+        /* The reflector decoded it; only the standalone node comes as JSON. */
+        p->node = node != NULL ? k8s_node_ref(node->node) : NULL;
+        if (node != NULL && node->node == NULL && node->json != NULL) {
                 struct cb_error err = {0};
                 if (k8s_node_from_json(node->json, &p->node, &err) < 0)
                         log_error("node: %s", err.msg);
@@ -805,8 +797,12 @@ static void maybe_sweep(struct ag_pods *p)
                         continue;
                 }
                 struct k8s_pod *pod = NULL;
-                if (k8s_pod_from_json(json, &pod, &err) < 0 || pod->meta.uid == NULL ||
-                    strcmp(pod->meta.uid, de->d_name) != 0) {
+                if (k8s_pod_decode(json, &pod, &err) < 0) {
+                        log_warning("left-over pod state %s/%s: %s", dir, de->d_name, err.msg);
+                        continue;
+                }
+                json = NULL; /* the pod's now */
+                if (pod->meta.uid == NULL || strcmp(pod->meta.uid, de->d_name) != 0) {
                         log_warning("left-over pod state %s/%s: %s", dir, de->d_name,
                                     err.msg[0] ? err.msg : "uid mismatch");
                         k8s_pod_free(pod);
@@ -815,19 +811,19 @@ static void maybe_sweep(struct ag_pods *p)
                 struct ag_object o = {.uid = pod->meta.uid,
                                       .namespace_ = pod->meta.namespace_,
                                       .name = pod->meta.name,
-                                      .json = json};
+                                      .json = (cJSON *)k8s_pod_json(pod),
+                                      .pod = pod};
                 struct rec *r = rec_new(p, &o);
                 if (r == NULL) {
                         k8s_pod_free(pod);
                         continue;
                 }
-                r->json = steal_pointer(&json);
                 r->pod = pod;
                 r->gone = true;
                 r->admitted_checked = true;
                 log_info("pod %s/%s uid=%s was deleted while the agent was away: stopping it",
                          pod_ns(r), r->name, r->uid);
-                struct k8s_pod *copy = decode_copy(r);
+                struct k8s_pod *copy = k8s_pod_ref(r->pod);
                 if (copy == NULL ||
                     ag_pod_worker_new(p->env, copy, &worker_ops, r, &r->worker, &err) < 0) {
                         log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
@@ -848,9 +844,9 @@ cJSON *ag_pods_list_json(const struct ag_pods *p)
         cJSON_AddObjectToObject(list, "metadata");
         cJSON *items = cJSON_AddArrayToObject(list, "items");
         for (const struct rec *r = p->recs; r && items; r = r->next) {
-                if (r->gone || r->json == NULL)
+                if (r->gone || rec_json(r) == NULL)
                         continue;
-                cJSON *pod = cJSON_Duplicate(r->json, true);
+                cJSON *pod = cJSON_Duplicate(rec_json(r), true);
                 /* The status as this node knows it (what it last computed). */
                 const cJSON *st = r->worker ? ag_pod_worker_status(r->worker) : r->rejected_status;
                 if (pod != NULL && st != NULL)

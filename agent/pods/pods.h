@@ -93,10 +93,6 @@ struct ag_pods_static_hooks {
 };
 void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hooks *h);
 
-/* The newest object of a pod this node runs (NULL when unknown or
- * removed) and its last computed status (NULL before the first). */
-const cJSON *ag_pods_find(const struct ag_pods *p, const char *uid, const cJSON **ret_status);
-
 /* The node's pods as a v1 PodList with the statuses this node computed
  * (the kubelet's read-only /pods), and their phase-transition timelines
  * ({"pods": [{namespace, name, uid, timeline}]}). The caller owns them. */

@@ -1991,11 +1991,6 @@ const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w)
         return w->status;
 }
 
-bool ag_pod_worker_done(const struct ag_pod_worker *w)
-{
-        return w->done;
-}
-
 cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st)
 {
         struct ag_stats_container cs[64];

@@ -85,8 +85,9 @@ void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *c
 /* [{"step", "offsetUs", "time"}]; the caller owns it. */
 cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w);
 
-/* Starts a worker for an admitted pod; takes ownership of pod. The first
- * steps run from the loop, not inside this call. */
+/* Starts a worker for an admitted pod; takes the caller's reference to
+ * pod (k8s_pod_ref: the pod is shared with the store, never copied). The
+ * first steps run from the loop, not inside this call. */
 int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                       const struct ag_pod_worker_ops *ops, void *data, struct ag_pod_worker **ret,
                       struct cb_error *err);
@@ -99,13 +100,12 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
                              const char *message);
 
 /* The newest API object (metadata and status only are used; the spec the
- * worker runs stays the first one). Takes ownership. */
+ * worker runs stays the first one). Takes the caller's reference. */
 void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod);
 
 const struct k8s_pod *ag_pod_worker_pod(const struct ag_pod_worker *w);
 /* The last status computed (borrowed; NULL before the first). */
 const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w);
-bool ag_pod_worker_done(const struct ag_pod_worker *w);
 /* The pod's entry of /stats/summary (agent/pods/stats.h). */
 struct ag_stats;
 cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st);

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/cmd/agent.h"
+#include "agent/k8s/duration.h"
 #include "agent/node/nodestatus.h"
 #include "agent/client/reflector.h"
+#include "lib/cleanup.h"
 
 /* ---- collecting objects from the parser ---- */
 
@@ -209,6 +210,58 @@ START_TEST(test_store_events)
 }
 END_TEST
 
+/* A watched pod is decoded once per event: the store's decode is the one
+ * the consumers keep (a reference, with the JSON it came from), even after
+ * the store has moved on to a newer version. */
+struct kept {
+        struct k8s_pod *pods[8];
+        size_t n;
+};
+
+static void keep(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct kept *k = data;
+        (void)change;
+        ck_assert_ptr_eq(k8s_pod_json(o->pod), o->json);
+        ck_assert_uint_lt(k->n, 8);
+        k->pods[k->n++] = k8s_pod_ref(o->pod);
+}
+
+START_TEST(test_store_decodes_once)
+{
+        struct kept k = {0};
+        struct ag_store s;
+        struct cb_error err = {0};
+        ag_store_init(&s, AG_KIND_POD, keep, &k);
+        uint64_t before = k8s_pod_decodes();
+        for (int rv = 1; rv <= 3; rv++) {
+                char text[600];
+                snprintf(text, sizeof(text),
+                         "{\"type\":\"%s\",\"object\":{\"metadata\":{\"namespace\":\"ns\","
+                         "\"name\":\"p\",\"uid\":\"u1\",\"resourceVersion\":\"%d\"},\"spec\":{"
+                         "\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}}}",
+                         rv == 1 ? "ADDED" : "MODIFIED", rv);
+                struct k8s_watch_event ev = {0};
+                ck_assert_msg(ag_watch_event_parse(text, strlen(text), &ev, &err) == 0, "%s",
+                              err.msg);
+                ck_assert_int_eq(ag_store_apply(&s, ev.type, steal_pointer(&ev.object), &err), 0);
+                ck_assert_uint_eq(k8s_pod_decodes() - before, (uint64_t)rv);
+        }
+        ck_assert_uint_eq(k.n, 3);
+        ag_store_clear(&s);
+        /* Each kept version outlives the store's copy, JSON included. */
+        static const char *const want_rv[] = {"1", "2", "3"};
+        for (size_t i = 0; i < k.n; i++) {
+                const cJSON *rv = cJSON_GetObjectItem(
+                    cJSON_GetObjectItem(k8s_pod_json(k.pods[i]), "metadata"), "resourceVersion");
+                ck_assert_str_eq(rv->valuestring, want_rv[i]);
+                ck_assert_str_eq(k.pods[i]->meta.resource_version, rv->valuestring);
+                k8s_pod_free(k.pods[i]);
+        }
+        ck_assert_uint_eq(k8s_pod_decodes() - before, 3);
+}
+END_TEST
+
 START_TEST(test_store_relist_diff)
 {
         struct changes c = {0};
@@ -283,7 +336,7 @@ START_TEST(test_duration)
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 uint64_t ms = 12345;
                 struct cb_error err = {0};
-                int r = ag_parse_duration_ms(t[i].s, &ms, &err);
+                int r = k8s_parse_duration_ms(t[i].s, &ms, &err);
                 ck_assert_msg((r == 0) == t[i].ok, "\"%s\": %d %s", t[i].s, r, err.msg);
                 if (t[i].ok)
                         ck_assert_uint_eq(ms, t[i].ms);
@@ -369,6 +422,7 @@ int main(void)
         tcase_add_test(tc, test_callback_failure_stops);
         tcase_add_test(tc, test_event_parse);
         tcase_add_test(tc, test_store_events);
+        tcase_add_test(tc, test_store_decodes_once);
         tcase_add_test(tc, test_store_relist_diff);
         tcase_add_test(tc, test_backoff);
         tcase_add_test(tc, test_duration);

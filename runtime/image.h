@@ -101,6 +101,14 @@ struct rt_image {
 
 void rt_image_free(struct rt_image *img);
 
+/* A file of the image as a container would see it (topmost layer first, a
+ * whiteout hides it), e.g. "etc/passwd": resolved inside each layer's root
+ * (openat2 RESOLVE_IN_ROOT), a regular file of at most max bytes, never
+ * blocking. *ret is malloc'd and NUL-terminated, or NULL when the image
+ * has no such file (0 either way); -1 for a non-regular or oversized file. */
+int rt_image_read_file(const struct rt_image *img, const char *rel, size_t max, char **ret,
+                       struct cb_error *err);
+
 /* Looks ref up (any form rt_image_ref_parse accepts). Sets *ret to NULL and
  * returns 0 when the image is not in the store. */
 int rt_image_lookup(const char *root_dir, const char *ref, struct rt_image **ret,

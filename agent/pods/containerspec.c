@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/capability.h>
 
 #include "agent/k8s/qos.h"
@@ -649,5 +650,232 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
         if (resolve_caps(a, c, &s, err) < 0 || resolve_seccomp(pod, c, &s, err) < 0)
                 return -1;
         *ret = s;
+        return 0;
+}
+
+/* ---- the runtime config ---- */
+
+int ag_cri_log_dir(char *buf, size_t size, const char *logs_dir, const char *ns, const char *name,
+                   const char *uid, const char *container)
+{
+        int n = container != NULL
+                    ? snprintf(buf, size, "%s/%s_%s_%s/%s", logs_dir, ns, name, uid, container)
+                    : snprintf(buf, size, "%s/%s_%s_%s", logs_dir, ns, name, uid);
+        return n >= 0 && (size_t)n < size ? 0 : -1;
+}
+
+void ag_image_id(char *buf, size_t size, const char *ref, const char *manifest_digest)
+{
+        const char *at = strchr(ref, '@');
+        size_t name_len = at ? (size_t)(at - ref) : strlen(ref);
+        const char *colon = memrchr(ref, ':', name_len);
+        const char *slash = memrchr(ref, '/', name_len);
+        if (colon && (!slash || colon > slash))
+                name_len = (size_t)(colon - ref);
+        snprintf(buf, size, "%.*s@%s", (int)name_len, ref, manifest_digest);
+}
+
+int ag_signal_number(const char *name)
+{
+        static const struct {
+                const char *n;
+                int s;
+        } t[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},    {"SIGQUIT", SIGQUIT},
+                 {"SIGKILL", SIGKILL}, {"SIGHUP", SIGHUP},    {"SIGUSR1", SIGUSR1},
+                 {"SIGUSR2", SIGUSR2}, {"SIGWINCH", SIGWINCH}};
+        if (name == NULL)
+                return SIGTERM;
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+                if (strcmp(name, t[i].n) == 0 || strcmp(name, t[i].n + 3) == 0)
+                        return t[i].s;
+        char *end;
+        long v = strtol(name, &end, 10);
+        return *name != '\0' && *end == '\0' && v > 0 && v < 65 ? (int)v : SIGTERM;
+}
+
+int ag_lookup_id(const char *text, const char *name, int64_t numeric, int64_t *ret_id,
+                 int64_t *ret_gid)
+{
+        for (const char *line = text; line != NULL && *line != '\0';) {
+                const char *eol = strchr(line, '\n');
+                size_t len = eol ? (size_t)(eol - line) : strlen(line);
+                /* name:password:id:gid:... */
+                const char *f[4] = {0};
+                size_t flen[4] = {0};
+                const char *p = line, *end = line + len;
+                for (int k = 0; k < 4 && p != NULL && p <= end; k++) {
+                        f[k] = p;
+                        const char *colon = memchr(p, ':', (size_t)(end - p));
+                        flen[k] = colon ? (size_t)(colon - p) : (size_t)(end - p);
+                        p = colon ? colon + 1 : NULL;
+                }
+                line = eol ? eol + 1 : NULL;
+                if (f[2] == NULL)
+                        continue;
+                char num[32];
+                snprintf(num, sizeof(num), "%.*s", (int)(flen[2] < 31 ? flen[2] : 31), f[2]);
+                int64_t id = strtoll(num, NULL, 10);
+                bool match = name ? strlen(name) == flen[0] && strncmp(f[0], name, flen[0]) == 0
+                                  : id == numeric;
+                if (!match)
+                        continue;
+                *ret_id = id;
+                if (ret_gid != NULL) {
+                        snprintf(num, sizeof(num), "%.*s", (int)(flen[3] < 31 ? flen[3] : 31),
+                                 f[3] ? f[3] : "0");
+                        *ret_gid = f[3] ? strtoll(num, NULL, 10) : 0;
+                }
+                return 0;
+        }
+        return -1;
+}
+
+static int resolve_ids(const struct ag_container_inputs *in, const struct ag_container_spec *s,
+                       uint32_t *uid, uint32_t *gid, struct cb_error *err)
+{
+        int64_t u = s->uid, g = s->has_gid ? s->gid : 0, pg = 0;
+        if (!s->has_uid) {
+                if (ag_lookup_id(in->passwd, s->user_name, 0, &u, &pg) < 0)
+                        return cb_error_set(err, 0,
+                                            "unable to find user %s: no matching entries in "
+                                            "passwd file",
+                                            s->user_name);
+                if (!s->has_gid)
+                        g = pg;
+        } else if (!s->has_gid && s->group_name == NULL) {
+                /* The primary group of a numeric uid, when the image knows it. */
+                if (ag_lookup_id(in->passwd, NULL, u, &u, &pg) == 0)
+                        g = pg;
+        }
+        if (s->group_name != NULL && !s->has_gid) {
+                int64_t gg;
+                if (ag_lookup_id(in->group, s->group_name, 0, &gg, NULL) < 0)
+                        return cb_error_set(err, 0,
+                                            "unable to find group %s: no matching entries in "
+                                            "group file",
+                                            s->group_name);
+                g = gg;
+        }
+        *uid = (uint32_t)u;
+        *gid = (uint32_t)g;
+        return 0;
+}
+
+static const struct ag_volume_source *find_source(const struct ag_container_inputs *in,
+                                                  const char *name)
+{
+        for (size_t i = 0; i < in->n_volumes; i++)
+                if (strcmp(in->volumes[i].name, name) == 0)
+                        return &in->volumes[i];
+        return NULL;
+}
+
+/* The sandbox's /etc files, then the volume mounts in order. */
+static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in,
+                        struct rt_mount **ret, size_t *ret_n, struct cb_error *err)
+{
+        const struct k8s_container *c = in->container;
+        struct rt_mount *m = cb_arena_calloc(a, c->n_volume_mounts + 3, sizeof(*m));
+        if (m == NULL)
+                return cb_error_set(err, ENOMEM, "mounts");
+        size_t n = 0;
+        const struct rt_sandbox *sb = in->sandbox;
+        if (sb != NULL && sb->hosts_path[0])
+                m[n++] =
+                    (struct rt_mount){RT_MOUNT_BIND, sb->hosts_path, "/etc/hosts", false, NULL};
+        if (sb != NULL && sb->hostname_path[0])
+                m[n++] = (struct rt_mount){RT_MOUNT_BIND, sb->hostname_path, "/etc/hostname", false,
+                                           NULL};
+        if (sb != NULL && sb->resolv_conf_path[0])
+                m[n++] = (struct rt_mount){RT_MOUNT_BIND, sb->resolv_conf_path, "/etc/resolv.conf",
+                                           false, NULL};
+        for (size_t i = 0; i < c->n_volume_mounts; i++) {
+                const struct k8s_volume_mount *vm = &c->volume_mounts[i];
+                const struct ag_volume_source *v = find_source(in, vm->name);
+                if (v == NULL)
+                        return cb_error_set(err, 0, "volumeMounts[%zu]: volume \"%s\" not found", i,
+                                            vm->name);
+                m[n++] = (struct rt_mount){.type = v->type,
+                                           .source = v->source,
+                                           .destination = vm->mount_path,
+                                           .read_only = vm->read_only,
+                                           .options = v->options};
+        }
+        *ret = m;
+        *ret_n = n;
+        return 0;
+}
+
+int ag_container_config_build(struct cb_arena *a, const struct ag_container_inputs *in,
+                              struct rt_container_config *ret, struct ag_container_spec *ret_spec,
+                              struct cb_error *err)
+{
+        const struct rt_image *img = in->image;
+        const struct k8s_pod *pod = in->pod;
+        struct ag_image_defaults defs = {
+            .entrypoint = img->config.entrypoint,
+            .cmd = img->config.cmd,
+            .env = img->config.env,
+            .working_dir = img->config.working_dir,
+            .user = img->config.user,
+        };
+        struct ag_container_spec s;
+        uint32_t uid = 0, gid = 0;
+        struct rt_mount *mounts = NULL;
+        size_t n_mounts = 0;
+        if (ag_container_spec_build(a, pod, in->container, &defs, in->ctx, &s, err) < 0 ||
+            resolve_ids(in, &s, &uid, &gid, err) < 0 ||
+            build_mounts(a, in, &mounts, &n_mounts, err) < 0)
+                return -1;
+        uint32_t *groups = cb_arena_calloc(a, s.n_groups + 1, sizeof(uint32_t));
+        char dir[4096];
+        const char *ns = pod->meta.namespace_ ? pod->meta.namespace_ : "default";
+        if (groups == NULL || ag_cri_log_dir(dir, sizeof(dir), in->pod_logs_dir, ns, pod->meta.name,
+                                             pod->meta.uid, in->container->name) < 0)
+                return cb_error_set(err, ENOMEM, "container config");
+        for (size_t i = 0; i < s.n_groups; i++)
+                groups[i] = (uint32_t)s.groups[i];
+        const struct k8s_container_cgroup *cp = in->plan;
+        *ret = (struct rt_container_config){
+            .id = cb_arena_strdup(a, in->id),
+            .name = cb_arena_strdup(a, in->container->name),
+            .root_dir = cb_arena_strdup(a, in->root_dir),
+            .monitor_path = cb_arena_strdup(a, in->monitor_path),
+            .sandbox = in->sandbox,
+            .lower_dirs = img->layer_dirs,
+            .n_lower = img->n_layers,
+            .argv = (const char *const *)s.argv,
+            .env = (const char *const *)s.env,
+            .cwd = s.cwd,
+            .uid = uid,
+            .gid = gid,
+            .groups = groups,
+            .n_groups = s.n_groups,
+            .caps = s.caps,
+            .n_caps = s.n_caps,
+            .privileged = s.privileged,
+            .no_new_privs = s.no_new_privs,
+            .seccomp = s.seccomp == AG_SECCOMP_RUNTIME_DEFAULT ? RT_SECCOMP_RUNTIME_DEFAULT
+                       : s.seccomp == AG_SECCOMP_LOCALHOST     ? RT_SECCOMP_LOCALHOST
+                                                               : RT_SECCOMP_UNCONFINED,
+            .seccomp_profile = s.seccomp_localhost,
+            .read_only_rootfs = s.read_only_rootfs,
+            .mounts = mounts,
+            .n_mounts = n_mounts,
+            .oom_score_adj = cp ? cp->oom_score_adj : 0,
+            .cgroup_path = cb_arena_printf(a, "%s/%s", in->pod_cgroup, in->id),
+            .limits = cp ? cp->limits : (struct cg_limits){0},
+            .log_path = cb_arena_printf(a, "%s/%d.log", dir, in->restart_count),
+            .stop_signal = ag_signal_number(img->config.stop_signal),
+            .stdin_open = s.stdin_open,
+            .stdin_once = s.stdin_once,
+            .tty = s.tty,
+        };
+        if (cb_arena_over_limit(a) || ret->id == NULL || ret->name == NULL ||
+            ret->root_dir == NULL || ret->monitor_path == NULL || ret->cgroup_path == NULL ||
+            ret->log_path == NULL)
+                return cb_error_set(err, ENOMEM, "container config: out of memory");
+        if (ret_spec != NULL)
+                *ret_spec = s;
         return 0;
 }

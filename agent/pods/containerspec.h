@@ -28,8 +28,11 @@
 #include <stdint.h>
 
 #include "agent/k8s/k8s.h"
+#include "agent/k8s/qos.h"
 #include "lib/arena.h"
 #include "lib/error.h"
+#include "runtime/container.h"
+#include "runtime/image.h"
 
 /* Values the downward API needs that are not in the pod spec. */
 struct ag_env_context {
@@ -112,3 +115,67 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
                             const struct k8s_container *c, const struct ag_image_defaults *img,
                             const struct ag_env_context *ctx, struct ag_container_spec *ret,
                             struct cb_error *err);
+
+/* ---- the whole runtime config of one container start ---- */
+
+/* A pod volume made ready on the node (the worker does that I/O: creates
+ * the emptyDir directory, checks the hostPath). */
+struct ag_volume_source {
+        const char *name;        /* spec.volumes[].name */
+        enum rt_mount_type type; /* RT_MOUNT_BIND or RT_MOUNT_TMPFS */
+        const char *source;      /* the host path of a bind */
+        const char *options;     /* tmpfs options (NULL: the runtime's default) */
+};
+
+/* Everything a container start depends on, already read from disk. */
+struct ag_container_inputs {
+        const struct k8s_pod *pod;
+        const struct k8s_container *container;
+        const struct rt_image *image; /* config, layer dirs, reference and digest */
+        /* The image's /etc/passwd and /etc/group (from the topmost layer that
+         * has them; NULL: none), for a user or group given by name. */
+        const char *passwd, *group;
+        const struct ag_env_context *ctx;
+        const struct ag_volume_source *volumes;
+        size_t n_volumes;
+        const struct rt_sandbox *sandbox;        /* its /etc files; the config points at it */
+        const struct k8s_container_cgroup *plan; /* NULL: no limits */
+        const char *id;                          /* the runtime container id */
+        const char *pod_cgroup;                  /* the container cgroup is <pod_cgroup>/<id> */
+        const char *root_dir, *monitor_path;     /* --root-dir, the cubelet binary */
+        const char *pod_logs_dir;                /* CRI logs (ag_cri_log_dir) */
+        int restart_count;                       /* the log file is <restart_count>.log */
+};
+
+/*
+ * The one conversion from a Kubernetes container to the runtime's config:
+ * ag_container_spec_build, the image's user and group looked up by name,
+ * the sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf then the
+ * volume mounts, the cgroup plan, the CRI log path and the image's stop
+ * signal. Pure: everything lives in arena. Errors are the kubelet's
+ * CreateContainerConfigError cases (a volume that does not exist, a user
+ * not in the image's passwd file, ...). ret_spec (may be NULL) gets the
+ * Kubernetes-side spec it was built from.
+ */
+int ag_container_config_build(struct cb_arena *a, const struct ag_container_inputs *in,
+                              struct rt_container_config *ret, struct ag_container_spec *ret_spec,
+                              struct cb_error *err);
+
+/* The CRI log directory of a pod (<dir>/<ns>_<name>_<uid>, container
+ * NULL) or of one of its containers (.../<container>). -1 when it does not
+ * fit in size. */
+int ag_cri_log_dir(char *buf, size_t size, const char *logs_dir, const char *ns, const char *name,
+                   const char *uid, const char *container);
+
+/* "name@sha256:..." of an image reference (tag dropped) and its manifest
+ * digest: the imageID the kubelet reports. */
+void ag_image_id(char *buf, size_t size, const char *ref, const char *manifest_digest);
+
+/* A stop signal's number from its name ("SIGTERM", "TERM", "15"); SIGTERM
+ * for NULL or an unknown name. */
+int ag_signal_number(const char *name);
+
+/* A user or group in passwd/group text (name, or the numeric uid when name
+ * is NULL): its id and, for passwd, its primary group. -1 when absent. */
+int ag_lookup_id(const char *text, const char *name, int64_t numeric, int64_t *ret_id,
+                 int64_t *ret_gid);

@@ -976,114 +976,35 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         return submit_pull(w, c, image);
 }
 
-/* Looks a user or group name up in the image's /etc/passwd or /etc/group,
- * topmost layer first. field: 2 = uid/gid column. */
-static int lookup_id(const struct rt_image *img, const char *file, const char *name,
-                     int64_t numeric_uid, int64_t *ret_id, int64_t *ret_gid)
-{
-        for (size_t i = img->n_layers; i-- > 0;) {
-                char path[RT_PATH_MAX];
-                snprintf(path, sizeof(path), "%s/etc/%s", img->layer_dirs[i], file);
-                _cleanup_free_ char *text = NULL;
-                if (cb_read_file(path, 1 << 20, &text, NULL, NULL) < 0)
-                        continue;
-                char *save = NULL;
-                for (char *line = strtok_r(text, "\n", &save); line;
-                     line = strtok_r(NULL, "\n", &save)) {
-                        char *f[4] = {0};
-                        char *p = line;
-                        for (int k = 0; k < 4 && p; k++) {
-                                f[k] = p;
-                                p = strchr(p, ':');
-                                if (p)
-                                        *p++ = '\0';
-                        }
-                        if (f[2] == NULL)
-                                continue;
-                        int64_t id = strtoll(f[2], NULL, 10);
-                        bool match = name ? strcmp(f[0], name) == 0 : id == numeric_uid;
-                        if (!match)
-                                continue;
-                        *ret_id = id;
-                        if (ret_gid)
-                                *ret_gid = f[3] ? strtoll(f[3], NULL, 10) : 0;
-                        return 0;
-                }
-                return -1; /* the topmost file decides */
-        }
-        return -1;
-}
-
-static int resolve_ids(const struct rt_image *img, struct ag_container_spec *s, uint32_t *uid,
-                       uint32_t *gid, struct cb_error *err)
-{
-        int64_t u = s->uid, g = s->has_gid ? s->gid : 0, pg = 0;
-        if (!s->has_uid) {
-                if (lookup_id(img, "passwd", s->user_name, 0, &u, &pg) < 0)
-                        return cb_error_set(err, 0,
-                                            "unable to find user %s: no matching entries in "
-                                            "passwd file",
-                                            s->user_name);
-                if (!s->has_gid)
-                        g = pg;
-        } else if (!s->has_gid && s->group_name == NULL) {
-                /* The primary group of a numeric uid, when the image knows it. */
-                if (lookup_id(img, "passwd", NULL, u, &u, &pg) == 0)
-                        g = pg;
-        }
-        if (s->group_name != NULL && !s->has_gid) {
-                int64_t gg;
-                if (lookup_id(img, "group", s->group_name, 0, &gg, NULL) < 0)
-                        return cb_error_set(err, 0,
-                                            "unable to find group %s: no matching entries in "
-                                            "group file",
-                                            s->group_name);
-                g = gg;
-        }
-        *uid = (uint32_t)u;
-        *gid = (uint32_t)g;
-        return 0;
-}
-
-static const struct k8s_volume *find_volume(const struct k8s_pod *p, const char *name)
-{
-        for (size_t i = 0; i < p->spec.n_volumes; i++)
-                if (p->spec.volumes[i].name && strcmp(p->spec.volumes[i].name, name) == 0)
-                        return &p->spec.volumes[i];
-        return NULL;
-}
-
-/* The container's mounts: the sandbox's /etc files, then the volumes. */
-static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena *a,
-                        struct rt_mount **ret, size_t *ret_n, struct cb_error *err)
+/* Makes the pod's volumes ready on the node (the emptyDir directories,
+ * hostPath checks and creation) for ag_container_config_build. Only the
+ * volumes this container mounts. */
+static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_arena *a,
+                           struct ag_volume_source **ret, size_t *ret_n, struct cb_error *err)
 {
         const struct k8s_container *s = c->spec;
-        struct rt_mount *m = cb_arena_calloc(a, s->n_volume_mounts + 3, sizeof(*m));
-        if (m == NULL)
-                return cb_error_set(err, ENOMEM, "mounts");
+        struct ag_volume_source *out = cb_arena_calloc(a, s->n_volume_mounts + 1, sizeof(*out));
+        if (out == NULL)
+                return cb_error_set(err, ENOMEM, "volumes");
         size_t n = 0;
-        if (w->sandbox.hosts_path[0])
-                m[n++] = (struct rt_mount){RT_MOUNT_BIND, w->sandbox.hosts_path, "/etc/hosts",
-                                           false, NULL};
-        if (w->sandbox.hostname_path[0])
-                m[n++] = (struct rt_mount){RT_MOUNT_BIND, w->sandbox.hostname_path, "/etc/hostname",
-                                           false, NULL};
-        if (w->sandbox.resolv_conf_path[0])
-                m[n++] = (struct rt_mount){RT_MOUNT_BIND, w->sandbox.resolv_conf_path,
-                                           "/etc/resolv.conf", false, NULL};
         for (size_t i = 0; i < s->n_volume_mounts; i++) {
-                const struct k8s_volume_mount *vm = &s->volume_mounts[i];
-                const struct k8s_volume *v = find_volume(w->pod, vm->name);
-                if (v == NULL)
-                        return cb_error_set(err, 0, "volumeMounts[%zu]: volume \"%s\" not found", i,
-                                            vm->name);
-                struct rt_mount mt = {.destination = vm->mount_path, .read_only = vm->read_only};
+                const struct k8s_volume *v = NULL;
+                for (size_t k = 0; k < w->pod->spec.n_volumes && v == NULL; k++)
+                        if (w->pod->spec.volumes[k].name &&
+                            strcmp(w->pod->spec.volumes[k].name, s->volume_mounts[i].name) == 0)
+                                v = &w->pod->spec.volumes[k];
+                bool seen = false;
+                for (size_t k = 0; k < n && !seen; k++)
+                        seen = v != NULL && strcmp(out[k].name, v->name) == 0;
+                if (v == NULL || seen)
+                        continue; /* the builder names a missing one */
+                struct ag_volume_source src = {.name = v->name};
                 if (v->kind == K8S_VOLUME_EMPTY_DIR && v->empty_dir_medium &&
                     strcmp(v->empty_dir_medium, "Memory") == 0) {
-                        mt.type = RT_MOUNT_TMPFS;
+                        src.type = RT_MOUNT_TMPFS;
                         if (v->has_size_limit)
-                                mt.options = cb_arena_printf(a, "size=%" PRId64 ",mode=1777",
-                                                             v->size_limit.value);
+                                src.options = cb_arena_printf(a, "size=%" PRId64 ",mode=1777",
+                                                              v->size_limit.value);
                 } else if (v->kind == K8S_VOLUME_EMPTY_DIR) {
                         char *dir =
                             cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~empty-dir/%s",
@@ -1092,8 +1013,8 @@ static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena 
                             chmod(dir, 0777) < 0)
                                 return cb_error_set(err, errno, "volume %s: cannot create %s",
                                                     v->name, dir ? dir : "");
-                        mt.type = RT_MOUNT_BIND;
-                        mt.source = dir;
+                        src.type = RT_MOUNT_BIND;
+                        src.source = dir;
                 } else if (v->kind == K8S_VOLUME_HOST_PATH) {
                         const char *type = v->host_path_type ? v->host_path_type : "";
                         struct stat sb;
@@ -1116,8 +1037,8 @@ static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena 
                             (strcmp(type, "File") == 0 && !S_ISREG(sb.st_mode)))
                                 return cb_error_set(err, 0, "volume %s: hostPath %s is not a %s",
                                                     v->name, v->host_path, type);
-                        mt.type = RT_MOUNT_BIND;
-                        mt.source = v->host_path;
+                        src.type = RT_MOUNT_BIND;
+                        src.source = v->host_path;
                 } else {
                         return cb_error_set(err, 0,
                                             "volume \"%s\": %s volumes are not supported by "
@@ -1125,9 +1046,9 @@ static int build_mounts(struct ag_pod_worker *w, struct ctr *c, struct cb_arena 
                                             v->name,
                                             v->other_kind ? v->other_kind : "this kind of");
                 }
-                m[n++] = mt;
+                out[n++] = src;
         }
-        *ret = m;
+        *ret = out;
         *ret_n = n;
         return 0;
 }
@@ -1152,24 +1073,6 @@ static void new_id(char *buf, size_t size)
         size_t o = 0;
         for (size_t i = 0; i < sizeof(r) && o + 2 < size; i++)
                 o += (size_t)snprintf(buf + o, size - o, "%02x", r[i]);
-}
-
-static int signal_number(const char *name)
-{
-        static const struct {
-                const char *n;
-                int s;
-        } t[] = {{"SIGTERM", SIGTERM}, {"SIGINT", SIGINT},    {"SIGQUIT", SIGQUIT},
-                 {"SIGKILL", SIGKILL}, {"SIGHUP", SIGHUP},    {"SIGUSR1", SIGUSR1},
-                 {"SIGUSR2", SIGUSR2}, {"SIGWINCH", SIGWINCH}};
-        if (name == NULL)
-                return SIGTERM;
-        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
-                if (strcmp(name, t[i].n) == 0 || strcmp(name, t[i].n + 3) == 0)
-                        return t[i].s;
-        char *end;
-        long v = strtol(name, &end, 10);
-        return *name != '\0' && *end == '\0' && v > 0 && v < 65 ? (int)v : SIGTERM;
 }
 
 /* ---- creating and starting a container, off the loop ---------------------------------- */
@@ -1214,26 +1117,10 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
                 return;
         ag_pod_worker_mark(w, "imageReady", c->spec->name);
         snprintf(c->image, sizeof(c->image), "%s", img->ref);
-        const char *ref = img->ref;
-        const char *at = strchr(ref, '@');
-        size_t name_len = at ? (size_t)(at - ref) : strlen(ref);
-        const char *colon = memrchr(ref, ':', name_len);
-        const char *slash = memrchr(ref, '/', name_len);
-        if (colon && (!slash || colon > slash))
-                name_len = (size_t)(colon - ref);
-        snprintf(c->image_id, sizeof(c->image_id), "%.*s@%s", (int)name_len, ref,
-                 img->manifest_digest);
+        ag_image_id(c->image_id, sizeof(c->image_id), img->ref, img->manifest_digest);
 
         struct cb_arena *a = cb_arena_new(0);
         struct cb_error err = {0};
-        struct ag_container_spec s;
-        struct ag_image_defaults defs = {
-            .entrypoint = img->config.entrypoint,
-            .cmd = img->config.cmd,
-            .env = img->config.env,
-            .working_dir = img->config.working_dir,
-            .user = img->config.user,
-        };
         struct ag_env_context ctx = {
             .node_name = w->env->node_name,
             .pod_ip = w->n_pod_ips ? w->pod_ips[0] : "",
@@ -1246,81 +1133,55 @@ static void start_container(struct ag_pod_worker *w, struct ctr *c)
             .node_allocatable_memory = w->env->alloc_memory,
             .node_allocatable_ephemeral = w->env->alloc_ephemeral,
         };
-        uint32_t uid = 0, gid = 0;
-        struct rt_mount *mounts = NULL;
-        size_t n_mounts = 0;
-        if (ag_container_spec_build(a, w->pod, c->spec, &defs, &ctx, &s, &err) < 0 ||
-            resolve_ids(img, &s, &uid, &gid, &err) < 0 ||
-            build_mounts(w, c, a, &mounts, &n_mounts, &err) < 0) {
-                set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
-                emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
-                goto out;
-        }
-        uint32_t *groups = cb_arena_calloc(a, s.n_groups + 1, sizeof(uint32_t));
-        for (size_t i = 0; groups && i < s.n_groups; i++)
-                groups[i] = (uint32_t)s.groups[i];
-
         struct start_job *j = calloc(1, sizeof(*j));
-        if (j == NULL) {
+        if (j == NULL || a == NULL) {
                 set_waiting(c, "CreateContainerError", "out of memory");
-                goto out;
-        }
-        new_id(j->id, sizeof(j->id));
-        const struct k8s_container_cgroup *cp = plan_for(w, c);
-        char *cg_path = cb_arena_printf(a, "%s/%s", w->pod_cgroup, j->id);
-        char *log_dir = cb_arena_printf(a, "%s/%s_%s_%s/%s", w->env->pod_logs_dir, pod_ns(w->pod),
-                                        w->pod->meta.name, w->pod->meta.uid, c->spec->name);
-        char *log_path =
-            cb_arena_printf(a, "%s/%d.log", log_dir ? log_dir : "", c->obs.restart_count);
-        if (cg_path == NULL || log_dir == NULL || log_path == NULL ||
-            cb_mkdir_p(log_dir, 0755, 0755, NULL) < 0) {
-                set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
-                            log_dir ? log_dir : "");
                 free(j);
                 goto out;
         }
+        new_id(j->id, sizeof(j->id));
         /* The job owns everything the config points at: the arena, the
          * image (its layer dirs) and a copy of the sandbox. */
         j->c = c;
         j->sandbox = w->sandbox;
-        j->cfg = (struct rt_container_config){
-            .id = j->id,
-            .name = cb_arena_strdup(a, c->spec->name),
-            .root_dir = cb_arena_strdup(a, w->env->root_dir),
-            .monitor_path = cb_arena_strdup(a, w->env->monitor_path),
+        _cleanup_free_ char *passwd = NULL, *group = NULL;
+        struct ag_volume_source *vols = NULL;
+        size_t n_vols = 0;
+        char log_dir[4096];
+        struct ag_container_inputs in = {
+            .pod = w->pod,
+            .container = c->spec,
+            .image = img,
+            .ctx = &ctx,
             .sandbox = &j->sandbox,
-            .lower_dirs = img->layer_dirs,
-            .n_lower = img->n_layers,
-            .argv = (const char *const *)s.argv,
-            .env = (const char *const *)s.env,
-            .cwd = s.cwd,
-            .uid = uid,
-            .gid = gid,
-            .groups = groups,
-            .n_groups = s.n_groups,
-            .caps = s.caps,
-            .n_caps = s.n_caps,
-            .privileged = s.privileged,
-            .no_new_privs = s.no_new_privs,
-            .seccomp = s.seccomp == AG_SECCOMP_RUNTIME_DEFAULT ? RT_SECCOMP_RUNTIME_DEFAULT
-                       : s.seccomp == AG_SECCOMP_LOCALHOST     ? RT_SECCOMP_LOCALHOST
-                                                               : RT_SECCOMP_UNCONFINED,
-            .seccomp_profile = s.seccomp_localhost,
-            .read_only_rootfs = s.read_only_rootfs,
-            .mounts = mounts,
-            .n_mounts = n_mounts,
-            .oom_score_adj = cp ? cp->oom_score_adj : 0,
-            .cgroup_path = cg_path,
-            .limits = cp ? cp->limits : (struct cg_limits){0},
-            .log_path = log_path,
-            .stop_signal = signal_number(img->config.stop_signal),
-            .stdin_open = s.stdin_open,
-            .stdin_once = s.stdin_once,
-            .tty = s.tty,
+            .plan = plan_for(w, c),
+            .id = j->id,
+            .pod_cgroup = w->pod_cgroup,
+            .root_dir = w->env->root_dir,
+            .monitor_path = w->env->monitor_path,
+            .pod_logs_dir = w->env->pod_logs_dir,
+            .restart_count = c->obs.restart_count,
         };
-        if (cb_arena_over_limit(a) || j->cfg.name == NULL || j->cfg.root_dir == NULL ||
-            j->cfg.monitor_path == NULL) {
-                set_waiting(c, "CreateContainerError", "out of memory");
+        int r = rt_image_read_file(img, "etc/passwd", 1 << 20, &passwd, &err);
+        if (r == 0)
+                r = rt_image_read_file(img, "etc/group", 1 << 20, &group, &err);
+        if (r == 0)
+                r = resolve_volumes(w, c, a, &vols, &n_vols, &err);
+        in.passwd = passwd;
+        in.group = group;
+        in.volumes = vols;
+        in.n_volumes = n_vols;
+        if (r < 0 || ag_container_config_build(a, &in, &j->cfg, NULL, &err) < 0) {
+                set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
+                emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
+                free(j);
+                goto out;
+        }
+        if (ag_cri_log_dir(log_dir, sizeof(log_dir), w->env->pod_logs_dir, pod_ns(w->pod),
+                           w->pod->meta.name, w->pod->meta.uid, c->spec->name) < 0 ||
+            cb_mkdir_p(log_dir, 0755, 0755, NULL) < 0) {
+                set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
+                            log_dir);
                 free(j);
                 goto out;
         }
@@ -2006,8 +1867,8 @@ cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *
                 if (net_pid == 0)
                         net_pid = rs.pid;
                 snprintf(cg[n], sizeof(cg[n]), "%s/%s", w->pod_cgroup, c->id);
-                snprintf(logdir[n], sizeof(logdir[n]), "%s/%s_%s_%s/%s", w->env->pod_logs_dir,
-                         pod_ns(w->pod), w->pod->meta.name, w->pod->meta.uid, c->spec->name);
+                ag_cri_log_dir(logdir[n], sizeof(logdir[n]), w->env->pod_logs_dir, pod_ns(w->pod),
+                               w->pod->meta.name, w->pod->meta.uid, c->spec->name);
                 cs[n] = (struct ag_stats_container){.name = c->spec->name,
                                                     .cgroup = cg[n],
                                                     .started_ns = rs.started_at,

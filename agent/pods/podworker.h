@@ -14,9 +14,12 @@
  * Admission is the caller's job (it needs every pod on the node); a worker
  * only ever sees admitted pods.
  *
- * Not yet: probes (a container is ready once running), preStop/postStart
- * hooks, restart safety across an agent restart. Image pulls run inline on
- * the loop.
+ * The worker is four files: podworker.c (the state machine, probes,
+ * restarts, termination), worker_state.c (worker.json and re-adoption after
+ * an agent restart), worker_jobs.c (image pulls, the sandbox and container
+ * starts, run off the loop on the offload queues; the container's config
+ * comes from ag_container_config_build) and worker_hooks.c (postStart and
+ * preStop hooks, stopping a container). worker_internal.h is theirs alone.
  */
 
 #include <stdbool.h>

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+/* The pod worker's insides, shared by its files (agent/pods/podworker.c:
+ * the state machine; worker_state.c: its state on disk and re-adoption;
+ * worker_jobs.c: image pulls, sandboxes and container starts off the
+ * loop; worker_hooks.c: lifecycle hooks and stopping a container). Nothing
+ * outside those files includes it. */
+#include "agent/pods/podworker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/pods/containerspec.h"
+#include "agent/pods/hook.h"
+#include "agent/core/offload.h"
+#include "agent/pods/prober.h"
+#include "agent/k8s/qos.h"
+#include "agent/pods/statusgen.h"
+#include "cgroups/cgroup.h"
+#include "lib/cleanup.h"
+#include "lib/file.h"
+#include "runtime/container.h"
+#include "runtime/image.h"
+#include "runtime/sandbox.h"
+#include "agent/pods/stats.h"
+#include "status/podstatus.h"
+
+#define REASON_MAX       64
+#define MESSAGE_MAX      1024
+#define SANDBOX_RETRY_MS 10000
+#define HOOK_PRESTOP     1
+#define HOOK_POSTSTART   2
+/* An httpGet postStart hook has no deadline in the kubelet; cubelet gives it
+ * this long. */
+#define POSTSTART_HTTP_TIMEOUT_MS 60000
+
+struct pull_job;
+struct sandbox_job;
+struct start_job;
+
+struct ctr {
+        const struct k8s_container *spec;
+        bool init;
+        struct ag_pod_worker *w;
+        struct ag_container_obs obs;
+        char id[RT_ID_MAX];       /* the current runtime container, "" when none */
+        char cid[RT_ID_MAX + 16]; /* "cubelet://<id>" */
+        char image[512], image_id[700];
+        char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
+        char term_reason[REASON_MAX], term_message[MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
+        char last_reason[REASON_MAX], last_message[MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
+        bool running;
+        bool exited;                    /* the current instance has terminated */
+        struct st_container_state term; /* its terminated state, when exited */
+        int stop_signal;                /* the image StopSignal, else SIGTERM */
+        struct ag_prober *startup, *liveness, *readiness;
+        struct ag_timer *kill_timer; /* SIGKILL after a failed liveness/startup probe */
+        int hook_pidfd, hook_out;    /* a running preStop exec */
+        struct ag_io *hook_io;
+        struct ag_timer *hook_timer; /* a preStop sleep */
+        bool in_prestop, signalled;
+        bool in_poststart;              /* started; its postStart hook runs */
+        int hook_kind;                  /* HOOK_PRESTOP / HOOK_POSTSTART while one runs */
+        struct ag_http_hook *http_hook; /* an httpGet hook in flight */
+        int exit_fd;
+        struct ag_io *exit_io;
+        struct st_backoff backoff;
+        struct st_backoff pull_backoff;
+        int64_t pull_failed_at;
+        struct ag_timer *timer; /* restart or pull backoff */
+        bool waiting_timer;
+        struct pull_job *pull_job;   /* a pull in progress */
+        struct start_job *start_job; /* a container being created and started */
+        struct rt_image *pulled;     /* its result, not yet used */
+};
+
+struct ag_pod_worker {
+        const struct ag_node_env *env;
+        const struct ag_pod_worker_ops *ops;
+        void *data;
+        struct k8s_pod *pod;    /* the spec that runs */
+        struct k8s_pod *latest; /* the newest API object, or NULL */
+        struct ctr *ctrs;       /* init containers, then regular ones */
+        size_t n_init, n;
+        char pod_cgroup[1024];
+        struct k8s_pod_cgroup_plan plan;
+        bool have_plan;
+        bool cgroup_created;
+        bool sandbox_ready;
+        struct sandbox_job *sandbox_job; /* being made, off the loop */
+        struct rt_sandbox sandbox;
+        char pod_ip_buf[2][64];
+        const char *pod_ips[2];
+        size_t n_pod_ips;
+        int64_t start_time;
+        enum st_phase phase; /* cached phase */
+        char *last_status;   /* printed, to send only changes */
+        char *saved;         /* worker.json as last written */
+        cJSON *status;
+        struct ag_timer *kick; /* run advance() from the loop */
+        struct ag_timer *sandbox_timer;
+        struct ag_timer *deadline; /* activeDeadlineSeconds */
+        struct ag_timer *grace;    /* termination grace period */
+        bool terminating, killed, torn_down, done;
+        bool adopted;               /* state from an earlier agent was found */
+        bool grace_extended;        /* the 2 s after a preStop hook used the grace period */
+        uint64_t grace_deadline_ms; /* when the grace period ends (monotonic) */
+        struct step {
+                char name[96];
+                uint64_t mono_us; /* CLOCK_MONOTONIC */
+                int64_t wall_us;  /* CLOCK_REALTIME */
+        } steps[AG_TIMELINE_MAX];
+        size_t n_steps;
+        enum st_phase forced;
+        char reason[REASON_MAX], message[MESSAGE_MAX];
+};
+
+/* Work done off the loop (worker_jobs.c). */
+struct pull_job {
+        struct ctr *c;
+        char *root_dir, *image;
+        char **insecure;
+        size_t n_insecure;
+        int rc;
+        struct cb_error err;
+        struct rt_image *img;
+        uint64_t submitted_us, started_us, finished_us;
+};
+
+struct start_job {
+        struct ctr *c; /* NULL once the worker is gone */
+        char id[RT_ID_MAX];
+        struct cb_arena *arena;
+        struct rt_image *img;
+        struct rt_sandbox sandbox;
+        struct rt_container_config cfg;
+        int rc;
+        struct cb_error err;
+        struct rt_container_state state;
+};
+
+struct sandbox_job {
+        struct ag_pod_worker *w;
+        struct cb_arena *arena;
+        struct rt_sandbox_config cfg;
+        int rc;
+        struct cb_error err;
+        struct rt_sandbox sandbox;
+};
+
+/* Shared between the worker's files. */
+void pw_adopt(struct ag_pod_worker *w);
+bool pw_any_running(const struct ag_pod_worker *w);
+void pw_arm_ctr_timer(struct ctr *c, int64_t seconds);
+void pw_compute_status(struct ag_pod_worker *w);
+void pw_emit_event(struct ag_pod_worker *w, const struct ctr *c, const char *type,
+                   const char *reason, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void pw_end_hook(struct ctr *c);
+int pw_ensure_sandbox(struct ag_pod_worker *w);
+void pw_finish(struct ag_pod_worker *w);
+void pw_hook_finished(struct ctr *c, bool ok, const char *msg);
+uint64_t pw_mono_us(void);
+int64_t pw_now_s(void);
+void pw_on_hook_timer(struct ag_timer *t, void *data);
+const char *pw_pod_ns(const struct k8s_pod *p);
+void pw_probe_kill_quiet(struct ag_pod_worker *w, struct ctr *c);
+void pw_remove_container(struct ag_pod_worker *w, struct ctr *c);
+void pw_save_state(struct ag_pod_worker *w);
+void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
+void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pw_start_container(struct ag_pod_worker *w, struct ctr *c);
+bool pw_start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_handler *h, int kind,
+                   int64_t http_timeout_ms);
+void pw_start_probers(struct ag_pod_worker *w, struct ctr *c);
+void pw_stop_probers(struct ctr *c);
+void pw_stop_watch(struct ctr *c);
+void pw_teardown(struct ag_pod_worker *w);
+void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c);

@@ -1,0 +1,595 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/pods/worker_internal.h"
+
+static void start_done(void *data, bool cancelled);
+static void sandbox_done(void *data, bool cancelled);
+
+/* ---- image pulls, off the loop --------------------------------------------------------
+ *
+ * Pulls run on the agent's pull queue (one at a time, as the kubelet's
+ * default serializeImagePulls), never on the event loop. The job owns
+ * copies of its inputs; c is cleared when the worker goes away first. */
+
+uint64_t pw_mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void pull_job_free(struct pull_job *j)
+{
+        if (j == NULL)
+                return;
+        free(j->root_dir);
+        free(j->image);
+        for (size_t i = 0; i < j->n_insecure; i++)
+                free(j->insecure[i]);
+        free(j->insecure);
+        rt_image_free(j->img);
+        free(j);
+}
+
+static void pull_work(void *data)
+{
+        struct pull_job *j = data;
+        j->started_us = pw_mono_us();
+        struct rt_pull_opts opts = {
+            .insecure_registries = (const char *const *)j->insecure,
+            .n_insecure = j->n_insecure,
+        };
+        j->rc = rt_image_pull(j->root_dir, j->image, &opts, NULL, &j->err);
+        if (j->rc == 0) {
+                j->rc = rt_image_lookup(j->root_dir, j->image, &j->img, &j->err);
+                if (j->rc == 0 && j->img == NULL)
+                        j->rc = cb_error_set(&j->err, 0, "image not found after the pull");
+        }
+        j->finished_us = pw_mono_us();
+}
+
+static void pull_done(void *data, bool cancelled)
+{
+        struct pull_job *j = data;
+        struct ctr *c = j->c;
+        if (c == NULL) {
+                pull_job_free(j);
+                return;
+        }
+        struct ag_pod_worker *w = c->w;
+        c->pull_job = NULL;
+        if (cancelled || w->done || w->terminating) {
+                pull_job_free(j);
+                return;
+        }
+        int64_t now = pw_now_s();
+        if (j->rc < 0) {
+                st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
+                                w->env->pull_backoff_cap);
+                c->pull_failed_at = now;
+                pw_set_waiting(c, "ErrImagePull", "%s", j->err.msg);
+                pw_emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s",
+                              j->image, j->err.msg);
+                pw_emit_event(w, c, "Warning", "Failed", "Error: ErrImagePull");
+                /* The kubelet syncs the pod again soon after a failed sync;
+                 * that sync finds the pull in back-off (ImagePullBackOff) and
+                 * the next pull happens when the back-off has passed. */
+                pw_arm_ctr_timer(c, 1);
+        } else {
+                double secs = (double)(j->finished_us - j->started_us) / 1e6;
+                double total = (double)(j->finished_us - j->submitted_us) / 1e6;
+                pw_emit_event(
+                    w, c, "Normal", "Pulled",
+                    "Successfully pulled image \"%s\" in %.3fs (%.3fs including waiting). "
+                    "Image size: %" PRIu64 " bytes.",
+                    j->image, secs, total, j->img->size);
+                c->pull_failed_at = 0;
+                rt_image_free(c->pulled);
+                c->pulled = j->img;
+                j->img = NULL;
+        }
+        pull_job_free(j);
+        ag_timer_arm(w->kick, 0);
+}
+
+/* Queues the pull; 1 (in progress) or -1. */
+static int submit_pull(struct ag_pod_worker *w, struct ctr *c, const char *image)
+{
+        struct pull_job *j = calloc(1, sizeof(*j));
+        if (j == NULL)
+                return -1;
+        j->c = c;
+        j->root_dir = strdup(w->env->root_dir);
+        j->image = strdup(image);
+        j->insecure = calloc(w->env->n_insecure_registries + 1, sizeof(char *));
+        bool ok = j->root_dir && j->image && j->insecure;
+        for (size_t i = 0; ok && i < w->env->n_insecure_registries; i++) {
+                j->insecure[i] = strdup(w->env->insecure_registries[i]);
+                ok = j->insecure[i] != NULL;
+                j->n_insecure += ok;
+        }
+        struct cb_error err = {0};
+        if (!ok) {
+                cb_error_set(&err, ENOMEM, "queueing the pull");
+        } else {
+                j->submitted_us = pw_mono_us();
+                if (ag_offload_submit(w->env->pulls, pull_work, pull_done, j, &err) == 0) {
+                        c->pull_job = j;
+                        pw_emit_event(w, c, "Normal", "Pulling", "Pulling image \"%s\"", image);
+                        return 1;
+                }
+        }
+        pull_job_free(j);
+        pw_set_waiting(c, "ErrImagePull", "%s", err.msg);
+        pw_arm_ctr_timer(c, 1);
+        return -1;
+}
+
+/* Makes sure the image is present under the pull policy. 0: present, 1: a pull is
+ * in progress (the worker is kicked when it ends), -1: not available. */
+static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image **ret)
+{
+        const char *image = c->spec->image ? c->spec->image : "";
+        if (c->pull_job != NULL)
+                return 1;
+        if (c->pulled != NULL) {
+                *ret = c->pulled;
+                c->pulled = NULL;
+                return 0;
+        }
+        struct cb_error err = {0};
+        struct rt_image_ref ref;
+        if (rt_image_ref_parse(image, &ref, &err) < 0) {
+                pw_set_waiting(c, "InvalidImageName",
+                               "Failed to apply default image tag \"%s\": %s", image, err.msg);
+                pw_emit_event(w, c, "Warning", "InspectFailed", "%s", c->wait_message);
+                return -1;
+        }
+        enum k8s_pull_policy policy = ag_pull_policy(c->spec);
+        struct rt_image *img = NULL;
+        if (rt_image_lookup(w->env->root_dir, image, &img, &err) < 0) {
+                pw_set_waiting(c, "ImageInspectError", "Failed to inspect image \"%s\": %s", image,
+                               err.msg);
+                return -1;
+        }
+        if (img != NULL && policy != K8S_PULL_ALWAYS) {
+                pw_emit_event(w, c, "Normal", "Pulled",
+                              "Container image \"%s\" already present on machine", image);
+                *ret = img;
+                return 0;
+        }
+        if (img == NULL && policy == K8S_PULL_NEVER) {
+                pw_set_waiting(c, "ErrImageNeverPull",
+                               "Container image \"%s\" is not present with pull policy of Never",
+                               image);
+                pw_emit_event(w, c, "Warning", "ErrImageNeverPull", "%s", c->wait_message);
+                return -1;
+        }
+        rt_image_free(img);
+        img = NULL;
+        int64_t now = pw_now_s();
+        if (c->pull_failed_at && st_backoff_active(&c->pull_backoff, c->pull_failed_at, now)) {
+                pw_set_waiting(c, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
+                pw_emit_event(w, c, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
+                pw_arm_ctr_timer(c, c->pull_failed_at + c->pull_backoff.backoff - now);
+                return -1;
+        }
+        return submit_pull(w, c, image);
+}
+
+/* Makes the pod's volumes ready on the node (the emptyDir directories,
+ * hostPath checks and creation) for ag_container_config_build. Only the
+ * volumes this container mounts. */
+static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_arena *a,
+                           struct ag_volume_source **ret, size_t *ret_n, struct cb_error *err)
+{
+        const struct k8s_container *s = c->spec;
+        struct ag_volume_source *out = cb_arena_calloc(a, s->n_volume_mounts + 1, sizeof(*out));
+        if (out == NULL)
+                return cb_error_set(err, ENOMEM, "volumes");
+        size_t n = 0;
+        for (size_t i = 0; i < s->n_volume_mounts; i++) {
+                const struct k8s_volume *v = NULL;
+                for (size_t k = 0; k < w->pod->spec.n_volumes && v == NULL; k++)
+                        if (w->pod->spec.volumes[k].name &&
+                            strcmp(w->pod->spec.volumes[k].name, s->volume_mounts[i].name) == 0)
+                                v = &w->pod->spec.volumes[k];
+                bool seen = false;
+                for (size_t k = 0; k < n && !seen; k++)
+                        seen = v != NULL && strcmp(out[k].name, v->name) == 0;
+                if (v == NULL || seen)
+                        continue; /* the builder names a missing one */
+                struct ag_volume_source src = {.name = v->name};
+                if (v->kind == K8S_VOLUME_EMPTY_DIR && v->empty_dir_medium &&
+                    strcmp(v->empty_dir_medium, "Memory") == 0) {
+                        src.type = RT_MOUNT_TMPFS;
+                        if (v->has_size_limit)
+                                src.options = cb_arena_printf(a, "size=%" PRId64 ",mode=1777",
+                                                              v->size_limit.value);
+                } else if (v->kind == K8S_VOLUME_EMPTY_DIR) {
+                        char *dir =
+                            cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~empty-dir/%s",
+                                            w->env->root_dir, w->pod->meta.uid, v->name);
+                        if (dir == NULL || cb_mkdir_p(dir, 0755, 0777, NULL) < 0 ||
+                            chmod(dir, 0777) < 0)
+                                return cb_error_set(err, errno, "volume %s: cannot create %s",
+                                                    v->name, dir ? dir : "");
+                        src.type = RT_MOUNT_BIND;
+                        src.source = dir;
+                } else if (v->kind == K8S_VOLUME_HOST_PATH) {
+                        const char *type = v->host_path_type ? v->host_path_type : "";
+                        struct stat sb;
+                        if (strcmp(type, "DirectoryOrCreate") == 0 &&
+                            cb_mkdir_p(v->host_path, 0755, 0755, NULL) < 0)
+                                return cb_error_set(err, errno, "volume %s: cannot create %s",
+                                                    v->name, v->host_path);
+                        if (strcmp(type, "FileOrCreate") == 0) {
+                                int fd = open(v->host_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                                if (fd < 0)
+                                        return cb_error_set(err, errno,
+                                                            "volume %s: cannot create %s", v->name,
+                                                            v->host_path);
+                                close(fd);
+                        }
+                        if (stat(v->host_path, &sb) < 0)
+                                return cb_error_set(err, errno, "volume %s: hostPath %s", v->name,
+                                                    v->host_path);
+                        if ((strcmp(type, "Directory") == 0 && !S_ISDIR(sb.st_mode)) ||
+                            (strcmp(type, "File") == 0 && !S_ISREG(sb.st_mode)))
+                                return cb_error_set(err, 0, "volume %s: hostPath %s is not a %s",
+                                                    v->name, v->host_path, type);
+                        src.type = RT_MOUNT_BIND;
+                        src.source = v->host_path;
+                } else {
+                        return cb_error_set(err, 0,
+                                            "volume \"%s\": %s volumes are not supported by "
+                                            "cubelet yet",
+                                            v->name,
+                                            v->other_kind ? v->other_kind : "this kind of");
+                }
+                out[n++] = src;
+        }
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}
+
+static const struct k8s_container_cgroup *plan_for(const struct ag_pod_worker *w,
+                                                   const struct ctr *c)
+{
+        for (size_t i = 0; i < w->plan.n_containers; i++)
+                if (w->plan.containers[i].container == c->spec)
+                        return &w->plan.containers[i];
+        return NULL;
+}
+
+static void new_id(char *buf, size_t size)
+{
+        unsigned char r[16];
+        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+                struct timespec ts;
+                clock_gettime(CLOCK_REALTIME, &ts);
+                memcpy(r, &ts, sizeof(r) < sizeof(ts) ? sizeof(r) : sizeof(ts));
+        }
+        size_t o = 0;
+        for (size_t i = 0; i < sizeof(r) && o + 2 < size; i++)
+                o += (size_t)snprintf(buf + o, size - o, "%02x", r[i]);
+}
+
+/* ---- creating and starting a container, off the loop ---------------------------------- */
+
+static void start_job_free(struct start_job *j)
+{
+        cb_arena_free(j->arena);
+        rt_image_free(j->img);
+        free(j);
+}
+
+static void start_work(void *data)
+{
+        struct start_job *j = data;
+        j->rc = rt_container_create_start(&j->cfg, &j->state, &j->err);
+}
+
+void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (c->start_job != NULL)
+                return;
+        struct rt_image *img = NULL;
+        c->wait_reason[0] = c->wait_message[0] = '\0';
+        if (ensure_image(w, c, &img) != 0)
+                return;
+        ag_pod_worker_mark(w, "imageReady", c->spec->name);
+        snprintf(c->image, sizeof(c->image), "%s", img->ref);
+        ag_image_id(c->image_id, sizeof(c->image_id), img->ref, img->manifest_digest);
+
+        struct cb_arena *a = cb_arena_new(0);
+        struct cb_error err = {0};
+        struct ag_env_context ctx = {
+            .node_name = w->env->node_name,
+            .pod_ip = w->n_pod_ips ? w->pod_ips[0] : "",
+            .pod_ips = w->pod_ips,
+            .n_pod_ips = w->n_pod_ips,
+            .host_ip = w->env->n_host_ips ? w->env->host_ips[0] : "",
+            .host_ips = w->env->host_ips,
+            .n_host_ips = w->env->n_host_ips,
+            .node_allocatable_milli_cpu = w->env->alloc_milli_cpu,
+            .node_allocatable_memory = w->env->alloc_memory,
+            .node_allocatable_ephemeral = w->env->alloc_ephemeral,
+        };
+        struct start_job *j = calloc(1, sizeof(*j));
+        if (j == NULL || a == NULL) {
+                pw_set_waiting(c, "CreateContainerError", "out of memory");
+                free(j);
+                goto out;
+        }
+        new_id(j->id, sizeof(j->id));
+        /* The job owns everything the config points at: the arena, the
+         * image (its layer dirs) and a copy of the sandbox. */
+        j->c = c;
+        j->sandbox = w->sandbox;
+        _cleanup_free_ char *passwd = NULL, *group = NULL;
+        struct ag_volume_source *vols = NULL;
+        size_t n_vols = 0;
+        char log_dir[4096];
+        struct ag_container_inputs in = {
+            .pod = w->pod,
+            .container = c->spec,
+            .image = img,
+            .ctx = &ctx,
+            .sandbox = &j->sandbox,
+            .plan = plan_for(w, c),
+            .id = j->id,
+            .pod_cgroup = w->pod_cgroup,
+            .root_dir = w->env->root_dir,
+            .monitor_path = w->env->monitor_path,
+            .pod_logs_dir = w->env->pod_logs_dir,
+            .restart_count = c->obs.restart_count,
+        };
+        int r = rt_image_read_file(img, "etc/passwd", 1 << 20, &passwd, &err);
+        if (r == 0)
+                r = rt_image_read_file(img, "etc/group", 1 << 20, &group, &err);
+        if (r == 0)
+                r = resolve_volumes(w, c, a, &vols, &n_vols, &err);
+        in.passwd = passwd;
+        in.group = group;
+        in.volumes = vols;
+        in.n_volumes = n_vols;
+        if (r < 0 || ag_container_config_build(a, &in, &j->cfg, NULL, &err) < 0) {
+                pw_set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
+                pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
+                free(j);
+                goto out;
+        }
+        if (ag_cri_log_dir(log_dir, sizeof(log_dir), w->env->pod_logs_dir, pw_pod_ns(w->pod),
+                           w->pod->meta.name, w->pod->meta.uid, c->spec->name) < 0 ||
+            cb_mkdir_p(log_dir, 0755, 0755, NULL) < 0) {
+                pw_set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
+                               log_dir);
+                free(j);
+                goto out;
+        }
+        c->stop_signal = j->cfg.stop_signal;
+        pw_emit_event(w, c, "Normal", "Created", "Created container: %s", c->spec->name);
+        j->arena = a;
+        j->img = img;
+        a = NULL;
+        img = NULL;
+        if (ag_offload_submit(w->env->sandboxes, start_work, start_done, j, &err) < 0) {
+                j->rc = -1;
+                j->err = err;
+                start_done(j, false); /* reported as a failed start */
+                goto out;
+        }
+        c->start_job = j;
+out:
+        cb_arena_free(a);
+        rt_image_free(img);
+}
+
+static void start_done(void *data, bool cancelled)
+{
+        struct start_job *j = data;
+        struct ctr *c = j->c;
+        if (c == NULL || cancelled) {
+                /* The worker is gone (agent shutdown): the next agent finds
+                 * the container unowned and removes it, or it never ran. */
+                if (c != NULL)
+                        c->start_job = NULL;
+                start_job_free(j);
+                return;
+        }
+        struct ag_pod_worker *w = c->w;
+        c->start_job = NULL;
+        snprintf(c->id, sizeof(c->id), "%s", j->id);
+        snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
+        struct rt_container_state st = j->state;
+        struct cb_error err = j->err;
+        if (j->rc < 0) {
+                /* containerd reports a failed start as terminated StartError / 128. */
+                c->running = false;
+                c->exited = true;
+                c->obs.known = true;
+                c->term = (struct st_container_state){
+                    .kind = ST_STATE_TERMINATED, .exit_code = 128, .finished_at = pw_now_s()};
+                snprintf(c->term_reason, sizeof(c->term_reason), "%s", ST_REASON_START_ERROR);
+                snprintf(c->term_message, sizeof(c->term_message), "%s", err.msg);
+                snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
+                pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
+                start_job_free(j);
+                ag_timer_arm(w->kick, 0);
+                return;
+        }
+        start_job_free(j);
+        c->running = true;
+        c->exited = false;
+        c->obs.known = true;
+        c->obs.state = (struct st_container_state){.kind = ST_STATE_RUNNING,
+                                                   .started_at = st.started_at / 1000000000LL};
+        pw_emit_event(w, c, "Normal", "Started", "Started container %s", c->spec->name);
+        ag_pod_worker_mark(w, "containerStarted", c->spec->name);
+        pw_watch_exit(w, c);
+        if (w->terminating) {
+                /* Deleted while it started: stop it as the others were. */
+                pw_emit_event(w, c, "Normal", "Killing", "Stopping container %s", c->spec->name);
+                pw_send_stop_signal(w, c);
+        } else if (c->spec->post_start.kind != K8S_HANDLER_NONE) {
+                /* Probes start once the postStart hook has succeeded. */
+                c->in_poststart = true;
+                pw_start_hook(w, c, &c->spec->post_start, HOOK_POSTSTART,
+                              POSTSTART_HTTP_TIMEOUT_MS);
+        } else {
+                pw_start_probers(w, c);
+        }
+        ag_timer_arm(w->kick, 0);
+}
+
+/* ---- the sandbox, off the loop ----------------------------------------------------------
+ *
+ * Namespaces and the CNI ADD run on the agent's sandbox queue. The job owns
+ * copies of everything it reads (an arena); w is cleared when the worker is
+ * freed first (agent shutdown: the half-made sandbox is found, removed and
+ * made again by the next agent). A terminating worker waits for the job
+ * before it tears down, so pw_teardown never races a CNI ADD. */
+
+static void sandbox_job_free(struct sandbox_job *j)
+{
+        if (j == NULL)
+                return;
+        cb_arena_free(j->arena);
+        free(j);
+}
+
+static void sandbox_work(void *data)
+{
+        struct sandbox_job *j = data;
+        /* A sandbox left by an earlier attempt is torn down first. */
+        rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, NULL);
+        j->rc = rt_sandbox_create(&j->cfg, &j->sandbox, &j->err);
+}
+
+static void sandbox_done(void *data, bool cancelled)
+{
+        struct sandbox_job *j = data;
+        struct ag_pod_worker *w = j->w;
+        if (w == NULL) {
+                sandbox_job_free(j);
+                return;
+        }
+        w->sandbox_job = NULL;
+        if (cancelled) {
+                sandbox_job_free(j);
+                return;
+        }
+        if (j->rc < 0) {
+                if (!w->terminating)
+                        pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                                      "Failed to create pod sandbox: %s", j->err.msg);
+                ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+        } else {
+                /* Also when terminating: pw_teardown removes it. */
+                w->sandbox = j->sandbox;
+                w->sandbox_ready = true;
+                ag_pod_worker_mark(w, "sandboxReady", NULL);
+                w->n_pod_ips = 0;
+                for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
+                        snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s",
+                                 w->sandbox.pod_ips[i]);
+                        w->pod_ips[w->n_pod_ips++] = w->pod_ip_buf[i];
+                }
+        }
+        sandbox_job_free(j);
+        ag_timer_arm(w->kick, 0);
+}
+
+/* 0: ready; 1: being made (the worker is kicked when it is); -1: failed
+ * (retried by the sandbox timer). */
+int pw_ensure_sandbox(struct ag_pod_worker *w)
+{
+        if (w->sandbox_ready)
+                return 0;
+        if (w->sandbox_job != NULL)
+                return 1;
+        if (ag_timer_armed(w->sandbox_timer))
+                return -1;
+        struct cb_error err = {0};
+        const struct k8s_pod *p = w->pod;
+        if (!w->cgroup_created) {
+                if (cg_create(w->pod_cgroup, &w->plan.limits, &err) < 0) {
+                        pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                                      "Failed to create pod sandbox: cgroup %s: %s", w->pod_cgroup,
+                                      err.msg);
+                        ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+                        return -1;
+                }
+                w->cgroup_created = true;
+        }
+        struct sandbox_job *j = calloc(1, sizeof(*j));
+        if (j == NULL)
+                return -1;
+        j->w = w;
+        j->arena = cb_arena_new(0);
+        if (j->arena == NULL) {
+                free(j);
+                return -1;
+        }
+        struct cb_arena *a = j->arena;
+        size_t n_ports = 0;
+        for (size_t i = 0; i < p->spec.n_containers; i++)
+                for (size_t jj = 0; jj < p->spec.containers[i].n_ports; jj++)
+                        n_ports += p->spec.containers[i].ports[jj].host_port > 0;
+        struct rt_port_mapping *ports = cb_arena_calloc(a, n_ports + 1, sizeof(*ports));
+        size_t k = 0;
+        for (size_t i = 0; ports && i < p->spec.n_containers; i++)
+                for (size_t jj = 0; jj < p->spec.containers[i].n_ports; jj++) {
+                        const struct k8s_container_port *cp = &p->spec.containers[i].ports[jj];
+                        if (cp->host_port <= 0)
+                                continue;
+                        ports[k].host_port = cp->host_port;
+                        ports[k].container_port = cp->container_port;
+                        snprintf(ports[k].protocol, sizeof(ports[k].protocol), "%s",
+                                 cp->protocol == K8S_PROTO_UDP    ? "udp"
+                                 : cp->protocol == K8S_PROTO_SCTP ? "sctp"
+                                                                  : "tcp");
+                        snprintf(ports[k].host_ip, sizeof(ports[k].host_ip), "%s",
+                                 cp->host_ip ? cp->host_ip : "");
+                        k++;
+                }
+        const char *hostname =
+            p->spec.hostname && p->spec.hostname[0] ? p->spec.hostname : p->meta.name;
+        j->cfg = (struct rt_sandbox_config){
+            .root_dir = cb_arena_strdup(a, w->env->root_dir),
+            .name = cb_arena_strdup(a, p->meta.name),
+            .namespace_ = cb_arena_strdup(a, pw_pod_ns(p)),
+            .uid = cb_arena_strdup(a, p->meta.uid),
+            .hostname = cb_arena_strndup(a, hostname, 63),
+            .dns_domain = "",
+            .host_network = p->spec.host_network,
+            .host_ipc = p->spec.host_ipc,
+            .host_pid = p->spec.host_pid,
+            .ports = ports,
+            .n_ports = k,
+            .cni = {.conf_dir = cb_arena_strdup(a, w->env->cni_conf_dir),
+                    .bin_dirs = cb_arena_strdup(a, w->env->cni_bin_dir),
+                    .cache_dir = cb_arena_printf(a, "%s/cni-cache", w->env->root_dir)},
+            .cgroup_parent = cb_arena_strdup(a, w->pod_cgroup),
+            .share_pid = p->spec.share_process_namespace,
+            .pause_path = cb_arena_strdup(a, w->env->monitor_path),
+        };
+        snprintf(j->cfg.id, sizeof(j->cfg.id), "%s", p->meta.uid);
+        if (ports == NULL || cb_arena_over_limit(a) || !j->cfg.root_dir || !j->cfg.name ||
+            !j->cfg.namespace_ || !j->cfg.uid || !j->cfg.hostname || !j->cfg.cni.conf_dir ||
+            !j->cfg.cni.bin_dirs || !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent ||
+            !j->cfg.pause_path) {
+                sandbox_job_free(j);
+                return -1;
+        }
+        if (ag_offload_submit(w->env->sandboxes, sandbox_work, sandbox_done, j, &err) < 0) {
+                sandbox_job_free(j);
+                pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                              "Failed to create pod sandbox: %s", err.msg);
+                ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+                return -1;
+        }
+        w->sandbox_job = j;
+        return 1;
+}

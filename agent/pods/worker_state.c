@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "agent/pods/worker_internal.h"
+
+/* ---- restart safety: the worker's state on disk -------------------------------
+ *
+ * <root>/pods/<uid>/worker.json (written atomically after every step) keeps
+ * what the runtime does not know: which runtime container is the current
+ * instance of which spec container, restart counts, backoff, lastState, and
+ * whether the sandbox and the pod cgroup exist. A restarted agent reads it
+ * and re-adopts: running containers are watched again (never restarted),
+ * containers that exited meanwhile report their exit record. */
+
+static void state_path(const struct ag_pod_worker *w, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s/pods/%s/worker.json", w->env->root_dir, w->pod->meta.uid);
+}
+
+static cJSON *term_json(const struct st_container_state *t, const char *reason, const char *message,
+                        const char *cid)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "exitCode", t->exit_code);
+        cJSON_AddNumberToObject(o, "startedAt", (double)t->started_at);
+        cJSON_AddNumberToObject(o, "finishedAt", (double)t->finished_at);
+        cJSON_AddStringToObject(o, "reason", reason);
+        cJSON_AddStringToObject(o, "message", message);
+        cJSON_AddStringToObject(o, "containerID", cid);
+        return o;
+}
+
+void pw_save_state(struct ag_pod_worker *w)
+{
+        if (w->torn_down)
+                return;
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "startTime", (double)w->start_time);
+        cJSON_AddBoolToObject(o, "cgroupCreated", w->cgroup_created);
+        cJSON_AddBoolToObject(o, "sandbox", w->sandbox_ready);
+        cJSON_AddItemToObject(o, "timeline", ag_pod_worker_timeline_json(w));
+        cJSON *arr = cJSON_AddArrayToObject(o, "containers");
+        for (size_t i = 0; i < w->n; i++) {
+                const struct ctr *c = &w->ctrs[i];
+                cJSON *j = cJSON_CreateObject();
+                cJSON_AddStringToObject(j, "name", c->spec->name);
+                cJSON_AddBoolToObject(j, "init", c->init);
+                cJSON_AddStringToObject(j, "id", c->id);
+                cJSON_AddStringToObject(j, "image", c->image);
+                cJSON_AddStringToObject(j, "imageID", c->image_id);
+                cJSON_AddNumberToObject(j, "restartCount", c->obs.restart_count);
+                cJSON_AddNumberToObject(j, "backoff", (double)c->backoff.backoff);
+                cJSON_AddNumberToObject(j, "backoffUpdate", (double)c->backoff.last_update);
+                if (c->exited)
+                        cJSON_AddItemToObject(
+                            j, "term",
+                            term_json(&c->term, c->term_reason, c->term_message, c->term_cid));
+                if (c->obs.last_state.kind == ST_STATE_TERMINATED)
+                        cJSON_AddItemToObject(j, "lastState",
+                                              term_json(&c->obs.last_state, c->last_reason,
+                                                        c->last_message, c->last_cid));
+                cJSON_AddItemToArray(arr, j);
+        }
+        char *text = cJSON_PrintUnformatted(o);
+        cJSON_Delete(o);
+        if (text == NULL)
+                return;
+        if (w->saved != NULL && strcmp(w->saved, text) == 0) {
+                free(text); /* unchanged: no write, no fsync */
+                return;
+        }
+        char path[RT_PATH_MAX], dir[RT_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, w->pod->meta.uid);
+        state_path(w, path, sizeof(path));
+        struct cb_error err = {0};
+        if (cb_mkdir_p(dir, 0755, 0700, &err) < 0 ||
+            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0) {
+                pw_emit_event(w, NULL, "Warning", "FailedSync", "cannot save the pod's state: %s",
+                              err.msg[0] ? err.msg : strerror(errno));
+                free(text);
+                return;
+        }
+        free(w->saved);
+        w->saved = text;
+}
+
+static int64_t jint(const cJSON *o, const char *k)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+        return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+static void jstr(const cJSON *o, const char *k, char *buf, size_t size)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+        snprintf(buf, size, "%s", cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static void load_term(const cJSON *t, struct st_container_state *s, char *reason, size_t rs,
+                      char *message, size_t ms, char *cid, size_t cs)
+{
+        *s = (struct st_container_state){
+            .kind = ST_STATE_TERMINATED,
+            .exit_code = (int32_t)jint(t, "exitCode"),
+            .started_at = jint(t, "startedAt"),
+            .finished_at = jint(t, "finishedAt"),
+        };
+        jstr(t, "reason", reason, rs);
+        jstr(t, "message", message, ms);
+        jstr(t, "containerID", cid, cs);
+}
+
+/* Re-adopts one container from its saved record and the runtime's view. */
+static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON *j)
+{
+        jstr(j, "id", c->id, sizeof(c->id));
+        jstr(j, "image", c->image, sizeof(c->image));
+        jstr(j, "imageID", c->image_id, sizeof(c->image_id));
+        c->obs.restart_count = (int32_t)jint(j, "restartCount");
+        c->backoff.backoff = jint(j, "backoff");
+        c->backoff.last_update = jint(j, "backoffUpdate");
+        const cJSON *last = cJSON_GetObjectItemCaseSensitive(j, "lastState");
+        if (cJSON_IsObject(last))
+                load_term(last, &c->obs.last_state, c->last_reason, sizeof(c->last_reason),
+                          c->last_message, sizeof(c->last_message), c->last_cid,
+                          sizeof(c->last_cid));
+        const cJSON *term = cJSON_GetObjectItemCaseSensitive(j, "term");
+        if (c->id[0] == '\0') {
+                if (cJSON_IsObject(term)) {
+                        c->exited = true;
+                        c->obs.known = true;
+                        load_term(term, &c->term, c->term_reason, sizeof(c->term_reason),
+                                  c->term_message, sizeof(c->term_message), c->term_cid,
+                                  sizeof(c->term_cid));
+                }
+                return;
+        }
+        snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        c->obs.known = true;
+        int r = rt_container_state(w->env->root_dir, c->id, &st, &err);
+        if (r == 0 && st.status == RT_CONTAINER_RUNNING) {
+                c->running = true;
+                c->stop_signal = st.stop_signal;
+                c->obs.state = (struct st_container_state){
+                    .kind = ST_STATE_RUNNING, .started_at = st.started_at / 1000000000LL};
+                pw_watch_exit(w, c);
+                pw_start_probers(w, c);
+                return;
+        }
+        c->exited = true;
+        snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
+        if (r == 0 && st.status == RT_CONTAINER_EXITED) {
+                /* It ended while the agent was away: its exit record. */
+                c->term = (struct st_container_state){
+                    .kind = ST_STATE_TERMINATED,
+                    .exit_code = st.exit_code,
+                    .started_at = st.started_at / 1000000000LL,
+                    .finished_at = st.finished_at / 1000000000LL,
+                };
+                snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
+                snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
+        } else if (cJSON_IsObject(term)) {
+                load_term(term, &c->term, c->term_reason, sizeof(c->term_reason), c->term_message,
+                          sizeof(c->term_message), c->term_cid, sizeof(c->term_cid));
+        } else {
+                c->term = (struct st_container_state){
+                    .kind = ST_STATE_TERMINATED, .exit_code = 137, .finished_at = pw_now_s()};
+                snprintf(c->term_reason, sizeof(c->term_reason), "%s",
+                         ST_REASON_CONTAINER_STATUS_UNKNOWN);
+                snprintf(c->term_message, sizeof(c->term_message),
+                         "The container could not be located when the pod was terminated");
+        }
+}
+
+/* Reads worker.json when an earlier agent left one. */
+void pw_adopt(struct ag_pod_worker *w)
+{
+        char path[RT_PATH_MAX];
+        state_path(w, path, sizeof(path));
+        _cleanup_free_ char *text = NULL;
+        if (cb_read_file(path, 4 << 20, &text, NULL, NULL) < 0)
+                return;
+        _cleanup_cjson_ cJSON *o = cJSON_Parse(text);
+        if (!cJSON_IsObject(o))
+                return;
+        w->adopted = true;
+        if (jint(o, "startTime") != 0)
+                w->start_time = jint(o, "startTime");
+        w->cgroup_created = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "cgroupCreated"));
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "sandbox")) &&
+            rt_sandbox_load(w->env->root_dir, w->pod->meta.uid, &w->sandbox, NULL) == 0) {
+                w->sandbox_ready = true;
+                for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {
+                        snprintf(w->pod_ip_buf[i], sizeof(w->pod_ip_buf[i]), "%s",
+                                 w->sandbox.pod_ips[i]);
+                        w->pod_ips[w->n_pod_ips++] = w->pod_ip_buf[i];
+                }
+        }
+        const cJSON *j;
+        cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(o, "containers"))
+        {
+                char name[256];
+                jstr(j, "name", name, sizeof(name));
+                bool init = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "init"));
+                for (size_t i = 0; i < w->n; i++)
+                        if (w->ctrs[i].init == init && strcmp(w->ctrs[i].spec->name, name) == 0)
+                                adopt_container(w, &w->ctrs[i], j);
+        }
+}
+
+void pw_teardown(struct ag_pod_worker *w)
+{
+        if (w->torn_down)
+                return;
+        struct cb_error err = {0};
+        for (size_t i = 0; i < w->n; i++) {
+                pw_stop_watch(&w->ctrs[i]);
+                pw_remove_container(w, &w->ctrs[i]);
+        }
+        const char *uid = w->pod->meta.uid;
+        if (rt_sandbox_remove(w->env->root_dir, uid, &err) < 0)
+                pw_emit_event(w, NULL, "Warning", "FailedKillPod",
+                              "error tearing down the pod sandbox: %s", err.msg);
+        if (w->cgroup_created && cg_destroy(w->pod_cgroup, &err) < 0)
+                pw_emit_event(w, NULL, "Warning", "FailedKillPod",
+                              "error removing the pod cgroup: %s", err.msg);
+        char dir[RT_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
+        rt_rm_rf(dir, NULL);
+        w->sandbox_ready = false;
+        ag_pod_worker_mark(w, "tornDown", NULL);
+        w->torn_down = true;
+}
+
+/* Running, or being started off the loop. */
+bool pw_any_running(const struct ag_pod_worker *w)
+{
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].running || w->ctrs[i].start_job != NULL)
+                        return true;
+        return false;
+}
+
+void pw_finish(struct ag_pod_worker *w)
+{
+        if (w->done)
+                return;
+        if (w->sandbox_job != NULL)
+                return; /* sandbox_done() kicks the worker again */
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].start_job != NULL)
+                        return; /* start_done() kicks the worker again */
+        for (size_t i = 0; i < w->n; i++)
+                if (w->ctrs[i].timer)
+                        ag_timer_disarm(w->ctrs[i].timer);
+        ag_timer_disarm(w->deadline);
+        ag_timer_disarm(w->grace);
+        pw_teardown(w);
+        pw_compute_status(w);
+        w->done = true;
+        if (w->ops->done)
+                w->ops->done(w, w->data);
+}

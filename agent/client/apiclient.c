@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/client/apiclient.h"
+#include "agent/core/curl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -32,7 +33,7 @@ struct ag_api {
         struct ag_loop *loop;
         const struct ag_kubeconfig *kc;
         CURLM *multi;
-        struct ag_timer *curl_timer;
+        struct ag_curl *curl; /* libcurl on the loop; multi is its handle */
         struct ag_timer *rate_timer;
         struct ag_request *active;
         struct ag_request *queue_head, *queue_tail;
@@ -40,14 +41,11 @@ struct ag_api {
         int burst;
         uint64_t last_refill_ms;
         size_t max_response;
-        int in_curl; /* inside a libcurl call that may call back */
         bool fresh_connect;
         char user_agent[64];
 };
 
 static CURLcode global_init_result = CURLE_FAILED_INIT;
-
-static void check_done(struct ag_api *api);
 
 /* ---- request lifetime ---- */
 
@@ -124,66 +122,6 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userp)
         r->resp_len += n;
         r->resp[r->resp_len] = '\0';
         return n;
-}
-
-static void on_io(struct ag_io *io, int fd, uint32_t events, void *data)
-{
-        struct ag_api *api = data;
-        int flags = 0, running;
-        if (events & EPOLLIN)
-                flags |= CURL_CSELECT_IN;
-        if (events & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-        if (events & (EPOLLERR | EPOLLHUP))
-                flags |= CURL_CSELECT_ERR;
-        api->in_curl++;
-        curl_multi_socket_action(api->multi, fd, flags, &running);
-        api->in_curl--;
-        check_done(api);
-}
-
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-        struct ag_api *api = userp;
-        struct ag_io *io = socketp;
-        if (what == CURL_POLL_REMOVE) {
-                ag_io_free(io);
-                curl_multi_assign(api->multi, s, NULL);
-                return 0;
-        }
-        uint32_t ev = 0;
-        if (what & CURL_POLL_IN)
-                ev |= EPOLLIN;
-        if (what & CURL_POLL_OUT)
-                ev |= EPOLLOUT;
-        if (io == NULL) {
-                io = ag_io_new(api->loop, s, ev, on_io, api, NULL);
-                if (io == NULL)
-                        return -1;
-                curl_multi_assign(api->multi, s, io);
-                return 0;
-        }
-        return ag_io_set_events(io, ev, NULL) < 0 ? -1 : 0;
-}
-
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
-{
-        struct ag_api *api = userp;
-        if (timeout_ms < 0)
-                ag_timer_disarm(api->curl_timer);
-        else if (ag_timer_arm(api->curl_timer, (uint64_t)timeout_ms) < 0)
-                return -1;
-        return 0;
-}
-
-static void on_curl_timeout(struct ag_timer *t, void *data)
-{
-        struct ag_api *api = data;
-        int running;
-        api->in_curl++;
-        curl_multi_socket_action(api->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        api->in_curl--;
-        check_done(api);
 }
 
 /* ---- results ---- */
@@ -304,25 +242,25 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
         cJSON_Delete(res.json);
 }
 
-static void check_done(struct ag_api *api)
+/* A transfer finished (agent/core/curl.h: outside libcurl, removed from
+ * the multi handle). */
+static void on_done(CURL *easy, CURLcode cc, void *data)
 {
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(api->multi, &left)) != NULL) {
-                if (m->msg != CURLMSG_DONE)
-                        continue;
-                struct ag_request *r = NULL;
-                curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-                CURLcode cc = m->data.result;
-                curl_multi_remove_handle(api->multi, r->easy);
-                list_unlink(&api->active, r);
-                if (!r->cancelled)
-                        finish(api, r, cc);
-                req_free(r);
-        }
-        /* Requests cancelled from inside a libcurl callback. */
+        struct ag_api *api = data;
+        struct ag_request *r = NULL;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+        list_unlink(&api->active, r);
+        if (!r->cancelled)
+                finish(api, r, cc);
+        req_free(r);
+}
+
+/* Requests cancelled from inside a libcurl callback, removed now. */
+static void after_curl(void *data)
+{
+        struct ag_api *api = data;
         struct ag_request *r = api->active;
-        while (r != NULL && api->in_curl == 0) {
+        while (r != NULL) {
                 struct ag_request *next = r->next;
                 if (r->cancelled) {
                         curl_multi_remove_handle(api->multi, r->easy);
@@ -512,7 +450,7 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
         /* Inside a libcurl callback (a watch event handled on the spot)
          * libcurl refuses new handles (CURLM_RECURSIVE_API_CALL): queue the
          * request and start it from the loop's next iteration. */
-        if (api->in_curl == 0 && api->queue_head == NULL && api->tokens >= 1.0) {
+        if (!ag_curl_in_callback(api->curl) && api->queue_head == NULL && api->tokens >= 1.0) {
                 api->tokens -= 1.0;
                 if (start(api, r) < 0) {
                         cb_error_set(err, 0, "%s %s: libcurl refused the request", method, r->url);
@@ -545,9 +483,9 @@ void ag_api_cancel(struct ag_request *r)
                 req_free(r);
                 return;
         }
-        if (api->in_curl > 0) {
+        if (ag_curl_in_callback(api->curl)) {
                 /* libcurl forbids removing a handle from its own callback:
-                 * on_write refuses further bytes and check_done frees it. */
+                 * on_write refuses further bytes and after_curl frees it. */
                 r->cancelled = true;
                 return;
         }
@@ -598,17 +536,13 @@ int ag_api_new(struct ag_loop *loop, const struct ag_kubeconfig *kc,
         api->tokens = api->burst;
         api->last_refill_ms = ag_now_ms();
         snprintf(api->user_agent, sizeof(api->user_agent), "cubelet/%s", CUBELET_VERSION);
-        api->multi = curl_multi_init();
-        api->curl_timer = ag_timer_new(loop, on_curl_timeout, api, err);
         api->rate_timer = ag_timer_new(loop, on_rate_timer, api, err);
-        if (api->multi == NULL || api->curl_timer == NULL || api->rate_timer == NULL) {
+        if (api->rate_timer == NULL ||
+            ag_curl_new(loop, on_done, after_curl, api, &api->curl, err) < 0) {
                 ag_api_free(api);
                 return cb_error_set(err, 0, "cannot set up the API client");
         }
-        curl_multi_setopt(api->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-        curl_multi_setopt(api->multi, CURLMOPT_SOCKETDATA, api);
-        curl_multi_setopt(api->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-        curl_multi_setopt(api->multi, CURLMOPT_TIMERDATA, api);
+        api->multi = ag_curl_multi(api->curl);
         curl_multi_setopt(api->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
         *ret = api;
         return 0;
@@ -629,10 +563,8 @@ void ag_api_free(struct ag_api *api)
                 list_unlink(&api->active, r);
                 req_free(r);
         }
-        /* Closes the cached connections; on_socket frees their watchers. */
-        if (api->multi != NULL)
-                curl_multi_cleanup(api->multi);
-        ag_timer_free(api->curl_timer);
+        /* Closes the cached connections and frees their watchers. */
+        ag_curl_free(api->curl);
         ag_timer_free(api->rate_timer);
         free(api);
 }

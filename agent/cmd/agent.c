@@ -22,6 +22,8 @@
 #include "agent/pods/mirror.h"
 #include "agent/node/nodestatus.h"
 #include "agent/pods/pods.h"
+#include "agent/pods/prober.h"
+#include "agent/core/curl.h"
 #include "agent/node/pressure.h"
 #include "agent/client/reflector.h"
 #include "agent/node/selfcgroup.h"
@@ -474,7 +476,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         };
         if (ag_offload_new(a->loop, "image pulls", 1, &a->env.pulls, err) < 0 ||
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
-            ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0)
+            ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0 ||
+            ag_probe_http_new(a->loop, &a->env.probe_http, err) < 0)
                 return -1;
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
@@ -592,6 +595,7 @@ static void stop_agent(struct agent *a)
         ag_offload_free(a->env.pulls);
         ag_offload_free(a->env.sandboxes);
         ag_offload_free(a->env.hooks);
+        ag_curl_free(a->env.probe_http); /* after the probers */
         ag_metrics_free(a->metrics);
         /* The private bind mount of <root>/sandboxes goes once no pod
          * sandbox is left (containers outlive the agent otherwise). */

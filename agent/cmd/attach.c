@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent/cmd/cli.h"
+#include "agent/core/inotify.h"
 #include "lib/cleanup.h"
 #include "runtime/attach.h"
 #include "runtime/container.h"
@@ -296,10 +297,7 @@ static int run(struct attach *a, bool in, bool tty, const char *root)
                                 }
                                 break;
                         case E_LOG: {
-                                char ev[4096]
-                                    __attribute__((aligned(__alignof__(struct inotify_event))));
-                                while (read(a->ino, ev, sizeof(ev)) > 0)
-                                        ;
+                                ag_inotify_drain(a->ino, NULL, NULL);
                                 if (pump_log(a) < 0)
                                         return 1;
                                 break;

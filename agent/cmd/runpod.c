@@ -29,6 +29,8 @@
 #include "agent/node/nodeinfo.h"
 #include "agent/core/offload.h"
 #include "agent/pods/podworker.h"
+#include "agent/pods/prober.h"
+#include "agent/core/curl.h"
 #include "agent/pods/statusgen.h"
 #include "lib/cleanup.h"
 #include "runtime/sandbox.h"
@@ -291,7 +293,8 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         env.loop = rp.loop;
         if (ag_offload_new(rp.loop, "image pulls", 1, &env.pulls, &err) < 0 ||
             ag_offload_new(rp.loop, "sandboxes", 1, &env.sandboxes, &err) < 0 ||
-            ag_offload_new(rp.loop, "hooks", 2, &env.hooks, &err) < 0)
+            ag_offload_new(rp.loop, "hooks", 2, &env.hooks, &err) < 0 ||
+            ag_probe_http_new(rp.loop, &env.probe_http, &err) < 0)
                 goto fail;
         if (ag_loop_add_signals(rp.loop, &mask, on_signal, &rp, &err) < 0)
                 goto fail;
@@ -318,6 +321,7 @@ out:
         ag_offload_free(env.pulls);
         ag_offload_free(env.sandboxes);
         ag_offload_free(env.hooks);
+        ag_curl_free(env.probe_http);
         if (rt_sandbox_release_root(opts->root_dir, &err) < 0)
                 log_warning("%s", err.msg);
         if (rp.loop)

@@ -54,8 +54,7 @@ cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w)
                 const struct step *st = &w->steps[i];
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "step", st->name);
-                cJSON_AddNumberToObject(o, "offsetUs",
-                                        (double)(st->mono_us - w->steps[0].mono_us));
+                cJSON_AddNumberToObject(o, "offsetUs", (double)(st->mono_us - w->steps[0].mono_us));
                 char ts[96];
                 time_t sec = (time_t)(st->wall_us / 1000000);
                 struct tm tm;
@@ -259,6 +258,7 @@ static struct ag_prober *new_prober(struct ag_pod_worker *w, struct ctr *c, enum
             .root_dir = w->env->root_dir,
             .container_id = c->id,
             .monitor_path = w->env->monitor_path,
+            .http = w->env->probe_http,
         };
         struct cb_error err = {0};
         struct ag_prober *p = ag_prober_new(w->env->loop, k, probe, &t, on_probe, c, &err);

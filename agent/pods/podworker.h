@@ -60,6 +60,7 @@ struct ag_node_env {
         struct ag_offload *pulls;     /* image pulls, one at a time (agent/core/offload.h) */
         struct ag_offload *sandboxes; /* sandbox creation, container starts */
         struct ag_offload *hooks;     /* httpGet lifecycle hooks */
+        struct ag_curl *probe_http;   /* httpGet probes (ag_probe_http_new) */
 };
 
 struct ag_pod_worker;

@@ -7,7 +7,6 @@
  * watchers) -> finish: thresholds, callback, next tick.
  */
 #include "agent/pods/prober.h"
-#include "agent/core/version.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -20,6 +19,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/core/curl.h"
+#include "agent/core/version.h"
 #include "agent/pods/hook.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"
@@ -56,9 +57,9 @@ struct ag_prober {
         struct ag_io *io_pid, *io_out, *io_sock;
         char out[MAX_OUTPUT + 1];
         size_t out_len;
-        CURLM *multi;
+        struct ag_curl *http; /* the node's shared one, or own_http */
+        bool own_http;
         CURL *easy;
-        struct ag_timer *curl_timer;
         char url[1024];
         char curl_err[CURL_ERROR_SIZE];
 
@@ -124,7 +125,7 @@ static void stop_attempt(struct ag_prober *p)
                 close(p->sock);
         p->outfd = p->sock = -1;
         if (p->easy != NULL) {
-                curl_multi_remove_handle(p->multi, p->easy);
+                curl_multi_remove_handle(ag_curl_multi(p->http), p->easy);
                 curl_easy_cleanup(p->easy);
                 p->easy = NULL;
         }
@@ -328,104 +329,55 @@ static void start_tcp(struct ag_prober *p)
 
 /* ---- httpGet ---------------------------------------------------------------------- */
 
-static void http_check(struct ag_prober *p)
+static void http_result(struct ag_prober *p, CURLcode rc)
 {
-        CURLMsg *m;
-        int left;
-        while (p->easy != NULL && (m = curl_multi_info_read(p->multi, &left)) != NULL) {
-                if (m->msg != CURLMSG_DONE || m->easy_handle != p->easy)
-                        continue;
-                CURLcode rc = m->data.result;
-                char msg[2048];
-                if (rc == CURLE_OK) {
-                        long status = 0;
-                        curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
-                        if (status >= 200 && status < 400) {
-                                finish(p, true, false, "");
-                        } else {
-                                snprintf(msg, sizeof(msg), "HTTP probe failed with statuscode: %ld",
-                                         status);
-                                finish(p, false, false, msg);
-                        }
-                        return;
-                }
-                char hp[300];
-                join_host_port(hp, sizeof(hp), p->host, p->port);
-                if (rc == CURLE_OPERATION_TIMEDOUT) {
-                        snprintf(msg, sizeof(msg),
-                                 "Get \"%s\": context deadline exceeded (Client.Timeout "
-                                 "exceeded while awaiting headers)",
-                                 p->url);
-                } else if (rc == CURLE_COULDNT_CONNECT) {
-                        long oe = 0;
-                        char s[128];
-                        curl_easy_getinfo(p->easy, CURLINFO_OS_ERRNO, &oe);
-                        go_strerror(oe > 0 ? (int)oe : ECONNREFUSED, s, sizeof(s));
-                        snprintf(msg, sizeof(msg), "Get \"%s\": dial tcp %s: connect: %s", p->url,
-                                 hp, s);
+        char msg[2048];
+        if (rc == CURLE_OK) {
+                long status = 0;
+                curl_easy_getinfo(p->easy, CURLINFO_RESPONSE_CODE, &status);
+                if (status >= 200 && status < 400) {
+                        finish(p, true, false, "");
                 } else {
-                        snprintf(msg, sizeof(msg), "Get \"%s\": %s", p->url,
-                                 p->curl_err[0] != '\0' ? p->curl_err : curl_easy_strerror(rc));
+                        snprintf(msg, sizeof(msg), "HTTP probe failed with statuscode: %ld",
+                                 status);
+                        finish(p, false, false, msg);
                 }
-                finish(p, false, false, msg);
                 return;
         }
-}
-
-static void on_curl_io(struct ag_io *io, int fd, uint32_t events, void *data)
-{
-        struct ag_prober *p = data;
-        int flags = 0, running;
-        if (events & EPOLLIN)
-                flags |= CURL_CSELECT_IN;
-        if (events & EPOLLOUT)
-                flags |= CURL_CSELECT_OUT;
-        if (events & (EPOLLERR | EPOLLHUP))
-                flags |= CURL_CSELECT_ERR;
-        curl_multi_socket_action(p->multi, fd, flags, &running);
-        http_check(p);
-}
-
-static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-        struct ag_prober *p = userp;
-        struct ag_io *io = socketp;
-        if (what == CURL_POLL_REMOVE) {
-                ag_io_free(io);
-                curl_multi_assign(p->multi, s, NULL);
-                return 0;
+        char hp[300];
+        join_host_port(hp, sizeof(hp), p->host, p->port);
+        if (rc == CURLE_OPERATION_TIMEDOUT) {
+                snprintf(msg, sizeof(msg),
+                         "Get \"%s\": context deadline exceeded (Client.Timeout "
+                         "exceeded while awaiting headers)",
+                         p->url);
+        } else if (rc == CURLE_COULDNT_CONNECT) {
+                long oe = 0;
+                char s[128];
+                curl_easy_getinfo(p->easy, CURLINFO_OS_ERRNO, &oe);
+                go_strerror(oe > 0 ? (int)oe : ECONNREFUSED, s, sizeof(s));
+                snprintf(msg, sizeof(msg), "Get \"%s\": dial tcp %s: connect: %s", p->url, hp, s);
+        } else {
+                snprintf(msg, sizeof(msg), "Get \"%s\": %s", p->url,
+                         p->curl_err[0] != '\0' ? p->curl_err : curl_easy_strerror(rc));
         }
-        uint32_t ev = 0;
-        if (what & CURL_POLL_IN)
-                ev |= EPOLLIN;
-        if (what & CURL_POLL_OUT)
-                ev |= EPOLLOUT;
-        if (io == NULL) {
-                io = ag_io_new(p->loop, s, ev, on_curl_io, p, NULL);
-                if (io == NULL)
-                        return -1;
-                curl_multi_assign(p->multi, s, io);
-                return 0;
-        }
-        return ag_io_set_events(io, ev, NULL) < 0 ? -1 : 0;
+        finish(p, false, false, msg);
 }
 
-static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+/* A probe's request finished (agent/core/curl.h); the easy handle names
+ * its prober. */
+static void on_http_done(CURL *easy, CURLcode rc, void *data)
 {
-        struct ag_prober *p = userp;
-        if (timeout_ms < 0)
-                ag_timer_disarm(p->curl_timer);
-        else if (ag_timer_arm(p->curl_timer, (uint64_t)timeout_ms) < 0)
-                return -1;
-        return 0;
+        struct ag_prober *p = NULL;
+        (void)data;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&p);
+        if (p != NULL && p->easy == easy)
+                http_result(p, rc);
 }
 
-static void on_curl_timeout(struct ag_timer *t, void *data)
+int ag_probe_http_new(struct ag_loop *loop, struct ag_curl **ret, struct cb_error *err)
 {
-        struct ag_prober *p = data;
-        int running;
-        curl_multi_socket_action(p->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        http_check(p);
+        return ag_curl_new(loop, on_http_done, NULL, NULL, ret, err);
 }
 
 static size_t discard_body(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -452,7 +404,8 @@ static void start_http(struct ag_prober *p)
         CURL *e = p->easy;
         ag_pod_http_setopts(e, p->url, p->headers, (long)p->timeout_ms, discard_body, p,
                             p->curl_err);
-        if (curl_multi_add_handle(p->multi, e) != CURLM_OK)
+        curl_easy_setopt(e, CURLOPT_PRIVATE, p);
+        if (curl_multi_add_handle(ag_curl_multi(p->http), e) != CURLM_OK)
                 finish(p, false, true, "cannot start the HTTP request");
 }
 
@@ -504,9 +457,8 @@ static void destroy(struct ag_prober *p)
         stop_attempt(p);
         ag_timer_free(p->tick);
         ag_timer_free(p->tmo);
-        if (p->multi != NULL)
-                curl_multi_cleanup(p->multi);
-        ag_timer_free(p->curl_timer);
+        if (p->own_http)
+                ag_curl_free(p->http);
         curl_slist_free_all(p->headers);
         for (size_t i = 0; p->argv != NULL && p->argv[i] != NULL; i++)
                 free(p->argv[i]);
@@ -567,7 +519,8 @@ static void resolve_port(struct ag_prober *p, const struct k8s_handler *h,
         p->port = port;
 }
 
-static int setup_http(struct ag_prober *p, const struct k8s_handler *h, struct cb_error *err)
+static int setup_http(struct ag_prober *p, const struct k8s_handler *h,
+                      const struct ag_probe_target *t, struct cb_error *err)
 {
         const char *scheme =
             h->scheme != NULL && strcasecmp(h->scheme, "HTTPS") == 0 ? "https" : "http";
@@ -616,14 +569,12 @@ static int setup_http(struct ag_prober *p, const struct k8s_handler *h, struct c
         if (l == NULL)
                 return cb_error_set(err, ENOMEM, "httpGet headers");
         p->headers = l;
-        p->multi = curl_multi_init();
-        p->curl_timer = ag_timer_new(p->loop, on_curl_timeout, p, err);
-        if (p->multi == NULL || p->curl_timer == NULL)
-                return cb_error_set(err, ENOMEM, "cannot create the HTTP client");
-        curl_multi_setopt(p->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
-        curl_multi_setopt(p->multi, CURLMOPT_SOCKETDATA, p);
-        curl_multi_setopt(p->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
-        curl_multi_setopt(p->multi, CURLMOPT_TIMERDATA, p);
+        p->http = t->http;
+        if (p->http == NULL) {
+                if (ag_probe_http_new(p->loop, &p->http, err) < 0)
+                        return -1;
+                p->own_http = true;
+        }
         return 0;
 }
 
@@ -721,7 +672,7 @@ struct ag_prober *ag_prober_new(struct ag_loop *loop, enum ag_probe_kind kind,
                         goto fail;
                 }
                 resolve_port(p, h, t);
-                if (h->kind == K8S_HANDLER_HTTP_GET && setup_http(p, h, err) < 0)
+                if (h->kind == K8S_HANDLER_HTTP_GET && setup_http(p, h, t, err) < 0)
                         goto fail;
         }
         if (ag_timer_arm(p->tick, (uint64_t)p->delay_ms) < 0) {

@@ -55,6 +55,9 @@ struct ag_probe_target {
         const struct k8s_container_port *ports; /* named-port lookup */
         size_t n_ports;
         const char *root_dir, *container_id, *monitor_path; /* exec probes */
+        /* httpGet probes: the node's transfers (ag_probe_http_new), shared by
+         * every prober; NULL: the prober makes its own. */
+        struct ag_curl *http;
 };
 
 struct ag_probe_update {
@@ -74,6 +77,11 @@ typedef void (*ag_probe_result_fn)(struct ag_prober *p, const struct ag_probe_up
 struct ag_prober *ag_prober_new(struct ag_loop *loop, enum ag_probe_kind kind,
                                 const struct k8s_probe *probe, const struct ag_probe_target *t,
                                 ag_probe_result_fn fn, void *data, struct cb_error *err);
+/* libcurl on the loop for every httpGet probe of the node (one multi
+ * handle, one timer, instead of one per prober). Free with ag_curl_free
+ * after the probers that use it. */
+struct ag_curl;
+int ag_probe_http_new(struct ag_loop *loop, struct ag_curl **ret, struct cb_error *err);
 /* Stops probing (a running exec is killed and reaped). */
 void ag_prober_free(struct ag_prober *p);
 /* The current (thresholded) result. */

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/core/inotify.h"
 #include "agent/k8s/k8s.h"
 #include "agent/core/log.h"
 #include "lib/cleanup.h"
@@ -378,28 +379,24 @@ static void on_settle(struct ag_timer *t, void *data)
         scan(data);
 }
 
+static void on_dir_event(const struct inotify_event *ev, void *data)
+{
+        struct ag_static_pods *s = data;
+        if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
+                /* The directory itself went: watch it again when a rescan
+                 * finds it. */
+                if (s->wd >= 0 && (ev->mask & IN_IGNORED) == 0)
+                        inotify_rm_watch(s->inotify_fd, s->wd);
+                s->wd = -1;
+        }
+}
+
 static void on_inotify(struct ag_io *io, int fd, uint32_t events, void *data)
 {
         struct ag_static_pods *s = data;
         (void)io;
         (void)events;
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof(buf));
-                if (n <= 0)
-                        break;
-                for (char *p = buf; p < buf + n;) {
-                        const struct inotify_event *ev = (const struct inotify_event *)p;
-                        if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-                                /* The directory itself went: watch it again
-                                 * when a rescan finds it. */
-                                if (s->wd >= 0 && (ev->mask & IN_IGNORED) == 0)
-                                        inotify_rm_watch(fd, s->wd);
-                                s->wd = -1;
-                        }
-                        p += sizeof(*ev) + ev->len;
-                }
-        }
+        ag_inotify_drain(fd, on_dir_event, s);
         /* Changes come in bursts (an editor writes, renames, chmods): read
          * the directory once they settle. */
         if (!ag_timer_armed(s->settle))

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/core/loop.h"
+#include "agent/core/curl.h"
 #include "agent/pods/prober.h"
 #include "cgroups/cgroup.h"
 #include "lib/cleanup.h"
@@ -42,6 +43,7 @@ struct rec {
 };
 
 static struct ag_loop *loop;
+static struct ag_curl *http; /* the node's shared transport, as the agent has it */
 static struct rec rec;
 static uint64_t t0;
 
@@ -155,6 +157,7 @@ static void setup(void)
 {
         struct cb_error err = {0};
         ck_assert(ag_loop_new(&loop, &err) == 0);
+        ck_assert(ag_probe_http_new(loop, &http, &err) == 0);
         memset(&rec, 0, sizeof(rec));
         last_request[0] = '\0';
         listen_fd = listen_loopback(&http_port, 16);
@@ -167,6 +170,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+        ag_curl_free(http);
         ag_loop_free(loop); /* frees the connections' watchers too */
         close(listen_fd);
 }
@@ -192,7 +196,7 @@ static struct ag_prober *new_prober(enum ag_probe_kind kind, const struct k8s_pr
         struct cb_error err = {0};
         ports[0].container_port = http_port;
         ports[1].container_port = 1;
-        struct ag_probe_target t = {.ip = "127.0.0.1", .ports = ports, .n_ports = 2};
+        struct ag_probe_target t = {.ip = "127.0.0.1", .ports = ports, .n_ports = 2, .http = http};
         struct ag_prober *p = ag_prober_new(loop, kind, probe, &t, on_update, &rec, &err);
         ck_assert_msg(p != NULL, "new: %s", err.msg);
         return p;
@@ -252,6 +256,29 @@ START_TEST(test_http_500_failure_threshold)
         run_for(3, 2500);
         ck_assert_int_eq(rec.n, 2);
         ag_prober_free(p);
+}
+END_TEST
+
+/* Probers share the node's transport: each gets its own request's result,
+ * and one without a shared transport makes its own. */
+START_TEST(test_http_shared_and_own_transport)
+{
+        struct k8s_probe ok = http_probe("/ok", http_port), bad = http_probe("/fail", http_port);
+        bad.failure_threshold = 1;
+        struct ag_prober *a = new_prober(AG_PROBE_READINESS, &ok);
+        struct ag_prober *b = new_prober(AG_PROBE_LIVENESS, &bad);
+        struct cb_error err = {0};
+        struct ag_probe_target own = {.ip = "127.0.0.1", .ports = ports, .n_ports = 2};
+        struct ag_prober *c =
+            ag_prober_new(loop, AG_PROBE_STARTUP, &ok, &own, on_update, &rec, &err);
+        ck_assert_msg(c != NULL, "new: %s", err.msg);
+        run_for(3, 5000);
+        ck_assert_int_eq(ag_prober_result(a), AG_PROBE_SUCCESS);
+        ck_assert_int_eq(ag_prober_result(b), AG_PROBE_FAILURE);
+        ck_assert_int_eq(ag_prober_result(c), AG_PROBE_SUCCESS);
+        ag_prober_free(a);
+        ag_prober_free(b);
+        ag_prober_free(c);
 }
 END_TEST
 
@@ -542,6 +569,7 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_http_ok_headers_named_port_delay);
         tcase_add_test(tc, test_http_500_failure_threshold);
+        tcase_add_test(tc, test_http_shared_and_own_transport);
         tcase_add_test(tc, test_http_timeout_refused_redirect);
         tcase_add_test(tc, test_success_threshold_and_free_in_callback);
         tcase_add_test(tc, test_port_errors_and_bad_handlers);

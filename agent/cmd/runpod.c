@@ -167,46 +167,63 @@ static int64_t parse_seconds(const char *flag, const char *v)
         return s;
 }
 
-int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
-{
-        const char *file = NULL;
-        const char *logs_dir = "/var/log/pods", *cgroup_root = "";
+struct runpod_flags {
+        const char *file;
+        const char *logs_dir, *cgroup_root;
         const char *insecure[MAX_INSECURE];
-        size_t n_insecure = 0;
-        int64_t backoff_base = ST_BACKOFF_BASE_DEFAULT, backoff_cap = ST_BACKOFF_CAP_DEFAULT;
+        size_t n_insecure;
+        int64_t backoff_base, backoff_cap;
+};
+
+/* -1 (after the usage line) on a flag it does not know or a missing file. */
+static int parse_flags(int argc, char **argv, struct runpod_flags *f)
+{
+        *f = (struct runpod_flags){.logs_dir = "/var/log/pods",
+                                   .cgroup_root = "",
+                                   .backoff_base = ST_BACKOFF_BASE_DEFAULT,
+                                   .backoff_cap = ST_BACKOFF_CAP_DEFAULT};
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
                 if (strcmp(a, "--pod-logs-dir") == 0 && v) {
-                        logs_dir = v;
+                        f->logs_dir = v;
                         i++;
                 } else if (strcmp(a, "--cgroup-root") == 0 && v) {
-                        cgroup_root = v;
+                        f->cgroup_root = v;
                         i++;
                 } else if (strcmp(a, "--insecure-registry") == 0 && v &&
-                           n_insecure < MAX_INSECURE) {
-                        insecure[n_insecure++] = v;
+                           f->n_insecure < MAX_INSECURE) {
+                        f->insecure[f->n_insecure++] = v;
                         i++;
                 } else if (strcmp(a, "--crash-loop-backoff-base") == 0 && v) {
-                        backoff_base = parse_seconds(a, v);
+                        f->backoff_base = parse_seconds(a, v);
                         i++;
                 } else if (strcmp(a, "--crash-loop-backoff-max") == 0 && v) {
-                        backoff_cap = parse_seconds(a, v);
+                        f->backoff_cap = parse_seconds(a, v);
                         i++;
-                } else if (a[0] != '-' && file == NULL) {
-                        file = a;
+                } else if (a[0] != '-' && f->file == NULL) {
+                        f->file = a;
                 } else {
                         fprintf(stderr,
                                 "usage: cubelet run-pod FILE [--pod-logs-dir DIR] [--cgroup-root "
                                 "PATH] [--insecure-registry HOST:PORT]... "
                                 "[--crash-loop-backoff-base S] [--crash-loop-backoff-max S]\n");
-                        return 2;
+                        return -1;
                 }
         }
-        if (file == NULL) {
+        if (f->file == NULL) {
                 fprintf(stderr, "usage: cubelet run-pod FILE [flags]; see cubelet --help\n");
-                return 2;
+                return -1;
         }
+        return 0;
+}
+
+int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
+{
+        struct runpod_flags fl;
+        if (parse_flags(argc, argv, &fl) < 0)
+                return 2;
+        const char *file = fl.file, *logs_dir = fl.logs_dir, *cgroup_root = fl.cgroup_root;
         struct cb_error err = {0};
         struct k8s_pod *pod = NULL;
         if (load_pod(file, &pod, &err) < 0) {
@@ -271,10 +288,10 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
             .alloc_milli_cpu = alloc.res.milli_cpu,
             .alloc_memory = alloc.res.memory,
             .alloc_ephemeral = alloc.res.ephemeral_storage,
-            .insecure_registries = insecure,
-            .n_insecure_registries = n_insecure,
-            .backoff_base = backoff_base,
-            .backoff_cap = backoff_cap,
+            .insecure_registries = fl.insecure,
+            .n_insecure_registries = fl.n_insecure,
+            .backoff_base = fl.backoff_base,
+            .backoff_cap = fl.backoff_cap,
             .pull_backoff_base = 10,
             .pull_backoff_cap = 300,
         };

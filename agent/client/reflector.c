@@ -132,6 +132,8 @@ int ag_watch_parser_finish(const struct ag_watch_parser *p, struct cb_error *err
         return 0;
 }
 
+static void object_ref(const cJSON *obj, char *buf, size_t size);
+
 int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *ev,
                          struct cb_error *err)
 {
@@ -142,7 +144,7 @@ int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *e
                                     len);
         if (k8s_watch_event_from_json(root, ev, err) < 0) {
                 char ref[320];
-                ag_object_ref(cJSON_GetObjectItemCaseSensitive(root, "object"), ref, sizeof(ref));
+                object_ref(cJSON_GetObjectItemCaseSensitive(root, "object"), ref, sizeof(ref));
                 if (ref[0] != '\0')
                         return cb_error_prefix(err, "watch event for %s", ref);
                 return cb_error_prefix(err, "watch event");
@@ -159,7 +161,8 @@ static const char *meta_string(const cJSON *obj, const char *key)
         return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-void ag_object_ref(const cJSON *obj, char *buf, size_t size)
+/* "namespace/name" (or "name") of an event object, for messages. */
+static void object_ref(const cJSON *obj, char *buf, size_t size)
 {
         const char *ns = meta_string(obj, "namespace");
         const char *name = meta_string(obj, "name");
@@ -230,7 +233,7 @@ static int object_new(enum ag_kind kind, cJSON *json, struct ag_object **ret, st
         }
         o->json = json;
         char ref[320];
-        ag_object_ref(json, ref, sizeof(ref));
+        object_ref(json, ref, sizeof(ref));
         const char *uid = meta_string(json, "uid");
         if (uid == NULL || uid[0] == '\0') {
                 object_free(o);
@@ -513,7 +516,7 @@ static void apply_event(struct ag_reflector *r, struct k8s_watch_event *ev)
         /* A copy: the store may free the object. */
         _cleanup_free_ char *rv = dup_or_null(meta_string(ev->object, "resourceVersion"));
         char ref[320];
-        ag_object_ref(ev->object, ref, sizeof(ref));
+        object_ref(ev->object, ref, sizeof(ref));
         if (ev->type != K8S_WATCH_BOOKMARK) {
                 struct cb_error err = {0};
                 r->watch_events++;

@@ -101,8 +101,6 @@ int ag_store_apply(struct ag_store *s, enum k8s_watch_type type, cJSON *json, st
  * number of items skipped because they could not be decoded (err then
  * describes the first), or -1. */
 int ag_store_replace(struct ag_store *s, cJSON *items, struct cb_error *err);
-/* "namespace/name" (or "name") of an event object, for messages. */
-void ag_object_ref(const cJSON *obj, char *buf, size_t size);
 
 /* ---- the reflector ---- */
 

@@ -26,7 +26,8 @@ static void reject(struct k8s_admit_result *res, const char *reason, const char 
         va_end(ap);
 }
 
-bool k8s_pod_is_terminal(const struct k8s_pod *pod)
+/* True for status.phase "Succeeded" or "Failed". */
+static bool pod_is_terminal(const struct k8s_pod *pod)
 {
         const char *ph = pod->status.phase;
         return ph != NULL && (strcmp(ph, "Succeeded") == 0 || strcmp(ph, "Failed") == 0);
@@ -40,8 +41,7 @@ static bool same_uid(const struct k8s_pod *a, const struct k8s_pod *b)
 
 static bool counted(const struct k8s_pod *self, const struct k8s_pod *other)
 {
-        return other != NULL && other != self && !k8s_pod_is_terminal(other) &&
-               !same_uid(self, other);
+        return other != NULL && other != self && !pod_is_terminal(other) && !same_uid(self, other);
 }
 
 static int64_t sat_add(int64_t a, int64_t b, bool *sat)

@@ -64,9 +64,6 @@ struct k8s_node_allocatable {
 
 void k8s_node_allocatable(const struct k8s_node *node, struct k8s_node_allocatable *ret);
 
-/* True for status.phase "Succeeded" or "Failed". */
-bool k8s_pod_is_terminal(const struct k8s_pod *pod);
-
 /*
  * hostPort conflict (HostPortInfo.CheckConflict): same protocol (empty is
  * TCP) and port, and overlapping hostIP: empty or "0.0.0.0" overlaps every

@@ -27,7 +27,8 @@ const char *k8s_signal_name(enum k8s_signal s)
         return s < K8S_SIGNAL_COUNT ? signal_names[s] : "?";
 }
 
-int k8s_signal_from_name(const char *name, enum k8s_signal *ret)
+/* -1 for an unknown name. */
+static int signal_from_name(const char *name, enum k8s_signal *ret)
 {
         for (int i = 0; i < K8S_SIGNAL_COUNT; i++)
                 if (name != NULL && strcmp(name, signal_names[i]) == 0) {
@@ -55,7 +56,8 @@ const char *k8s_signal_resource(enum k8s_signal s)
         }
 }
 
-unsigned k8s_signal_condition(enum k8s_signal s)
+/* The condition (K8S_PRESSURE_*) a signal drives. */
+static unsigned signal_condition(enum k8s_signal s)
 {
         switch (s) {
         case K8S_SIGNAL_MEMORY_AVAILABLE:
@@ -93,7 +95,7 @@ int k8s_eviction_threshold_set(struct k8s_eviction_thresholds *t, const char *si
                                const char *value, struct cb_error *err)
 {
         enum k8s_signal s;
-        if (k8s_signal_from_name(signal, &s) < 0)
+        if (signal_from_name(signal, &s) < 0)
                 return cb_error_set(err, 0,
                                     "evictionHard: unsupported eviction signal \"%s\" (want "
                                     "memory.available, nodefs.available, nodefs.inodesFree, "
@@ -242,7 +244,7 @@ unsigned k8s_pressure_of_signals(unsigned met)
         unsigned c = 0;
         for (int i = 0; i < K8S_SIGNAL_COUNT; i++)
                 if (met & (1u << i))
-                        c |= k8s_signal_condition((enum k8s_signal)i);
+                        c |= signal_condition((enum k8s_signal)i);
         return c;
 }
 

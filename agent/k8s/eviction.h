@@ -63,13 +63,9 @@ enum k8s_pressure {
 };
 
 const char *k8s_signal_name(enum k8s_signal s);
-/* -1 for an unknown name. */
-int k8s_signal_from_name(const char *name, enum k8s_signal *ret);
 /* The resource a signal reclaims, as the kubelet names it in messages:
  * "memory", "ephemeral-storage", "inodes", "pids". */
 const char *k8s_signal_resource(enum k8s_signal s);
-/* The condition (K8S_PRESSURE_*) a signal drives. */
-unsigned k8s_signal_condition(enum k8s_signal s);
 
 struct k8s_threshold {
         bool set;

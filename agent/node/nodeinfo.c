@@ -124,7 +124,10 @@ static void default_route_iface(char *buf, size_t size)
         }
 }
 
-int ag_default_ipv4(char *buf, size_t size, struct cb_error *err)
+/* The IPv4 address of the interface holding the default route (not
+ * loopback, link-local or unspecified), else of the first interface that
+ * has such an address. */
+static int default_ipv4(char *buf, size_t size, struct cb_error *err)
 {
         char iface[IF_NAMESIZE + 1];
         default_route_iface(iface, sizeof(iface));
@@ -190,7 +193,7 @@ int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_
         read_os_image(f->os_image, sizeof(f->os_image));
         /* No usable address is not an error here: the agent asks for
          * --node-ip then, inspect just shows no InternalIP. */
-        if (ag_default_ipv4(f->node_ip, sizeof(f->node_ip), NULL) < 0)
+        if (default_ipv4(f->node_ip, sizeof(f->node_ip), NULL) < 0)
                 f->node_ip[0] = '\0';
         return 0;
 }

@@ -43,10 +43,6 @@ int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_
  * status loop's (agent/node/nodestatus.h). The caller owns the result. */
 cJSON *ag_node_json(const struct ag_node_facts *f, const char *node_name, int max_pods);
 
-/* The IPv4 address of the interface holding the default route (not
- * loopback, link-local or unspecified), else of the first interface that
- * has such an address. */
-int ag_default_ipv4(char *buf, size_t size, struct cb_error *err);
 /* True when s is an IPv4 or IPv6 address usable as a node IP (not
  * loopback, multicast, link-local or unspecified). */
 int ag_node_ip_valid(const char *s);

@@ -20,9 +20,11 @@ struct ag_http_hook {
         char error[2048 + CURL_ERROR_SIZE + 16];
 };
 
-int ag_http_hook_url(const struct k8s_handler *h, const char *pod_ip,
-                     const struct k8s_container_port *ports, size_t n_ports, char *buf, size_t size,
-                     struct cb_error *err)
+/* Builds "http://10.0.0.5:8080/path" (RFC 3986 brackets for IPv6). Fails
+ * for an unknown named port with the kubelet's "couldn't find port". */
+static int http_hook_url(const struct k8s_handler *h, const char *pod_ip,
+                         const struct k8s_container_port *ports, size_t n_ports, char *buf,
+                         size_t size, struct cb_error *err)
 {
         int32_t port = h->port;
         if (h->port_name != NULL && h->port_name[0] != '\0') {
@@ -117,7 +119,7 @@ struct ag_http_hook *ag_http_hook_start(struct ag_offload *o, const struct k8s_h
                 cb_error_set(err, ENOMEM, "http hook");
                 return NULL;
         }
-        if (ag_http_hook_url(h, pod_ip, ports, n_ports, hk->url, sizeof(hk->url), err) < 0) {
+        if (http_hook_url(h, pod_ip, ports, n_ports, hk->url, sizeof(hk->url), err) < 0) {
                 free(hk);
                 return NULL;
         }

@@ -32,12 +32,6 @@ void ag_pod_http_setopts(void *e, const char *url, const void *headers, long tim
 /* ok, or error says why (the kubelet's error text). */
 typedef void (*ag_http_hook_fn)(bool ok, const char *error, void *data);
 
-/* Builds "http://10.0.0.5:8080/path" (RFC 3986 brackets for IPv6). Fails
- * for an unknown named port with the kubelet's "couldn't find port". */
-int ag_http_hook_url(const struct k8s_handler *h, const char *pod_ip,
-                     const struct k8s_container_port *ports, size_t n_ports, char *buf, size_t size,
-                     struct cb_error *err);
-
 struct ag_http_hook *ag_http_hook_start(struct ag_offload *o, const struct k8s_handler *h,
                                         const char *pod_ip, const struct k8s_container_port *ports,
                                         size_t n_ports, int64_t timeout_ms, ag_http_hook_fn fn,

@@ -67,7 +67,8 @@ struct ag_prober {
         bool dead;
 };
 
-const char *ag_probe_kind_name(enum ag_probe_kind kind)
+/* "Liveness", "Readiness", "Startup". */
+static const char *probe_kind_name(enum ag_probe_kind kind)
 {
         switch (kind) {
         case AG_PROBE_LIVENESS:
@@ -158,7 +159,7 @@ static void finish(struct ag_prober *p, bool ok, bool errored, const char *outpu
         }
         if (!ok || changed) {
                 _cleanup_free_ char *msg = NULL;
-                if (!ok && asprintf(&msg, "%s probe %s: %s", ag_probe_kind_name(p->kind),
+                if (!ok && asprintf(&msg, "%s probe %s: %s", probe_kind_name(p->kind),
                                     errored ? "errored" : "failed", output) < 0)
                         msg = NULL;
                 struct ag_probe_update u = {
@@ -619,7 +620,7 @@ struct ag_prober *ag_prober_new(struct ag_loop *loop, enum ag_probe_kind kind,
                                 const struct k8s_probe *probe, const struct ag_probe_target *t,
                                 ag_probe_result_fn fn, void *data, struct cb_error *err)
 {
-        const char *kname = ag_probe_kind_name(kind);
+        const char *kname = probe_kind_name(kind);
         const struct k8s_handler *h = &probe->handler;
         if (h->kind != K8S_HANDLER_EXEC && h->kind != K8S_HANDLER_HTTP_GET &&
             h->kind != K8S_HANDLER_TCP_SOCKET) {

@@ -86,5 +86,3 @@ int ag_probe_http_new(struct ag_loop *loop, struct ag_curl **ret, struct cb_erro
 void ag_prober_free(struct ag_prober *p);
 /* The current (thresholded) result. */
 enum ag_probe_result ag_prober_result(const struct ag_prober *p);
-/* "Liveness", "Readiness", "Startup". */
-const char *ag_probe_kind_name(enum ag_probe_kind kind);

@@ -15,6 +15,7 @@
 
 #include "agent/core/log.h"
 #include "agent/k8s/qos.h"
+#include "agent/pods/containerspec.h"
 #include "cgroups/cgroup.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
@@ -233,10 +234,12 @@ static void collect(struct ag_pressure *pm, const struct ag_pod_ref *ref, bool d
                         char dir[4600];
                         snprintf(dir, sizeof(dir), "%s/containers/%s", pm->cfg.root_dir, id);
                         ag_disk_usage(dir, &b, &in);
-                        snprintf(dir, sizeof(dir), "%s/%s_%s_%s/%s", pm->cfg.pod_logs_dir,
-                                 ref->pod->meta.namespace_ ? ref->pod->meta.namespace_ : "default",
-                                 ref->pod->meta.name ? ref->pod->meta.name : "", ref->uid, name);
-                        ag_disk_usage(dir, &b, &in);
+                        if (ag_cri_log_dir(dir, sizeof(dir), pm->cfg.pod_logs_dir,
+                                           ref->pod->meta.namespace_ ? ref->pod->meta.namespace_
+                                                                     : "default",
+                                           ref->pod->meta.name ? ref->pod->meta.name : "", ref->uid,
+                                           name) == 0)
+                                ag_disk_usage(dir, &b, &in);
                         cu->has_disk = true;
                         cu->disk_bytes = b;
                         dbytes += b;

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/pods/containerspec.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 
@@ -19,9 +20,10 @@ int ag_podlogs_pod_dir(const char *dir, const char *ns, const char *pod, const c
 {
         if (uid != NULL) {
                 struct stat st;
-                int n = snprintf(buf, size, "%s/%s_%s_%s", dir, ns, pod, uid);
-                return n > 0 && (size_t)n < size && stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? 0
-                                                                                               : -1;
+                return ag_cri_log_dir(buf, size, dir, ns, pod, uid, NULL) == 0 &&
+                               stat(buf, &st) == 0 && S_ISDIR(st.st_mode)
+                           ? 0
+                           : -1;
         }
         _cleanup_free_ char *prefix = NULL;
         if (asprintf(&prefix, "%s_%s_", ns, pod) < 0)

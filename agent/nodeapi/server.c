@@ -944,11 +944,6 @@ int ag_napi_port(const struct ag_napi *s)
 {
         return s->port;
 }
-
-const struct ag_napi_authz *ag_napi_authz_of(const struct ag_napi *s)
-{
-        return s->authz;
-}
 /* ---- flags ---- */
 
 void ag_napi_flags_init(struct ag_napi_flags *f)

@@ -73,9 +73,6 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
 /* Closes every connection, kills running execs. NULL is allowed. */
 void ag_napi_free(struct ag_napi *s);
 int ag_napi_port(const struct ag_napi *s);
-struct ag_napi_authz;
-/* The reviewer (its counters), never NULL while s lives. */
-const struct ag_napi_authz *ag_napi_authz_of(const struct ag_napi *s);
 
 /* A static token file like kube-apiserver's --token-auth-file: lines
  * "token,user,uid[,\"group1,group2\"]", '#' comments. Returns the user of

@@ -24,7 +24,7 @@
 
 /* ---- exec and attach sessions (WebSocket or SPDY) ---- */
 
-void reaper_free(struct reaper *r)
+void ag_napi_reaper_free(struct reaper *r)
 {
         struct reaper **pp = &r->srv->reapers;
         while (*pp != NULL && *pp != r)
@@ -44,7 +44,7 @@ static void on_reap(struct ag_io *io, int fd, uint32_t events, void *data)
         struct reaper *r = data;
         int code;
         if (rt_container_exec_reap(r->pidfd, false, &code, NULL) != 0)
-                reaper_free(r);
+                ag_napi_reaper_free(r);
 }
 
 /* Kills a still running command; a watcher reaps it once it is gone. */
@@ -83,7 +83,7 @@ static void close_fd_io(int *fd, struct ag_io **io)
         *fd = -1;
 }
 
-void exec_free(struct exec *x)
+void ag_napi_exec_free(struct exec *x)
 {
         if (x == NULL)
                 return;
@@ -114,11 +114,11 @@ void exec_free(struct exec *x)
 
 /* Output on a channel: a WebSocket message [channel][data], or DATA on the
  * SPDY stream of that channel. */
-void queue(struct exec *x, uint8_t channel, const void *data, size_t len)
+void ag_napi_exec_queue(struct exec *x, uint8_t channel, const void *data, size_t len)
 {
         struct conn *c = x->c;
         if (!x->spdy) {
-                ws_send(c, WSLAY_BINARY_FRAME, &channel, 1, data, len);
+                ag_napi_ws_send(c, WSLAY_BINARY_FRAME, &channel, 1, data, len);
                 return;
         }
         if (channel >= N_CH || !x->want[channel] || x->fin_sent[channel] || len == 0)
@@ -126,17 +126,17 @@ void queue(struct exec *x, uint8_t channel, const void *data, size_t len)
         struct cb_error err = {0};
         if (spdy_data(c->spdy, x->sid[channel], data, len, false, &err) < 0)
                 log_v(2, "node API: %s", err.msg);
-        spdy_flush(c);
+        ag_napi_spdy_flush(c);
 }
 
 static void attach_pump(struct exec *x);
 
-void update_reading(struct exec *x)
+void ag_napi_exec_update_reading(struct exec *x)
 {
-        size_t q = conn_pending(x->c);
+        size_t q = ag_napi_conn_pending(x->c);
         if (x->attach && !x->closing && q < OUT_HIGH / 2)
                 attach_pump(x); /* what waited while the client was slow */
-        uint32_t ev = conn_pending(x->c) < OUT_HIGH ? EPOLLIN : 0;
+        uint32_t ev = ag_napi_conn_pending(x->c) < OUT_HIGH ? EPOLLIN : 0;
         if (x->out_io != NULL)
                 ag_io_set_events(x->out_io, ev, NULL);
         if (x->err_io != NULL)
@@ -150,7 +150,7 @@ static bool pump(struct exec *x, int fd, uint8_t channel, bool drain)
 {
         uint8_t buf[READ_CHUNK];
         /* a drain is bounded too: a background child may keep writing */
-        for (int i = 0; drain ? i < 64 : (i < 8 && conn_pending(x->c) < OUT_HIGH); i++) {
+        for (int i = 0; drain ? i < 64 : (i < 8 && ag_napi_conn_pending(x->c) < OUT_HIGH); i++) {
                 ssize_t n = read(fd, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -158,14 +158,14 @@ static bool pump(struct exec *x, int fd, uint8_t channel, bool drain)
                         return true;
                 if (n <= 0) /* EOF, or EIO from a pty whose slave side closed */
                         return false;
-                queue(x, channel, buf, (size_t)n);
+                ag_napi_exec_queue(x, channel, buf, (size_t)n);
         }
         return true;
 }
 
 /* The end of a session: the status on the error channel (v4+: a
  * metav1.Status, also for success), then the close. */
-void finish_exec(struct exec *x, int code, const char *message)
+void ag_napi_exec_finish(struct exec *x, int code, const char *message)
 {
         if (x->closing)
                 return;
@@ -176,11 +176,11 @@ void finish_exec(struct exec *x, int code, const char *message)
                 (void)pump(x, x->err_fd, AG_CH_STDERR, true);
         _cleanup_free_ char *st = ag_exec_status_json(code, message);
         if ((x->spdy || x->proto >= AG_CHANNEL_V4) && st != NULL) {
-                queue(x, AG_CH_ERROR, st, strlen(st));
+                ag_napi_exec_queue(x, AG_CH_ERROR, st, strlen(st));
         } else if (!x->spdy && (code != 0 || message != NULL)) {
                 char m[512];
                 snprintf(m, sizeof(m), "%s", message ? message : "command terminated");
-                queue(x, AG_CH_ERROR, m, strlen(m));
+                ag_napi_exec_queue(x, AG_CH_ERROR, m, strlen(m));
         }
         x->closing = true;
         if (x->spdy) {
@@ -193,7 +193,7 @@ void finish_exec(struct exec *x, int code, const char *message)
                                 (void)spdy_data(c->spdy, x->sid[ch], NULL, 0, true, &err);
                         }
                 (void)spdy_goaway(c->spdy, 0, &err);
-                spdy_flush(c);
+                ag_napi_spdy_flush(c);
                 c->close_after_flush = true;
         } else {
                 wslay_event_queue_close(c->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
@@ -220,8 +220,8 @@ static void on_exec_out(struct ag_io *io, int fd, uint32_t events, void *data)
                         x->out_fd = -1;
                 }
         }
-        update_reading(x);
-        conn_update(c);
+        ag_napi_exec_update_reading(x);
+        ag_napi_conn_update(c);
 }
 
 static void on_exec_exit(struct ag_io *io, int fd, uint32_t events, void *data)
@@ -242,8 +242,8 @@ static void on_exec_exit(struct ag_io *io, int fd, uint32_t events, void *data)
         x->pidfd = -1;
         x->exited = true;
         log_v(2, "node API: exec %s exited %d", x->opts.argv[0] ? x->opts.argv[0] : "", code);
-        finish_exec(x, r < 0 ? 1 : code, r < 0 ? err.msg : NULL);
-        conn_update(c);
+        ag_napi_exec_finish(x, r < 0 ? 1 : code, r < 0 ? err.msg : NULL);
+        ag_napi_conn_update(c);
 }
 
 static void write_stdin(struct exec *x)
@@ -319,11 +319,11 @@ static void on_stdin_writable(struct ag_io *io, int fd, uint32_t events, void *d
         else
                 write_stdin(x);
         if (!c->read_paused && !c->dead)
-                conn_read(c);
-        conn_update(c);
+                ag_napi_conn_read(c);
+        ag_napi_conn_update(c);
 }
 
-void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
+void ag_napi_exec_stdin(struct exec *x, const uint8_t *p, size_t n)
 {
         if ((x->attach ? x->att_sock : x->in_fd) < 0 || n == 0)
                 return;
@@ -343,7 +343,7 @@ void exec_stdin(struct exec *x, const uint8_t *p, size_t n)
                 x->c->read_paused = true;
 }
 
-void exec_stdin_close(struct exec *x)
+void ag_napi_exec_stdin_close(struct exec *x)
 {
         if (x->attach) {
                 x->stdin_close = true;
@@ -353,14 +353,14 @@ void exec_stdin_close(struct exec *x)
         if (x->pty >= 0 && x->in_fd == x->pty) {
                 /* a terminal has no half-close: ^D ends input */
                 static const uint8_t eot = 4;
-                exec_stdin(x, &eot, 1);
+                ag_napi_exec_stdin(x, &eot, 1);
         } else {
                 x->stdin_close = true;
                 write_stdin(x);
         }
 }
 
-void exec_resize(struct exec *x, const uint8_t *p, size_t n)
+void ag_napi_exec_resize(struct exec *x, const uint8_t *p, size_t n)
 {
         uint16_t w, h;
         struct cb_error err = {0};
@@ -391,7 +391,7 @@ static int spawn_exec(struct exec *x, const char *cid, struct cb_error *err)
                     ptsname_r(x->pty, name, sizeof(name)) != 0)
                         return cb_error_set(err, errno, "cannot allocate a terminal");
                 slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-                if (slave < 0 || set_nonblock(x->pty) < 0)
+                if (slave < 0 || ag_napi_set_nonblock(x->pty) < 0)
                         return cb_error_set(err, errno, "cannot open the terminal %s", name);
                 io.stdin_fd = io.stdout_fd = io.stderr_fd = slave;
                 io.tty = true;
@@ -421,15 +421,15 @@ static int spawn_exec(struct exec *x, const char *cid, struct cb_error *err)
                         c_err = p[1];
                         io.stderr_fd = c_err;
                 }
-                if ((x->in_fd >= 0 && set_nonblock(x->in_fd) < 0) ||
-                    (x->out_fd >= 0 && set_nonblock(x->out_fd) < 0) ||
-                    (x->err_fd >= 0 && set_nonblock(x->err_fd) < 0))
+                if ((x->in_fd >= 0 && ag_napi_set_nonblock(x->in_fd) < 0) ||
+                    (x->out_fd >= 0 && ag_napi_set_nonblock(x->out_fd) < 0) ||
+                    (x->err_fd >= 0 && ag_napi_set_nonblock(x->err_fd) < 0))
                         return cb_error_set(err, errno, "O_NONBLOCK");
         }
         if (rt_container_exec_start_stdio(s->cfg.root_dir, cid, s->cfg.monitor_path, x->opts.argv,
                                           &io, &x->pidfd, err) < 0)
                 return -1;
-        /* from here on the command runs: every failure kills it (exec_free) */
+        /* from here on the command runs: every failure kills it (ag_napi_exec_free) */
         x->pid_io = ag_io_new(s->loop, x->pidfd, EPOLLIN, on_exec_exit, x, err);
         if (x->pid_io == NULL)
                 return -1;
@@ -466,7 +466,7 @@ static int current_log(struct ag_napi *s, const struct ag_napi_target *t, const 
 static void attach_pump(struct exec *x)
 {
         char buf[READ_CHUNK];
-        for (int i = 0; i < 64 && conn_pending(x->c) < OUT_HIGH && x->att_fd >= 0; i++) {
+        for (int i = 0; i < 64 && ag_napi_conn_pending(x->c) < OUT_HIGH && x->att_fd >= 0; i++) {
                 ssize_t n = pread(x->att_fd, buf, sizeof(buf), x->att_off);
                 if (n <= 0)
                         break;
@@ -489,7 +489,8 @@ static void attach_pump(struct exec *x)
                                 /* the content ends at the record's '\n': a
                                  * full line goes out with it */
                                 if (ch == AG_CH_STDERR || x->opts.out)
-                                        queue(x, ch, e.content, e.len + (e.partial ? 0 : 1));
+                                        ag_napi_exec_queue(x, ch, e.content,
+                                                           e.len + (e.partial ? 0 : 1));
                         }
                         start += rl + 1;
                 }
@@ -520,8 +521,8 @@ static void on_attach_change(struct ag_io *io, int fd, uint32_t events, void *da
         }
         attach_pump(x);
         if (ended)
-                finish_exec(x, 0, NULL);
-        conn_update(x->c);
+                ag_napi_exec_finish(x, 0, NULL);
+        ag_napi_conn_update(x->c);
 }
 
 static int start_attach(struct exec *x, const struct ag_napi_target *t, const struct found *f,
@@ -560,15 +561,15 @@ static int start_attach(struct exec *x, const struct ag_napi_target *t, const st
         struct rt_container_state cs;
         if (f->cid != NULL && rt_container_state(x->srv->cfg.root_dir, f->cid, &cs, NULL) == 0 &&
             cs.status != RT_CONTAINER_RUNNING)
-                finish_exec(x, 0, NULL);
+                ag_napi_exec_finish(x, 0, NULL);
         return 0;
 }
 
-int exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n)
+int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n)
 {
         struct exec *x = c->ex;
         struct cb_error err = {0};
-        const char *type = hget(h, n, "streamtype");
+        const char *type = ag_napi_header_get(h, n, "streamtype");
         static const char *const names[N_CH] = {"stdin", "stdout", "stderr", "error", "resize"};
         int ch = -1;
         for (int i = 0; type != NULL && i < N_CH; i++)
@@ -589,19 +590,19 @@ int exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, siz
                    (!x->opts.err || x->opts.tty || x->sid[AG_CH_STDERR] != 0) &&
                    (!x->opts.tty || x->proto < AG_CHANNEL_V4 || x->sid[AG_CH_RESIZE] != 0);
         if (all)
-                exec_begin(x);
+                ag_napi_exec_begin(x);
         return 0;
 }
 
-int exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin)
+int ag_napi_exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin)
 {
         struct exec *x = c->ex;
         if (x->closing)
                 return 0;
         if (id == x->sid[AG_CH_STDIN] && x->sid[AG_CH_STDIN] != 0) {
-                exec_stdin(x, buf, len);
+                ag_napi_exec_stdin(x, buf, len);
                 if (fin)
-                        exec_stdin_close(x);
+                        ag_napi_exec_stdin_close(x);
         } else if (id == x->sid[AG_CH_RESIZE] && x->sid[AG_CH_RESIZE] != 0) {
                 while (len > 0) {
                         size_t take = sizeof(x->resize_buf) - x->resize_len;
@@ -613,7 +614,7 @@ int exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bo
                         len -= take;
                         size_t used;
                         while ((used = ag_json_object_len(x->resize_buf, x->resize_len)) > 0) {
-                                exec_resize(x, x->resize_buf, used);
+                                ag_napi_exec_resize(x, x->resize_buf, used);
                                 memmove(x->resize_buf, x->resize_buf + used, x->resize_len - used);
                                 x->resize_len -= used;
                         }
@@ -626,7 +627,7 @@ int exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bo
 
 /* The session's streams are there: run the command, or follow the
  * container's output. */
-void exec_begin(struct exec *x)
+void ag_napi_exec_begin(struct exec *x)
 {
         struct cb_error err = {0};
         struct conn *c = x->c;
@@ -640,18 +641,18 @@ void exec_begin(struct exec *x)
         int r;
         if (x->attach) {
                 struct found f = {0};
-                if (find_target(x->srv, &x->t, x->t.container, &f) != 0) {
-                        found_clear(&f);
-                        return finish_exec(x, 0, f.msg);
+                if (ag_napi_find_target(x->srv, &x->t, x->t.container, &f) != 0) {
+                        ag_napi_found_clear(&f);
+                        return ag_napi_exec_finish(x, 0, f.msg);
                 }
                 r = start_attach(x, &x->t, &f, &err);
-                found_clear(&f);
+                ag_napi_found_clear(&f);
         } else {
                 r = spawn_exec(x, x->cid, &err);
         }
         if (r < 0) {
                 log_warning("node API: %s in %s/%s container %s: %s", x->attach ? "attach" : "exec",
                             x->t.ns, x->t.pod, x->t.container, err.msg);
-                finish_exec(x, 0, err.msg);
+                ag_napi_exec_finish(x, 0, err.msg);
         }
 }

@@ -17,7 +17,8 @@
 
 /* ---- WebSocket (wslay) ---- */
 
-void ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b, size_t blen)
+void ag_napi_ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b,
+                     size_t blen)
 {
         if (c->ws == NULL || c->dead)
                 return;
@@ -59,7 +60,7 @@ static ssize_t ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size
         (void)ctx;
         (void)flags;
         struct conn *c = user;
-        conn_write(c, data, len);
+        ag_napi_conn_write(c, data, len);
         return (ssize_t)len;
 }
 
@@ -71,7 +72,7 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
         if (arg->opcode != WSLAY_BINARY_FRAME && arg->opcode != WSLAY_TEXT_FRAME)
                 return; /* close, ping, pong: wslay answers */
         if (c->ws_tunnel) {
-                spdy_input(c, arg->msg, arg->msg_length);
+                ag_napi_spdy_input(c, arg->msg, arg->msg_length);
                 return;
         }
         struct exec *x = c->ex;
@@ -82,21 +83,21 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
                 return;
         switch (ch) {
         case AG_CH_STDIN:
-                exec_stdin(x, p, n);
+                ag_napi_exec_stdin(x, p, n);
                 break;
         case AG_CH_RESIZE:
-                exec_resize(x, p, n);
+                ag_napi_exec_resize(x, p, n);
                 break;
         case AG_CH_CLOSE:
                 if (x->proto >= AG_CHANNEL_V5 && n >= 1 && p[0] == AG_CH_STDIN)
-                        exec_stdin_close(x);
+                        ag_napi_exec_stdin_close(x);
                 break;
         default:
                 break;
         }
 }
 
-int ws_start(struct conn *c, const char *protocol, struct cb_error *err)
+int ag_napi_ws_start(struct conn *c, const char *protocol, struct cb_error *err)
 {
         char accept[32];
         if (ag_ws_accept(c->req.ws_key, accept) < 0)
@@ -109,18 +110,18 @@ int ws_start(struct conn *c, const char *protocol, struct cb_error *err)
         if (wslay_event_context_server_init(&c->ws, &cbs, c) != 0)
                 return cb_error_set(err, ENOMEM, "WebSocket");
         wslay_event_config_set_max_recv_msg_length(c->ws, SPDY_MAX_FRAME + 64);
-        conn_printf(c,
-                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
-                    accept);
+        ag_napi_conn_printf(c,
+                            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                            "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
+                            accept);
         if (protocol != NULL)
-                conn_printf(c, "Sec-WebSocket-Protocol: %s\r\n", protocol);
-        conn_printf(c, "\r\n");
+                ag_napi_conn_printf(c, "Sec-WebSocket-Protocol: %s\r\n", protocol);
+        ag_napi_conn_printf(c, "\r\n");
         c->mode = C_WS;
         return 0;
 }
 
-void ws_input(struct conn *c, const uint8_t *buf, size_t len)
+void ag_napi_ws_input(struct conn *c, const uint8_t *buf, size_t len)
 {
         c->ws_in = buf;
         c->ws_in_len = len;
@@ -140,33 +141,33 @@ void ws_input(struct conn *c, const uint8_t *buf, size_t len)
 
 /* What the session queued goes to the client: raw after an SPDY upgrade,
  * in WebSocket binary messages through the tunnel. */
-void spdy_flush(struct conn *c)
+void ag_napi_spdy_flush(struct conn *c)
 {
         size_t n;
         const uint8_t *o;
         while (c->spdy != NULL && !c->dead && (o = spdy_output(c->spdy, &n)) != NULL && n > 0) {
                 if (c->ws_tunnel)
-                        ws_send(c, WSLAY_BINARY_FRAME, o, n, NULL, 0);
+                        ag_napi_ws_send(c, WSLAY_BINARY_FRAME, o, n, NULL, 0);
                 else
-                        conn_write(c, o, n);
+                        ag_napi_conn_write(c, o, n);
                 spdy_consumed(c->spdy, n);
         }
 }
 
-void spdy_input(struct conn *c, const uint8_t *buf, size_t len)
+void ag_napi_spdy_input(struct conn *c, const uint8_t *buf, size_t len)
 {
         struct cb_error err = {0};
         if (spdy_session_feed(c->spdy, buf, len, &err) < 0) {
                 log_v(2, "node API: SPDY: %s", err.msg);
                 (void)spdy_goaway(c->spdy, 1, &err);
-                spdy_flush(c);
+                ag_napi_spdy_flush(c);
                 c->close_after_flush = true;
                 return;
         }
-        spdy_flush(c);
+        ag_napi_spdy_flush(c);
 }
 
-const char *hget(const struct spdy_header *h, size_t n, const char *name)
+const char *ag_napi_header_get(const struct spdy_header *h, size_t n, const char *name)
 {
         for (size_t i = 0; i < n; i++)
                 if (strcasecmp(h[i].name, name) == 0)
@@ -180,9 +181,9 @@ static int cb_stream(void *data, uint32_t id, const struct spdy_header *h, size_
 {
         struct conn *c = data;
         if (c->pf != NULL)
-                return pf_on_stream(c, id, h, n, fin);
+                return ag_napi_pf_on_stream(c, id, h, n, fin);
         if (c->ex != NULL)
-                return exec_on_stream(c, id, h, n);
+                return ag_napi_exec_on_stream(c, id, h, n);
         return -1;
 }
 
@@ -200,9 +201,9 @@ static int cb_data(void *data, uint32_t id, const uint8_t *buf, size_t len, bool
 {
         struct conn *c = data;
         if (c->pf != NULL)
-                return pf_on_data(c, id, buf, len, fin);
+                return ag_napi_pf_on_data(c, id, buf, len, fin);
         if (c->ex != NULL)
-                return exec_on_data(c, id, buf, len, fin);
+                return ag_napi_exec_on_data(c, id, buf, len, fin);
         return 0;
 }
 
@@ -211,9 +212,9 @@ static void cb_reset(void *data, uint32_t id, uint32_t status)
         (void)status;
         struct conn *c = data;
         if (c->pf != NULL)
-                pf_on_reset(c, id);
+                ag_napi_pf_on_reset(c, id);
         else if (c->ex != NULL && id == c->ex->sid[AG_CH_STDIN] && id != 0)
-                exec_stdin_close(c->ex);
+                ag_napi_exec_stdin_close(c->ex);
 }
 
 static void cb_goaway(void *data, uint32_t last, uint32_t status)
@@ -224,7 +225,7 @@ static void cb_goaway(void *data, uint32_t last, uint32_t status)
         c->close_after_flush = true;
 }
 
-const struct spdy_callbacks spdy_cbs = {
+const struct spdy_callbacks ag_napi_spdy_cbs = {
     .on_stream = cb_stream,
     .on_reply = cb_reply,
     .on_data = cb_data,

@@ -195,46 +195,48 @@ struct pfwd {
         size_t n_pairs;
 };
 
-int64_t wall_ns(void);
-int set_nonblock(int fd);
-void conn_write(struct conn *c, const void *buf, size_t len);
-size_t conn_pending(const struct conn *c);
-void conn_printf(struct conn *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void conn_head(struct conn *c, int code, const char *ctype, long long len);
-void respond(struct conn *c, int code, const char *ctype, char *body);
-void respond_error(struct conn *c, int code, const char *msg);
-void conn_read(struct conn *c);
-void conn_update(struct conn *c);
-void conn_input(struct conn *c, const uint8_t *buf, size_t len);
-int find_target(struct ag_napi *s, const struct ag_napi_target *t, const char *container,
-                struct found *f);
-void found_clear(struct found *f);
-void serve_request(struct conn *c, const uint8_t *rest, size_t rest_len);
-void logstream_free(struct logstream *l);
-void start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a);
-void write_logs(struct logstream *l);
-void reaper_free(struct reaper *r);
-void exec_free(struct exec *x);
-void queue(struct exec *x, uint8_t channel, const void *data, size_t len);
-void update_reading(struct exec *x);
-void finish_exec(struct exec *x, int code, const char *message);
-void exec_stdin(struct exec *x, const uint8_t *p, size_t n);
-void exec_stdin_close(struct exec *x);
-void exec_resize(struct exec *x, const uint8_t *p, size_t n);
-int exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n);
-int exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);
-void exec_begin(struct exec *x);
-void ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b,
-             size_t blen);
-int ws_start(struct conn *c, const char *protocol, struct cb_error *err);
-void ws_input(struct conn *c, const uint8_t *buf, size_t len);
-void spdy_flush(struct conn *c);
-void spdy_input(struct conn *c, const uint8_t *buf, size_t len);
-const char *hget(const struct spdy_header *h, size_t n, const char *name);
-void pfwd_free(struct pfwd *pf);
-bool pair_step(struct pfpair *p);
-int pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n, bool fin);
-int pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);
-void pf_on_reset(struct conn *c, uint32_t id);
+int64_t ag_napi_wall_ns(void);
+int ag_napi_set_nonblock(int fd);
+void ag_napi_conn_write(struct conn *c, const void *buf, size_t len);
+size_t ag_napi_conn_pending(const struct conn *c);
+void ag_napi_conn_printf(struct conn *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ag_napi_conn_head(struct conn *c, int code, const char *ctype, long long len);
+void ag_napi_respond(struct conn *c, int code, const char *ctype, char *body);
+void ag_napi_respond_error(struct conn *c, int code, const char *msg);
+void ag_napi_conn_read(struct conn *c);
+void ag_napi_conn_update(struct conn *c);
+void ag_napi_conn_input(struct conn *c, const uint8_t *buf, size_t len);
+int ag_napi_find_target(struct ag_napi *s, const struct ag_napi_target *t, const char *container,
+                        struct found *f);
+void ag_napi_found_clear(struct found *f);
+void ag_napi_serve_request(struct conn *c, const uint8_t *rest, size_t rest_len);
+void ag_napi_logstream_free(struct logstream *l);
+void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a);
+void ag_napi_write_logs(struct logstream *l);
+void ag_napi_reaper_free(struct reaper *r);
+void ag_napi_exec_free(struct exec *x);
+void ag_napi_exec_queue(struct exec *x, uint8_t channel, const void *data, size_t len);
+void ag_napi_exec_update_reading(struct exec *x);
+void ag_napi_exec_finish(struct exec *x, int code, const char *message);
+void ag_napi_exec_stdin(struct exec *x, const uint8_t *p, size_t n);
+void ag_napi_exec_stdin_close(struct exec *x);
+void ag_napi_exec_resize(struct exec *x, const uint8_t *p, size_t n);
+int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n);
+int ag_napi_exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);
+void ag_napi_exec_begin(struct exec *x);
+void ag_napi_ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b,
+                     size_t blen);
+int ag_napi_ws_start(struct conn *c, const char *protocol, struct cb_error *err);
+void ag_napi_ws_input(struct conn *c, const uint8_t *buf, size_t len);
+void ag_napi_spdy_flush(struct conn *c);
+void ag_napi_spdy_input(struct conn *c, const uint8_t *buf, size_t len);
+const char *ag_napi_header_get(const struct spdy_header *h, size_t n, const char *name);
+void ag_napi_pfwd_free(struct pfwd *pf);
+bool ag_napi_pair_step(struct pfpair *p);
+int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n,
+                         bool fin);
+int ag_napi_pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);
+void ag_napi_pf_on_reset(struct conn *c, uint32_t id);
 
-extern const struct spdy_callbacks spdy_cbs;
+extern const struct spdy_callbacks ag_napi_spdy_cbs;

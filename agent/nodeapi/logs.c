@@ -17,7 +17,7 @@
 
 /* ---- /containerLogs ---- */
 
-void logstream_free(struct logstream *l)
+void ag_napi_logstream_free(struct logstream *l)
 {
         if (l == NULL)
                 return;
@@ -47,23 +47,23 @@ static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
                 }
         }
         struct conn *c = l->c;
-        if (conn_pending(c) < LOG_CHUNK)
-                write_logs(l);
-        conn_update(c);
+        if (ag_napi_conn_pending(c) < LOG_CHUNK)
+                ag_napi_write_logs(l);
+        ag_napi_conn_update(c);
 }
 
-void start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a)
+void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a)
 {
         struct ag_napi *s = c->srv;
         struct cb_error err = {0};
         struct ag_log_options o;
-        if (ag_log_options_parse((const char *const *)a->v, a->n, wall_ns(), &o, &err) < 0)
-                return respond_error(c, 400, err.msg);
+        if (ag_log_options_parse((const char *const *)a->v, a->n, ag_napi_wall_ns(), &o, &err) < 0)
+                return ag_napi_respond_error(c, 400, err.msg);
         struct found f;
-        int code = find_target(s, t, t->container, &f);
+        int code = ag_napi_find_target(s, t, t->container, &f);
         if (code != 0) {
-                respond_error(c, code, f.msg);
-                found_clear(&f);
+                ag_napi_respond_error(c, code, f.msg);
+                ag_napi_found_clear(&f);
                 return;
         }
         char pod_dir[4096], cdir[4400], path[4500], msg[600], cid[128];
@@ -76,33 +76,33 @@ void start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a)
             ag_podlogs_restarts(cdir, &newest, &prev) < 0) {
                 snprintf(msg, sizeof(msg), "container \"%s\" in pod \"%s\" is waiting to start",
                          t->container, t->pod);
-                found_clear(&f);
-                return respond_error(c, 400, msg);
+                ag_napi_found_clear(&f);
+                return ag_napi_respond_error(c, 400, msg);
         }
-        found_clear(&f);
+        ag_napi_found_clear(&f);
         if (o.previous && prev < 0) {
                 snprintf(msg, sizeof(msg),
                          "previous terminated container \"%s\" in pod \"%s\" not found",
                          t->container, t->pod);
-                return respond_error(c, 400, msg);
+                return ag_napi_respond_error(c, 400, msg);
         }
         snprintf(path, sizeof(path), "%s/%ld.log", cdir, o.previous ? prev : newest);
         struct logstream *l = calloc(1, sizeof(*l));
         if (l == NULL)
-                return respond_error(c, 500, "out of memory");
+                return ag_napi_respond_error(c, 500, "out of memory");
         l->fd = l->ino = -1;
         l->c = c;
         l->opts = o;
         l->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (l->fd < 0) {
-                logstream_free(l);
+                ag_napi_logstream_free(l);
                 snprintf(msg, sizeof(msg), "cannot open the log of container \"%s\": %s",
                          t->container, strerror(errno));
-                return respond_error(c, 500, msg);
+                return ag_napi_respond_error(c, 500, msg);
         }
         if (o.has_tail_lines && ag_log_tail_offset(l->fd, o.tail_lines, &l->off, &err) < 0) {
-                logstream_free(l);
-                return respond_error(c, 500, err.msg);
+                ag_napi_logstream_free(l);
+                return ag_napi_respond_error(c, 500, err.msg);
         }
         /* follow only the running instance, until its log writer closes:
          * the watch comes first, so an exit after the check still ends it */
@@ -115,8 +115,8 @@ void start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a)
                         0 ||
                     (l->ino_io = ag_io_new(s->loop, l->ino, EPOLLIN, on_log_change, l, &err)) ==
                         NULL) {
-                        logstream_free(l);
-                        return respond_error(c, 500, "cannot follow the log file");
+                        ag_napi_logstream_free(l);
+                        return ag_napi_respond_error(c, 500, "cannot follow the log file");
                 }
                 struct rt_container_state cst;
                 if (cid[0] == '\0' || rt_container_state(s->cfg.root_dir, cid, &cst, NULL) < 0 ||
@@ -125,13 +125,13 @@ void start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a)
         }
         c->log = l;
         c->mode = C_LOGS;
-        conn_head(c, 200, "text/plain", -1);
-        write_logs(l);
+        ag_napi_conn_head(c, 200, "text/plain", -1);
+        ag_napi_write_logs(l);
 }
 
 /* Renders what the file has now into the connection (a chunk at a time:
  * the rest when the client took it); at the end the connection closes. */
-void write_logs(struct logstream *l)
+void ag_napi_write_logs(struct logstream *l)
 {
         struct conn *c = l->c;
         if (l->finished)
@@ -177,7 +177,7 @@ void write_logs(struct logstream *l)
                 }
         }
         l->sent += (int64_t)olen;
-        conn_write(c, o, olen);
+        ag_napi_conn_write(c, o, olen);
         if (limit_hit || (eof && (!l->follow || l->ended))) {
                 l->finished = true;
                 c->close_after_flush = true;

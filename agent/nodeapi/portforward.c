@@ -35,7 +35,7 @@ static void pair_free(struct pfpair *p)
         free(p);
 }
 
-void pfwd_free(struct pfwd *pf)
+void ag_napi_pfwd_free(struct pfwd *pf)
 {
         if (pf == NULL)
                 return;
@@ -54,7 +54,7 @@ static void pair_end(struct pfpair *p)
                 (void)spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
         if (p->error_id != 0)
                 (void)spdy_data(c->spdy, p->error_id, NULL, 0, true, &err);
-        spdy_flush(c);
+        ag_napi_spdy_flush(c);
         pair_free(p);
 }
 
@@ -77,7 +77,7 @@ static void pair_events(struct pfpair *p)
         if (p->io == NULL)
                 return;
         uint32_t ev = 0;
-        if (!p->sock_eof && conn_pending(p->pf->c) < OUT_HIGH)
+        if (!p->sock_eof && ag_napi_conn_pending(p->pf->c) < OUT_HIGH)
                 ev |= EPOLLIN;
         if (p->to_len > 0)
                 ev |= EPOLLOUT;
@@ -85,7 +85,7 @@ static void pair_events(struct pfpair *p)
 }
 
 /* true when the pair is over and was freed */
-bool pair_step(struct pfpair *p)
+bool ag_napi_pair_step(struct pfpair *p)
 {
         struct conn *c = p->pf->c;
         struct cb_error err = {0};
@@ -110,7 +110,7 @@ bool pair_step(struct pfpair *p)
         if (c->read_paused && p->to_len < STDIN_HIGH / 2)
                 c->read_paused = false;
         uint8_t buf[READ_CHUNK];
-        for (int i = 0; i < 8 && !p->sock_eof && conn_pending(c) < OUT_HIGH; i++) {
+        for (int i = 0; i < 8 && !p->sock_eof && ag_napi_conn_pending(c) < OUT_HIGH; i++) {
                 ssize_t n = read(p->sock, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -121,12 +121,12 @@ bool pair_step(struct pfpair *p)
                         break;
                 }
                 (void)spdy_data(c->spdy, p->data_id, buf, (size_t)n, false, &err);
-                spdy_flush(c);
+                ag_napi_spdy_flush(c);
         }
         if (p->sock_eof && !p->data_fin_sent) {
                 p->data_fin_sent = true;
                 (void)spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
-                spdy_flush(c);
+                ag_napi_spdy_flush(c);
         }
         if (p->sock_eof && (p->client_fin || p->shut_wr)) {
                 pair_end(p);
@@ -143,8 +143,8 @@ static void on_pair_sock(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)events;
         struct pfpair *p = data;
         struct conn *c = p->pf->c;
-        (void)pair_step(p);
-        conn_update(c);
+        (void)ag_napi_pair_step(p);
+        ag_napi_conn_update(c);
 }
 
 static void pair_connect(struct pfpair *p)
@@ -163,15 +163,17 @@ static void pair_connect(struct pfpair *p)
         }
         log_v(2, "node API: port-forward %s/%s port %u (request %s)", pf->ns, pf->pod,
               (unsigned)p->port, p->request_id);
-        (void)pair_step(p);
+        (void)ag_napi_pair_step(p);
 }
 
-int pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n,
+                         bool fin)
 {
         struct pfwd *pf = c->pf;
         struct cb_error err = {0};
-        const char *type = hget(h, n, "streamtype"), *port = hget(h, n, "port"),
-                   *rid = hget(h, n, "requestid");
+        const char *type = ag_napi_header_get(h, n, "streamtype"),
+                   *port = ag_napi_header_get(h, n, "port"),
+                   *rid = ag_napi_header_get(h, n, "requestid");
         char *end = NULL;
         long pn = port != NULL ? strtol(port, &end, 10) : -1;
         if (type == NULL || (strcmp(type, "data") != 0 && strcmp(type, "error") != 0) ||
@@ -229,7 +231,7 @@ static struct pfpair *pair_of(struct pfwd *pf, uint32_t id)
         return NULL;
 }
 
-int pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin)
+int ag_napi_pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin)
 {
         struct pfpair *p = pair_of(c->pf, id);
         if (p == NULL || id != p->data_id)
@@ -249,11 +251,11 @@ int pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool
         if (fin)
                 p->client_fin = true;
         if (p->sock >= 0)
-                (void)pair_step(p);
+                (void)ag_napi_pair_step(p);
         return 0;
 }
 
-void pf_on_reset(struct conn *c, uint32_t id)
+void ag_napi_pf_on_reset(struct conn *c, uint32_t id)
 {
         struct pfpair *p = pair_of(c->pf, id);
         if (p != NULL && id == p->data_id)

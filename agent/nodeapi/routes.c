@@ -47,8 +47,8 @@ static bool in_spec(const cJSON *pod, const char *name)
 }
 
 /* 0, or the HTTP status with f->msg. container NULL: the pod only. */
-int find_target(struct ag_napi *s, const struct ag_napi_target *t, const char *container,
-                struct found *f)
+int ag_napi_find_target(struct ag_napi *s, const struct ag_napi_target *t, const char *container,
+                        struct found *f)
 {
         memset(f, 0, sizeof(*f));
         f->list = s->cfg.pods != NULL ? s->cfg.pods(s->cfg.data) : NULL;
@@ -97,7 +97,7 @@ int find_target(struct ag_napi *s, const struct ag_napi_target *t, const char *c
         return 0;
 }
 
-void found_clear(struct found *f)
+void ag_napi_found_clear(struct found *f)
 {
         cJSON_Delete(f->list);
         f->list = NULL;
@@ -128,15 +128,15 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
         struct ag_napi *s = c->srv;
         struct found f;
         if (r == AG_NAPI_PORTFORWARD) {
-                int code = find_target(s, t, NULL, &f);
+                int code = ag_napi_find_target(s, t, NULL, &f);
                 if (code != 0) {
                         snprintf(msg, size, "%s", f.msg);
-                        found_clear(&f);
+                        ag_napi_found_clear(&f);
                         return code;
                 }
                 struct pfwd *pf = calloc(1, sizeof(*pf));
                 if (pf == NULL) {
-                        found_clear(&f);
+                        ag_napi_found_clear(&f);
                         snprintf(msg, size, "out of memory");
                         return 500;
                 }
@@ -149,12 +149,12 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
                 if (f.uid == NULL || rt_sandbox_load(s->cfg.root_dir, f.uid, &sb, &err) < 0) {
                         snprintf(msg, size, "pod \"%s/%s\" has no sandbox yet: %.300s", t->ns,
                                  t->pod, err.msg);
-                        found_clear(&f);
+                        ag_napi_found_clear(&f);
                         free(pf);
                         return 400;
                 }
                 snprintf(pf->netns, sizeof(pf->netns), "%s", sb.netns_path);
-                found_clear(&f);
+                ag_napi_found_clear(&f);
                 *ret_pf = pf;
                 return 0;
         }
@@ -204,16 +204,16 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
         o.argv = (const char **)argv;
         args_free(&a);
         x->opts = o;
-        int code = find_target(s, t, t->container, &f);
+        int code = ag_napi_find_target(s, t, t->container, &f);
         if (code != 0) {
                 snprintf(msg, size, "%s", f.msg);
-                found_clear(&f);
+                ag_napi_found_clear(&f);
                 return code;
         }
         if (f.cid == NULL || !f.running) {
                 snprintf(msg, size, "container \"%s\" in pod \"%s\" is not running", t->container,
                          t->pod);
-                found_clear(&f);
+                ag_napi_found_clear(&f);
                 return 400;
         }
         if (x->attach && (o.in || o.tty)) {
@@ -221,7 +221,7 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
                 struct cb_error e2 = {0};
                 if (rt_container_state(s->cfg.root_dir, f.cid, &cst, &e2) < 0) {
                         snprintf(msg, size, "%s", e2.msg);
-                        found_clear(&f);
+                        ag_napi_found_clear(&f);
                         return 500;
                 }
                 if ((o.in && !cst.stdin_open) || (o.tty && !cst.tty)) {
@@ -231,12 +231,12 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
                                  t->container, t->pod, o.in && !cst.stdin_open ? "stdin" : "a tty",
                                  o.in && !cst.stdin_open ? "stdin: true" : "tty: true",
                                  o.in && !cst.stdin_open ? "-i" : "-t");
-                        found_clear(&f);
+                        ag_napi_found_clear(&f);
                         return 400;
                 }
         }
         x->cid = strdup(f.cid);
-        found_clear(&f);
+        ag_napi_found_clear(&f);
         if (x->cid == NULL) {
                 snprintf(msg, size, "out of memory");
                 return 500;
@@ -256,9 +256,9 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
         bool spdy = strcasecmp(c->req.upgrade, "SPDY/3.1") == 0;
         char msg[1200];
         if (!ws && !spdy)
-                return respond_error(c, 400,
-                                     "unable to upgrade: only websocket and SPDY/3.1 are "
-                                     "supported");
+                return ag_napi_respond_error(c, 400,
+                                             "unable to upgrade: only websocket and SPDY/3.1 are "
+                                             "supported");
         struct exec *x = NULL;
         struct pfwd *pf = NULL;
         struct cb_error err = {0};
@@ -274,9 +274,10 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                         if (cl == NULL) {
                                 log_v(2,
                                       "node API: SPDY upgrade without X-Stream-Protocol-Version");
-                                conn_head(c, 400, "text/plain; charset=utf-8", -1);
-                                conn_printf(c, "unable to upgrade: X-Stream-Protocol-Version is "
-                                               "required\n");
+                                ag_napi_conn_head(c, 400, "text/plain; charset=utf-8", -1);
+                                ag_napi_conn_printf(
+                                    c, "unable to upgrade: X-Stream-Protocol-Version is "
+                                       "required\n");
                                 c->mode = C_RESPONSE;
                                 c->close_after_flush = true;
                                 return;
@@ -294,13 +295,14 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                         }
                         list[li] = '\0';
                         log_v(2, "node API: SPDY protocols [%s] refused", list);
-                        conn_printf(c,
-                                    "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; "
-                                    "charset=utf-8\r\nX-Accepted-Stream-Protocol-Versions: "
-                                    "%s\r\nConnection: close\r\n\r\nunable to upgrade: unable to "
-                                    "negotiate protocol: client supports [%s], server accepts "
-                                    "[%s]\n",
-                                    sup[0], list, sup[0]);
+                        ag_napi_conn_printf(
+                            c,
+                            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; "
+                            "charset=utf-8\r\nX-Accepted-Stream-Protocol-Versions: "
+                            "%s\r\nConnection: close\r\n\r\nunable to upgrade: unable to "
+                            "negotiate protocol: client supports [%s], server accepts "
+                            "[%s]\n",
+                            sup[0], list, sup[0]);
                         c->mode = C_RESPONSE;
                         c->close_after_flush = true;
                         return;
@@ -308,19 +310,19 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                 /* refused before the upgrade: client-go shows the Status */
                 int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
                 if (code != 0) {
-                        exec_free(x);
-                        pfwd_free(pf);
-                        return respond_error(c, code, msg);
+                        ag_napi_exec_free(x);
+                        ag_napi_pfwd_free(pf);
+                        return ag_napi_respond_error(c, code, msg);
                 }
-                if (spdy_session_new(true, &spdy_cbs, c, &c->spdy, &err) < 0) {
-                        exec_free(x);
-                        pfwd_free(pf);
-                        return respond_error(c, 500, err.msg);
+                if (spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
+                        ag_napi_exec_free(x);
+                        ag_napi_pfwd_free(pf);
+                        return ag_napi_respond_error(c, 500, err.msg);
                 }
-                conn_printf(c,
-                            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
-                            "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n",
-                            proto);
+                ag_napi_conn_printf(c,
+                                    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                                    "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n",
+                                    proto);
                 c->mode = C_SPDY;
                 c->ex = x;
                 c->pf = pf;
@@ -330,15 +332,15 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                         ag_timer_arm(c->timer, STREAM_CREATION_MS);
                 }
                 if (rest_len > 0)
-                        conn_input(c, rest, rest_len);
+                        ag_napi_conn_input(c, rest, rest_len);
                 return;
         }
         /* WebSocket */
         if (c->req.ws_key == NULL || c->req.ws_version == NULL ||
             strcmp(c->req.ws_version, "13") != 0)
-                return respond_error(c, 400,
-                                     "unable to upgrade: a WebSocket upgrade needs "
-                                     "Sec-WebSocket-Key and Sec-WebSocket-Version 13");
+                return ag_napi_respond_error(c, 400,
+                                             "unable to upgrade: a WebSocket upgrade needs "
+                                             "Sec-WebSocket-Key and Sec-WebSocket-Version 13");
         const char *const *sup = r == AG_NAPI_PORTFORWARD ? ws_pf_protocols : ws_exec_protocols;
         proto = ag_negotiate(c->req.ws_protocol, sup);
         if (proto == NULL && c->req.ws_protocol != NULL) {
@@ -346,17 +348,17 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                          "unable to upgrade: requested protocol(s) [%.200s] are not supported: "
                          "use one of %s%s%s",
                          c->req.ws_protocol, sup[0], sup[1] ? ", " : "", sup[1] ? sup[1] : "");
-                return respond_error(c, 400, msg);
+                return ag_napi_respond_error(c, 400, msg);
         }
         if (r == AG_NAPI_PORTFORWARD && proto == NULL)
-                return respond_error(c, 400,
-                                     "unable to upgrade: port-forward over WebSocket "
-                                     "needs the SPDY/3.1+portforward.k8s.io protocol");
+                return ag_napi_respond_error(c, 400,
+                                             "unable to upgrade: port-forward over WebSocket "
+                                             "needs the SPDY/3.1+portforward.k8s.io protocol");
         int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
-        if (ws_start(c, proto, &err) < 0) {
-                exec_free(x);
-                pfwd_free(pf);
-                return respond_error(c, 500, err.msg);
+        if (ag_napi_ws_start(c, proto, &err) < 0) {
+                ag_napi_exec_free(x);
+                ag_napi_pfwd_free(pf);
+                return ag_napi_respond_error(c, 500, err.msg);
         }
         if (r == AG_NAPI_PORTFORWARD) {
                 if (code != 0) {
@@ -368,8 +370,8 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                         ag_timer_arm(c->timer, CLOSE_WAIT_MS);
                         return;
                 }
-                if (spdy_session_new(true, &spdy_cbs, c, &c->spdy, &err) < 0) {
-                        pfwd_free(pf);
+                if (spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
+                        ag_napi_pfwd_free(pf);
                         c->dead = true;
                         return;
                 }
@@ -383,39 +385,41 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                          * kubectl shows it (a refused WebSocket upgrade
                          * makes it retry with SPDY and report that). */
                         log_v(2, "node API: streaming request refused (%d): %s", code, msg);
-                        finish_exec(x, 0, msg);
+                        ag_napi_exec_finish(x, 0, msg);
                 } else {
                         /* an empty message on the first output channel tells
                          * the client the streams are ready, as the kubelet
                          * does */
-                        queue(x,
-                              x->opts.out   ? AG_CH_STDOUT
-                              : x->opts.err ? AG_CH_STDERR
-                                            : AG_CH_ERROR,
-                              NULL, 0);
-                        exec_begin(x);
+                        ag_napi_exec_queue(x,
+                                           x->opts.out   ? AG_CH_STDOUT
+                                           : x->opts.err ? AG_CH_STDERR
+                                                         : AG_CH_ERROR,
+                                           NULL, 0);
+                        ag_napi_exec_begin(x);
                 }
         }
         if (rest_len > 0 && !c->dead)
-                conn_input(c, rest, rest_len);
+                ag_napi_conn_input(c, rest, rest_len);
 }
 
 /* The request, authenticated and authorized. */
-void serve_request(struct conn *c, const uint8_t *rest, size_t rest_len)
+void ag_napi_serve_request(struct conn *c, const uint8_t *rest, size_t rest_len)
 {
         struct ag_napi *s = c->srv;
         int code;
         char path[2048];
         size_t pl = strcspn(c->req.url ? c->req.url : "", "?");
         if (c->req.url == NULL || pl >= sizeof(path))
-                return respond_error(c, 404, "the server could not find the requested resource");
+                return ag_napi_respond_error(c, 404,
+                                             "the server could not find the requested resource");
         memcpy(path, c->req.url, pl);
         path[pl] = '\0';
         struct ag_napi_target t;
         enum ag_napi_route r = ag_napi_route_path(path, &t);
         log_v(3, "node API: %s %s (%s)", c->req.method, path, c->who);
         if (r == AG_NAPI_NONE)
-                return respond_error(c, 404, "the server could not find the requested resource");
+                return ag_napi_respond_error(c, 404,
+                                             "the server could not find the requested resource");
         bool streaming = r == AG_NAPI_EXEC || r == AG_NAPI_ATTACH || r == AG_NAPI_PORTFORWARD;
         if (streaming) {
                 if (!c->hp.upgrade || c->req.upgrade == NULL) {
@@ -424,55 +428,57 @@ void serve_request(struct conn *c, const uint8_t *rest, size_t rest_len)
                         struct pfwd *pf = NULL;
                         char msg[1200];
                         code = stream_check(c, r, &t, &x, &pf, msg, sizeof(msg));
-                        exec_free(x);
-                        pfwd_free(pf);
+                        ag_napi_exec_free(x);
+                        ag_napi_pfwd_free(pf);
                         if (code != 0)
-                                return respond_error(c, code, msg);
-                        return respond_error(c, 400,
-                                             "unable to upgrade: missing upgrade headers in "
-                                             "request (exec, attach and portForward need "
-                                             "Upgrade: SPDY/3.1 or websocket)");
+                                return ag_napi_respond_error(c, code, msg);
+                        return ag_napi_respond_error(
+                            c, 400,
+                            "unable to upgrade: missing upgrade headers in "
+                            "request (exec, attach and portForward need "
+                            "Upgrade: SPDY/3.1 or websocket)");
                 }
                 return handle_upgrade(c, r, &t, rest, rest_len);
         }
         if (strcmp(c->req.method, "GET") != 0 && strcmp(c->req.method, "HEAD") != 0)
-                return respond_error(c, 405,
-                                     "the server does not allow this method on the requested "
-                                     "resource");
+                return ag_napi_respond_error(
+                    c, 405,
+                    "the server does not allow this method on the requested "
+                    "resource");
         switch (r) {
         case AG_NAPI_HEALTHZ: {
                 char why[256] = "";
                 if (s->cfg.healthy != NULL && !s->cfg.healthy(s->cfg.data, why, sizeof(why)))
-                        return respond(c, 500, "text/plain", strdup(why));
-                return respond(c, 200, "text/plain", strdup("ok"));
+                        return ag_napi_respond(c, 500, "text/plain", strdup(why));
+                return ag_napi_respond(c, 200, "text/plain", strdup("ok"));
         }
         case AG_NAPI_PODS: {
                 _cleanup_cjson_ cJSON *l = s->cfg.pods != NULL ? s->cfg.pods(s->cfg.data) : NULL;
                 char *b = l != NULL ? cJSON_PrintUnformatted(l) : NULL;
                 if (b == NULL)
-                        return respond_error(c, 500, "cannot list the pods");
-                return respond(c, 200, "application/json", b);
+                        return ag_napi_respond_error(c, 500, "cannot list the pods");
+                return ag_napi_respond(c, 200, "application/json", b);
         }
         case AG_NAPI_STATS_SUMMARY: {
                 _cleanup_cjson_ cJSON *o =
                     s->cfg.summary != NULL ? s->cfg.summary(s->cfg.data) : NULL;
                 char *b = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
                 if (b == NULL)
-                        return respond_error(c, 500, "cannot read the node's statistics");
-                return respond(c, 200, "application/json", b);
+                        return ag_napi_respond_error(c, 500, "cannot read the node's statistics");
+                return ag_napi_respond(c, 200, "application/json", b);
         }
         case AG_NAPI_LOGS: {
                 struct args a = {0};
                 struct cb_error err = {0};
                 if (args_read(c, &a, &err) < 0) {
                         args_free(&a);
-                        return respond_error(c, 400, err.msg);
+                        return ag_napi_respond_error(c, 400, err.msg);
                 }
-                start_logs(c, &t, &a);
+                ag_napi_start_logs(c, &t, &a);
                 args_free(&a);
                 return;
         }
         default:
-                return respond_error(c, 404, "not found");
+                return ag_napi_respond_error(c, 404, "not found");
         }
 }

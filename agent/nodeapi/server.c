@@ -55,7 +55,7 @@ static void stream_timeout(struct ag_timer *t, void *data);
 
 /* ---- small helpers ---- */
 
-int64_t wall_ns(void)
+int64_t ag_napi_wall_ns(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -93,7 +93,7 @@ static const char *reason_of(int code)
         }
 }
 
-int set_nonblock(int fd)
+int ag_napi_set_nonblock(int fd)
 {
         int fl = fcntl(fd, F_GETFL);
         return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -103,7 +103,7 @@ int set_nonblock(int fd)
 
 /* Queues bytes for the client. Never fails the caller: without memory the
  * connection is dropped. */
-void conn_write(struct conn *c, const void *buf, size_t len)
+void ag_napi_conn_write(struct conn *c, const void *buf, size_t len)
 {
         if (c->dead || len == 0)
                 return;
@@ -132,12 +132,12 @@ void conn_write(struct conn *c, const void *buf, size_t len)
         c->out_len += len;
 }
 
-size_t conn_pending(const struct conn *c)
+size_t ag_napi_conn_pending(const struct conn *c)
 {
         return c->out_len - c->out_off;
 }
 
-void conn_printf(struct conn *c, const char *fmt, ...)
+void ag_napi_conn_printf(struct conn *c, const char *fmt, ...)
 {
         char buf[4096];
         va_list ap;
@@ -148,35 +148,36 @@ void conn_printf(struct conn *c, const char *fmt, ...)
                 c->dead = true;
                 return;
         }
-        conn_write(c, buf, (size_t)n);
+        ag_napi_conn_write(c, buf, (size_t)n);
 }
 
 /* A response head; len < 0: no Content-Length, the body ends with the
  * connection. Every response closes its connection. */
-void conn_head(struct conn *c, int code, const char *ctype, long long len)
+void ag_napi_conn_head(struct conn *c, int code, const char *ctype, long long len)
 {
-        conn_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache, private\r\n",
-                    code, ag_http_reason_phrase(code), ctype);
+        ag_napi_conn_printf(
+            c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache, private\r\n", code,
+            ag_http_reason_phrase(code), ctype);
         if (len >= 0)
-                conn_printf(c, "Content-Length: %lld\r\n", len);
-        conn_printf(c, "Connection: close\r\n\r\n");
+                ag_napi_conn_printf(c, "Content-Length: %lld\r\n", len);
+        ag_napi_conn_printf(c, "Connection: close\r\n\r\n");
 }
 
-void respond(struct conn *c, int code, const char *ctype, char *body)
+void ag_napi_respond(struct conn *c, int code, const char *ctype, char *body)
 {
         size_t len = body != NULL ? strlen(body) : 0;
-        conn_head(c, code, ctype, (long long)len);
+        ag_napi_conn_head(c, code, ctype, (long long)len);
         if (strcmp(c->req.method, "HEAD") != 0)
-                conn_write(c, body, len);
+                ag_napi_conn_write(c, body, len);
         free(body);
         c->mode = C_RESPONSE;
         c->close_after_flush = true;
 }
 
-void respond_error(struct conn *c, int code, const char *msg)
+void ag_napi_respond_error(struct conn *c, int code, const char *msg)
 {
         log_v(3, "node API: %d %s", code, msg);
-        respond(c, code, "application/json", status_json(code, reason_of(code), msg));
+        ag_napi_respond(c, code, "application/json", status_json(code, reason_of(code), msg));
 }
 
 static void close_timeout(struct ag_timer *t, void *data)
@@ -186,11 +187,11 @@ static void close_timeout(struct ag_timer *t, void *data)
         log_v(3, "node API: a connection timed out (%s)",
               c->mode == C_HANDSHAKE || c->mode == C_HEAD ? "no request" : "no close answer");
         c->dead = true;
-        conn_update(c);
+        ag_napi_conn_update(c);
 }
 
 /* Reads what TLS has for us, as long as the connection wants input. */
-void conn_read(struct conn *c)
+void ag_napi_conn_read(struct conn *c)
 {
         uint8_t buf[16384];
         for (int i = 0; i < 64 && !c->dead && !c->eof && !c->read_paused; i++) {
@@ -198,7 +199,7 @@ void conn_read(struct conn *c)
                 int n = SSL_read(c->ssl, buf, sizeof(buf));
                 if (n > 0) {
                         c->read_wants_write = false;
-                        conn_input(c, buf, (size_t)n);
+                        ag_napi_conn_input(c, buf, (size_t)n);
                         continue;
                 }
                 int e = SSL_get_error(c->ssl, n);
@@ -210,16 +211,16 @@ void conn_read(struct conn *c)
                 }
                 /* a close, a reset, or garbage */
                 c->eof = true;
-                conn_input(c, NULL, 0);
+                ag_napi_conn_input(c, NULL, 0);
                 return;
         }
 }
 
 static void conn_flush(struct conn *c)
 {
-        while (!c->dead && conn_pending(c) > 0) {
+        while (!c->dead && ag_napi_conn_pending(c) > 0) {
                 ERR_clear_error();
-                size_t n = conn_pending(c);
+                size_t n = ag_napi_conn_pending(c);
                 int w = SSL_write(c->ssl, c->out + c->out_off, n > (1 << 30) ? 1 << 30 : (int)n);
                 if (w > 0) {
                         c->out_off += (size_t)w;
@@ -236,7 +237,7 @@ static void conn_flush(struct conn *c)
                 c->dead = true;
                 return;
         }
-        if (conn_pending(c) == 0) {
+        if (ag_napi_conn_pending(c) == 0) {
                 c->out_off = c->out_len = 0;
                 if (c->out_cap > (1 << 20)) {
                         free(c->out);
@@ -248,19 +249,19 @@ static void conn_flush(struct conn *c)
 
 /* After any change: writes what can be written, tells the modes there is
  * room, decides the events to wait for, and frees a finished connection. */
-void conn_update(struct conn *c)
+void ag_napi_conn_update(struct conn *c)
 {
         if (!c->dead && c->mode != C_HANDSHAKE) {
-                size_t before = conn_pending(c);
+                size_t before = ag_napi_conn_pending(c);
                 conn_flush(c);
                 /* only a drop can resume a source that stopped for a slow
                  * client (each stops with output pending): no reads or
                  * epoll changes on every event */
-                if (!c->dead && before > 0 && conn_pending(c) < before)
+                if (!c->dead && before > 0 && ag_napi_conn_pending(c) < before)
                         conn_written(c);
                 conn_flush(c);
         }
-        if (!c->dead && c->close_after_flush && conn_pending(c) == 0) {
+        if (!c->dead && c->close_after_flush && ag_napi_conn_pending(c) == 0) {
                 ERR_clear_error();
                 (void)SSL_shutdown(c->ssl);
                 c->dead = true;
@@ -272,7 +273,7 @@ void conn_update(struct conn *c)
         uint32_t ev = EPOLLRDHUP;
         if (!c->read_paused || c->write_wants_read)
                 ev |= EPOLLIN;
-        if (conn_pending(c) > 0 || c->read_wants_write || c->mode == C_HANDSHAKE)
+        if (ag_napi_conn_pending(c) > 0 || c->read_wants_write || c->mode == C_HANDSHAKE)
                 ev |= EPOLLOUT;
         if (c->eof && !c->write_wants_read)
                 ev &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
@@ -306,7 +307,7 @@ static void on_conn_io(struct ag_io *io, int fd, uint32_t events, void *data)
                                 log_v(3, "node API: TLS handshake failed: %s", why);
                                 c->dead = true;
                         }
-                        conn_update(c);
+                        ag_napi_conn_update(c);
                         return;
                 }
         }
@@ -315,14 +316,14 @@ static void on_conn_io(struct ag_io *io, int fd, uint32_t events, void *data)
                 /* it went away while we were not reading from it */
                 log_v(3, "node API: a client went away");
                 c->dead = true;
-                conn_update(c);
+                ag_napi_conn_update(c);
                 return;
         }
         if (c->write_wants_read || c->read_wants_write)
                 conn_flush(c);
         if (!c->dead)
-                conn_read(c);
-        conn_update(c);
+                ag_napi_conn_read(c);
+        ag_napi_conn_update(c);
 }
 
 static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
@@ -585,7 +586,7 @@ static void stream_timeout(struct ag_timer *t, void *data)
         if (c->ex != NULL && c->ex->spdy && !c->ex->started) {
                 log_v(2, "node API: timed out waiting for client to create streams");
                 c->dead = true;
-                conn_update(c);
+                ag_napi_conn_update(c);
                 return;
         }
         close_timeout(t, data);
@@ -597,7 +598,7 @@ static void stream_timeout(struct ag_timer *t, void *data)
 static void respond_text(struct conn *c, int code, const char *msg)
 {
         log_v(2, "node API: %d %s", code, msg);
-        respond(c, code, "text/plain; charset=utf-8", strdup(msg));
+        ag_napi_respond(c, code, "text/plain; charset=utf-8", strdup(msg));
 }
 
 /* Serves the request with the bytes read after its head. */
@@ -608,7 +609,7 @@ static void proceed(struct conn *c)
         c->held = NULL;
         c->held_len = 0;
         c->mode = C_HEAD;
-        serve_request(c, held, n);
+        ag_napi_serve_request(c, held, n);
 }
 
 static void request_attrs(struct conn *c, struct ag_napi_attrs *a)
@@ -645,7 +646,7 @@ static void on_access_review(void *data, enum ag_napi_verdict v)
         struct conn *c = data;
         c->review = NULL; /* freed by the reviewer */
         access_verdict(c, v);
-        conn_update(c);
+        ag_napi_conn_update(c);
 }
 
 static void authorize(struct conn *c)
@@ -666,9 +667,9 @@ static void on_token_review(void *data, enum ag_napi_verdict v)
                 authenticated(c);
                 authorize(c);
         } else {
-                respond_error(c, 401, "Unauthorized");
+                ag_napi_respond_error(c, 401, "Unauthorized");
         }
-        conn_update(c);
+        ag_napi_conn_update(c);
 }
 
 static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
@@ -677,7 +678,7 @@ static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
         if (rest_len > 0) {
                 c->held = malloc(rest_len);
                 if (c->held == NULL)
-                        return respond_error(c, 500, "out of memory");
+                        return ag_napi_respond_error(c, 500, "out of memory");
                 memcpy(c->held, rest, rest_len);
                 c->held_len = rest_len;
         }
@@ -686,13 +687,13 @@ static void handle_request(struct conn *c, const uint8_t *rest, size_t rest_len)
         if (code == 1)
                 return; /* on_token_review goes on */
         if (code != 0)
-                return respond_error(c, code, "Unauthorized");
+                return ag_napi_respond_error(c, code, "Unauthorized");
         authorize(c);
 }
 
 /* ---- dispatch ---- */
 
-void conn_input(struct conn *c, const uint8_t *buf, size_t len)
+void ag_napi_conn_input(struct conn *c, const uint8_t *buf, size_t len)
 {
         if (c->dead)
                 return;
@@ -706,12 +707,13 @@ void conn_input(struct conn *c, const uint8_t *buf, size_t len)
                 size_t n = http_parser_execute(&c->hp, &parser_settings, (const char *)buf, len);
                 c->req.head_bytes += n;
                 if (c->hp.http_errno != HPE_OK && !c->req.head_done) {
-                        respond_error(c, 400, http_errno_description(HTTP_PARSER_ERRNO(&c->hp)));
+                        ag_napi_respond_error(c, 400,
+                                              http_errno_description(HTTP_PARSER_ERRNO(&c->hp)));
                         return;
                 }
                 if (!c->req.head_done) {
                         if (c->req.head_bytes > MAX_HEAD)
-                                respond_error(c, 431, "the request head is too large");
+                                ag_napi_respond_error(c, 431, "the request head is too large");
                         return;
                 }
                 size_t used = c->hp.upgrade ? n : len;
@@ -735,10 +737,10 @@ void conn_input(struct conn *c, const uint8_t *buf, size_t len)
                 return;
         }
         case C_WS:
-                ws_input(c, buf, len);
+                ag_napi_ws_input(c, buf, len);
                 return;
         case C_SPDY:
-                spdy_input(c, buf, len);
+                ag_napi_spdy_input(c, buf, len);
                 return;
         default:
                 return; /* nothing more is read from a plain request */
@@ -747,15 +749,15 @@ void conn_input(struct conn *c, const uint8_t *buf, size_t len)
 
 static void conn_written(struct conn *c)
 {
-        if (c->log != NULL && !c->log->finished && conn_pending(c) < LOG_CHUNK)
-                write_logs(c->log);
+        if (c->log != NULL && !c->log->finished && ag_napi_conn_pending(c) < LOG_CHUNK)
+                ag_napi_write_logs(c->log);
         if (c->ex != NULL)
-                update_reading(c->ex);
+                ag_napi_exec_update_reading(c->ex);
         if (c->pf != NULL)
                 for (struct pfpair *p = c->pf->pairs, *next; p != NULL; p = next) {
                         next = p->next;
                         if (p->sock >= 0)
-                                (void)pair_step(p);
+                                (void)ag_napi_pair_step(p);
                 }
 }
 
@@ -769,9 +771,9 @@ static void conn_free(struct conn *c)
         ag_napi_review_cancel(c->review);
         cJSON_Delete(c->id.groups);
         free(c->held);
-        exec_free(c->ex);
-        pfwd_free(c->pf);
-        logstream_free(c->log);
+        ag_napi_exec_free(c->ex);
+        ag_napi_pfwd_free(c->pf);
+        ag_napi_logstream_free(c->log);
         if (c->ws != NULL)
                 wslay_event_context_free(c->ws);
         spdy_session_free(c->spdy);
@@ -928,7 +930,7 @@ void ag_napi_free(struct ag_napi *s)
                 struct reaper *r = s->reapers;
                 int code;
                 (void)rt_container_exec_reap(r->pidfd, true, &code, NULL);
-                reaper_free(r);
+                ag_napi_reaper_free(r);
         }
         ag_io_free(s->listen_io);
         if (s->listen_fd >= 0)

@@ -124,7 +124,7 @@ void ag_napi_exec_queue(struct exec *x, uint8_t channel, const void *data, size_
         if (channel >= N_CH || !x->want[channel] || x->fin_sent[channel] || len == 0)
                 return;
         struct cb_error err = {0};
-        if (spdy_data(c->spdy, x->sid[channel], data, len, false, &err) < 0)
+        if (ag_spdy_data(c->spdy, x->sid[channel], data, len, false, &err) < 0)
                 log_v(2, "node API: %s", err.msg);
         ag_napi_spdy_flush(c);
 }
@@ -171,16 +171,16 @@ void ag_napi_exec_finish(struct exec *x, int code, const char *message)
                 return;
         struct conn *c = x->c;
         if (x->out_fd >= 0)
-                (void)pump(x, x->out_fd, AG_CH_STDOUT, true);
+                (void)pump(x, x->out_fd, AG_NAPI_CH_STDOUT, true);
         if (x->err_fd >= 0)
-                (void)pump(x, x->err_fd, AG_CH_STDERR, true);
-        _cleanup_free_ char *st = ag_exec_status_json(code, message);
-        if ((x->spdy || x->proto >= AG_CHANNEL_V4) && st != NULL) {
-                ag_napi_exec_queue(x, AG_CH_ERROR, st, strlen(st));
+                (void)pump(x, x->err_fd, AG_NAPI_CH_STDERR, true);
+        _cleanup_free_ char *st = ag_napi_exec_status_json(code, message);
+        if ((x->spdy || x->proto >= AG_NAPI_CHANNEL_V4) && st != NULL) {
+                ag_napi_exec_queue(x, AG_NAPI_CH_ERROR, st, strlen(st));
         } else if (!x->spdy && (code != 0 || message != NULL)) {
                 char m[512];
                 snprintf(m, sizeof(m), "%s", message ? message : "command terminated");
-                ag_napi_exec_queue(x, AG_CH_ERROR, m, strlen(m));
+                ag_napi_exec_queue(x, AG_NAPI_CH_ERROR, m, strlen(m));
         }
         x->closing = true;
         if (x->spdy) {
@@ -190,9 +190,9 @@ void ag_napi_exec_finish(struct exec *x, int code, const char *message)
                 for (int ch = 0; ch < N_CH; ch++)
                         if (x->want[ch] && !x->fin_sent[ch]) {
                                 x->fin_sent[ch] = true;
-                                (void)spdy_data(c->spdy, x->sid[ch], NULL, 0, true, &err);
+                                (void)ag_spdy_data(c->spdy, x->sid[ch], NULL, 0, true, &err);
                         }
-                (void)spdy_goaway(c->spdy, 0, &err);
+                (void)ag_spdy_goaway(c->spdy, 0, &err);
                 ag_napi_spdy_flush(c);
                 c->close_after_flush = true;
         } else {
@@ -208,7 +208,7 @@ static void on_exec_out(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)events;
         struct exec *x = data;
         struct conn *c = x->c;
-        uint8_t ch = io == x->err_io ? AG_CH_STDERR : AG_CH_STDOUT;
+        uint8_t ch = io == x->err_io ? AG_NAPI_CH_STDERR : AG_NAPI_CH_STDOUT;
         if (!pump(x, fd, ch, false)) {
                 if (io == x->err_io) {
                         close_fd_io(&x->err_fd, &x->err_io);
@@ -366,11 +366,11 @@ void ag_napi_exec_resize(struct exec *x, const uint8_t *p, size_t n)
         struct cb_error err = {0};
         if (x->attach) {
                 /* a full socket drops a resize: the next one carries the size */
-                if (x->att_sock >= 0 && ag_parse_resize(p, n, &w, &h, &err) == 0)
+                if (x->att_sock >= 0 && ag_napi_parse_resize(p, n, &w, &h, &err) == 0)
                         (void)rt_attach_resize(x->att_sock, w, h, &err);
                 return;
         }
-        if (x->pty >= 0 && ag_parse_resize(p, n, &w, &h, &err) == 0) {
+        if (x->pty >= 0 && ag_napi_parse_resize(p, n, &w, &h, &err) == 0) {
                 struct winsize ws = {.ws_row = h, .ws_col = w};
                 (void)ioctl(x->pty, TIOCSWINSZ, &ws);
         } else if (x->pty >= 0) {
@@ -484,11 +484,11 @@ static void attach_pump(struct exec *x)
                         struct rt_crilog_entry e;
                         if (rt_crilog_parse(x->att_buf + start, rl, &e, NULL) == 0) {
                                 uint8_t ch = e.stream == RT_STREAM_STDERR && x->opts.err
-                                                 ? AG_CH_STDERR
-                                                 : AG_CH_STDOUT;
+                                                 ? AG_NAPI_CH_STDERR
+                                                 : AG_NAPI_CH_STDOUT;
                                 /* the content ends at the record's '\n': a
                                  * full line goes out with it */
-                                if (ch == AG_CH_STDERR || x->opts.out)
+                                if (ch == AG_NAPI_CH_STDERR || x->opts.out)
                                         ag_napi_exec_queue(x, ch, e.content,
                                                            e.len + (e.partial ? 0 : 1));
                         }
@@ -565,7 +565,7 @@ static int start_attach(struct exec *x, const struct ag_napi_target *t, const st
         return 0;
 }
 
-int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n)
+int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct ag_spdy_header *h, size_t n)
 {
         struct exec *x = c->ex;
         struct cb_error err = {0};
@@ -577,18 +577,19 @@ int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header
                         ch = i;
         if (ch < 0 || x->sid[ch] != 0 || x->started) {
                 log_v(2, "node API: exec: unexpected stream type \"%s\"", type ? type : "");
-                (void)spdy_rst(c->spdy, id, SPDY_REFUSED_STREAM, &err);
+                (void)ag_spdy_rst(c->spdy, id, AG_SPDY_REFUSED_STREAM, &err);
                 return 0;
         }
-        if (spdy_reply(c->spdy, id, NULL, 0, false, &err) < 0)
+        if (ag_spdy_reply(c->spdy, id, NULL, 0, false, &err) < 0)
                 return -1;
         x->sid[ch] = id;
         x->want[ch] = true;
         /* all there: the error stream, and each one the request asked for */
-        bool all = x->sid[AG_CH_ERROR] != 0 && (!x->opts.in || x->sid[AG_CH_STDIN] != 0) &&
-                   (!x->opts.out || x->sid[AG_CH_STDOUT] != 0) &&
-                   (!x->opts.err || x->opts.tty || x->sid[AG_CH_STDERR] != 0) &&
-                   (!x->opts.tty || x->proto < AG_CHANNEL_V4 || x->sid[AG_CH_RESIZE] != 0);
+        bool all =
+            x->sid[AG_NAPI_CH_ERROR] != 0 && (!x->opts.in || x->sid[AG_NAPI_CH_STDIN] != 0) &&
+            (!x->opts.out || x->sid[AG_NAPI_CH_STDOUT] != 0) &&
+            (!x->opts.err || x->opts.tty || x->sid[AG_NAPI_CH_STDERR] != 0) &&
+            (!x->opts.tty || x->proto < AG_NAPI_CHANNEL_V4 || x->sid[AG_NAPI_CH_RESIZE] != 0);
         if (all)
                 ag_napi_exec_begin(x);
         return 0;
@@ -599,11 +600,11 @@ int ag_napi_exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t
         struct exec *x = c->ex;
         if (x->closing)
                 return 0;
-        if (id == x->sid[AG_CH_STDIN] && x->sid[AG_CH_STDIN] != 0) {
+        if (id == x->sid[AG_NAPI_CH_STDIN] && x->sid[AG_NAPI_CH_STDIN] != 0) {
                 ag_napi_exec_stdin(x, buf, len);
                 if (fin)
                         ag_napi_exec_stdin_close(x);
-        } else if (id == x->sid[AG_CH_RESIZE] && x->sid[AG_CH_RESIZE] != 0) {
+        } else if (id == x->sid[AG_NAPI_CH_RESIZE] && x->sid[AG_NAPI_CH_RESIZE] != 0) {
                 while (len > 0) {
                         size_t take = sizeof(x->resize_buf) - x->resize_len;
                         if (take > len)
@@ -613,7 +614,7 @@ int ag_napi_exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t
                         buf += take;
                         len -= take;
                         size_t used;
-                        while ((used = ag_json_object_len(x->resize_buf, x->resize_len)) > 0) {
+                        while ((used = ag_napi_json_object_len(x->resize_buf, x->resize_len)) > 0) {
                                 ag_napi_exec_resize(x, x->resize_buf, used);
                                 memmove(x->resize_buf, x->resize_buf + used, x->resize_len - used);
                                 x->resize_len -= used;

@@ -79,17 +79,18 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
         uint8_t ch;
         const uint8_t *p;
         size_t n;
-        if (x == NULL || x->closing || ag_channel_split(arg->msg, arg->msg_length, &ch, &p, &n) < 0)
+        if (x == NULL || x->closing ||
+            ag_napi_channel_split(arg->msg, arg->msg_length, &ch, &p, &n) < 0)
                 return;
         switch (ch) {
-        case AG_CH_STDIN:
+        case AG_NAPI_CH_STDIN:
                 ag_napi_exec_stdin(x, p, n);
                 break;
-        case AG_CH_RESIZE:
+        case AG_NAPI_CH_RESIZE:
                 ag_napi_exec_resize(x, p, n);
                 break;
-        case AG_CH_CLOSE:
-                if (x->proto >= AG_CHANNEL_V5 && n >= 1 && p[0] == AG_CH_STDIN)
+        case AG_NAPI_CH_CLOSE:
+                if (x->proto >= AG_NAPI_CHANNEL_V5 && n >= 1 && p[0] == AG_NAPI_CH_STDIN)
                         ag_napi_exec_stdin_close(x);
                 break;
         default:
@@ -100,7 +101,7 @@ static void ws_on_msg(wslay_event_context_ptr ctx, const struct wslay_event_on_m
 int ag_napi_ws_start(struct conn *c, const char *protocol, struct cb_error *err)
 {
         char accept[32];
-        if (ag_ws_accept(c->req.ws_key, accept) < 0)
+        if (ag_napi_ws_accept(c->req.ws_key, accept) < 0)
                 return cb_error_set(err, EINVAL, "bad Sec-WebSocket-Key");
         static const struct wslay_event_callbacks cbs = {
             .recv_callback = ws_recv_cb,
@@ -109,7 +110,7 @@ int ag_napi_ws_start(struct conn *c, const char *protocol, struct cb_error *err)
         };
         if (wslay_event_context_server_init(&c->ws, &cbs, c) != 0)
                 return cb_error_set(err, ENOMEM, "WebSocket");
-        wslay_event_config_set_max_recv_msg_length(c->ws, SPDY_MAX_FRAME + 64);
+        wslay_event_config_set_max_recv_msg_length(c->ws, AG_SPDY_MAX_FRAME + 64);
         ag_napi_conn_printf(c,
                             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
                             "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
@@ -145,21 +146,21 @@ void ag_napi_spdy_flush(struct conn *c)
 {
         size_t n;
         const uint8_t *o;
-        while (c->spdy != NULL && !c->dead && (o = spdy_output(c->spdy, &n)) != NULL && n > 0) {
+        while (c->spdy != NULL && !c->dead && (o = ag_spdy_output(c->spdy, &n)) != NULL && n > 0) {
                 if (c->ws_tunnel)
                         ag_napi_ws_send(c, WSLAY_BINARY_FRAME, o, n, NULL, 0);
                 else
                         ag_napi_conn_write(c, o, n);
-                spdy_consumed(c->spdy, n);
+                ag_spdy_consumed(c->spdy, n);
         }
 }
 
 void ag_napi_spdy_input(struct conn *c, const uint8_t *buf, size_t len)
 {
         struct cb_error err = {0};
-        if (spdy_session_feed(c->spdy, buf, len, &err) < 0) {
+        if (ag_spdy_session_feed(c->spdy, buf, len, &err) < 0) {
                 log_v(2, "node API: SPDY: %s", err.msg);
-                (void)spdy_goaway(c->spdy, 1, &err);
+                (void)ag_spdy_goaway(c->spdy, 1, &err);
                 ag_napi_spdy_flush(c);
                 c->close_after_flush = true;
                 return;
@@ -167,7 +168,7 @@ void ag_napi_spdy_input(struct conn *c, const uint8_t *buf, size_t len)
         ag_napi_spdy_flush(c);
 }
 
-const char *ag_napi_header_get(const struct spdy_header *h, size_t n, const char *name)
+const char *ag_napi_header_get(const struct ag_spdy_header *h, size_t n, const char *name)
 {
         for (size_t i = 0; i < n; i++)
                 if (strcasecmp(h[i].name, name) == 0)
@@ -177,7 +178,7 @@ const char *ag_napi_header_get(const struct spdy_header *h, size_t n, const char
 
 /* ---- SPDY callbacks ---- */
 
-static int cb_stream(void *data, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int cb_stream(void *data, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         struct conn *c = data;
         if (c->pf != NULL)
@@ -187,7 +188,7 @@ static int cb_stream(void *data, uint32_t id, const struct spdy_header *h, size_
         return -1;
 }
 
-static int cb_reply(void *data, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int cb_reply(void *data, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         (void)data;
         (void)id;
@@ -213,7 +214,7 @@ static void cb_reset(void *data, uint32_t id, uint32_t status)
         struct conn *c = data;
         if (c->pf != NULL)
                 ag_napi_pf_on_reset(c, id);
-        else if (c->ex != NULL && id == c->ex->sid[AG_CH_STDIN] && id != 0)
+        else if (c->ex != NULL && id == c->ex->sid[AG_NAPI_CH_STDIN] && id != 0)
                 ag_napi_exec_stdin_close(c->ex);
 }
 
@@ -225,7 +226,7 @@ static void cb_goaway(void *data, uint32_t last, uint32_t status)
         c->close_after_flush = true;
 }
 
-const struct spdy_callbacks ag_napi_spdy_cbs = {
+const struct ag_spdy_callbacks ag_napi_spdy_cbs = {
     .on_stream = cb_stream,
     .on_reply = cb_reply,
     .on_data = cb_data,

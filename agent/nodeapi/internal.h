@@ -101,7 +101,7 @@ struct conn {
         const uint8_t *ws_in; /* the bytes wslay's recv callback hands out */
         size_t ws_in_len;
         bool ws_tunnel; /* the WebSocket carries SPDY */
-        struct spdy_session *spdy;
+        struct ag_spdy_session *spdy;
 };
 
 struct found {
@@ -142,9 +142,9 @@ struct reaper {
 struct exec {
         struct conn *c;
         struct ag_napi *srv;
-        enum ag_channel_proto proto; /* WebSocket: the channel subprotocol */
+        enum ag_napi_channel_proto proto; /* WebSocket: the channel subprotocol */
         bool spdy;
-        struct ag_exec_options opts;
+        struct ag_napi_exec_options opts;
         struct ag_napi_target t;
         int pidfd, in_fd, out_fd, err_fd, pty; /* pty: the master, for in and out */
         struct ag_io *pid_io, *in_io, *out_io, *err_io;
@@ -222,7 +222,7 @@ void ag_napi_exec_finish(struct exec *x, int code, const char *message);
 void ag_napi_exec_stdin(struct exec *x, const uint8_t *p, size_t n);
 void ag_napi_exec_stdin_close(struct exec *x);
 void ag_napi_exec_resize(struct exec *x, const uint8_t *p, size_t n);
-int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n);
+int ag_napi_exec_on_stream(struct conn *c, uint32_t id, const struct ag_spdy_header *h, size_t n);
 int ag_napi_exec_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);
 void ag_napi_exec_begin(struct exec *x);
 void ag_napi_ws_send(struct conn *c, uint8_t opcode, const void *a, size_t alen, const void *b,
@@ -231,12 +231,12 @@ int ag_napi_ws_start(struct conn *c, const char *protocol, struct cb_error *err)
 void ag_napi_ws_input(struct conn *c, const uint8_t *buf, size_t len);
 void ag_napi_spdy_flush(struct conn *c);
 void ag_napi_spdy_input(struct conn *c, const uint8_t *buf, size_t len);
-const char *ag_napi_header_get(const struct spdy_header *h, size_t n, const char *name);
+const char *ag_napi_header_get(const struct ag_spdy_header *h, size_t n, const char *name);
 void ag_napi_pfwd_free(struct pfwd *pf);
 bool ag_napi_pair_step(struct pfpair *p);
-int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n,
+int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct ag_spdy_header *h, size_t n,
                          bool fin);
 int ag_napi_pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);
 void ag_napi_pf_on_reset(struct conn *c, uint32_t id);
 
-extern const struct spdy_callbacks ag_napi_spdy_cbs;
+extern const struct ag_spdy_callbacks ag_napi_spdy_cbs;

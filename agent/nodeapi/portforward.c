@@ -51,9 +51,9 @@ static void pair_end(struct pfpair *p)
         struct conn *c = p->pf->c;
         struct cb_error err = {0};
         if (p->data_id != 0 && !p->data_fin_sent)
-                (void)spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
+                (void)ag_spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
         if (p->error_id != 0)
-                (void)spdy_data(c->spdy, p->error_id, NULL, 0, true, &err);
+                (void)ag_spdy_data(c->spdy, p->error_id, NULL, 0, true, &err);
         ag_napi_spdy_flush(c);
         pair_free(p);
 }
@@ -68,7 +68,7 @@ static void pair_error(struct pfpair *p, const char *why)
         log_v(2, "node API: %s", msg);
         struct cb_error err = {0};
         if (p->error_id != 0)
-                (void)spdy_data(pf->c->spdy, p->error_id, msg, strlen(msg), false, &err);
+                (void)ag_spdy_data(pf->c->spdy, p->error_id, msg, strlen(msg), false, &err);
         pair_end(p);
 }
 
@@ -120,12 +120,12 @@ bool ag_napi_pair_step(struct pfpair *p)
                         p->sock_eof = true;
                         break;
                 }
-                (void)spdy_data(c->spdy, p->data_id, buf, (size_t)n, false, &err);
+                (void)ag_spdy_data(c->spdy, p->data_id, buf, (size_t)n, false, &err);
                 ag_napi_spdy_flush(c);
         }
         if (p->sock_eof && !p->data_fin_sent) {
                 p->data_fin_sent = true;
-                (void)spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
+                (void)ag_spdy_data(c->spdy, p->data_id, NULL, 0, true, &err);
                 ag_napi_spdy_flush(c);
         }
         if (p->sock_eof && (p->client_fin || p->shut_wr)) {
@@ -166,7 +166,7 @@ static void pair_connect(struct pfpair *p)
         (void)ag_napi_pair_step(p);
 }
 
-int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *h, size_t n,
+int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct ag_spdy_header *h, size_t n,
                          bool fin)
 {
         struct pfwd *pf = c->pf;
@@ -183,17 +183,17 @@ int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *
                       "node API: port-forward: refused a stream (type \"%s\" port \"%s\" "
                       "requestID \"%s\")",
                       type ? type : "", port ? port : "", rid ? rid : "");
-                (void)spdy_rst(c->spdy, id, SPDY_REFUSED_STREAM, &err);
+                (void)ag_spdy_rst(c->spdy, id, AG_SPDY_REFUSED_STREAM, &err);
                 return 0;
         }
-        if (spdy_reply(c->spdy, id, NULL, 0, false, &err) < 0)
+        if (ag_spdy_reply(c->spdy, id, NULL, 0, false, &err) < 0)
                 return -1;
         struct pfpair *p = pf->pairs;
         while (p != NULL && strcmp(p->request_id, rid) != 0)
                 p = p->next;
         if (p == NULL) {
                 if (pf->n_pairs >= PF_MAX_PAIRS) {
-                        (void)spdy_rst(c->spdy, id, SPDY_REFUSED_STREAM, &err);
+                        (void)ag_spdy_rst(c->spdy, id, AG_SPDY_REFUSED_STREAM, &err);
                         return 0;
                 }
                 p = calloc(1, sizeof(*p));
@@ -209,7 +209,7 @@ int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct spdy_header *
         }
         bool data = strcmp(type, "data") == 0;
         if ((data ? p->data_id : p->error_id) != 0 || p->port != (uint16_t)pn) {
-                (void)spdy_rst(c->spdy, id, SPDY_PROTOCOL_ERROR, &err);
+                (void)ag_spdy_rst(c->spdy, id, AG_SPDY_PROTOCOL_ERROR, &err);
                 return 0;
         }
         if (data) {

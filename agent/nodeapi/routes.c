@@ -115,7 +115,7 @@ static void args_free(struct args *a)
 static int args_read(struct conn *c, struct args *a, struct cb_error *err)
 {
         const char *q = c->req.url != NULL ? strchr(c->req.url, '?') : NULL;
-        return ag_query_split(q != NULL ? q + 1 : "", MAX_ARGS, &a->v, &a->n, err);
+        return ag_napi_query_split(q != NULL ? q + 1 : "", MAX_ARGS, &a->v, &a->n, err);
 }
 
 /* ---- streaming requests ---- */
@@ -174,9 +174,10 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
         *ret_x = x;
         struct args a = {0};
         struct cb_error err = {0};
-        struct ag_exec_options o = {0};
+        struct ag_napi_exec_options o = {0};
         if (args_read(c, &a, &err) < 0 ||
-            ag_exec_options_parse((const char *const *)a.v, a.n, r == AG_NAPI_EXEC, &o, &err) < 0) {
+            ag_napi_exec_options_parse((const char *const *)a.v, a.n, r == AG_NAPI_EXEC, &o, &err) <
+                0) {
                 snprintf(msg, size, "%s", err.msg);
                 args_free(&a);
                 return 400;
@@ -266,7 +267,7 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
         if (spdy) {
                 const char *const *sup =
                     r == AG_NAPI_PORTFORWARD ? spdy_pf_protocols : spdy_exec_protocols;
-                proto = ag_negotiate(c->req.stream_protocol, sup);
+                proto = ag_napi_negotiate(c->req.stream_protocol, sup);
                 if (proto == NULL) {
                         /* httpstream.Handshake's answer: plain text, the
                          * lists as Go prints them */
@@ -314,7 +315,7 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                         ag_napi_pfwd_free(pf);
                         return ag_napi_respond_error(c, code, msg);
                 }
-                if (spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
+                if (ag_spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
                         ag_napi_exec_free(x);
                         ag_napi_pfwd_free(pf);
                         return ag_napi_respond_error(c, 500, err.msg);
@@ -328,7 +329,7 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                 c->pf = pf;
                 if (x != NULL) {
                         x->spdy = true;
-                        x->proto = AG_CHANNEL_V4;
+                        x->proto = AG_NAPI_CHANNEL_V4;
                         ag_timer_arm(c->timer, STREAM_CREATION_MS);
                 }
                 if (rest_len > 0)
@@ -342,7 +343,7 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                                              "unable to upgrade: a WebSocket upgrade needs "
                                              "Sec-WebSocket-Key and Sec-WebSocket-Version 13");
         const char *const *sup = r == AG_NAPI_PORTFORWARD ? ws_pf_protocols : ws_exec_protocols;
-        proto = ag_negotiate(c->req.ws_protocol, sup);
+        proto = ag_napi_negotiate(c->req.ws_protocol, sup);
         if (proto == NULL && c->req.ws_protocol != NULL) {
                 snprintf(msg, sizeof(msg),
                          "unable to upgrade: requested protocol(s) [%.200s] are not supported: "
@@ -370,7 +371,7 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                         ag_timer_arm(c->timer, CLOSE_WAIT_MS);
                         return;
                 }
-                if (spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
+                if (ag_spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
                         ag_napi_pfwd_free(pf);
                         c->dead = true;
                         return;
@@ -379,7 +380,7 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                 c->ws_tunnel = true;
         } else {
                 c->ex = x;
-                x->proto = ag_channel_proto_from_name(proto);
+                x->proto = ag_napi_channel_proto_from_name(proto);
                 if (code != 0) {
                         /* Refused after the upgrade, on the error channel:
                          * kubectl shows it (a refused WebSocket upgrade
@@ -391,9 +392,9 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                          * the client the streams are ready, as the kubelet
                          * does */
                         ag_napi_exec_queue(x,
-                                           x->opts.out   ? AG_CH_STDOUT
-                                           : x->opts.err ? AG_CH_STDERR
-                                                         : AG_CH_ERROR,
+                                           x->opts.out   ? AG_NAPI_CH_STDOUT
+                                           : x->opts.err ? AG_NAPI_CH_STDERR
+                                                         : AG_NAPI_CH_ERROR,
                                            NULL, 0);
                         ag_napi_exec_begin(x);
                 }

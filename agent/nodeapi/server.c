@@ -776,7 +776,7 @@ static void conn_free(struct conn *c)
         ag_napi_logstream_free(c->log);
         if (c->ws != NULL)
                 wslay_event_context_free(c->ws);
-        spdy_session_free(c->spdy);
+        ag_spdy_session_free(c->spdy);
         ag_io_free(c->io);
         if (c->timer != NULL)
                 ag_timer_free(c->timer);

@@ -120,44 +120,52 @@ static int args_read(struct conn *c, struct args *a, struct cb_error *err)
 
 /* ---- streaming requests ---- */
 
-/* What an exec/attach/portForward request asks for, checked: 0, or the
- * HTTP status with msg. On success *x (exec/attach) or *pf is made. */
-static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
-                        struct exec **ret_x, struct pfwd **ret_pf, char *msg, size_t size)
+/* A portForward request: the pod is here and has a sandbox (its network
+ * namespace). 0 with *ret_pf, or the HTTP status with msg. */
+static int check_portforward(struct conn *c, const struct ag_napi_target *t, struct pfwd **ret_pf,
+                             char *msg, size_t size)
 {
         struct ag_napi *s = c->srv;
         struct found f;
-        if (r == AG_NAPI_PORTFORWARD) {
-                int code = ag_napi_find_target(s, t, NULL, &f);
-                if (code != 0) {
-                        snprintf(msg, size, "%s", f.msg);
-                        ag_napi_found_clear(&f);
-                        return code;
-                }
-                struct pfwd *pf = calloc(1, sizeof(*pf));
-                if (pf == NULL) {
-                        ag_napi_found_clear(&f);
-                        snprintf(msg, size, "out of memory");
-                        return 500;
-                }
-                pf->c = c;
-                snprintf(pf->ns, sizeof(pf->ns), "%s", t->ns);
-                snprintf(pf->pod, sizeof(pf->pod), "%s", t->pod);
-                snprintf(pf->uid, sizeof(pf->uid), "%s", f.uid ? f.uid : "");
-                struct rt_sandbox sb;
-                struct cb_error err = {0};
-                if (f.uid == NULL || rt_sandbox_load(s->cfg.root_dir, f.uid, &sb, &err) < 0) {
-                        snprintf(msg, size, "pod \"%s/%s\" has no sandbox yet: %.300s", t->ns,
-                                 t->pod, err.msg);
-                        ag_napi_found_clear(&f);
-                        free(pf);
-                        return 400;
-                }
-                snprintf(pf->netns, sizeof(pf->netns), "%s", sb.netns_path);
+        int code = ag_napi_find_target(s, t, NULL, &f);
+        if (code != 0) {
+                snprintf(msg, size, "%s", f.msg);
                 ag_napi_found_clear(&f);
-                *ret_pf = pf;
-                return 0;
+                return code;
         }
+        struct pfwd *pf = calloc(1, sizeof(*pf));
+        if (pf == NULL) {
+                ag_napi_found_clear(&f);
+                snprintf(msg, size, "out of memory");
+                return 500;
+        }
+        pf->c = c;
+        snprintf(pf->ns, sizeof(pf->ns), "%s", t->ns);
+        snprintf(pf->pod, sizeof(pf->pod), "%s", t->pod);
+        snprintf(pf->uid, sizeof(pf->uid), "%s", f.uid ? f.uid : "");
+        struct rt_sandbox sb;
+        struct cb_error err = {0};
+        if (f.uid == NULL || rt_sandbox_load(s->cfg.root_dir, f.uid, &sb, &err) < 0) {
+                snprintf(msg, size, "pod \"%s/%s\" has no sandbox yet: %.300s", t->ns, t->pod,
+                         err.msg);
+                ag_napi_found_clear(&f);
+                free(pf);
+                return 400;
+        }
+        snprintf(pf->netns, sizeof(pf->netns), "%s", sb.netns_path);
+        ag_napi_found_clear(&f);
+        *ret_pf = pf;
+        return 0;
+}
+
+/* An exec or attach request: its parameters, the container running (and for
+ * attach -i/-t made with stdin/tty). *ret_x is made even for a refusal; 0,
+ * or the HTTP status with msg. */
+static int check_exec(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                      struct exec **ret_x, char *msg, size_t size)
+{
+        struct ag_napi *s = c->srv;
+        struct found f;
         /* the session exists even for a refusal: a WebSocket refusal goes
          * on its error channel */
         struct exec *x = calloc(1, sizeof(*x));
@@ -244,106 +252,114 @@ static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_na
         }
         return 0;
 }
+
+/* What an exec/attach/portForward request asks for, checked: 0, or the
+ * HTTP status with msg. On success *x (exec/attach) or *pf is made. */
+static int stream_check(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                        struct exec **ret_x, struct pfwd **ret_pf, char *msg, size_t size)
+{
+        if (r == AG_NAPI_PORTFORWARD)
+                return check_portforward(c, t, ret_pf, msg, size);
+        return check_exec(c, r, t, ret_x, msg, size);
+}
 static const char *const ws_exec_protocols[] = {"v5.channel.k8s.io", "v4.channel.k8s.io",
                                                 "channel.k8s.io", NULL};
 static const char *const ws_pf_protocols[] = {"SPDY/3.1+portforward.k8s.io", NULL};
 static const char *const spdy_exec_protocols[] = {"v4.channel.k8s.io", NULL};
 static const char *const spdy_pf_protocols[] = {"portforward.k8s.io", NULL};
 
-static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
-                           const uint8_t *rest, size_t rest_len)
+/* httpstream.Handshake's refusal of the client's X-Stream-Protocol-Version
+ * (cl, NULL: none sent): plain text, the lists as Go prints them. */
+static void refuse_stream_protocols(struct conn *c, const char *cl, const char *const *sup)
 {
-        bool ws = strcasecmp(c->req.upgrade, "websocket") == 0;
-        bool spdy = strcasecmp(c->req.upgrade, "SPDY/3.1") == 0;
-        char msg[1200];
-        if (!ws && !spdy)
-                return ag_napi_respond_error(c, 400,
-                                             "unable to upgrade: only websocket and SPDY/3.1 are "
-                                             "supported");
-        struct exec *x = NULL;
-        struct pfwd *pf = NULL;
-        struct cb_error err = {0};
-        const char *proto = NULL;
-        if (spdy) {
-                const char *const *sup =
-                    r == AG_NAPI_PORTFORWARD ? spdy_pf_protocols : spdy_exec_protocols;
-                proto = ag_napi_negotiate(c->req.stream_protocol, sup);
-                if (proto == NULL) {
-                        /* httpstream.Handshake's answer: plain text, the
-                         * lists as Go prints them */
-                        const char *cl = c->req.stream_protocol;
-                        if (cl == NULL) {
-                                log_v(2,
-                                      "node API: SPDY upgrade without X-Stream-Protocol-Version");
-                                ag_napi_conn_head(c, 400, "text/plain; charset=utf-8", -1);
-                                ag_napi_conn_printf(
-                                    c, "unable to upgrade: X-Stream-Protocol-Version is "
+        if (cl == NULL) {
+                log_v(2, "node API: SPDY upgrade without X-Stream-Protocol-Version");
+                ag_napi_conn_head(c, 400, "text/plain; charset=utf-8", -1);
+                ag_napi_conn_printf(c, "unable to upgrade: X-Stream-Protocol-Version is "
                                        "required\n");
-                                c->mode = C_RESPONSE;
-                                c->close_after_flush = true;
-                                return;
-                        }
-                        char list[256];
-                        size_t li = 0;
-                        for (const char *p = cl; *p != '\0' && li + 1 < sizeof(list); p++) {
-                                if (*p == ',') {
-                                        while (p[1] == ' ')
-                                                p++;
-                                        list[li++] = ' ';
-                                } else {
-                                        list[li++] = *p;
-                                }
-                        }
-                        list[li] = '\0';
-                        log_v(2, "node API: SPDY protocols [%s] refused", list);
-                        ag_napi_conn_printf(
-                            c,
+                c->mode = C_RESPONSE;
+                c->close_after_flush = true;
+                return;
+        }
+        char list[256];
+        size_t li = 0;
+        for (const char *p = cl; *p != '\0' && li + 1 < sizeof(list); p++) {
+                if (*p == ',') {
+                        while (p[1] == ' ')
+                                p++;
+                        list[li++] = ' ';
+                } else {
+                        list[li++] = *p;
+                }
+        }
+        list[li] = '\0';
+        log_v(2, "node API: SPDY protocols [%s] refused", list);
+        ag_napi_conn_printf(c,
                             "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; "
                             "charset=utf-8\r\nX-Accepted-Stream-Protocol-Versions: "
                             "%s\r\nConnection: close\r\n\r\nunable to upgrade: unable to "
                             "negotiate protocol: client supports [%s], server accepts "
                             "[%s]\n",
                             sup[0], list, sup[0]);
-                        c->mode = C_RESPONSE;
-                        c->close_after_flush = true;
-                        return;
-                }
-                /* refused before the upgrade: client-go shows the Status */
-                int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
-                if (code != 0) {
-                        ag_napi_exec_free(x);
-                        ag_napi_pfwd_free(pf);
-                        return ag_napi_respond_error(c, code, msg);
-                }
-                if (ag_spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
-                        ag_napi_exec_free(x);
-                        ag_napi_pfwd_free(pf);
-                        return ag_napi_respond_error(c, 500, err.msg);
-                }
-                ag_napi_conn_printf(c,
-                                    "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
-                                    "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n",
-                                    proto);
-                c->mode = C_SPDY;
-                c->ex = x;
-                c->pf = pf;
-                if (x != NULL) {
-                        x->spdy = true;
-                        x->proto = AG_NAPI_CHANNEL_V4;
-                        ag_timer_arm(c->timer, STREAM_CREATION_MS);
-                }
-                if (rest_len > 0)
-                        ag_napi_conn_input(c, rest, rest_len);
-                return;
+        c->mode = C_RESPONSE;
+        c->close_after_flush = true;
+}
+
+/* "Upgrade: SPDY/3.1": everything is checked before the 101, and a refusal
+ * is a plain response (client-go shows its Status). */
+static void upgrade_spdy(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                         const uint8_t *rest, size_t rest_len)
+{
+        const char *const *sup = r == AG_NAPI_PORTFORWARD ? spdy_pf_protocols : spdy_exec_protocols;
+        const char *proto = ag_napi_negotiate(c->req.stream_protocol, sup);
+        if (proto == NULL)
+                return refuse_stream_protocols(c, c->req.stream_protocol, sup);
+        struct exec *x = NULL;
+        struct pfwd *pf = NULL;
+        struct cb_error err = {0};
+        char msg[1200];
+        /* refused before the upgrade: client-go shows the Status */
+        int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
+        if (code != 0) {
+                ag_napi_exec_free(x);
+                ag_napi_pfwd_free(pf);
+                return ag_napi_respond_error(c, code, msg);
         }
-        /* WebSocket */
+        if (ag_spdy_session_new(true, &ag_napi_spdy_cbs, c, &c->spdy, &err) < 0) {
+                ag_napi_exec_free(x);
+                ag_napi_pfwd_free(pf);
+                return ag_napi_respond_error(c, 500, err.msg);
+        }
+        ag_napi_conn_printf(c,
+                            "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n"
+                            "Upgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: %s\r\n\r\n",
+                            proto);
+        c->mode = C_SPDY;
+        c->ex = x;
+        c->pf = pf;
+        if (x != NULL) {
+                x->spdy = true;
+                x->proto = AG_NAPI_CHANNEL_V4;
+                ag_timer_arm(c->timer, STREAM_CREATION_MS);
+        }
+        if (rest_len > 0)
+                ag_napi_conn_input(c, rest, rest_len);
+}
+
+/* "Upgrade: websocket": only the upgrade itself is checked before the 101;
+ * the request's refusal goes on the error channel, or for the port-forward
+ * tunnel (no channel for it) in the close. */
+static void upgrade_websocket(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                              const uint8_t *rest, size_t rest_len)
+{
+        char msg[1200];
         if (c->req.ws_key == NULL || c->req.ws_version == NULL ||
             strcmp(c->req.ws_version, "13") != 0)
                 return ag_napi_respond_error(c, 400,
                                              "unable to upgrade: a WebSocket upgrade needs "
                                              "Sec-WebSocket-Key and Sec-WebSocket-Version 13");
         const char *const *sup = r == AG_NAPI_PORTFORWARD ? ws_pf_protocols : ws_exec_protocols;
-        proto = ag_napi_negotiate(c->req.ws_protocol, sup);
+        const char *proto = ag_napi_negotiate(c->req.ws_protocol, sup);
         if (proto == NULL && c->req.ws_protocol != NULL) {
                 snprintf(msg, sizeof(msg),
                          "unable to upgrade: requested protocol(s) [%.200s] are not supported: "
@@ -355,6 +371,9 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
                 return ag_napi_respond_error(c, 400,
                                              "unable to upgrade: port-forward over WebSocket "
                                              "needs the SPDY/3.1+portforward.k8s.io protocol");
+        struct exec *x = NULL;
+        struct pfwd *pf = NULL;
+        struct cb_error err = {0};
         int code = stream_check(c, r, t, &x, &pf, msg, sizeof(msg));
         if (ag_napi_ws_start(c, proto, &err) < 0) {
                 ag_napi_exec_free(x);
@@ -401,6 +420,18 @@ static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag
         }
         if (rest_len > 0 && !c->dead)
                 ag_napi_conn_input(c, rest, rest_len);
+}
+
+static void handle_upgrade(struct conn *c, enum ag_napi_route r, const struct ag_napi_target *t,
+                           const uint8_t *rest, size_t rest_len)
+{
+        if (strcasecmp(c->req.upgrade, "SPDY/3.1") == 0)
+                return upgrade_spdy(c, r, t, rest, rest_len);
+        if (strcasecmp(c->req.upgrade, "websocket") == 0)
+                return upgrade_websocket(c, r, t, rest, rest_len);
+        return ag_napi_respond_error(c, 400,
+                                     "unable to upgrade: only websocket and SPDY/3.1 are "
+                                     "supported");
 }
 
 /* The request, authenticated and authorized. */

@@ -22,9 +22,16 @@
 #include "lib/cleanup.h"
 #include "runtime/attach.h"
 
+struct reaper {
+        struct reaper *next;
+        struct ag_napi *srv;
+        int pidfd;
+        struct ag_io *io;
+};
+
 /* ---- exec and attach sessions (WebSocket or SPDY) ---- */
 
-void ag_napi_reaper_free(struct reaper *r)
+static void reaper_free(struct reaper *r)
 {
         struct reaper **pp = &r->srv->reapers;
         while (*pp != NULL && *pp != r)
@@ -36,6 +43,16 @@ void ag_napi_reaper_free(struct reaper *r)
         free(r);
 }
 
+void ag_napi_reapers_free(struct ag_napi *s)
+{
+        while (s->reapers != NULL) {
+                struct reaper *r = s->reapers;
+                int code;
+                (void)rt_container_exec_reap(r->pidfd, true, &code, NULL);
+                reaper_free(r);
+        }
+}
+
 static void on_reap(struct ag_io *io, int fd, uint32_t events, void *data)
 {
         (void)io;
@@ -44,7 +61,7 @@ static void on_reap(struct ag_io *io, int fd, uint32_t events, void *data)
         struct reaper *r = data;
         int code;
         if (rt_container_exec_reap(r->pidfd, false, &code, NULL) != 0)
-                ag_napi_reaper_free(r);
+                reaper_free(r);
 }
 
 /* Kills a still running command; a watcher reaps it once it is gone. */

@@ -25,17 +25,14 @@
 #include "agent/pods/podlogs.h"
 #include "runtime/container.h"
 
-#define MAX_ARGS        256
-#define MAX_HEAD        (64 * 1024) /* request line + headers */
-#define LOG_CHUNK       65536
-#define OUT_HIGH        (1 << 20) /* queued output above which sources are not read */
-#define STDIN_HIGH      (1 << 20)
-#define READ_CHUNK      32768
-#define HEAD_TIMEOUT_MS 30000 /* TLS handshake + request head */
-#define CLOSE_WAIT_MS   5000  /* a WebSocket close's answer */
-/* the kubelet's streamCreationTimeout default: the streams of an exec or
- * a port-forward request must all be open within it */
-#define STREAM_CREATION_MS 30000
+struct logstream; /* logs.c */
+struct pfpair;    /* portforward.c */
+struct reaper;    /* exec.c */
+
+#define OUT_HIGH      (1 << 20) /* queued output above which sources are not read */
+#define STDIN_HIGH    (1 << 20) /* input waiting for a command or socket: stop reading */
+#define READ_CHUNK    32768
+#define CLOSE_WAIT_MS 5000 /* a WebSocket close's answer */
 
 struct ag_napi {
         struct ag_loop *loop;
@@ -119,24 +116,6 @@ struct args {
         size_t n;
 };
 
-struct logstream {
-        int fd, ino;
-        struct ag_io *ino_io;
-        struct conn *c;
-        struct ag_log_options opts;
-        int64_t off, sent;
-        bool follow, ended, finished;
-        char in[LOG_CHUNK];
-        size_t in_len;
-};
-
-struct reaper {
-        struct reaper *next;
-        struct ag_napi *srv;
-        int pidfd;
-        struct ag_io *io;
-};
-
 #define N_CH 5 /* stdin, stdout, stderr, error, resize */
 
 struct exec {
@@ -172,21 +151,6 @@ struct exec {
         bool exited, closing;
 };
 
-#define PF_MAX_PAIRS 128
-
-struct pfpair {
-        struct pfpair *next;
-        struct pfwd *pf;
-        char request_id[64];
-        uint16_t port;
-        uint32_t data_id, error_id;
-        int sock;
-        struct ag_io *io;
-        uint8_t *to_sock; /* from the client, not yet written */
-        size_t to_len;
-        bool client_fin, sock_eof, data_fin_sent, shut_wr, failed;
-};
-
 struct pfwd {
         struct conn *c;
         char ns[AG_NAPI_NAME_MAX], pod[AG_NAPI_NAME_MAX], uid[AG_NAPI_NAME_MAX];
@@ -213,8 +177,10 @@ void ag_napi_found_clear(struct found *f);
 void ag_napi_serve_request(struct conn *c, const uint8_t *rest, size_t rest_len);
 void ag_napi_logstream_free(struct logstream *l);
 void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct args *a);
-void ag_napi_write_logs(struct logstream *l);
-void ag_napi_reaper_free(struct reaper *r);
+/* The connection wrote some of its output: a log stream goes on. */
+void ag_napi_logs_written(struct logstream *l);
+/* Waits for every killed exec still being reaped (the server goes away). */
+void ag_napi_reapers_free(struct ag_napi *s);
 void ag_napi_exec_free(struct exec *x);
 void ag_napi_exec_queue(struct exec *x, uint8_t channel, const void *data, size_t len);
 void ag_napi_exec_update_reading(struct exec *x);
@@ -233,7 +199,8 @@ void ag_napi_spdy_flush(struct conn *c);
 void ag_napi_spdy_input(struct conn *c, const uint8_t *buf, size_t len);
 const char *ag_napi_header_get(const struct ag_spdy_header *h, size_t n, const char *name);
 void ag_napi_pfwd_free(struct pfwd *pf);
-bool ag_napi_pair_step(struct pfpair *p);
+/* The connection wrote some of its output: the pairs read their sockets again. */
+void ag_napi_pfwd_written(struct pfwd *pf);
 int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct ag_spdy_header *h, size_t n,
                          bool fin);
 int ag_napi_pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t len, bool fin);

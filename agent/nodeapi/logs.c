@@ -15,7 +15,22 @@
 
 #include "lib/cleanup.h"
 
+#define LOG_CHUNK 65536
+
+struct logstream {
+        int fd, ino;
+        struct ag_io *ino_io;
+        struct conn *c;
+        struct ag_log_options opts;
+        int64_t off, sent;
+        bool follow, ended, finished;
+        char in[LOG_CHUNK];
+        size_t in_len;
+};
+
 /* ---- /containerLogs ---- */
+
+static void write_logs(struct logstream *l);
 
 void ag_napi_logstream_free(struct logstream *l)
 {
@@ -48,7 +63,7 @@ static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
         }
         struct conn *c = l->c;
         if (ag_napi_conn_pending(c) < LOG_CHUNK)
-                ag_napi_write_logs(l);
+                write_logs(l);
         ag_napi_conn_update(c);
 }
 
@@ -126,12 +141,12 @@ void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct a
         c->log = l;
         c->mode = C_LOGS;
         ag_napi_conn_head(c, 200, "text/plain", -1);
-        ag_napi_write_logs(l);
+        write_logs(l);
 }
 
 /* Renders what the file has now into the connection (a chunk at a time:
  * the rest when the client took it); at the end the connection closes. */
-void ag_napi_write_logs(struct logstream *l)
+static void write_logs(struct logstream *l)
 {
         struct conn *c = l->c;
         if (l->finished)
@@ -184,4 +199,10 @@ void ag_napi_write_logs(struct logstream *l)
         }
         /* not at the end of the file: conn_written asks again once the
          * client took this; at the end: the inotify watch does */
+}
+
+void ag_napi_logs_written(struct logstream *l)
+{
+        if (l != NULL && !l->finished && ag_napi_conn_pending(l->c) < LOG_CHUNK)
+                write_logs(l);
 }

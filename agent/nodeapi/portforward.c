@@ -17,6 +17,21 @@
 #include "lib/cleanup.h"
 #include "runtime/sandbox.h"
 
+#define PF_MAX_PAIRS 128
+
+struct pfpair {
+        struct pfpair *next;
+        struct pfwd *pf;
+        char request_id[64];
+        uint16_t port;
+        uint32_t data_id, error_id;
+        int sock;
+        struct ag_io *io;
+        uint8_t *to_sock; /* from the client, not yet written */
+        size_t to_len;
+        bool client_fin, sock_eof, data_fin_sent, shut_wr, failed;
+};
+
 /* ---- port forwarding (SPDY streams in pairs) ---- */
 
 static void pair_free(struct pfpair *p)
@@ -85,7 +100,7 @@ static void pair_events(struct pfpair *p)
 }
 
 /* true when the pair is over and was freed */
-bool ag_napi_pair_step(struct pfpair *p)
+static bool pair_step(struct pfpair *p)
 {
         struct conn *c = p->pf->c;
         struct cb_error err = {0};
@@ -143,7 +158,7 @@ static void on_pair_sock(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)events;
         struct pfpair *p = data;
         struct conn *c = p->pf->c;
-        (void)ag_napi_pair_step(p);
+        (void)pair_step(p);
         ag_napi_conn_update(c);
 }
 
@@ -163,7 +178,7 @@ static void pair_connect(struct pfpair *p)
         }
         log_v(2, "node API: port-forward %s/%s port %u (request %s)", pf->ns, pf->pod,
               (unsigned)p->port, p->request_id);
-        (void)ag_napi_pair_step(p);
+        (void)pair_step(p);
 }
 
 int ag_napi_pf_on_stream(struct conn *c, uint32_t id, const struct ag_spdy_header *h, size_t n,
@@ -251,7 +266,7 @@ int ag_napi_pf_on_data(struct conn *c, uint32_t id, const uint8_t *buf, size_t l
         if (fin)
                 p->client_fin = true;
         if (p->sock >= 0)
-                (void)ag_napi_pair_step(p);
+                (void)pair_step(p);
         return 0;
 }
 
@@ -260,4 +275,13 @@ void ag_napi_pf_on_reset(struct conn *c, uint32_t id)
         struct pfpair *p = pair_of(c->pf, id);
         if (p != NULL && id == p->data_id)
                 pair_free(p); /* the client gave up on this connection */
+}
+
+void ag_napi_pfwd_written(struct pfwd *pf)
+{
+        for (struct pfpair *p = pf->pairs, *next; p != NULL; p = next) {
+                next = p->next;
+                if (p->sock >= 0)
+                        (void)pair_step(p);
+        }
 }

@@ -17,6 +17,11 @@
 #include "lib/cleanup.h"
 #include "runtime/sandbox.h"
 
+#define MAX_ARGS 256 /* query parameters */
+/* the kubelet's streamCreationTimeout default: the streams of an exec or
+ * a port-forward request must all be open within it */
+#define STREAM_CREATION_MS 30000
+
 /* ---- finding pods and containers ---- */
 
 static const cJSON *jget(const cJSON *o, const char *k)

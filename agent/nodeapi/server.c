@@ -48,6 +48,9 @@
 #include "lib/cleanup.h"
 #include "lib/file.h"
 
+#define MAX_HEAD        (64 * 1024) /* request line + headers */
+#define HEAD_TIMEOUT_MS 30000       /* TLS handshake + request head */
+
 static void conn_free(struct conn *c);
 static void conn_flush(struct conn *c);
 static void conn_written(struct conn *c);
@@ -749,16 +752,11 @@ void ag_napi_conn_input(struct conn *c, const uint8_t *buf, size_t len)
 
 static void conn_written(struct conn *c)
 {
-        if (c->log != NULL && !c->log->finished && ag_napi_conn_pending(c) < LOG_CHUNK)
-                ag_napi_write_logs(c->log);
+        ag_napi_logs_written(c->log);
         if (c->ex != NULL)
                 ag_napi_exec_update_reading(c->ex);
         if (c->pf != NULL)
-                for (struct pfpair *p = c->pf->pairs, *next; p != NULL; p = next) {
-                        next = p->next;
-                        if (p->sock >= 0)
-                                (void)ag_napi_pair_step(p);
-                }
+                ag_napi_pfwd_written(c->pf);
 }
 
 static void conn_free(struct conn *c)
@@ -926,12 +924,7 @@ void ag_napi_free(struct ag_napi *s)
                 return;
         while (s->conns != NULL)
                 conn_free(s->conns);
-        while (s->reapers != NULL) {
-                struct reaper *r = s->reapers;
-                int code;
-                (void)rt_container_exec_reap(r->pidfd, true, &code, NULL);
-                ag_napi_reaper_free(r);
-        }
+        ag_napi_reapers_free(s);
         ag_io_free(s->listen_io);
         if (s->listen_fd >= 0)
                 close(s->listen_fd);

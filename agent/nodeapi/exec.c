@@ -18,6 +18,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "agent/core/inotify.h"
 #include "agent/core/log.h"
 #include "lib/cleanup.h"
 #include "runtime/attach.h"
@@ -523,19 +524,8 @@ static void on_attach_change(struct ag_io *io, int fd, uint32_t events, void *da
         (void)io;
         (void)events;
         struct exec *x = data;
-        bool ended = false;
-        char ev[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        for (;;) {
-                ssize_t n = read(fd, ev, sizeof(ev));
-                if (n <= 0)
-                        break;
-                for (char *p = ev; p < ev + n;) {
-                        struct inotify_event *e = (struct inotify_event *)p;
-                        if (e->mask & (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF))
-                                ended = true;
-                        p += sizeof(*e) + e->len;
-                }
-        }
+        bool ended = (ag_inotify_drain(fd, NULL, NULL) &
+                      (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)) != 0;
         attach_pump(x);
         if (ended)
                 ag_napi_exec_finish(x, 0, NULL);

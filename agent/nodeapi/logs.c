@@ -13,6 +13,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "agent/core/inotify.h"
 #include "lib/cleanup.h"
 
 #define LOG_CHUNK 65536
@@ -49,18 +50,8 @@ static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)io;
         (void)events;
         struct logstream *l = data;
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof(buf));
-                if (n <= 0)
-                        break;
-                for (char *p = buf; p < buf + n;) {
-                        struct inotify_event *ev = (struct inotify_event *)p;
-                        if (ev->mask & (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF))
-                                l->ended = true;
-                        p += sizeof(*ev) + ev->len;
-                }
-        }
+        if (ag_inotify_drain(fd, NULL, NULL) & (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF))
+                l->ended = true;
         struct conn *c = l->c;
         if (ag_napi_conn_pending(c) < LOG_CHUNK)
                 write_logs(l);

@@ -88,7 +88,8 @@ finish() {
 }
 
 # poll SECONDS CMD...: runs CMD every 0.2 s until it succeeds; 1 when
-# SECONDS pass first (the caller says what did not happen).
+# SECONDS pass first (the caller says what did not happen). For kubectl
+# objects prefer `k wait --for=...` (a watch, no polling).
 poll() {
         local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
         shift
@@ -102,6 +103,8 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 # fle A B: A <= B (decimals)
 fle() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+# quietly CMD...: CMD without its output (poll 10 quietly k get pod x).
+quietly() { "$@" >/dev/null 2>&1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # ---- temp dir, tracked resources and the cleanup ------------------------------
@@ -116,12 +119,13 @@ H_STARTED=0
 # stand-in's), $root (the agent's --root-dir), $logs (pod logs) and $cni_dir
 # named; $cgroot, the cgroup parent of this test's pods; the traps.
 harness_init() {
-        H_NAME=$1
+        H_NAME=$(basename "$0" .sh)
         tmp=$(mktemp -d "/tmp/cubelet-$1.XXXXXX")
         data=$tmp/data
         root=$tmp/root
         logs=$tmp/logs
         cni_dir=$tmp/cni
+        mkdir -p "$logs" "$cni_dir"
         cgroot=cubelet-it-$$
         NODE=${NODE:-it-node-$$}
         trap harness_cleanup EXIT
@@ -144,9 +148,14 @@ watch_bg() {
         track $!
 }
 
-# stop_pids PID...: TERM, up to 5 s, KILL.
+# ours PID: PID is a live child of this test's shell (not a pid reused by
+# another process after ours ended).
+ours() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
+# stop_pids PID...: those that are ours: TERM, up to 5 s, KILL.
 stop_pids() {
-        local p i alive
+        local p i alive mine=()
+        for p in "$@"; do ours "$p" && mine+=("$p"); done
+        set -- "${mine[@]}"
         [ $# -gt 0 ] || return 0
         for p in "$@"; do kill -TERM "$p" 2>/dev/null; done
         for i in $(seq 50); do
@@ -305,7 +314,10 @@ stop_standin_quiet() {
         wait "$server_pid" 2>/dev/null
         server_pid=""
         [ -n "$etcd_pid" ] || return 0
-        for i in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || return 0; sleep 0.1; done
+        for i in $(seq 50); do
+                grep -qs etcd "/proc/$etcd_pid/comm" || return 0
+                sleep 0.1
+        done
         echo "FAIL: etcd (pid $etcd_pid) survived the stand-in"
         kill -KILL "$etcd_pid" 2>/dev/null
         return 1
@@ -328,7 +340,7 @@ mkpod() {
         {
                 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec:\n' "$1"
                 printf '  nodeName: %s\n  restartPolicy: %s\n  terminationGracePeriodSeconds: %s\n' \
-                        "${4:-$NODE}" "${2:-Always}" "${3:-2}"
+                        "${4:-$NODE}" "${2:-Always}" "${3:-${MKPOD_GRACE:-2}}"
                 cat
         } | k create -f - >/dev/null || fail "$1: kubectl create failed"
 }
@@ -370,6 +382,20 @@ stop_agent() {
         wait "$agent_pid" || rc=$?
         agent_pid=""
         [ "$rc" -eq 0 ] || fail "the agent exited $rc on SIGTERM"
+}
+# run_pod_cmd YAML [flags...]: sets $pod_argv to `cubelet run-pod YAML` with
+# this test's --root-dir, CNI dir, pod logs dir and cgroup parent (-v 1:
+# events on stderr), for `"${pod_argv[@]}" >out 2>err [&]` (in the
+# background, $! is the run-pod process itself).
+run_pod_cmd() {
+        pod_argv=("$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$cni_dir" run-pod "$1"
+                --pod-logs-dir "$logs" --cgroup-root "$cgroot" "${@:2}")
+}
+# wait_log PATTERN [SECONDS]: until $tmp/agent.log has a line matching the
+# extended regex PATTERN (default 15 s), else a failed check.
+wait_log() {
+        poll "${2:-15}" grep -Eq "$1" "$tmp/agent.log" ||
+                fail "the agent log has no line matching /$1/ after ${2:-15}s"
 }
 # fds and processes of the agent, to check nothing leaks
 agent_fds() { ls /proc/"$agent_pid"/fd 2>/dev/null | wc -l; }

@@ -29,6 +29,30 @@ int th_run(Suite *suite)
         return failed;
 }
 
+struct k8s_pod *th_pod_json(const char *text)
+{
+        cJSON *j = cJSON_Parse(text);
+        ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
+        struct k8s_pod *p = NULL;
+        struct cb_error err = {0};
+        int rc = k8s_pod_from_json(j, &p, &err);
+        cJSON_Delete(j);
+        ck_assert_msg(rc == 0, "decode: %s", err.msg);
+        return p;
+}
+
+struct k8s_node *th_node_json(const char *text)
+{
+        cJSON *j = cJSON_Parse(text);
+        ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
+        struct k8s_node *n = NULL;
+        struct cb_error err = {0};
+        int rc = k8s_node_from_json(j, &n, &err);
+        cJSON_Delete(j);
+        ck_assert_msg(rc == 0, "decode: %s", err.msg);
+        return n;
+}
+
 int th_sh(const char *fmt, ...)
 {
         char cmd[4096];

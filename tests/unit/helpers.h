@@ -4,6 +4,7 @@
  * every test_*.c executable; see tests/README.md):
  *  - th_run: runs a Check suite (each test forked) and says how many failed;
  *  - th_sh: a shell command's exit status;
+ *  - th_pod_json, th_node_json: objects decoded from JSON in the test;
  *  - live containers (suites that need root and cgroups): th_need_root_cgroups
  *    (exit 77 if not), th_live_setup (a private root dir with a busybox rootfs
  *    and a private cgroup parent, named in th_root, th_rootfs, th_cgparent),
@@ -17,10 +18,15 @@
 #include <check.h>
 #include <stddef.h>
 
+#include "agent/k8s/k8s.h"
 #include "runtime/container.h"
 
 /* Runs SUITE with CK_FORK; returns the number of failed tests. */
 int th_run(Suite *suite);
+
+/* A pod (a node) decoded from JSON TEXT; asserts that it parses and decodes. */
+struct k8s_pod *th_pod_json(const char *text);
+struct k8s_node *th_node_json(const char *text);
 
 /* system() of the formatted command: its exit status, -1 if it was killed. */
 int th_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -26,6 +26,8 @@
 #include "cgroups/cgroup.h"
 #include "lib/file.h"
 
+#include "helpers.h"
+
 static char parent[64];
 
 static const struct cg_limits burstable = {
@@ -543,11 +545,7 @@ int main(void)
         tcase_add_test(tc, test_update);
         tcase_add_test(tc, test_recursive_destroy_and_paths);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         /* the fixture removed the parent; a leftover is a failure */
         int left = cleanup_parent();
         bool exists = true;

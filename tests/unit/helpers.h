@@ -21,7 +21,8 @@
 #include "agent/k8s/k8s.h"
 #include "runtime/container.h"
 
-/* Runs SUITE with CK_FORK; returns the number of failed tests. */
+/* Runs SUITE, each test forked (unless CK_FORK=no is in the environment);
+ * returns the number of failed tests. */
 int th_run(Suite *suite);
 
 /* A pod (a node) decoded from JSON TEXT; asserts that it parses and decodes. */

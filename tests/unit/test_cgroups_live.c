@@ -511,15 +511,9 @@ static void teardown(void)
 
 int main(void)
 {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test_cgroups_live: needs root; skipped\n");
+        if (th_need_root_cgroups("test_cgroups_live") != 0)
                 return 77;
-        }
         struct cb_error err = {0};
-        if (cg_init(&err) < 0) {
-                fprintf(stderr, "test_cgroups_live: no usable cgroups (%s); skipped\n", err.msg);
-                return 77;
-        }
         snprintf(parent, sizeof(parent), "cubelet-test-%d", (int)getpid());
         const char *const *ctrl;
         size_t nc = needed(&ctrl);

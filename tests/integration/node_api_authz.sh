@@ -14,24 +14,7 @@
 # missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-need_root
-need_tools jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd
-need_cni bridge host-local
-[ -d /sys/fs/cgroup/memory ] || skip "needs the cgroup v1 memory hierarchy"
-need_bridge
-NODE=it-napiz-$$
-harness_init napiz
-K_TIMEOUT=30s
-MKPOD_GRACE=1
-
-# ---- setup -------------------------------------------------------------------
-add_node_ip
-import_busybox
-write_cni_conf
-start_standin
-[ -f "$data/kubelet-client.crt" ] || die "the stand-in made no kubelet-client.crt"
-hport=$(free_port)
-echo "tok-$$-secret,napi-tester,1" >"$tmp/tokens.csv"
+node_api_start napiz it-napiz-$$
 start_agent -v 3 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --node-ip "$nodeip" \
         --node-status-update-frequency 1s --address "$nodeip" --client-ca-file "$data/ca.crt" \
         --authentication-token-file "$tmp/tokens.csv" --authentication-token-webhook --authorization-mode Webhook

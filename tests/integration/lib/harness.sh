@@ -153,8 +153,14 @@ watch_bg() {
 ours() { [ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ]; }
 # stop_pids PID...: those that are ours: TERM, up to 5 s, KILL.
 stop_pids() {
-        local p i alive mine=()
-        for p in "$@"; do ours "$p" && mine+=("$p"); done
+        local p c i alive mine=()
+        for p in "$@"; do
+                ours "$p" || continue
+                mine+=("$p")
+                # a function run with & is a bash subshell: its commands too
+                [ "$(cat "/proc/$p/comm" 2>/dev/null)" = bash ] || continue
+                for c in $(ps -o pid= --ppid "$p" 2>/dev/null); do mine+=("$c"); done
+        done
         set -- "${mine[@]}"
         [ $# -gt 0 ] || return 0
         for p in "$@"; do kill -TERM "$p" 2>/dev/null; done
@@ -321,6 +327,31 @@ stop_standin_quiet() {
         echo "FAIL: etcd (pid $etcd_pid) survived the stand-in"
         kill -KILL "$etcd_pid" 2>/dev/null
         return 1
+}
+
+# node_api_start NAME NODE: the start of the node API tests (node_api*.sh):
+# the skips (root, tools, CNI, cgroup v1 memory, a bridge); harness_init
+# NAME for node NODE, kubectl's timeout 30 s, pods' grace 1 s; $nodeip on an
+# empty bridge, the image, a bridge network, the stand-in (with its kubelet
+# client certificate), a free healthz port ($hport) and a token file for the
+# agent ($tmp/tokens.csv: user napi-tester, token tok-$$-secret).
+node_api_start() {
+        need_root
+        need_tools jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd
+        need_cni bridge host-local
+        [ -d /sys/fs/cgroup/memory ] || skip "needs the cgroup v1 memory hierarchy"
+        need_bridge
+        NODE=$2
+        harness_init "$1"
+        K_TIMEOUT=30s
+        MKPOD_GRACE=1
+        add_node_ip
+        import_busybox
+        write_cni_conf
+        start_standin
+        [ -f "$data/kubelet-client.crt" ] || die "the stand-in made no kubelet-client.crt"
+        hport=$(free_port)
+        echo "tok-$$-secret,napi-tester,1" >"$tmp/tokens.csv"
 }
 
 # K_TIMEOUT: kubectl's --request-timeout (0: none).

@@ -61,8 +61,7 @@ run_agent() {
 run_agent
 
 # ---- 1. the node registers Ready -------------------------------------------------
-poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
-k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+node_ready
 line=$(k get nodes -o wide --no-headers | grep "^$NODE ")
 read -r n_name n_status _ _ _ n_ip _ <<<"$line"
 [ "$n_status" = Ready ] && [ "$n_ip" = 10.0.0.5 ] || fail "get nodes -o wide: '$line'"

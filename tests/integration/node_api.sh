@@ -13,24 +13,7 @@
 # is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-need_root
-need_tools jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd
-need_cni bridge host-local
-[ -d /sys/fs/cgroup/memory ] || skip "needs the cgroup v1 memory hierarchy"
-need_bridge
-NODE=it-napi-$$
-harness_init napi
-K_TIMEOUT=30s
-MKPOD_GRACE=1
-
-# ---- setup -------------------------------------------------------------------
-add_node_ip
-import_busybox
-write_cni_conf
-start_standin
-[ -f "$data/kubelet-client.crt" ] || die "the stand-in made no kubelet-client.crt"
-hport=$(free_port)
-echo "tok-$$-secret,napi-tester,1" >"$tmp/tokens.csv"
+node_api_start napi it-napi-$$
 start_agent -v 3 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --node-ip "$nodeip" \
         --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
         --address "$nodeip" --client-ca-file "$data/ca.crt" --cert-dir "$tmp/not/yet/pki" \
@@ -381,7 +364,7 @@ fds0=$(agent_fds)
 pf_check() { # $1: label, rest: env for kubectl
         local label=$1 lport pf n
         shift
-        lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        lport=$(free_port)
         env "$@" kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" \
                 >"$tmp/pf.out" 2>"$tmp/pf.err" &
         pf=$!
@@ -399,7 +382,7 @@ pf_check() { # $1: label, rest: env for kubectl
 pf_check "port-forward (WebSocket tunnel)"
 pf_check "port-forward (SPDY)" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
 # a closed port: the kubelet's error reaches kubectl, the agent goes on
-lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+lport=$(free_port)
 kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:9" >"$tmp/pf.out" 2>"$tmp/pf.err" &
 pf=$!
 poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward to port 9 did not start: $(cat "$tmp/pf.err")"
@@ -409,7 +392,7 @@ kill "$pf" 2>/dev/null
 wait "$pf" 2>/dev/null
 # a client that drops in the middle of a transfer: kubectl killed while a
 # slow download runs through it; the node closes the pod-side connection
-lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+lport=$(free_port)
 kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" >"$tmp/pf.out" 2>"$tmp/pf.err" &
 pf=$!
 poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward (drop) did not start: $(cat "$tmp/pf.err")"

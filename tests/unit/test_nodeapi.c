@@ -25,6 +25,8 @@
 #include "agent/pods/stats.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static const struct {
         const char *path;
         enum ag_napi_route route;
@@ -497,10 +499,5 @@ int main(void)
         tcase_add_test(tc, test_ws_accept_negotiate);
         tcase_add_test(tc, test_json_object_len);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return th_run(s) == 0 ? 0 : 1;
 }

@@ -14,6 +14,8 @@
 
 #include "agent/nodeapi/spdy.h"
 
+#include "helpers.h"
+
 #define MAXEV 4096
 
 struct event {
@@ -965,9 +967,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(suite()) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

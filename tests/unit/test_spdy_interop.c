@@ -24,6 +24,8 @@
 
 #include "agent/nodeapi/spdy.h"
 
+#include "helpers.h"
+
 static char module_dir[4096];
 
 static bool node_in_path(void)
@@ -176,9 +178,5 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, spdy_transport_client);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -11,6 +11,8 @@
 #include "agent/client/reflector.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 /* ---- collecting objects from the parser ---- */
 
 struct collected {
@@ -429,10 +431,5 @@ int main(void)
         tcase_add_test(tc, test_labels_taints);
         tcase_add_test(tc, test_status_differs);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -452,6 +452,19 @@ ep timelines | jq -e '.pods[] | select(.name == "many-1") | [.timeline[].step] |
         index("containerStarted:main") and index("phase:Running")' >/dev/null ||
         fail "endpoint: /timelines lacks many-1's steps"
 if curl -fsS "http://127.0.0.1:$hport/nosuch" >/dev/null 2>&1; then fail "endpoint: /nosuch answered"; fi
+# A pod is decoded once per object received (issue 12): five more
+# MODIFIED events of many-1 move both counters alike, and every pod object
+# this agent received (events and list items) was decoded exactly once.
+counter() { ep metrics | sed -n "s/^$1 //p"; }
+r0=$(counter cubelet_pod_objects_received_total)
+for i in 1 2 3 4 5; do k annotate --overwrite pod many-1 "decode-check=$i" >/dev/null || fail "decode: annotate"; done
+poll 30 eval '[ "$(ep pods | jq -r ".items[] | select(.metadata.name == \"many-1\") | .metadata.annotations[\"decode-check\"]")" = 5 ]' ||
+        fail "decode: the fifth annotation never reached the agent"
+received=$(counter cubelet_pod_objects_received_total)
+decoded=$(counter cubelet_pod_decodes_total)
+[ $((received - r0)) -ge 5 ] || fail "decode: $((received - r0)) pod objects received for 5 annotations"
+[ "$decoded" = "$received" ] || fail "decode: $decoded pod decodes for $received pod objects received, want one each"
+pass "decode once: $received pod objects received, $decoded decoded"
 pass "endpoint: /healthz, /pods ($many Running), /metrics (mean worker start -> container started $(awk -v s="$p_sum" -v n="$started" 'BEGIN { printf "%.3f", s / n }')s over $started), /timelines"
 t=$(now)
 k delete pods -l batch=many --wait=false >/dev/null || fail "many: kubectl delete failed"

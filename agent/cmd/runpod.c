@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/k8s/admit.h"
+#include "agent/k8s/validate.h"
 #include "agent/cmd/cli.h"
 #include "agent/k8s/k8s.h"
 #include "agent/core/log.h"
@@ -250,7 +251,14 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         snprintf(pod_ref, sizeof(pod_ref), "%s/%s", pod->meta.namespace_, pod->meta.name);
 
         struct k8s_admit_result adm;
-        k8s_admit(pod, node, NULL, 0, &adm);
+        struct cb_error verr = {0};
+        if (k8s_pod_validate_paths(pod, &verr) < 0) {
+                adm = (struct k8s_admit_result){.admitted = false, .reason = "InvalidPod"};
+                snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
+                         verr.msg);
+        } else {
+                k8s_admit(pod, node, NULL, 0, &adm);
+        }
         if (!adm.admitted) {
                 char msg[600];
                 snprintf(msg, sizeof(msg), "Pod was rejected: %s", adm.message);

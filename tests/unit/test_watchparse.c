@@ -130,6 +130,8 @@ START_TEST(test_event_parse)
             {"{\"type\":\"ADDED\"", -1, 0, "not valid JSON"},
             {"{\"type\":\"ADDED\",\"object\":[]}", -1, 0, "object"},
             {"{\"object\":{}}", -1, 0, "type"},
+            {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\\u0000../x\"}}}", -1, 0,
+             "a NUL character"},
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 struct k8s_watch_event ev = {0};

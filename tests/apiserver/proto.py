@@ -35,6 +35,10 @@ OBJECT_REF = {1: ("kind", "string", None), 2: ("namespace", "string", None),
               3: ("name", "string", None), 4: ("uid", "string", None),
               5: ("apiVersion", "string", None), 6: ("resourceVersion", "string", None),
               7: ("fieldPath", "string", None)}
+RESOURCE_ATTRS = {1: ("namespace", "string", None), 2: ("verb", "string", None),
+                  3: ("group", "string", None), 4: ("version", "string", None),
+                  5: ("resource", "string", None), 6: ("subresource", "string", None),
+                  7: ("name", "string", None)}
 KINDS = {
     "Namespace": {1: ("metadata", "msg", OBJECT_META),
                   2: ("spec", "msg", {1: ("finalizers", "rep_string", None)}),
@@ -51,6 +55,18 @@ KINDS = {
     "Eviction": {1: ("metadata", "msg", OBJECT_META),
                  2: ("deleteOptions", "msg", DELETE_OPTIONS)},
     "DeleteOptions": DELETE_OPTIONS,
+    # kubectl create token
+    "TokenRequest": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
+        1: ("audiences", "rep_string", None), 4: ("expirationSeconds", "int", None),
+        3: ("boundObjectRef", "msg", {1: ("kind", "string", None),
+                                      2: ("apiVersion", "string", None),
+                                      3: ("name", "string", None),
+                                      4: ("uid", "string", None)})})},
+    # kubectl auth can-i
+    "SelfSubjectAccessReview": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
+        1: ("resourceAttributes", "msg", RESOURCE_ATTRS),
+        2: ("nonResourceAttributes", "msg", {1: ("path", "string", None),
+                                             2: ("verb", "string", None)})})},
 }
 
 
@@ -110,7 +126,8 @@ def _time(buf):
 # meaningful. Every other scalar is always written and, as in JSON's
 # omitempty, dropped when zero.
 POINTERS = {"gracePeriodSeconds", "deletionGracePeriodSeconds", "immutable", "controller",
-            "blockOwnerDeletion", "orphanDependents", "automountServiceAccountToken"}
+            "blockOwnerDeletion", "orphanDependents", "automountServiceAccountToken",
+            "expirationSeconds"}
 
 
 def decode_message(buf, table):
@@ -162,5 +179,5 @@ def decode(body):
         raise ProtoError(f"kind {kind!r} is not supported in protobuf by this server")
     obj = decode_message(env.get("raw", b""), KINDS[kind])
     obj["kind"] = kind
-    obj["apiVersion"] = tm.get("apiVersion", "v1")
+    obj["apiVersion"] = tm.get("apiVersion") or "v1"
     return obj

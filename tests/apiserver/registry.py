@@ -84,7 +84,12 @@ def invalid(res, name, causes):
     for field, typ, detail, value in causes:
         text = typ
         if value is not _NOVALUE:
-            text += ": " + (json.dumps(value) if isinstance(value, str) else str(value))
+            if isinstance(value, str):
+                text += ": " + json.dumps(value)
+            elif isinstance(value, list) and all(isinstance(x, str) for x in value):
+                text += ": []string{" + ", ".join(json.dumps(x) for x in value) + "}"  # %#v
+            else:
+                text += ": " + str(value)
         if detail:
             text += ": " + detail
         msgs.append(f"{field}: {text}")

@@ -1477,8 +1477,8 @@ class Cluster(unittest.TestCase):
             "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
             "conditions": [{"type": "Ready", "status": "True"}]}},
             ctype="application/merge-patch+json")
-        ep = self.until(lambda: self.ok("GET", f"/api/v1/namespaces/{ns}/endpoints/web").get(
-            "subsets"))
+        ep = self.until(lambda: (self.req("GET", f"/api/v1/namespaces/{ns}/endpoints/web")[1]
+                                 or {}).get("subsets"))
         self.assertEqual(ep[0]["addresses"][0]["ip"], "10.1.0.5")
         self.assertEqual(ep[0]["addresses"][0]["targetRef"]["name"], "w")
         self.assertEqual(ep[0]["ports"], [{"name": "http", "port": 8080, "protocol": "TCP"}])

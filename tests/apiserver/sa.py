@@ -114,6 +114,18 @@ def _res(name, group="", version="v1"):
     return reg.find_resource(group, version, name)
 
 
+def _json_type(v):
+    return {str: "string", bool: "bool", list: "array", dict: "object"}.get(
+        type(v), "number")
+
+
+def _undecodable(field, v, gotype):
+    """The decoder's 400 for a TokenRequest field of the wrong JSON type."""
+    return ('TokenRequest in version "v1" cannot be handled as a TokenRequest: json: cannot '
+            f"unmarshal {_json_type(v)} into Go struct field TokenRequestSpec.{field} of type "
+            f"{gotype}")
+
+
 def token_request(api, issuer, ns, name, body, now=None):
     """POST serviceaccounts/NAME/token: the TokenRequest with its status."""
     tr_kind = "TokenRequest.authentication.k8s.io"
@@ -138,14 +150,12 @@ def token_request(api, issuer, ns, name, body, now=None):
     auds = spec.get("audiences")
     if auds is not None and (not isinstance(auds, list) or
                              not all(isinstance(a, str) for a in auds)):
-        raise reg.bad_request("json: cannot unmarshal the audiences of the TokenRequest: "
-                              "want a list of strings")
+        raise reg.bad_request(_undecodable("spec.audiences", auds, "[]string"))
     exp = spec.get("expirationSeconds", 3600)
     if exp is None:
         exp = 3600
     if isinstance(exp, bool) or not isinstance(exp, int):
-        raise reg.bad_request("json: cannot unmarshal expirationSeconds of the TokenRequest "
-                              "into an int64")
+        raise reg.bad_request(_undecodable("spec.expirationSeconds", exp, "int64"))
     errs = []
     if exp < 600:
         errs.append(("spec.expirationSeconds", "Invalid value",

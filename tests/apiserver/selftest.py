@@ -1227,8 +1227,14 @@ class Cluster(unittest.TestCase):
                      {"spec": {}}, code=404, message='serviceaccounts "nobody" not found')
         self.refused("POST", url, b"{not json", code=400)
         self.refused("POST", url, [1, 2], code=400)
-        self.refused("POST", url, {"spec": {"audiences": "one"}}, code=400)
-        self.refused("POST", url, {"spec": {"expirationSeconds": "3600"}}, code=400)
+        self.refused("POST", url, {"spec": {"audiences": "one"}}, code=400,
+                     message='TokenRequest in version "v1" cannot be handled as a TokenRequest: '
+                     "json: cannot unmarshal string into Go struct field TokenRequestSpec.spec."
+                     "audiences of type []string")
+        self.refused("POST", url, {"spec": {"expirationSeconds": "3600"}}, code=400,
+                     message='TokenRequest in version "v1" cannot be handled as a TokenRequest: '
+                     "json: cannot unmarshal string into Go struct field TokenRequestSpec.spec."
+                     "expirationSeconds of type int64")
         self.refused("GET", url, code=405)
         self.assertEqual(self.ok("GET", f"/api/v1/namespaces/{ns}/pods/p")["metadata"]["uid"],
                          p["metadata"]["uid"])   # still serving

@@ -629,6 +629,10 @@ out=$(k auth can-i get secret/s-other -n sa-it --as system:node:node-a --as-grou
         fail "can-i unreferenced secret said yes"
 [ "$out" = "no - no relationship found between node 'node-a' and this object" ] ||
         fail "can-i unreferenced secret: $out"
+# without the group system:nodes the user is no node to the Node authorizer
+# (nodeidentifier), and RBAC binds nothing to system:node:* on a fresh cluster
+out=$(k auth can-i get secret/s-ref -n sa-it --as system:node:node-a) && fail "can-i without system:nodes said yes"
+[ "$out" = no ] || fail "can-i without system:nodes: $out"
 out=$(kubectl --kubeconfig "$data/node.kubeconfig" -n sa-it get secret s-other 2>&1) && fail "node read s-other"
 [ "$out" = "Error from server (Forbidden): secrets \"s-other\" is forbidden: User \"system:node:node-a\" cannot get resource \"secrets\" in API group \"\" in the namespace \"sa-it\": no relationship found between node 'node-a' and this object" ] ||
         fail "node get unreferenced secret: $out"

@@ -78,6 +78,8 @@ KINDS = {
     "ClusterRole": {1: ("metadata", "msg", OBJECT_META), 2: ("rules", "rep_msg", POLICY_RULE)},
     "RoleBinding": BINDING,
     "ClusterRoleBinding": BINDING,
+    # kubectl auth whoami
+    "SelfSubjectReview": {1: ("metadata", "msg", OBJECT_META)},
     # kubectl auth can-i
     "SelfSubjectAccessReview": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
         1: ("resourceAttributes", "msg", RESOURCE_ATTRS),

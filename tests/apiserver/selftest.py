@@ -1244,6 +1244,10 @@ class Cluster(unittest.TestCase):
         p = self.pod(ns, "p")
         tok = self.token(ns, "default", p)["status"]["token"]
         self.ok("GET", "/api", token=tok)
+        who = self.ok("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                      {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                      token=tok)["status"]["userInfo"]
+        self.assertEqual(who["username"], f"system:serviceaccount:{ns}:default")
         self.refused("GET", f"/api/v1/namespaces/{ns}/pods", token=tok,
                      message=f'pods is forbidden: User "system:serviceaccount:{ns}:default" '
                      f'cannot list resource "pods" in API group "" in the namespace "{ns}"')

@@ -382,7 +382,8 @@ def discovery_v1(group, version):
 
 # The create-only review resources (answered by Handler.review).
 REVIEW_RESOURCES = {
-    "authentication.k8s.io": [("tokenreviews", "TokenReview")],
+    "authentication.k8s.io": [("selfsubjectreviews", "SelfSubjectReview"),
+                              ("tokenreviews", "TokenReview")],
     "authorization.k8s.io": [("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
                              ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
                              ("subjectaccessreviews", "SubjectAccessReview")],
@@ -794,6 +795,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def review(self, kind):
         body = self.read_body()
+        if kind == "selfsubjectreviews":  # kubectl auth whoami
+            return self.send_json(201, {"kind": "SelfSubjectReview",
+                                        "apiVersion": "authentication.k8s.io/v1",
+                                        "metadata": {"creationTimestamp": None},
+                                        "status": {"userInfo": self.user.info()}})
         spec = body.get("spec") if isinstance(body, dict) else None
         if not isinstance(spec, dict):
             raise ApiError(400, "BadRequest", f"{kind}: spec is required", {})

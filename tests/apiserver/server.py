@@ -964,6 +964,11 @@ class Handler(BaseHTTPRequestHandler):
         adm = getattr(srv, "admission", None)
         if adm is None:
             return
+        meta = body.get("metadata")
+        if res.name == "pods" and isinstance(meta, dict) and meta.get("generateName") and \
+                not meta.get("name"):
+            # admission texts name the generated pod (`pods "web-x7k2q" is forbidden`)
+            meta["name"] = meta["generateName"] + reg._gen_suffix()
         if res.name == "pods" and adm.get("ServiceAccount", True):
             sa.admit_pod(srv.api, ns, body)
         node = authz.node_name(self.user)

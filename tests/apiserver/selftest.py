@@ -1311,6 +1311,9 @@ class Cluster(unittest.TestCase):
                                                         "env": env("theirs")}])
         base = f"/api/v1/namespaces/{ns}"
         self.ok("GET", f"{base}/secrets/mine", who="node")
+        # the kube-api-access volume's projected ConfigMap makes kube-root-ca.crt related
+        self.ok("GET", f"{base}/configmaps/kube-root-ca.crt", who="node")
+        self.refused("GET", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", who="node")
         for s in ("theirs", "loose"):
             self.refused("GET", f"{base}/secrets/{s}", who="node",
                          message=f'secrets "{s}" is forbidden: User "system:node:n1" cannot get '

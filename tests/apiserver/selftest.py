@@ -1427,6 +1427,11 @@ class Cluster(unittest.TestCase):
         self.assertEqual(sar("mine"), {"allowed": True})
         self.assertEqual(sar("theirs"), {"allowed": False, "reason": "no relationship found "
                                          "between node 'n1' and this object"})
+        # authorization comes before routing: 403 for the node, 404 for the admin
+        self.refused("GET", "/api/v1/no/such/path", who="node",
+                     message='no "such" is forbidden: User "system:node:n1" cannot get resource '
+                     '"no/path" in API group "" at the cluster scope')
+        self.refused("GET", "/api/v1/no/such/path", code=404)
         # impersonation needs the impersonate verb
         self.refused("GET", "/api", who="node", headers={"Impersonate-User": "admin"},
                      message='users "admin" is forbidden: User "system:node:n1" cannot '

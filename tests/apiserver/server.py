@@ -771,6 +771,13 @@ class Handler(BaseHTTPRequestHandler):
                 ns = None
         elif len(rest) >= 3 and rest[0] == "namespaces":
             ns, rest = rest[1], rest[2:]
+        if rest:
+            # Authorization comes before routing, as in the apiserver's
+            # filter chain: a refused user gets 403 even for what is not served.
+            raw = reg.Resource(rest[0], "", True, group=group, version=version)
+            self.authorize(authz.request_attrs(self.user, m, raw, ns, rest[1] if len(rest) > 1
+                                               else None, rest[2] if len(rest) > 2 else None,
+                                               q))
         if not rest or len(rest) > 3:
             raise ApiError(404, "NotFound", "the server could not find the requested resource",
                            {})
@@ -788,7 +795,6 @@ class Handler(BaseHTTPRequestHandler):
                            {})
         if not res.namespaced:
             ns = None
-        self.authorize(authz.request_attrs(self.user, m, res, ns, name, sub, q))
         self.dispatch(m, res, ns, name, sub, q)
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)

@@ -643,6 +643,11 @@ k -n sa-it delete pod web --grace-period=0 --force >/dev/null 2>&1
 out=$(review "$tok_bound" | json 'o["status"]')
 [ "$out" = "{'user': {}, 'error': '[invalid bearer token, service account token has been invalidated]'}" ] ||
         fail "TokenReview after the pod's deletion: $out"
+# kubectl create service (protobuf): a ClusterIP from the service CIDR
+k -n sa-it create service clusterip web --tcp=80:8080 >/dev/null
+out=$(k -n sa-it get svc web -o jsonpath='{.spec.clusterIP} {.spec.ports[0].targetPort} {.spec.selector.app}')
+/usr/bin/python3 -c 'import ipaddress, sys; ip, tp, app = sys.argv[1].split(); assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.96.0.0/12") and tp == "8080" and app == "web"' "$out" ||
+        fail "kubectl create service: $out"
 # the kubernetes Service
 out=$(k get svc kubernetes -o jsonpath='{.spec.clusterIP} {.spec.ports[0].port} {.spec.ports[0].targetPort}')
 [ "$out" = "10.96.0.1 443 ${url##*:}" ] || fail "kubernetes Service: $out"

@@ -742,9 +742,8 @@ class Handler(BaseHTTPRequestHandler):
                                                 "preferredVersion": gv})
         if len(parts) == 3 and parts[0] == "apis" and (parts[1], parts[2]) in GROUP_ORDER:
             return self.send_json(200, discovery_v1(parts[1], parts[2]))
-        if m == "POST" and len(parts) == 4 and parts[0] == "apis" and \
-                parts[2] == "v1" and (parts[3], ) in [(n, ) for n, _ in
-                                                     REVIEW_RESOURCES.get(parts[1], ())]:
+        if m == "POST" and len(parts) == 4 and parts[0] == "apis" and parts[2] == "v1" and \
+                parts[3] in [n for n, _ in REVIEW_RESOURCES.get(parts[1], ())]:
             self.authorize(authz.Attrs(self.user, "create", parts[3], parts[1]))
             return self.review(parts[3])
         if path == "/debug/reviews" and m in ("GET", "PUT"):

@@ -142,6 +142,18 @@ void pw_compute_status(struct ag_pod_worker *w)
         cJSON *st = ag_pod_status_json(&view, &obs, pw_now_s());
         if (st == NULL)
                 goto out;
+        /* Reported terminal only once no container can run (mergePodStatus):
+         * the old phase is the one last reported, else the API's. */
+        const cJSON *old = w->status;
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(old, "phase");
+        const cJSON *orr = cJSON_GetObjectItemCaseSensitive(old, "reason");
+        const cJSON *om = cJSON_GetObjectItemCaseSensitive(old, "message");
+        if (old != NULL)
+                ag_pod_status_hold_terminal(st, cJSON_GetStringValue(op), cJSON_GetStringValue(orr),
+                                            cJSON_GetStringValue(om), pw_any_running(w));
+        else
+                ag_pod_status_hold_terminal(st, api->status.phase, api->status.reason,
+                                            api->status.message, pw_any_running(w));
         if (phase != w->phase)
                 ag_pod_worker_mark(w, "phase", st_phase_name(phase));
         w->phase = phase;

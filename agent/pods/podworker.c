@@ -8,6 +8,13 @@ int64_t pw_now_s(void)
         return (int64_t)time(NULL);
 }
 
+static uint64_t pw_wall_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 const char *pw_pod_ns(const struct k8s_pod *p)
 {
         return p->meta.namespace_ ? p->meta.namespace_ : "default";
@@ -634,10 +641,24 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
         ag_timer_arm(w->kick, 0);
 }
 
+/* activeDeadlineSeconds counts from status.startTime and is read from the
+ * newest object on every sync (the kubelet's activeDeadlineHandler): the
+ * API lets it be set on a running pod or lowered, and the new value takes
+ * effect at once (a deadline already past fires now). */
+static void arm_deadline(struct ag_pod_worker *w, const struct k8s_pod *pod)
+{
+        if (!pod->spec.has_active_deadline || w->terminating || w->done)
+                return;
+        int64_t ads = pod->spec.active_deadline_seconds > 0 ? pod->spec.active_deadline_seconds : 0;
+        int64_t left_ms = (w->start_time + ads) * 1000 - (int64_t)pw_wall_ms();
+        ag_timer_arm(w->deadline, (uint64_t)(left_ms > 0 ? left_ms : 0));
+}
+
 void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
 {
         k8s_pod_free(w->latest);
         w->latest = pod;
+        arm_deadline(w, pod);
         ag_timer_arm(w->kick, 0);
 }
 
@@ -749,11 +770,7 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                 ag_pod_worker_mark(w, "workerStarted", NULL);
         else
                 ag_pod_worker_mark(w, "adopted", NULL);
-        if (pod->spec.has_active_deadline)
-                ag_timer_arm(w->deadline, (uint64_t)(pod->spec.active_deadline_seconds > 0
-                                                         ? pod->spec.active_deadline_seconds
-                                                         : 0) *
-                                              1000);
+        arm_deadline(w, pod);
         ag_timer_arm(w->kick, 0);
         *ret = w;
         return 0;

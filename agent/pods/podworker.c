@@ -203,10 +203,75 @@ void pw_remove_container(struct ag_pod_worker *w, struct ctr *c)
         if (rt_container_remove(w->env->root_dir, c->id, &err) < 0)
                 pw_emit_event(w, c, "Warning", "FailedKillPod", "error removing container %s: %s",
                               c->spec->name, err.msg);
+        char path[RT_PATH_MAX];
+        if (pw_termination_log_path(w, c, c->id, path, sizeof(path)) == 0)
+                unlink(path);
         c->id[0] = '\0';
 }
 
 /* ---- container exits ------------------------------------------------------------ */
+
+/* The last max bytes of a file (tail.ReadAtMost). 0 with *ret_len 0 when
+ * it does not exist. */
+static int read_at_most(const char *path, char *buf, size_t max, size_t *ret_len)
+{
+        *ret_len = 0;
+        buf[0] = '\0';
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat sb;
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -1;
+        if (fstat(fd, &sb) < 0)
+                return -1;
+        if (!S_ISREG(sb.st_mode)) {
+                errno = EINVAL;
+                return -1;
+        }
+        off_t off = sb.st_size > (off_t)max ? sb.st_size - (off_t)max : 0;
+        size_t len = 0;
+        while (len < max) {
+                ssize_t r = pread(fd, buf + len, max - len, off + (off_t)len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        buf[len] = '\0';
+        *ret_len = strlen(buf); /* a NUL ends the message as it would the JSON string */
+        return 0;
+}
+
+/* state.terminated.message of the instance that just exited
+ * (convertToKubeContainerStatus): the runtime's message, then the file at
+ * terminationMessagePath, or with FallbackToLogsOnError and a failure the
+ * tail of its log. Both are a few KiB of local files, read once per exit. */
+static void termination_message(struct ag_pod_worker *w, struct ctr *c, const char *runtime_msg)
+{
+        char path[RT_PATH_MAX], tmsg[ST_TERMINATION_MESSAGE_MAX + 1] = "";
+        size_t len = 0;
+        if (c->id[0] && pw_termination_log_path(w, c, c->id, path, sizeof(path)) == 0 &&
+            read_at_most(path, tmsg, ST_TERMINATION_MESSAGE_MAX, &len) < 0) {
+                snprintf(tmsg, sizeof(tmsg), "Error on reading termination log %.3000s: %s", path,
+                         strerror(errno));
+        } else if (st_termination_use_logs(c->spec->termination_message_fallback, c->term.exit_code,
+                                           c->term_reason, len)) {
+                char dir[RT_PATH_MAX], log[RT_PATH_MAX + 32];
+                struct cb_error err = {0};
+                if (ag_cri_log_dir(dir, sizeof(dir), w->env->pod_logs_dir, pw_pod_ns(w->pod),
+                                   w->pod->meta.name, w->pod->meta.uid, c->spec->name) == 0) {
+                        snprintf(log, sizeof(log), "%s/%d.log", dir, c->obs.restart_count);
+                        _Static_assert(ST_TERMINATION_LOG_BYTES < ST_TERMINATION_MESSAGE_MAX,
+                                       "the log tail fits");
+                        if (ag_podlogs_tail_text(log, ST_TERMINATION_LOG_LINES,
+                                                 ST_TERMINATION_LOG_BYTES, tmsg, &len, &err) < 0)
+                                tmsg[0] = '\0';
+                }
+        }
+        st_termination_message(c->term_message, sizeof(c->term_message), runtime_msg, tmsg);
+}
 
 static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
 {
@@ -244,7 +309,7 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
             .finished_at = st.finished_at / 1000000000LL,
         };
         snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
-        snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
+        termination_message(w, c, st.message);
         snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
         advance(w);
 }

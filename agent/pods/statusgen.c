@@ -252,6 +252,9 @@ cJSON *ag_pod_status_json(const struct k8s_pod *pod, const struct ag_pod_obs *ob
                 goto fail;
         cJSON_AddItemToObject(st, "containerStatuses", cs);
         cJSON_AddStringToObject(st, "qosClass", k8s_qos_name(k8s_pod_qos(pod)));
+        st_normalize_termination_messages(
+            st,
+            st_termination_message_budget(pod->spec.n_init_containers + pod->spec.n_containers));
         conv_free(&cv);
         return steal_pointer(&st);
 fail:

@@ -21,6 +21,7 @@
 
 #include "agent/pods/containerspec.h"
 #include "agent/pods/hook.h"
+#include "agent/pods/podlogs.h"
 #include "agent/core/offload.h"
 #include "agent/pods/prober.h"
 #include "agent/k8s/qos.h"
@@ -34,8 +35,10 @@
 #include "agent/pods/stats.h"
 #include "status/podstatus.h"
 
-#define REASON_MAX       64
-#define MESSAGE_MAX      1024
+#define REASON_MAX  64
+#define MESSAGE_MAX 1024
+/* A terminated message: the runtime's, ": ", the termination message. */
+#define TERM_MESSAGE_MAX (MESSAGE_MAX + 2 + ST_TERMINATION_MESSAGE_MAX)
 #define SANDBOX_RETRY_MS 10000
 #define HOOK_PRESTOP     1
 #define HOOK_POSTSTART   2
@@ -56,8 +59,8 @@ struct ctr {
         char cid[RT_ID_MAX + 16]; /* "cubelet://<id>" */
         char image[512], image_id[700];
         char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
-        char term_reason[REASON_MAX], term_message[MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
-        char last_reason[REASON_MAX], last_message[MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
+        char term_reason[REASON_MAX], term_message[TERM_MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
+        char last_reason[REASON_MAX], last_message[TERM_MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
         bool running;
         bool exited;                    /* the current instance has terminated */
         struct st_container_state term; /* its terminated state, when exited */
@@ -185,4 +188,6 @@ void pw_start_probers(struct ag_pod_worker *w, struct ctr *c);
 void pw_stop_probers(struct ctr *c);
 void pw_stop_watch(struct ctr *c);
 void pw_teardown(struct ag_pod_worker *w);
+int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
+                            char *buf, size_t size);
 void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c);

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Container status details as the kubelet reports them (issue 14), driving
+# the real binary: `cubelet run-pod` where no apiserver is needed, the
+# agent against the stand-in and kubectl where one is.
+#  T. termination messages: from the file at terminationMessagePath (the
+#     default /dev/termination-log and a custom path, a non-root writer),
+#     the 4096-byte cut, the per-pod 12 KiB budget, FallbackToLogsOnError
+#     (the last 80 lines of the log on failure, nothing on success);
+#  S. sidecars (init containers with restartPolicy: Always): start order,
+#     a Job-like pod with a sidecar reaching Succeeded, stop order;
+#  D. activeDeadlineSeconds lowered through kubectl on a running pod;
+#  N. node Ready=False without a CNI config, back to True when one appears;
+#     pods that need the network wait, hostNetwork pods run;
+#  M. /metrics/resource fetched with curl and a client certificate.
+# Exit 77 when not root or a tool is missing.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd
+need_cni bridge host-local
+harness_init status
+NODE=status-node-$$
+
+import_busybox
+write_cni_conf
+
+# run NAME: runs $tmp/NAME.yaml with run-pod; rc, $tmp/NAME.jsonl, $tmp/NAME.err
+run() {
+        local name=$1
+        shift
+        run_pod_cmd "$tmp/$name.yaml" "$@"
+        timeout 120 "${pod_argv[@]}" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
+        rc=$?
+}
+last() { jq -c 'select(.status)' "$tmp/$1.jsonl" | tail -n1 | jq -r "$2"; }
+expect_last() {
+        local got
+        got=$(last "$1" "$2")
+        [ "$got" == "$3" ] || fail "$1: $2 = '$got', want '$3'"
+}
+# cstate NAME CONTAINER FIELD: a field of a regular container's state in the last status line
+cstate() { last "$1" ".status.containerStatuses[] | select(.name == \"$2\") | $3"; }
+
+# ---- T. termination messages -------------------------------------------------------
+cat >"$tmp/tmsg.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: tmsg}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: file
+    image: busybox:1.36
+    command: [sh, -c, 'printf "bye from file" >/dev/termination-log']
+  - name: custom
+    image: busybox:1.36
+    terminationMessagePath: /tmp/why
+    command: [sh, -c, 'echo "custom path, exit 3" >/tmp/why; exit 3']
+  - name: nonroot
+    image: busybox:1.36
+    securityContext: {runAsUser: 1000}
+    command: [sh, -c, 'echo "written by uid $(id -u)" >/dev/termination-log']
+  - name: logs
+    image: busybox:1.36
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, 'i=1; while [ $i -le 100 ]; do echo "line $i"; i=$((i+1)); done; echo "fatal: no config" >&2; exit 2']
+  - name: logsok
+    image: busybox:1.36
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, 'echo "all fine"']
+  - name: logsfile
+    image: busybox:1.36
+    terminationMessagePolicy: FallbackToLogsOnError
+    command: [sh, -c, 'echo "log line"; echo "the file wins" >/dev/termination-log; exit 1']
+EOF
+run tmsg
+[ "$rc" -eq 1 ] || fail "tmsg: exit $rc, want 1 (Failed) ($(tail -3 "$tmp/tmsg.err"))"
+expect_last tmsg .status.phase Failed
+[ "$(cstate tmsg file .state.terminated.message)" = "bye from file" ] ||
+        fail "tmsg/file: message '$(cstate tmsg file .state.terminated.message)'"
+# jmsg NAME CONTAINER: the message as a JSON string (trailing newlines kept)
+jmsg() { cstate "$1" "$2" '.state.terminated.message | @json'; }
+[ "$(jmsg tmsg custom)" = '"custom path, exit 3\n"' ] || fail "tmsg/custom: message $(jmsg tmsg custom)"
+[ "$(jmsg tmsg nonroot)" = '"written by uid 1000\n"' ] || fail "tmsg/nonroot: message $(jmsg tmsg nonroot)"
+m=$(cstate tmsg logs '.state.terminated.message')
+# the last 80 lines of the log: 22..100 and the stderr line, each with its newline
+[[ "$(jmsg tmsg logs)" == *'fatal: no config\n"' ]] && [ "$(printf '%s\n' "$m" | wc -l)" = 80 ] &&
+        [ "$(printf '%s\n' "$m" | head -n1)" = "line 22" ] &&
+        [ "$(printf '%s\n' "$m" | tail -n1)" = "fatal: no config" ] ||
+        fail "tmsg/logs: message $(jmsg tmsg logs | head -c 100)...$(jmsg tmsg logs | tail -c 40) ($(printf "%s\n" "$m" | wc -l) lines)"
+[ "$(cstate tmsg logsok '.state.terminated.message // "none"')" = none ] ||
+        fail "tmsg/logsok: a message on success: '$(cstate tmsg logsok .state.terminated.message)'"
+[ "$(jmsg tmsg logsfile)" = '"the file wins\n"' ] || fail "tmsg/logsfile: message $(jmsg tmsg logsfile)"
+pass "T1 termination messages: file, custom path, non-root writer, FallbackToLogsOnError (80 lines), none on success, the file before the logs"
+
+# The limits: 4096 bytes per container (the end of the file), 12 KiB per pod.
+cat >"$tmp/tbig.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: tbig}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: big
+    image: busybox:1.36
+    command: [sh, -c, 'printf "HEAD"; i=0; while [ $i -lt 500 ]; do printf "0123456789" >>/dev/termination-log; i=$((i+1)); done; printf "TAIL" >>/dev/termination-log']
+EOF
+run tbig
+m=$(cstate tbig big .state.terminated.message)
+[ "${#m}" = 4096 ] && [[ "$m" == *TAIL ]] || fail "tbig: message of ${#m} bytes ending '${m: -8}', want 4096 ending TAIL"
+# five containers: 12288 / 5 = 2457 bytes each (the start kept)
+{
+        echo 'apiVersion: v1'; echo 'kind: Pod'; echo 'metadata: {name: tfive}'
+        echo 'spec:'; echo '  restartPolicy: Never'; echo '  containers:'
+        for i in 1 2 3 4 5; do
+                echo "  - name: c$i"
+                echo '    image: busybox:1.36'
+                echo "    command: [sh, -c, 'i=0; while [ \$i -lt 400 ]; do printf \"abcdefghij\" >>/dev/termination-log; i=\$((i+1)); done']"
+        done
+} >"$tmp/tfive.yaml"
+run tfive
+for i in 1 2 3 4 5; do
+        m=$(cstate tfive c$i .state.terminated.message)
+        [ "${#m}" = 2457 ] && [[ "$m" == abcdefghij* ]] || fail "tfive/c$i: message of ${#m} bytes, want 2457"
+done
+pass "T2 limits: 4096 bytes per container (the file's end), 2457 each of 5 containers (12 KiB per pod)"
+
+finish

@@ -978,3 +978,32 @@ void st_normalize_termination_messages(cJSON *status, size_t budget)
                 }
         }
 }
+
+/* ---- sidecars ----------------------------------------------------------------------------- */
+
+bool st_init_done(const struct st_run_view *c)
+{
+        if (c->sidecar)
+                return c->running && c->started;
+        return c->exited && c->exit_code == 0;
+}
+
+bool st_regular_done(const struct st_run_view *regular, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (regular[i].running || !regular[i].exited || regular[i].will_restart)
+                        return false;
+        return n > 0;
+}
+
+bool st_sidecar_may_stop(const struct st_run_view *init, size_t n_init,
+                         const struct st_run_view *regular, size_t n_regular, size_t i)
+{
+        for (size_t j = 0; j < n_regular; j++)
+                if (regular[j].running)
+                        return false;
+        for (size_t j = i + 1; j < n_init; j++)
+                if (init[j].sidecar && init[j].running)
+                        return false;
+        return true;
+}

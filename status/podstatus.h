@@ -250,3 +250,29 @@ size_t st_termination_message_budget(size_t n_containers);
  * budget bytes (normalizeStatus), and replaces bytes that are not UTF-8 by
  * U+FFFD as the kubelet's JSON encoder does. */
 void st_normalize_termination_messages(cJSON *status, size_t budget);
+
+/*
+ * Sidecar decisions (kuberuntime_manager.go computePodActions,
+ * kuberuntime_termination_order.go), on a plain view of each container.
+ */
+struct st_run_view {
+        bool sidecar;      /* an init container with restartPolicy: Always */
+        bool running;      /* running, or being started */
+        bool started;      /* running, postStart done and the startup probe (if any) passed */
+        bool exited;       /* the current instance terminated */
+        int32_t exit_code; /* when exited */
+        bool will_restart; /* exited and the restart policy brings it back */
+};
+
+/* An init container the next one may follow: a sidecar once started, a
+ * regular init container once it exited 0. */
+bool st_init_done(const struct st_run_view *c);
+/* Every regular container has terminated and none will be restarted: the
+ * sidecars are stopped so that the pod completes (KillPod with no
+ * restartable init container restarted). False without regular containers. */
+bool st_regular_done(const struct st_run_view *regular, size_t n);
+/* At termination, sidecar init[i] gets its stop signal only once every
+ * regular container and every sidecar after it in spec order have
+ * stopped (sidecars stop in reverse order, after the main containers). */
+bool st_sidecar_may_stop(const struct st_run_view *init, size_t n_init,
+                         const struct st_run_view *regular, size_t n_regular, size_t i);

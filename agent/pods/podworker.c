@@ -436,6 +436,7 @@ static void on_probe(struct ag_prober *p, const struct ag_probe_update *u, void 
                         c->startup = NULL;
                         start_liveness_readiness(w, c);
                         pw_compute_status(w);
+                        ag_timer_arm(w->kick, 0); /* a started sidecar lets the next one go */
                 } else if (u->result == AG_PROBE_FAILURE) {
                         pw_stop_probers(c);
                         probe_kill(w, c, "startup", &c->spec->startup_probe);
@@ -547,19 +548,108 @@ static void on_sandbox_timer(struct ag_timer *t, void *data)
         advance(data);
 }
 
-static bool init_done(const struct ctr *c)
+static bool is_sidecar(const struct ctr *c)
 {
-        if (k8s_container_is_sidecar(c->spec))
-                return c->running;
-        return c->exited && c->term.exit_code == 0;
+        return c->init && k8s_container_is_sidecar(c->spec);
 }
 
-/* Init containers, one at a time. Returns true when all are done. */
+static void run_view(const struct ag_pod_worker *w, const struct ctr *c, struct st_run_view *v)
+{
+        *v = (struct st_run_view){
+            .sidecar = is_sidecar(c),
+            .running = c->running || c->start_job != NULL,
+            .started = c->running && !c->in_poststart && c->obs.startup_succeeded,
+            .exited = c->exited && !c->running,
+            .exit_code = c->term.exit_code,
+            .will_restart = c->exited && !w->terminating && should_restart(w, c),
+        };
+}
+
+/* Views of all containers: init ones, then regular ones. */
+static struct st_run_view *run_views(const struct ag_pod_worker *w)
+{
+        struct st_run_view *v = calloc(w->n + 1, sizeof(*v));
+        for (size_t i = 0; v != NULL && i < w->n; i++)
+                run_view(w, &w->ctrs[i], &v[i]);
+        return v;
+}
+
+static bool init_done(const struct ag_pod_worker *w, const struct ctr *c)
+{
+        struct st_run_view v;
+        run_view(w, c, &v);
+        return st_init_done(&v);
+}
+
+static bool has_sidecars(const struct ag_pod_worker *w)
+{
+        for (size_t i = 0; i < w->n_init; i++)
+                if (is_sidecar(&w->ctrs[i]))
+                        return true;
+        return false;
+}
+
+/* Termination order: a sidecar's stop signal waits until the regular
+ * containers and the sidecars after it have stopped. */
+bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (!w->terminating || !w->ordered_stop || !is_sidecar(c) || !c->running)
+                return false;
+        _cleanup_free_ struct st_run_view *v = run_views(w);
+        if (v == NULL || st_sidecar_may_stop(v, w->n_init, v + w->n_init, w->n - w->n_init,
+                                             (size_t)(c - w->ctrs)))
+                return false;
+        c->awaiting_turn = true;
+        return true;
+}
+
+/* The sidecars whose turn came: the stop signal, SIGKILL after what is
+ * left of the grace period (at least 2 s, killContainer's minimum). */
+static void stop_sidecars_in_turn(struct ag_pod_worker *w)
+{
+        for (size_t i = w->n_init; i-- > 0;) {
+                struct ctr *c = &w->ctrs[i];
+                if (!c->awaiting_turn)
+                        continue;
+                if (!c->running) {
+                        c->awaiting_turn = false;
+                        continue;
+                }
+                _cleanup_free_ struct st_run_view *v = run_views(w);
+                if (v == NULL ||
+                    !st_sidecar_may_stop(v, w->n_init, v + w->n_init, w->n - w->n_init, i))
+                        continue;
+                c->awaiting_turn = false;
+                uint64_t now = ag_now_ms();
+                uint64_t left = w->grace_deadline_ms > now ? w->grace_deadline_ms - now : 0;
+                ag_pod_worker_mark(w, "sidecarStop", c->spec->name);
+                pw_send_stop_signal(w, c);
+                c->signal_ms = now;
+                ag_timer_arm(c->kill_timer, left < 2000 ? 2000 : left);
+        }
+}
+
+/* Init containers, one at a time. Returns true when all are done. Once
+ * the pod is initialized, only the sidecars are looked after: one that
+ * exited is restarted whatever the pod's restartPolicy, without holding
+ * the regular containers back. */
 static bool run_init(struct ag_pod_worker *w)
 {
+        for (size_t i = w->n_init; !w->initialized && i < w->n; i++)
+                if (w->ctrs[i].id[0] || w->ctrs[i].exited || w->ctrs[i].obs.restart_count > 0)
+                        w->initialized = true; /* adopted after the init phase */
+        if (w->initialized) {
+                for (size_t i = 0; i < w->n_init; i++) {
+                        struct ctr *c = &w->ctrs[i];
+                        if (is_sidecar(c) && c->exited && !c->running && !c->waiting_timer &&
+                            !c->start_job)
+                                restart_or_backoff(w, c);
+                }
+                return true;
+        }
         for (size_t i = 0; i < w->n_init; i++) {
                 struct ctr *c = &w->ctrs[i];
-                if (init_done(c))
+                if (init_done(w, c))
                         continue;
                 if (c->running || c->waiting_timer || c->start_job)
                         return false;
@@ -572,7 +662,20 @@ static bool run_init(struct ag_pod_worker *w)
                 pw_start_container(w, c);
                 return false;
         }
+        w->initialized = true;
+        ag_pod_worker_mark(w, "initialized", NULL);
         return true;
+}
+
+/* Every regular container is done for good: the sidecars must not keep
+ * the pod alive (computePodActions' KillPod), so they are stopped in
+ * order with the pod's grace period and the pod completes. */
+static bool job_complete(const struct ag_pod_worker *w)
+{
+        if (!w->initialized || !has_sidecars(w))
+                return false;
+        _cleanup_free_ struct st_run_view *v = run_views(w);
+        return v != NULL && st_regular_done(v + w->n_init, w->n - w->n_init);
 }
 
 static void run_regular(struct ag_pod_worker *w)
@@ -594,6 +697,7 @@ static void advance(struct ag_pod_worker *w)
         if (w->done)
                 return;
         if (w->terminating) {
+                stop_sidecars_in_turn(w);
                 pw_save_state(w);
                 pw_compute_status(w);
                 if (!pw_any_running(w))
@@ -604,6 +708,11 @@ static void advance(struct ag_pod_worker *w)
                 pw_compute_status(w); /* Pending, ContainerCreating: before any slow step */
         if (pw_ensure_sandbox(w) == 0 && run_init(w))
                 run_regular(w);
+        if (job_complete(w)) {
+                ag_pod_worker_mark(w, "regularContainersDone", NULL);
+                ag_pod_worker_terminate(w, pod_grace(w), NULL, NULL);
+                return;
+        }
         pw_save_state(w);
         pw_compute_status(w);
         if (w->phase == ST_PHASE_SUCCEEDED || w->phase == ST_PHASE_FAILED) {
@@ -650,9 +759,19 @@ static void on_grace(struct ag_timer *t, void *data)
         /* Containers still in their preStop hook get the stop signal now
          * and 2 s more (the kubelet's minimum); the others are killed. */
         bool extended = false;
+        w->ordered_stop = false; /* the grace period is over: no more waiting for turns */
+        uint64_t now = ag_now_ms();
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
-                if (c->running && c->in_prestop && !w->grace_extended) {
+                if (c->running && c->awaiting_turn) {
+                        /* its turn never came: the stop signal now, SIGKILL in 2 s */
+                        c->awaiting_turn = false;
+                        pw_send_stop_signal(w, c);
+                        c->signal_ms = now;
+                        ag_timer_arm(c->kill_timer, 2000);
+                } else if (c->running && c->signal_ms && now - c->signal_ms < 2000) {
+                        continue; /* its kill timer keeps the 2 s minimum */
+                } else if (c->running && c->in_prestop && !w->grace_extended) {
                         pw_end_hook(c);
                         pw_send_stop_signal(w, c);
                         extended = true;
@@ -682,6 +801,8 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
         }
         bool first = !w->terminating;
         w->terminating = true;
+        if (first)
+                w->ordered_stop = grace_seconds > 0;
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
                 if (c->timer)

@@ -71,6 +71,8 @@ struct ctr {
         struct ag_io *hook_io;
         struct ag_timer *hook_timer; /* a preStop sleep */
         bool in_prestop, signalled;
+        bool awaiting_turn;             /* a sidecar whose stop signal waits for its turn */
+        uint64_t signal_ms;             /* when a sidecar got its stop signal in turn */
         bool in_poststart;              /* started; its postStart hook runs */
         int hook_kind;                  /* HOOK_PRESTOP / HOOK_POSTSTART while one runs */
         struct ag_http_hook *http_hook; /* an httpGet hook in flight */
@@ -114,6 +116,8 @@ struct ag_pod_worker {
         struct ag_timer *deadline; /* activeDeadlineSeconds */
         struct ag_timer *grace;    /* termination grace period */
         bool terminating, killed, torn_down, done;
+        bool initialized;           /* every init container was done once */
+        bool ordered_stop;          /* sidecars stop after the main containers, in reverse order */
         bool adopted;               /* state from an earlier agent was found */
         bool grace_extended;        /* the 2 s after a preStop hook used the grace period */
         uint64_t grace_deadline_ms; /* when the grace period ends (monotonic) */
@@ -188,6 +192,7 @@ void pw_start_probers(struct ag_pod_worker *w, struct ctr *c);
 void pw_stop_probers(struct ctr *c);
 void pw_stop_watch(struct ctr *c);
 void pw_teardown(struct ag_pod_worker *w);
+bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c);
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
                             char *buf, size_t size);
 void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c);

@@ -125,4 +125,101 @@ for i in 1 2 3 4 5; do
 done
 pass "T2 limits: 4096 bytes per container (the file's end), 2457 each of 5 containers (12 KiB per pod)"
 
+# ---- S. sidecars ---------------------------------------------------------------------
+# step NAME STEP: the offset (µs) of a timeline step of a finished run-pod
+step() { jq -r --arg s "$2" 'select(.timeline) | .timeline[] | select(.step == $s) | .offsetUs' "$tmp/$1.jsonl" | head -n1; }
+before() { # NAME STEP1 STEP2: STEP1 happened before STEP2
+        local a b
+        a=$(step "$1" "$2")
+        b=$(step "$1" "$3")
+        [ -n "$a" ] && [ -n "$b" ] && [ "$a" -lt "$b" ] || fail "$1: $2 ($a) not before $3 ($b)"
+}
+# The real kind pod of the fixtures (names kept, busybox for istio/base):
+# a regular init container, a sidecar, one container; restartPolicy Never.
+# The sidecar fails once (restarted although the pod says Never); the
+# container ends, so the sidecar is stopped and the pod completes.
+fx="$FIXTURES/real-cluster/pod-kind-sidecar-initcontainer-restartpolicy-always.json"
+jq '{apiVersion, kind, metadata: {name: .metadata.name},
+     spec: (.spec | {restartPolicy, terminationGracePeriodSeconds: 10,
+       volumes: [{name: "shared", emptyDir: {}}],
+       initContainers: [.initContainers[] | {name, restartPolicy, image: "busybox:1.36",
+                        volumeMounts: [{name: "shared", mountPath: "/shared"}]}],
+       containers: [.containers[] | {name, image: "busybox:1.36",
+                    volumeMounts: [{name: "shared", mountPath: "/shared"}]}]})}' "$fx" |
+        jq '.spec.initContainers[0].command = ["sh", "-c", "sleep 1; date +%s.%N >/shared/init"]
+          | .spec.initContainers[1].command = ["sh", "-c", "[ -f /shared/once ] || { touch /shared/once; exit 1; }; trap \"exit 0\" TERM; while :; do sleep 0.1; done"]
+          | .spec.containers[0].command = ["sh", "-c", "[ -f /shared/init ] && sleep 4 && [ -f /shared/once ]"]' \
+        >"$tmp/sleepjob.yaml"
+[ "$(jq -r '.spec.initContainers[1].restartPolicy' "$tmp/sleepjob.yaml")" = Always ] || fail "the fixture has no sidecar"
+t0=$(now)
+run sleepjob
+[ "$rc" -eq 0 ] || fail "sleepjob: exit $rc, want 0 (Succeeded) after $(since "$t0")s; last: $(last sleepjob .status.phase) $(tail -3 "$tmp/sleepjob.err")"
+expect_last sleepjob .status.phase Succeeded
+expect_last sleepjob '.status.containerStatuses[0].state.terminated.reason' Completed
+expect_last sleepjob '.status.initContainerStatuses[1].name' sidecar
+sc_rc=$(last sleepjob '.status.initContainerStatuses[1].restartCount')
+[ "${sc_rc:-0}" -ge 1 ] || fail "sleepjob: the sidecar was not restarted under restartPolicy Never (restartCount $sc_rc)"
+[ -n "$(last sleepjob '.status.initContainerStatuses[1].state.terminated.exitCode // empty')" ] ||
+        fail "sleepjob: the sidecar not terminated: $(last sleepjob '.status.initContainerStatuses[1].state')"
+before sleepjob containerExited:init containerStarted:sidecar
+before sleepjob containerStarted:sidecar containerStarted:sleep
+# the sidecar's last exit (it was stopped) comes after the container's
+sc_exit=$(jq -r 'select(.timeline) | [.timeline[] | select(.step == "containerExited:sidecar") | .offsetUs] | last' "$tmp/sleepjob.jsonl")
+[ "$(step sleepjob containerExited:sleep)" -lt "$sc_exit" ] || fail "sleepjob: the sidecar stopped ($sc_exit) before sleep exited ($(step sleepjob containerExited:sleep))"
+phases=$(jq -r 'select(.status) | .status.phase' "$tmp/sleepjob.jsonl" | uniq | paste -sd,)
+[ "$phases" = "Pending,Running,Succeeded" ] || fail "sleepjob: phases $phases"
+# reported Succeeded only with every container terminated
+bad=$(jq -c 'select(.status.phase? == "Succeeded") | [.status.initContainerStatuses[], .status.containerStatuses[]] | map(select(.state.terminated == null)) | length' "$tmp/sleepjob.jsonl" | sort -u | paste -sd,)
+[ "$bad" = 0 ] || fail "sleepjob: Succeeded while a container still ran ($bad not terminated)"
+pass "S1 fixture pod 'sleep': init -> sidecar -> sleep, the sidecar restarted under Never ($sc_rc), stopped after sleep exited, Succeeded in $(since "$t0")s"
+
+# A sidecar with a startup probe holds the next init container until the
+# probe passes; at the end (SIGTERM to run-pod) the main container stops
+# first, then the sidecars in reverse order.
+cat >"$tmp/order.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: order}
+spec:
+  restartPolicy: Always
+  terminationGracePeriodSeconds: 20
+  initContainers:
+  - name: proxy
+    image: busybox:1.36
+    restartPolicy: Always
+    command: [sh, -c, 'trap "sleep 1; exit 0" TERM; sleep 2; touch /tmp/ready; while :; do sleep 0.1; done']
+    startupProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1, failureThreshold: 30}
+  - name: setup
+    image: busybox:1.36
+    command: [sh, -c, 'true']
+  - name: logger
+    image: busybox:1.36
+    restartPolicy: Always
+    command: [sh, -c, 'trap "sleep 1; exit 0" TERM; while :; do sleep 0.1; done']
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "sleep 1; exit 0" TERM; while :; do sleep 0.1; done']
+EOF
+run_pod_cmd "$tmp/order.yaml"
+"${pod_argv[@]}" >"$tmp/order.jsonl" 2>"$tmp/order.err" &
+rp=$!
+track "$rp"
+poll 60 eval '[ "$(jq -r "select(.status) | .status.containerStatuses[0].started" "$tmp/order.jsonl" | tail -n1)" = true ]' ||
+        fail "order: main not started: $(tail -c 300 "$tmp/order.jsonl")"
+t0=$(now)
+kill -TERM "$rp"
+poll 40 eval '! kill -0 "$rp" 2>/dev/null' || fail "order: run-pod still runs 40 s after SIGTERM"
+wait "$rp" 2>/dev/null
+before order startupProbeSucceeded:proxy containerStarted:setup
+before order containerExited:setup containerStarted:logger
+before order containerStarted:logger containerStarted:main
+before order containerExited:main sidecarStop:logger
+before order containerExited:logger sidecarStop:proxy
+for c in proxy logger; do
+        code=$(last order ".status.initContainerStatuses[] | select(.name == \"$c\") | .state.terminated.exitCode")
+        [ "$code" = 0 ] || fail "order: sidecar $c exit code '$code', want 0 (stopped by its signal in turn, not killed)"
+done
+pass "S2 startup probe holds the next init container; stop order main -> logger -> proxy, each exiting on its own signal ($(since "$t0")s)"
+
 finish

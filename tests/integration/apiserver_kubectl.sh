@@ -519,7 +519,7 @@ cat >"$tmp/sa-pod.json" <<'EOF2'
 EOF2
 k -n sa-it apply -f "$tmp/sa-pod.json" >/dev/null
 k -n sa-it get pod web -o json >"$tmp/sa-pod.out"
-/usr/bin/python3 - "$tmp/sa-pod.out" "$src/tests/fixtures/real-cluster" <<'EOF2' || fail "kube-api-access volume differs from the real pods'"
+/usr/bin/python3 - "$tmp/sa-pod.out" "$FIXTURES/real-cluster" <<'EOF2' || fail "kube-api-access volume differs from the real pods'"
 import json, re, sys
 pod = json.load(open(sys.argv[1]))
 fx = sys.argv[2]

@@ -924,8 +924,10 @@ int rt_container_create_start(const struct rt_container_config *config,
 /* ---- signals, exit fd, stop ------------------------------------------------------ */
 
 /* pidfd of pid, only if it is still the process that started at start_time:
- * open first, check second, so a recycled pid cannot slip in between. */
-static int open_checked(pid_t pid, uint64_t start_time, int *ret, struct cb_error *err)
+ * open first, check second, so a recycled pid cannot slip in between.
+ * Returns the pidfd, or -1 with err set. The fd is the return value rather
+ * than an output parameter, so no caller can read one that was never set. */
+static int open_checked(pid_t pid, uint64_t start_time, struct cb_error *err)
 {
         if (pid <= 0)
                 return cb_error_set(err, ESRCH, "no process");
@@ -939,8 +941,7 @@ static int open_checked(pid_t pid, uint64_t start_time, int *ret, struct cb_erro
                 close(fd);
                 return cb_error_set(err, ESRCH, "process %d is gone (pid reused)", (int)pid);
         }
-        *ret = fd;
-        return 0;
+        return fd;
 }
 
 int rt_container_exit_fd(const char *root_dir, const char *id, int *ret_fd, struct cb_error *err)
@@ -950,9 +951,9 @@ int rt_container_exit_fd(const char *root_dir, const char *id, int *ret_fd, stru
         bool has_exit;
         if (load_state(root_dir, id, dir, sizeof(dir), &s, &has_exit, err) < 0)
                 return -1;
-        int fd;
         struct cb_error e;
-        if (open_checked(s.monitor_pid, s.monitor_start_time, &fd, &e) == 0) {
+        int fd = open_checked(s.monitor_pid, s.monitor_start_time, &e);
+        if (fd >= 0) {
                 *ret_fd = fd;
                 return 0;
         }
@@ -976,8 +977,8 @@ int rt_container_signal(const char *root_dir, const char *id, int sig, struct cb
                 return -1;
         if (s.status != RT_CONTAINER_RUNNING)
                 return cb_error_set(err, ESRCH, "container %s is not running", id);
-        _cleanup_close_ int fd = -1;
-        if (open_checked(s.pid, s.start_time, &fd, err) < 0)
+        _cleanup_close_ int fd = open_checked(s.pid, s.start_time, err);
+        if (fd < 0)
                 return cb_error_prefix(err, "container %s is not running", id);
         if (rt_pidfd_send_signal(fd, sig, NULL, 0) < 0) {
                 if (errno == ESRCH)

@@ -631,6 +631,21 @@ static int gc(const struct rt_store *s, const cJSON *root, struct cb_error *err)
         return gc_dir(root, p, err);
 }
 
+/* Drops ref from the index of an open store and collects what it alone used. */
+static int remove_from_store(const struct rt_store *s, const char *canon, struct cb_error *err)
+{
+        _cleanup_cjson_ cJSON *root = NULL;
+        if (index_read(s->images, &root, err) < 0)
+                return -1;
+        int pos;
+        if (index_find(root, canon, &pos) == NULL)
+                return cb_error_set(err, ENOENT, "image %s is not in the store", canon);
+        cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "images"), pos);
+        if (index_write(s->images, root, err) < 0)
+                return -1;
+        return gc(s, root, err);
+}
+
 int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err)
 {
         struct rt_image_ref r;
@@ -641,16 +656,7 @@ int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err)
         struct rt_store s;
         if (rt_store_open(root_dir, &s, err) < 0)
                 return -1;
-        _cleanup_cjson_ cJSON *root = NULL;
-        int pos, ret = index_read(s.images, &root, err);
-        if (ret == 0 && index_find(root, canon, &pos) == NULL)
-                ret = cb_error_set(err, ENOENT, "image %s is not in the store", canon);
-        if (ret == 0) {
-                cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "images"), pos);
-                ret = index_write(s.images, root, err);
-        }
-        if (ret == 0)
-                ret = gc(&s, root, err);
+        int ret = remove_from_store(&s, canon, err);
         rt_store_close(&s);
         return ret;
 }

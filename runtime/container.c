@@ -34,106 +34,6 @@
 
 #define START_TIMEOUT_MS 120000
 
-/* ---- sync protocol ------------------------------------------------------- */
-
-int rt_sync_send(int fd, int type, int64_t value, int64_t value2)
-{
-        struct rt_sync_msg m = {.type = type, .value = value, .value2 = value2};
-        ssize_t n;
-        do
-                n = send(fd, &m, offsetof(struct rt_sync_msg, msg), MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -1 : 0;
-}
-
-int rt_sync_send_error(int fd, const struct cb_error *err)
-{
-        struct rt_sync_msg m = {.type = RT_SYNC_ERROR, .code = err->code};
-        snprintf(m.msg, sizeof(m.msg), "%s", err->msg);
-        ssize_t n;
-        do
-                n = send(fd, &m, sizeof(m), MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -1 : 0;
-}
-
-int rt_sync_recv(int fd, struct rt_sync_msg *ret, struct cb_error *err)
-{
-        memset(ret, 0, sizeof(*ret));
-        ssize_t n;
-        do
-                n = recv(fd, ret, sizeof(*ret), 0);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return cb_error_set(err, errno, "sync socket");
-        if (n == 0)
-                return 0;
-        if ((size_t)n < offsetof(struct rt_sync_msg, msg))
-                return cb_error_set(err, EPROTO, "sync socket: short message of %zd bytes", n);
-        ret->msg[sizeof(ret->msg) - 1] = '\0';
-        return 1;
-}
-
-int rt_sync_send_fd(int fd, int type, int passed_fd)
-{
-        struct rt_sync_msg m = {.type = type};
-        struct iovec iov = {.iov_base = &m, .iov_len = offsetof(struct rt_sync_msg, msg)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = u.buf,
-                            .msg_controllen = sizeof(u.buf)};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &passed_fd, sizeof(int));
-        ssize_t n;
-        do
-                n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -1 : 0;
-}
-
-int rt_sync_recv_fd(int fd, struct rt_sync_msg *ret, int *ret_fd, struct cb_error *err)
-{
-        memset(ret, 0, sizeof(*ret));
-        *ret_fd = -1;
-        struct iovec iov = {.iov_base = ret, .iov_len = sizeof(*ret)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = u.buf,
-                            .msg_controllen = sizeof(u.buf)};
-        ssize_t n;
-        do
-                n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return cb_error_set(err, errno, "sync socket");
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-                    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
-        if (n == 0)
-                return 0;
-        if ((size_t)n < offsetof(struct rt_sync_msg, msg)) {
-                if (*ret_fd >= 0)
-                        close(*ret_fd);
-                *ret_fd = -1;
-                return cb_error_set(err, EPROTO, "sync socket: short message of %zd bytes", n);
-        }
-        ret->msg[sizeof(ret->msg) - 1] = '\0';
-        return 1;
-}
-
 /* ---- helpers ----------------------------------------------------------------- */
 
 static bool id_valid(const char *id)
@@ -338,6 +238,9 @@ static const char *const *jstrv(struct cb_arena *a, const cJSON *o, const char *
         return v;
 }
 
+/* Checks ids, paths and required fields before anything is created. */
+static int config_validate(const struct rt_container_config *c, struct cb_error *err);
+
 int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_container_config *ret,
                         struct cb_error *err)
 {
@@ -443,13 +346,13 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
         }
         if (cb_arena_over_limit(a) || groups == NULL || mounts == NULL)
                 return cb_error_set(err, ENOMEM, "container config: out of memory");
-        if (rt_config_validate(&c, err) < 0)
+        if (config_validate(&c, err) < 0)
                 return -1;
         *ret = c;
         return 0;
 }
 
-int rt_config_validate(const struct rt_container_config *c, struct cb_error *err)
+static int config_validate(const struct rt_container_config *c, struct cb_error *err)
 {
         char dir[RT_PATH_MAX];
         if (rt_container_dir(c->root_dir, c->id, dir, sizeof(dir), err) < 0)
@@ -508,6 +411,21 @@ int rt_config_validate(const struct rt_container_config *c, struct cb_error *err
                                     "container %s: oom_score_adj %d is outside "
                                     "-1000..1000",
                                     id, c->oom_score_adj);
+        return 0;
+}
+
+/* The config as <state dir>/config.json, which exec (runtime/exec.c) reads. */
+int rt_container_save_config(const struct rt_container_config *c, struct cb_error *err)
+{
+        char dir[RT_PATH_MAX], path[RT_PATH_MAX + 16];
+        if (rt_container_dir(c->root_dir, c->id, dir, sizeof(dir), err) < 0)
+                return -1;
+        _cleanup_free_ char *json = NULL;
+        if (rt_config_to_json(c, &json, err) < 0)
+                return cb_error_prefix(err, "container %s", c->id);
+        snprintf(path, sizeof(path), "%s/config.json", dir);
+        if (cb_write_file_atomic(path, json, strlen(json), 0600, err) < 0)
+                return cb_error_prefix(err, "container %s", c->id);
         return 0;
 }
 
@@ -825,7 +743,7 @@ static int wait_running(int fd, const char *id, struct cb_error *err)
 int rt_container_create_start(const struct rt_container_config *config,
                               struct rt_container_state *ret_state, struct cb_error *err)
 {
-        if (rt_config_validate(config, err) < 0)
+        if (config_validate(config, err) < 0)
                 return -1;
         if (config->monitor_path == NULL || config->monitor_path[0] != '/')
                 return cb_error_set(err, EINVAL,

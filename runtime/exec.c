@@ -20,7 +20,7 @@
  *      argv[0] through the container's PATH, seccomp last, execve.
  *
  * The container's settings come from <state dir>/config.json
- * (rt_container_save_config); the seccomp program is compiled (and cached)
+ * (rt_container_save_config, runtime/container.c); the seccomp program is compiled (and cached)
  * by the agent from it, as at the container's start.
  *
  * Exit codes: the command's; 126 when it cannot be executed (EACCES,
@@ -60,22 +60,6 @@
 #include "runtime/syscalls.h"
 
 #define CONFIG_MAX (16 << 20)
-
-/* ---- the saved config ----------------------------------------------------- */
-
-int rt_container_save_config(const struct rt_container_config *c, struct cb_error *err)
-{
-        char dir[RT_PATH_MAX], path[RT_PATH_MAX + 16];
-        if (rt_container_dir(c->root_dir, c->id, dir, sizeof(dir), err) < 0)
-                return -1;
-        _cleanup_free_ char *json = NULL;
-        if (rt_config_to_json(c, &json, err) < 0)
-                return cb_error_prefix(err, "container %s", c->id);
-        snprintf(path, sizeof(path), "%s/config.json", dir);
-        if (cb_write_file_atomic(path, json, strlen(json), 0600, err) < 0)
-                return cb_error_prefix(err, "container %s", c->id);
-        return 0;
-}
 
 /* ---- agent side ------------------------------------------------------------ */
 

@@ -21,6 +21,7 @@
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/sync.h"
 #include "runtime/syscalls.h"
 
 __attribute__((noreturn)) static void die(int sync_fd, const struct cb_error *err)

@@ -45,6 +45,7 @@
 #include "runtime/attach.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/sync.h"
 
 #define MAX_CLIENTS 32
 

@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/sendfile.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -352,6 +354,28 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
         return 0;
 }
 
+/* dest is /dev itself, /proc or anything in /proc ("//proc/./sys/" too).
+ * The runtime checks the resolved target again when it mounts
+ * (runtime/mounts.c), which also catches an image's symlink to them. */
+static bool covers_dev_or_proc(const char *dest)
+{
+        char first[16] = "";
+        size_t n = 0;
+        const char *p = dest;
+        for (;;) {
+                while (*p == '/' || (p[0] == '.' && (p[1] == '/' || p[1] == '\0')))
+                        p++;
+                if (*p == '\0')
+                        break;
+                size_t len = strcspn(p, "/");
+                if (n == 0 && len < sizeof(first))
+                        snprintf(first, sizeof(first), "%.*s", (int)len, p);
+                n++;
+                p += len;
+        }
+        return (strcmp(first, "dev") == 0 && n == 1) || strcmp(first, "proc") == 0;
+}
+
 static int config_validate(const struct rt_container_config *c, struct cb_error *err)
 {
         char dir[RT_PATH_MAX];
@@ -401,6 +425,12 @@ static int config_validate(const struct rt_container_config *c, struct cb_error 
                                             "container %s: mounts[%zu]: unknown "
                                             "type %d",
                                             id, i, (int)m->type);
+                if (!c->privileged && covers_dev_or_proc(m->destination))
+                        return cb_error_set(err, EPERM,
+                                            "container %s: mounts[%zu]: destination %s covers "
+                                            "the runtime's /dev or /proc, which only a "
+                                            "privileged container may replace",
+                                            id, i, m->destination);
         }
         if (c->seccomp != RT_SECCOMP_RUNTIME_DEFAULT && c->seccomp != RT_SECCOMP_UNCONFINED &&
             c->seccomp != RT_SECCOMP_LOCALHOST)
@@ -654,6 +684,78 @@ int rt_high_fd(int fd, struct cb_error *err)
 }
 
 /*
+ * The runtime's hidden modes (__monitor, __exec, __pause) run from a sealed
+ * memfd copy of the cubelet binary, never from the file on the host (runc's
+ * answer to CVE-2019-5736, its cloned binary): the container's first
+ * process and every exec'd command are forks of those modes, so before
+ * their execve /proc/<pid>/exe is the copy, which nobody can write
+ * (F_SEAL_WRITE, _GROW, _SHRINK, _SEAL), and the host binary is reachable
+ * from nothing in a container. Made once per binary (path, inode, mtime)
+ * and kept for the life of the process; thread-safe. The fd is the cache's:
+ * callers do not close it.
+ */
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+static pthread_mutex_t exe_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+        int fd;
+        char path[RT_PATH_MAX];
+        dev_t dev;
+        ino_t ino;
+        struct timespec mtime;
+} exe_clone = {.fd = -1};
+
+static int make_exe_clone(const char *exe, const struct stat *st, struct cb_error *err)
+{
+        _cleanup_close_ int src = open(exe, O_RDONLY | O_CLOEXEC);
+        if (src < 0)
+                return cb_error_set(err, errno, "cannot open %s", exe);
+        _cleanup_close_ int fd =
+            memfd_create("cubelet", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+        if (fd < 0 && errno == EINVAL) /* before Linux 6.3: executable anyway */
+                fd = memfd_create("cubelet", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return cb_error_set(err, errno, "cannot create a memfd for the runtime's binary");
+        off_t off = 0;
+        while (off < st->st_size) {
+                ssize_t n = sendfile(fd, src, &off, (size_t)(st->st_size - off));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return cb_error_set(err, n < 0 ? errno : EIO, "cannot copy %s", exe);
+        }
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return cb_error_set(err, errno, "cannot seal the copy of %s", exe);
+        return take_fd(&fd);
+}
+
+int rt_exe_clone(const char *exe, struct cb_error *err)
+{
+        struct stat st;
+        if (stat(exe, &st) < 0)
+                return cb_error_set(err, errno, "cannot stat %s", exe);
+        pthread_mutex_lock(&exe_lock);
+        int fd = exe_clone.fd;
+        if (fd < 0 || strcmp(exe_clone.path, exe) != 0 || exe_clone.dev != st.st_dev ||
+            exe_clone.ino != st.st_ino || exe_clone.mtime.tv_sec != st.st_mtim.tv_sec ||
+            exe_clone.mtime.tv_nsec != st.st_mtim.tv_nsec) {
+                fd = make_exe_clone(exe, &st, err);
+                if (fd >= 0) {
+                        /* an older copy stays open: a spawn of another
+                         * thread may still be using it */
+                        exe_clone.fd = fd;
+                        snprintf(exe_clone.path, sizeof(exe_clone.path), "%s", exe);
+                        exe_clone.dev = st.st_dev;
+                        exe_clone.ino = st.st_ino;
+                        exe_clone.mtime = st.st_mtim;
+                }
+        }
+        pthread_mutex_unlock(&exe_lock);
+        return fd;
+}
+
+/*
  * posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc): nothing of the
  * multi-threaded agent runs in the child between fork and exec. fd 3: the
  * config memfd, 4: the seccomp memfd, 5: the sync socket; every other fd
@@ -674,7 +776,19 @@ int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_
         for (size_t i = 0; i < n_fds; i++)
                 if (fds[i] >= 0)
                         posix_spawn_file_actions_adddup2(&fa, fds[i], 3 + (int)i);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3 + (int)n_fds);
+        /* the sealed copy as the fd after the child's own, executed as
+         * /proc/self/fd/N; the mode closes it first thing (rt_*_main) */
+        int clone = rt_exe_clone(exe, err);
+        if (clone < 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+                return -1;
+        }
+        int slot = 3 + (int)n_fds;
+        posix_spawn_file_actions_adddup2(&fa, clone, slot);
+        posix_spawn_file_actions_addclosefrom_np(&fa, slot + 1);
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", slot);
         sigset_t all, none;
         sigfillset(&all);
         sigemptyset(&none);
@@ -683,7 +797,7 @@ int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
                                             POSIX_SPAWN_SETSIGMASK);
         char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-        int rc = posix_spawn(ret, exe, &fa, &attr, argv, envp);
+        int rc = posix_spawn(ret, path, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         if (rc != 0)

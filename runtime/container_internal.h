@@ -104,6 +104,9 @@ void rt_reset_signals(void);
  * a close-on-exec duplicate of fd numbered 10 or above. */
 int rt_memfd_with(const char *name, const char *data, struct cb_error *err);
 int rt_high_fd(int fd, struct cb_error *err);
+/* A sealed memfd copy of the binary exe, made once and cached (do not close
+ * it): what the hidden modes are executed from (runtime/container.c). */
+int rt_exe_clone(const char *exe, struct cb_error *err);
 /* posix_spawn of the cubelet binary in one of its hidden modes: a new
  * session, every signal default and unblocked, stdin/stdout/stderr on
  * /dev/null, fds[i] (callers pass fds numbered 10 or above, see

@@ -167,7 +167,15 @@ int rt_container_exec_start_stdio(const char *root_dir, const char *id, const ch
         posix_spawn_file_actions_adddup2(&fa, hc, 3);
         if (hb >= 0)
                 posix_spawn_file_actions_adddup2(&fa, hb, 4);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+        /* from the sealed copy of the binary, as fd 5 (rt_spawn_self) */
+        int clone = rt_exe_clone(monitor_path, err);
+        if (clone < 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+                return cb_error_prefix(err, "exec in container %s", id);
+        }
+        posix_spawn_file_actions_adddup2(&fa, clone, 5);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 6);
         sigset_t all, none;
         sigfillset(&all);
         sigemptyset(&none);
@@ -186,7 +194,7 @@ int rt_container_exec_start_stdio(const char *root_dir, const char *id, const ch
                          io->tty ? "tty" : NULL, NULL};
         char *envp[] = {"PATH=" RT_DEFAULT_PATH, NULL};
         pid_t pid;
-        int rc = posix_spawn(&pid, monitor_path, &fa, &attr, hargv, envp);
+        int rc = posix_spawn(&pid, "/proc/self/fd/5", &fa, &attr, hargv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         if (rc != 0)
@@ -399,6 +407,8 @@ int rt_exec_main(int argc, char **argv)
                 return 2;
         bool tty = argc == 6;
         struct cb_error err = {0};
+        /* fd 5 is the sealed binary this mode was executed from */
+        (void)rt_close_range(5, ~0U, 0);
         int cfg_fd = (int)strtol(argv[1], NULL, 10);
         int bpf_fd = strcmp(argv[2], "none") == 0 ? -1 : (int)strtol(argv[2], NULL, 10);
         pid_t cpid = (pid_t)strtol(argv[3], NULL, 10);

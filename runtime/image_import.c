@@ -43,11 +43,10 @@ struct import_ctx {
 
 /*
  * The archive file rel, opened for reading only if it is a regular file of
- * at most max bytes (issue 15 item 5): a manifest.json or layer that is a
- * FIFO would block the import forever, a device node would be read from
- * the host, a symlink could lead anywhere. Looked at through an O_PATH fd
- * first (opening a FIFO or device has effects), no symlink followed on the
- * way (rt_open_beneath), then reopened through that fd.
+ * at most max bytes (0: no cap here; the sink has its own) (issue 15 item 5): a manifest.json or
+ * layer that is a FIFO would block the import forever, a device node would be read from the host, a
+ * symlink could lead anywhere. Looked at through an O_PATH fd first (opening a FIFO or device has
+ * effects), no symlink followed on the way (rt_open_beneath), then reopened through that fd.
  */
 static int open_regular(int dirfd, const char *rel, uint64_t max, struct cb_error *err)
 {
@@ -59,7 +58,7 @@ static int open_regular(int dirfd, const char *rel, uint64_t max, struct cb_erro
                 return cb_error_set(err, errno, "cannot stat \"%s\"", rel);
         if (!S_ISREG(st.st_mode))
                 return cb_error_set(err, EINVAL, "\"%s\" is not a regular file", rel);
-        if ((uint64_t)st.st_size > max)
+        if (max > 0 && (uint64_t)st.st_size > max)
                 return cb_error_set(err, EFBIG, "\"%s\" is larger than %llu bytes", rel,
                                     (unsigned long long)max);
         char path[64];

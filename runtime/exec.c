@@ -359,6 +359,11 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
         if (rt_caps_drop_bounding(caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
             rt_caps_set(caps, &err) < 0)
                 fail(126, &err);
+        /* the uid change reset it to fs.suid_dumpable */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                cb_error_set(&err, errno, "PR_SET_DUMPABLE");
+                fail(126, &err);
+        }
         if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 cb_error_set(&err, errno, "PR_SET_NO_NEW_PRIVS failed");
                 fail(126, &err);
@@ -482,6 +487,15 @@ int rt_exec_main(int argc, char **argv)
         sigaddset(&term, SIGINT);
         sigaddset(&term, SIGHUP);
         sigprocmask(SIG_BLOCK, &term, &old);
+        /* G is visible in the container's PID namespace from its fork on,
+         * with the host's root and cwd until its setns: non-dumpable from
+         * birth (inherited), so no container process can open
+         * /proc/<G>/{cwd,root,fd} (the CVE-2024-21626 pattern); its execve
+         * makes the command dumpable again */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                cb_error_set(&err, errno, "exec: PR_SET_DUMPABLE");
+                fail(126, &err);
+        }
         pid_t g = fork();
         if (g < 0) {
                 cb_error_set(&err, errno, "exec: cannot fork");

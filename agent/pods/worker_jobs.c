@@ -304,6 +304,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
 
         struct cb_arena *a = cb_arena_new(0);
         struct cb_error err = {0};
+        _cleanup_free_ char *passwd = NULL, *group = NULL;
         struct ag_env_context ctx = {
             .node_name = w->env->node_name,
             .pod_ip = w->n_pod_ips ? w->pod_ips[0] : "",
@@ -327,7 +328,6 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
          * image (its layer dirs) and a copy of the sandbox. */
         j->c = c;
         j->sandbox = w->sandbox;
-        _cleanup_free_ char *passwd = NULL, *group = NULL;
         struct ag_volume_source *vols = NULL;
         size_t n_vols = 0;
         char log_dir[4096];

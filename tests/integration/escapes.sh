@@ -6,32 +6,11 @@
 # lists them with their defences. The pods use hostNetwork, so no CNI
 # network is made (this test needs no RESOURCE_LOCK).
 set -euo pipefail
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "needs root"; exit 77; }
-for t in jq umoci busybox python3; do command -v $t >/dev/null || { echo "$t missing"; exit 77; }; done
-# shellcheck source=lib/sanitizers.sh
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-
-tmp=$(mktemp -d /tmp/cubelet-escapes.XXXXXX)
-root=$tmp/root
-cgroot=cubelet-esc-$$
-
-cleanup() {
-  set +e
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] || continue
-    find "$h" -depth -type d | while read -r d; do
-      for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    done
-  done
-  sleep 0.2
-  grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci busybox python3
+need_cubelet
+harness_init escapes
 
 tried=0
 refused=0
@@ -41,21 +20,19 @@ attempt() { tried=$((tried + 1)); cur=$1; }
 refused() { refused=$((refused + 1)); echo "refused: $cur${1:+ ($1)}"; }
 escaped() { fails=$((fails + 1)); echo "FAIL: $cur: $*"; }
 
-mkdir -p "$root" "$tmp/logs"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
+import_busybox
 
 # run NAME: runs $tmp/NAME.yaml (hostNetwork pods, restartPolicy Never); rc,
 # $tmp/NAME.jsonl (status lines), $tmp/NAME.err (events, errors).
 run() {
   local name=$1
   set +e
-  timeout 60 "$CUBELET" -v 1 --root-dir "$root" run-pod "$tmp/$name.yaml" \
-    --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
+  run_pod_cmd "$tmp/$name.yaml"
+  timeout 60 "${pod_argv[@]}" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
   rc=$?
   set -e
 }
-pod_log() { cat "$tmp"/logs/default_"$1"_*/main/0.log 2>/dev/null | sed 's/^[^ ]* std[a-z]* [FP] //'; }
+pod_log() { cat "$logs"/default_"$1"_*/main/0.log 2>/dev/null | sed 's/^[^ ]* std[a-z]* [FP] //'; }
 # said NAME TEXT: the pod's status lines or events contain TEXT
 said() { grep -qF -- "$2" "$tmp/$1.jsonl" "$tmp/$1.err"; }
 # pod NAME SPEC-FRAGMENT: a pod whose one container "main" runs busybox; the

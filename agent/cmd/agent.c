@@ -469,6 +469,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .pod_pids_limit = fl->pod_pids_limit > 0 ? fl->pod_pids_limit : 0,
             .insecure_registries = (const char *const *)fl->insecure_registries,
             .n_insecure_registries = fl->n_insecure_registries,
+            .seccomp_default = fl->seccomp_default,
             .backoff_base = fl->crash_loop_backoff_initial_s,
             .backoff_cap = fl->crash_loop_backoff_max_s,
             .pull_backoff_base = 10,

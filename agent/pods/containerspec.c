@@ -508,7 +508,8 @@ static int resolve_caps(struct cb_arena *a, const struct k8s_container *c,
 /* ---- seccomp ---------------------------------------------------------------------- */
 
 static int resolve_seccomp(const struct k8s_pod *pod, const struct k8s_container *c,
-                           struct ag_container_spec *s, struct cb_error *err)
+                           const struct ag_env_context *ctx, struct ag_container_spec *s,
+                           struct cb_error *err)
 {
         const struct k8s_seccomp_profile *p = &c->security_context.seccomp;
         const char *field = "securityContext.seccompProfile";
@@ -522,6 +523,9 @@ static int resolve_seccomp(const struct k8s_pod *pod, const struct k8s_container
         }
         switch (p->type) {
         case K8S_SECCOMP_UNSET:
+                s->seccomp = ctx != NULL && ctx->seccomp_default ? AG_SECCOMP_RUNTIME_DEFAULT
+                                                                 : AG_SECCOMP_UNCONFINED;
+                return 0;
         case K8S_SECCOMP_UNCONFINED:
                 s->seccomp = AG_SECCOMP_UNCONFINED;
                 return 0;
@@ -647,7 +651,7 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
                 s.groups[s.n_groups++] = psc->supplemental_groups[i];
         if (psc->has_fs_group)
                 s.groups[s.n_groups++] = psc->fs_group;
-        if (resolve_caps(a, c, &s, err) < 0 || resolve_seccomp(pod, c, &s, err) < 0)
+        if (resolve_caps(a, c, &s, err) < 0 || resolve_seccomp(pod, c, ctx, &s, err) < 0)
                 return -1;
         *ret = s;
         return 0;

@@ -15,7 +15,8 @@
  *    supplementalGroups plus fsGroup;
  *  - capabilities: containerd's default set, add/drop with "ALL" applied
  *    first, privileged = every capability;
- *  - seccomp (container over pod; unset = Unconfined, the kubelet default),
+ *  - seccomp (container over pod; unset = Unconfined, the kubelet default,
+ *    or RuntimeDefault with --seccomp-default),
  *    no_new_privs (allowPrivilegeEscalation: false), readOnlyRootFilesystem;
  *  - stdin, stdinOnce, tty as they are (stdinOnce only with stdin); with
  *    tty, TERM=xterm unless the environment sets TERM (containerd's
@@ -47,6 +48,7 @@ struct ag_env_context {
         int64_t node_allocatable_milli_cpu; /* resourceFieldRef default for limits */
         int64_t node_allocatable_memory;
         int64_t node_allocatable_ephemeral;
+        bool seccomp_default; /* the kubelet's --seccomp-default: Unset is RuntimeDefault */
 };
 
 /* The image's config, as far as it matters here (runtime/image.h fills it). */

@@ -53,6 +53,7 @@ struct ag_node_env {
         int64_t node_memory_capacity;
         int64_t alloc_milli_cpu, alloc_memory, alloc_ephemeral;
         int64_t pod_pids_limit; /* 0 = none */
+        bool seccomp_default;   /* --seccomp-default: Unset means RuntimeDefault */
         const char *const *insecure_registries;
         size_t n_insecure_registries;
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */

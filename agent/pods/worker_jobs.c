@@ -316,6 +316,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
             .node_allocatable_milli_cpu = w->env->alloc_milli_cpu,
             .node_allocatable_memory = w->env->alloc_memory,
             .node_allocatable_ephemeral = w->env->alloc_ephemeral,
+            .seccomp_default = w->env->seccomp_default,
         };
         struct start_job *j = calloc(1, sizeof(*j));
         if (j == NULL || a == NULL) {

@@ -68,6 +68,8 @@ static const char *const passwd = "root:x:0:0:root:/root:/bin/sh\n"
                                   "app:x:1000:1001::/home/app:/bin/sh";
 static const char *const group = "root:x:0:\nstaff:x:50:\napp:x:1001:\n";
 
+static bool build_seccomp_default;
+
 struct built {
         struct rt_container_config cfg;
         struct ag_container_spec spec;
@@ -88,7 +90,8 @@ static struct built build(const struct k8s_pod *pod, size_t container, const str
                                      .pod_ip = "10.0.0.7",
                                      .pod_ips = pod_ips,
                                      .n_pod_ips = 1,
-                                     .host_ip = "192.0.2.1"};
+                                     .host_ip = "192.0.2.1",
+                                     .seccomp_default = build_seccomp_default};
         struct ag_container_inputs in = {
             .pod = pod,
             .container = &pod->spec.containers[container],
@@ -263,6 +266,26 @@ START_TEST(test_security_and_resources)
 }
 END_TEST
 
+/* --seccomp-default: a container without a profile gets RuntimeDefault;
+ * an explicit Unconfined stays Unconfined. */
+START_TEST(test_seccomp_default)
+{
+        _cleanup_(pod_freep) struct k8s_pod *p =
+            pod_from(POD("{\"containers\":[{\"name\":\"app\",\"image\":\"web\"},{\"name\":"
+                         "\"loose\",\"image\":\"web\",\"securityContext\":{\"seccompProfile\":{"
+                         "\"type\":\"Unconfined\"}}}]}"));
+        struct rt_image img = image("");
+        struct built b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_UNCONFINED);
+        build_seccomp_default = true;
+        b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_RUNTIME_DEFAULT);
+        b = build(p, 1, &img, NULL, 0, NULL);
+        ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_UNCONFINED);
+        build_seccomp_default = false;
+}
+END_TEST
+
 START_TEST(test_helpers)
 {
         char buf[128];
@@ -297,6 +320,7 @@ int main(void)
         tcase_add_test(tc, test_mounts);
         tcase_add_test(tc, test_users_and_groups);
         tcase_add_test(tc, test_security_and_resources);
+        tcase_add_test(tc, test_seccomp_default);
         tcase_add_test(tc, test_helpers);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);

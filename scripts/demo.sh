@@ -12,6 +12,10 @@
 #     phase transitions live, with the time since it was created.
 # Everything is cleaned up on exit or Ctrl-C.
 set -euo pipefail
+# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
+# ServiceAccount admission (the kube-api-access-* volume) stays off here;
+# Node authorization and NodeRestriction stay on.
+export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"

@@ -1,5 +1,6 @@
 """Decoder for the Kubernetes protobuf request bodies that kubectl's typed
-clients send (`kubectl create namespace|configmap|secret|serviceaccount`,
+clients send (`kubectl create namespace|configmap|secret|serviceaccount|token|
+role|rolebinding|clusterrole|clusterrolebinding`, `kubectl auth can-i`,
 typed deletes and evictions): the "k8s\\0" envelope (runtime.Unknown) around
 the object's protobuf, decoded by field number into the JSON form. Only the
 kinds below are known; anything else answers 415 like an unsupported media
@@ -35,6 +36,20 @@ OBJECT_REF = {1: ("kind", "string", None), 2: ("namespace", "string", None),
               3: ("name", "string", None), 4: ("uid", "string", None),
               5: ("apiVersion", "string", None), 6: ("resourceVersion", "string", None),
               7: ("fieldPath", "string", None)}
+RESOURCE_ATTRS = {1: ("namespace", "string", None), 2: ("verb", "string", None),
+                  3: ("group", "string", None), 4: ("version", "string", None),
+                  5: ("resource", "string", None), 6: ("subresource", "string", None),
+                  7: ("name", "string", None)}
+POLICY_RULE = {1: ("verbs", "rep_string", None), 2: ("apiGroups", "rep_string", None),
+               3: ("resources", "rep_string", None), 4: ("resourceNames", "rep_string", None),
+               5: ("nonResourceURLs", "rep_string", None)}
+BINDING = {1: ("metadata", "msg", OBJECT_META),
+           2: ("subjects", "rep_msg", {1: ("kind", "string", None),
+                                       2: ("apiGroup", "string", None),
+                                       3: ("name", "string", None),
+                                       4: ("namespace", "string", None)}),
+           3: ("roleRef", "msg", {1: ("apiGroup", "string", None), 2: ("kind", "string", None),
+                                  3: ("name", "string", None)})}
 KINDS = {
     "Namespace": {1: ("metadata", "msg", OBJECT_META),
                   2: ("spec", "msg", {1: ("finalizers", "rep_string", None)}),
@@ -51,6 +66,23 @@ KINDS = {
     "Eviction": {1: ("metadata", "msg", OBJECT_META),
                  2: ("deleteOptions", "msg", DELETE_OPTIONS)},
     "DeleteOptions": DELETE_OPTIONS,
+    # kubectl create token
+    "TokenRequest": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
+        1: ("audiences", "rep_string", None), 4: ("expirationSeconds", "int", None),
+        3: ("boundObjectRef", "msg", {1: ("kind", "string", None),
+                                      2: ("apiVersion", "string", None),
+                                      3: ("name", "string", None),
+                                      4: ("uid", "string", None)})})},
+    # kubectl create role|clusterrole|rolebinding|clusterrolebinding
+    "Role": {1: ("metadata", "msg", OBJECT_META), 2: ("rules", "rep_msg", POLICY_RULE)},
+    "ClusterRole": {1: ("metadata", "msg", OBJECT_META), 2: ("rules", "rep_msg", POLICY_RULE)},
+    "RoleBinding": BINDING,
+    "ClusterRoleBinding": BINDING,
+    # kubectl auth can-i
+    "SelfSubjectAccessReview": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
+        1: ("resourceAttributes", "msg", RESOURCE_ATTRS),
+        2: ("nonResourceAttributes", "msg", {1: ("path", "string", None),
+                                             2: ("verb", "string", None)})})},
 }
 
 
@@ -110,7 +142,8 @@ def _time(buf):
 # meaningful. Every other scalar is always written and, as in JSON's
 # omitempty, dropped when zero.
 POINTERS = {"gracePeriodSeconds", "deletionGracePeriodSeconds", "immutable", "controller",
-            "blockOwnerDeletion", "orphanDependents", "automountServiceAccountToken"}
+            "blockOwnerDeletion", "orphanDependents", "automountServiceAccountToken",
+            "expirationSeconds"}
 
 
 def decode_message(buf, table):
@@ -162,5 +195,5 @@ def decode(body):
         raise ProtoError(f"kind {kind!r} is not supported in protobuf by this server")
     obj = decode_message(env.get("raw", b""), KINDS[kind])
     obj["kind"] = kind
-    obj["apiVersion"] = tm.get("apiVersion", "v1")
+    obj["apiVersion"] = tm.get("apiVersion") or "v1"
     return obj

@@ -84,7 +84,12 @@ def invalid(res, name, causes):
     for field, typ, detail, value in causes:
         text = typ
         if value is not _NOVALUE:
-            text += ": " + (json.dumps(value) if isinstance(value, str) else str(value))
+            if isinstance(value, str):
+                text += ": " + json.dumps(value)
+            elif isinstance(value, list) and all(isinstance(x, str) for x in value):
+                text += ": []string{" + ", ".join(json.dumps(x) for x in value) + "}"  # %#v
+            else:
+                text += ": " + str(value)
         if detail:
             text += ": " + detail
         msgs.append(f"{field}: {text}")
@@ -148,11 +153,23 @@ RESOURCES = [
     Resource("events", "Event", True, short=["ev"], fields=EVENT_FIELDS),
     Resource("configmaps", "ConfigMap", True, short=["cm"]),
     Resource("secrets", "Secret", True, fields=["type"]),
-    Resource("serviceaccounts", "ServiceAccount", True, short=["sa"]),
+    Resource("serviceaccounts", "ServiceAccount", True, short=["sa"], subresources=["token"]),
+    Resource("services", "Service", True, short=["svc"], subresources=["status"],
+             storage="services/specs"),
+    Resource("endpoints", "Endpoints", True, short=["ep"], singular="endpoints",
+             storage="services/endpoints"),
     Resource("leases", "Lease", True, group="coordination.k8s.io"),
+    Resource("endpointslices", "EndpointSlice", True, group="discovery.k8s.io"),
+    Resource("roles", "Role", True, group="rbac.authorization.k8s.io"),
+    Resource("rolebindings", "RoleBinding", True, group="rbac.authorization.k8s.io"),
+    Resource("clusterroles", "ClusterRole", False, group="rbac.authorization.k8s.io"),
+    Resource("clusterrolebindings", "ClusterRoleBinding", False,
+             group="rbac.authorization.k8s.io"),
 ]
 
-GROUPS = {"coordination.k8s.io": "v1", "policy": "v1"}
+GROUPS = {"coordination.k8s.io": "v1", "policy": "v1", "discovery.k8s.io": "v1",
+          "rbac.authorization.k8s.io": "v1"}
+MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def find_resource(group, version, name):
@@ -491,6 +508,7 @@ def default_pod(pod):
     spec.setdefault("enableServiceLinks", True)
     spec.setdefault("priority", 0)
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    sync_service_account_fields(spec)
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         if isinstance(c, dict):
             _default_container(c)
@@ -512,9 +530,39 @@ def default_pod(pod):
     pod["status"] = status
 
 
+def sync_service_account_fields(spec):
+    """v1 conversion: serviceAccount is the deprecated spelling of
+    serviceAccountName; it is read when the new field is empty and written
+    from it."""
+    if not spec.get("serviceAccountName") and spec.get("serviceAccount"):
+        spec["serviceAccountName"] = spec["serviceAccount"]
+    if spec.get("serviceAccountName"):
+        spec["serviceAccount"] = spec["serviceAccountName"]
+
+
+def default_service(svc):
+    spec = svc.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    for p in spec.get("ports") or []:
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+            if "targetPort" not in p or p["targetPort"] in (0, ""):
+                p["targetPort"] = p.get("port")
+    if spec.get("type") in ("ClusterIP", "NodePort", "LoadBalancer"):
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    svc["status"] = {"loadBalancer": {}}
+
+
 def default_object(res, obj):
     if res.name == "pods":
         default_pod(obj)
+    elif res.name == "services":
+        default_service(obj)
+    elif res.name == "endpointslices":
+        obj["metadata"]["generation"] = 1
     elif res.name == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")
@@ -641,6 +689,8 @@ def validate(res, obj):
         validate_pod(obj, errs)
     elif res.name == "nodes":
         validate_node(obj, errs)
+    elif res.name == "services":
+        validate_service(obj, errs)
     elif res.name == "leases":
         d = (obj.get("spec") or {}).get("leaseDurationSeconds")
         if d is not None and (not isinstance(d, int) or d <= 0):
@@ -648,6 +698,41 @@ def validate(res, obj):
                          d))
     if errs:
         raise invalid(res, (obj.get("metadata") or {}).get("name", ""), errs)
+
+
+SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+
+
+def validate_service(svc, errs):
+    spec = svc.get("spec")
+    if not isinstance(spec, dict):
+        errs.append(("spec", "Required value", None, _NOVALUE))
+        return
+    _supported(errs, "spec.type", spec.get("type"), SERVICE_TYPES)
+    ports = spec.get("ports") or []
+    if not ports and spec.get("type") != "ExternalName" and spec.get("clusterIP") != "None":
+        errs.append(("spec.ports", "Required value", None, _NOVALUE))
+    names = set()
+    for i, p in enumerate(ports):
+        f = f"spec.ports[{i}]"
+        if not isinstance(p, dict):
+            errs.append((f, "Invalid value", "must be an object", _NOVALUE))
+            continue
+        if len(ports) > 1 and not p.get("name"):
+            errs.append((f"{f}.name", "Required value", None, _NOVALUE))
+        if p.get("name"):
+            if p["name"] in names:
+                errs.append((f"{f}.name", "Duplicate value", None, p["name"]))
+            names.add(p["name"])
+        port = p.get("port")
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            if port is None:
+                errs.append((f"{f}.port", "Required value", None, _NOVALUE))
+            else:
+                errs.append((f"{f}.port", "Invalid value", "must be between 1 and 65535, "
+                             "inclusive", port))
+        _supported(errs, f"{f}.protocol", p.get("protocol"), ["SCTP", "TCP", "UDP"])
+    _supported(errs, "spec.sessionAffinity", spec.get("sessionAffinity"), ["ClientIP", "None"])
 
 
 POD_UPDATE_FORBIDDEN = (
@@ -664,6 +749,7 @@ def _mutable_view(spec):
             c.pop("image", None)
     s.pop("activeDeadlineSeconds", None)
     s.pop("tolerations", None)
+    s.pop("serviceAccount", None)  # the deprecated alias, kept in step on read
     s.pop("terminationGracePeriodSeconds", None)
     return s
 
@@ -674,6 +760,20 @@ def validate_pod_update(new, old):
     res = find_resource("", "v1", "pods")
     if _mutable_view(ns) != _mutable_view(os_):
         raise invalid(res, name, [("spec", "Forbidden", POD_UPDATE_FORBIDDEN, _NOVALUE)])
+    new_ads, old_ads = ns.get("activeDeadlineSeconds"), os_.get("activeDeadlineSeconds")
+    if new_ads is not None:
+        if not isinstance(new_ads, int) or isinstance(new_ads, bool) or \
+                not 0 <= new_ads <= 2**31 - 1:
+            raise invalid(res, name, [("spec.activeDeadlineSeconds", "Invalid value",
+                                       "must be between 0 and 2147483647, inclusive", new_ads)])
+        if old_ads is not None and old_ads < new_ads:
+            raise invalid(res, name, [("spec.activeDeadlineSeconds", "Invalid value",
+                                       "must be less than or equal to previous value",
+                                       new_ads)])
+    elif old_ads is not None:
+        raise invalid(res, name, [("spec.activeDeadlineSeconds", "Invalid value",
+                                   "must not update from a positive integer to nil value",
+                                   "null")])
     old_tols = os_.get("tolerations") or []
     if any(t not in (ns.get("tolerations") or []) for t in old_tols):
         raise invalid(res, name, [("spec.tolerations", "Forbidden",

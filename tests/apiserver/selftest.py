@@ -950,5 +950,592 @@ class Streaming(unittest.TestCase):
             'unable to upgrade connection: container not found ("missing")'))
 
 
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                        "real-cluster")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return json.load(f)
+
+
+def jwt_claims(tok):
+    import base64
+    part = tok.split(".")[1]
+    return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+
+@unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),
+                     "needs etcd and openssl")
+class Cluster(unittest.TestCase):
+    """The whole stand-in (run.sh on a real etcd) as a node and its pods see
+    it: ServiceAccounts, tokens, Node authorization and NodeRestriction,
+    RBAC, Services, pod updates; texts are kube-apiserver's."""
+
+    args = []
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="standin-cluster-")
+        cls.data = os.path.join(cls.tmp, "d")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CUBELET_STANDIN_")}
+        cls.log = open(os.path.join(cls.tmp, "log"), "w")
+        cls.proc = subprocess.Popen(
+            ["/bin/bash", os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.sh"),
+             "--data", cls.data, "--node-name", "n1"] + cls.args,
+            stdout=subprocess.PIPE, stderr=cls.log, env=env, text=True)
+        line = cls.proc.stdout.readline()
+        if not line.startswith("ready "):
+            raise RuntimeError("stand-in did not start: " + open(os.path.join(cls.tmp, "log")).read())
+        u = line.split()[1]
+        cls.host, cls.port = u[len("https://"):].split(":")
+        cls.port = int(cls.port)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.proc.wait(20)
+        cls.proc.stdout.close()
+        cls.log.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def req(self, method, path, body=None, who="admin", token=None, ctype="application/json",
+            headers=None):
+        import http.client
+        ctx = ssl.create_default_context(cafile=os.path.join(self.data, "ca.crt"))
+        if who and token is None:
+            ctx.load_cert_chain(os.path.join(self.data, f"{who}.crt"),
+                                os.path.join(self.data, f"{who}.key"))
+        c = http.client.HTTPSConnection(self.host, self.port, context=ctx, timeout=30)
+        h = dict(headers or {})
+        if token:
+            h["Authorization"] = "Bearer " + token
+        data = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            h["Content-Type"] = ctype
+        c.request(method, path, body=data, headers=h)
+        r = c.getresponse()
+        raw = r.read()
+        c.close()
+        try:
+            return r.status, json.loads(raw)
+        except ValueError:
+            return r.status, raw
+
+    def ok(self, method, path, body=None, **kw):
+        code, out = self.req(method, path, body, **kw)
+        self.assertIn(code, (200, 201), f"{method} {path}: {code} {out}")
+        return out
+
+    def refused(self, method, path, body=None, code=403, message=None, **kw):
+        got, out = self.req(method, path, body, **kw)
+        self.assertEqual(got, code, f"{method} {path}: {out}")
+        if message is not None:
+            self.assertEqual(out.get("message"), message)
+        return out
+
+    def until(self, pred, timeout=10):
+        end = time.time() + timeout
+        while time.time() < end:
+            v = pred()
+            if v:
+                return v
+            time.sleep(0.1)
+        self.fail("condition not reached")
+
+    def namespace(self, name):
+        self.ok("POST", "/api/v1/namespaces", {"metadata": {"name": name}})
+        return name
+
+    def node(self, name):
+        code, out = self.req("GET", f"/api/v1/nodes/{name}")
+        if code == 200:
+            return out
+        return self.ok("POST", "/api/v1/nodes", {"metadata": {"name": name}})
+
+    def pod(self, ns, name, node=None, **spec):
+        spec = dict({"containers": [{"name": "c", "image": "busybox:1.36"}]}, **spec)
+        if node:
+            spec["nodeName"] = node
+        return self.ok("POST", f"/api/v1/namespaces/{ns}/pods",
+                       {"metadata": {"name": name}, "spec": spec})
+
+    def token(self, ns, sa_name, pod=None, **spec):
+        if pod is not None:
+            spec["boundObjectRef"] = {"apiVersion": "v1", "kind": "Pod",
+                                      "name": pod["metadata"]["name"],
+                                      "uid": pod["metadata"]["uid"]}
+        return self.ok("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/{sa_name}/token",
+                       {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                        "spec": spec})
+
+    # ---- ServiceAccounts and the root CA
+
+    def test_default_serviceaccount_and_root_ca(self):
+        ns = self.namespace("sa-ctl")
+        sa = self.ok("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+        real = fixture("serviceaccountlist-k3s-v1.31-default.json")["items"][0]
+        self.assertEqual(sorted(sa), sorted(real))   # kind, apiVersion, metadata: no secrets
+        self.assertEqual(sorted(sa["metadata"]), sorted(real["metadata"]) + ["namespace"]
+                         if "namespace" not in real["metadata"] else sorted(real["metadata"]))
+        cm = self.ok("GET", f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")
+        realcm = fixture("configmaplist-k3s-v1.31-default-kube-root-ca.json")["items"][0]
+        with open(os.path.join(self.data, "ca.crt")) as f:
+            self.assertEqual(cm["data"], {"ca.crt": f.read()})
+        self.assertEqual(cm["metadata"]["annotations"], realcm["metadata"]["annotations"])
+        self.ok("DELETE", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+        self.until(lambda: self.req("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/"
+                                    "default")[0] == 200)
+        self.ok("PATCH", f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt",
+                {"data": {"ca.crt": "edited"}}, ctype="application/merge-patch+json")
+        self.until(lambda: self.req("GET", f"/api/v1/namespaces/{ns}/configmaps/"
+                                    "kube-root-ca.crt")[1]["data"] == cm["data"])
+        self.ok("DELETE", f"/api/v1/namespaces/{ns}/configmaps/kube-root-ca.crt")
+        self.until(lambda: self.req("GET", f"/api/v1/namespaces/{ns}/configmaps/"
+                                    "kube-root-ca.crt")[0] == 200)
+
+    def test_serviceaccount_admission(self):
+        import re
+        ns = self.namespace("sa-adm")
+        real = fixture("pod-kind-sidecar-initcontainer-restartpolicy-always.json")
+        rvol = [v for v in real["spec"]["volumes"] if v["name"].startswith("kube-api-access-")]
+        p = self.pod(ns, "p", initContainers=[{"name": "i", "image": "busybox:1.36"}],
+                     containers=[{"name": "c", "image": "busybox:1.36"},
+                                 {"name": "d", "image": "busybox:1.36", "volumeMounts": [
+                                     {"name": "own", "mountPath": "/var/run/secrets/"
+                                      "kubernetes.io/serviceaccount"}]}],
+                     volumes=[{"name": "own", "emptyDir": {}}])
+        spec = p["spec"]
+        self.assertEqual((spec["serviceAccountName"], spec["serviceAccount"]),
+                         (real["spec"]["serviceAccountName"], real["spec"]["serviceAccount"]))
+        vols = [v for v in spec["volumes"] if v["name"].startswith("kube-api-access-")]
+        self.assertEqual(len(vols), 1)
+        self.assertRegex(vols[0]["name"], r"^kube-api-access-[a-z0-9]{5}$")
+        self.assertEqual(spec["volumes"][-1], vols[0])          # appended
+        self.assertEqual(dict(vols[0], name=""), dict(rvol[0], name=""))  # field by field
+        want_mount = [m for m in real["spec"]["containers"][0]["volumeMounts"]
+                      if m["name"] == rvol[0]["name"]][0]
+        self.assertEqual(spec["initContainers"][0]["volumeMounts"],
+                         [dict(want_mount, name=vols[0]["name"])])
+        self.assertEqual(spec["containers"][0]["volumeMounts"],
+                         [dict(want_mount, name=vols[0]["name"])])
+        self.assertEqual([m["name"] for m in spec["containers"][1]["volumeMounts"]], ["own"])
+        # automountServiceAccountToken: false on the pod, or on its ServiceAccount
+        p = self.pod(ns, "off", automountServiceAccountToken=False)
+        self.assertNotIn("volumes", p["spec"])
+        self.assertNotIn("volumeMounts", p["spec"]["containers"][0])
+        self.ok("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+                {"metadata": {"name": "quiet"}, "automountServiceAccountToken": False,
+                 "imagePullSecrets": [{"name": "reg"}]})
+        p = self.pod(ns, "quiet", serviceAccountName="quiet")
+        self.assertNotIn("volumes", p["spec"])
+        self.assertEqual(p["spec"]["imagePullSecrets"], [{"name": "reg"}])
+        p = self.pod(ns, "loud", serviceAccountName="quiet", automountServiceAccountToken=True)
+        self.assertEqual(len(p["spec"]["volumes"]), 1)
+        self.refused("POST", f"/api/v1/namespaces/{ns}/pods",
+                     {"metadata": {"name": "nosa"}, "spec": {
+                         "serviceAccountName": "missing",
+                         "containers": [{"name": "c", "image": "i"}]}},
+                     message=f'pods "nosa" is forbidden: error looking up service account '
+                     f'{ns}/missing: serviceaccount "missing" not found')
+        self.refused("POST", f"/api/v1/namespaces/{ns}/pods",
+                     {"metadata": {"name": "m", "annotations": {
+                         "kubernetes.io/config.mirror": "x"}}, "spec": {
+                         "serviceAccountName": "default",
+                         "containers": [{"name": "c", "image": "i"}]}},
+                     message='pods "m" is forbidden: a mirror pod may not reference service '
+                     "accounts")
+        self.assertFalse(re.search("nosa|\"m\"", json.dumps(self.ok(
+            "GET", f"/api/v1/namespaces/{ns}/pods")["items"])))
+
+    # ---- tokens
+
+    def test_token_request_claims(self):
+        ns = self.namespace("tok")
+        self.node("n1")
+        node = self.ok("GET", "/api/v1/nodes/n1")
+        sa = self.ok("GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")
+        p = self.pod(ns, "p", node="n1")
+        before = int(time.time())
+        tr = self.token(ns, "default", p, expirationSeconds=3607)
+        self.assertEqual(tr["kind"], "TokenRequest")
+        self.assertEqual(tr["spec"]["audiences"], ["https://kubernetes.default.svc.cluster.local"])
+        c = jwt_claims(tr["status"]["token"])
+        real = fixture("bound-sa-token-claims-kind-vault-0.json")
+        self.assertEqual(set(c) - {"jti"}, set(real))
+        self.assertEqual(set(c["kubernetes.io"]) - {"node"}, set(real["kubernetes.io"]))
+        self.assertEqual(c["iss"], real["iss"])
+        self.assertEqual(c["aud"], real["aud"])
+        self.assertEqual(c["sub"], f"system:serviceaccount:{ns}:default")
+        k = c["kubernetes.io"]
+        self.assertEqual(k["namespace"], ns)
+        self.assertEqual(k["pod"], {"name": "p", "uid": p["metadata"]["uid"]})
+        self.assertEqual(k["serviceaccount"], {"name": "default", "uid": sa["metadata"]["uid"]})
+        self.assertEqual(k["node"], {"name": "n1", "uid": node["metadata"]["uid"]})
+        # 3607 s for a pod: extended to a year, warnafter at 3607 s (as in the fixture)
+        self.assertEqual(c["exp"] - c["iat"], real["exp"] - real["iat"])
+        self.assertEqual(k["warnafter"] - c["iat"], real["kubernetes.io"]["warnafter"] - real["iat"])
+        self.assertEqual(c["nbf"], c["iat"])
+        self.assertGreaterEqual(c["iat"], before)
+        exp = reg.parse_time(tr["status"]["expirationTimestamp"]).timestamp()
+        self.assertEqual(int(exp), c["iat"] + 3607)
+        head = json.loads(__import__("base64").urlsafe_b64decode(
+            tr["status"]["token"].split(".")[0] + "=="))
+        self.assertEqual(head["alg"], "RS256")
+        import sa as samod
+        self.assertEqual(head["kid"], samod.Issuer(self.data).kid)  # the persisted key
+        # no pod binding: plain expiry, no warnafter, no pod
+        c = jwt_claims(self.token(ns, "default", audiences=["vault"])["status"]["token"])
+        self.assertEqual(c["exp"] - c["iat"], 3600)
+        self.assertEqual(c["aud"], ["vault"])
+        self.assertNotIn("pod", c["kubernetes.io"])
+
+    def test_token_request_bad_input(self):
+        ns = self.namespace("tokbad")
+        other = self.namespace("tokother")
+        p = self.pod(ns, "p")
+        po = self.pod(other, "p2")
+        url = f"/api/v1/namespaces/{ns}/serviceaccounts/default/token"
+        self.refused("POST", url, {"spec": {"expirationSeconds": 599}}, code=422,
+                     message='TokenRequest.authentication.k8s.io "default" is invalid: '
+                     "spec.expirationSeconds: Invalid value: 599: may not specify a duration "
+                     "less than 10 minutes")
+        self.refused("POST", url, {"spec": {"expirationSeconds": 2**33}}, code=422,
+                     message='TokenRequest.authentication.k8s.io "default" is invalid: '
+                     f"spec.expirationSeconds: Invalid value: {2**33}: may not specify a "
+                     "duration larger than 2^32 seconds")
+        self.refused("POST", url, {"spec": {"boundObjectRef": {
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "kube-root-ca.crt"}}}, code=400,
+            message="cannot bind token to object of type /v1, Kind=ConfigMap")
+        self.refused("POST", url, {"spec": {"boundObjectRef": {
+            "apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "not-its-uid"}}}, code=409,
+            message='Operation cannot be fulfilled on Pod "p": the UID in the bound object '
+            "reference (not-its-uid) does not match the UID in record. The object might have "
+            "been deleted and then recreated")
+        self.refused("POST", url, {"spec": {"boundObjectRef": {
+            "apiVersion": "v1", "kind": "Pod", "name": "p2", "uid": po["metadata"]["uid"]}}},
+            code=404, message='pods "p2" not found')
+        self.ok("POST", f"/api/v1/namespaces/{ns}/serviceaccounts",
+                {"metadata": {"name": "other"}})
+        self.refused("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/other/token",
+                     {"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                                  "name": "p"}}}, code=400,
+                     message='cannot bind token for serviceaccount "other" to pod running '
+                     "with different serviceaccount name.")
+        self.refused("POST", f"/api/v1/namespaces/{ns}/serviceaccounts/nobody/token",
+                     {"spec": {}}, code=404, message='serviceaccounts "nobody" not found')
+        self.refused("POST", url, b"{not json", code=400)
+        self.refused("POST", url, [1, 2], code=400)
+        self.refused("POST", url, {"spec": {"audiences": "one"}}, code=400,
+                     message='TokenRequest in version "v1" cannot be handled as a TokenRequest: '
+                     "json: cannot unmarshal string into Go struct field TokenRequestSpec.spec."
+                     "audiences of type []string")
+        self.refused("POST", url, {"spec": {"expirationSeconds": "3600"}}, code=400,
+                     message='TokenRequest in version "v1" cannot be handled as a TokenRequest: '
+                     "json: cannot unmarshal string into Go struct field TokenRequestSpec.spec."
+                     "expirationSeconds of type int64")
+        self.refused("GET", url, code=405)
+        self.assertEqual(self.ok("GET", f"/api/v1/namespaces/{ns}/pods/p")["metadata"]["uid"],
+                         p["metadata"]["uid"])   # still serving
+
+    def test_token_authentication_and_review(self):
+        ns = self.namespace("tokauth")
+        p = self.pod(ns, "p")
+        tok = self.token(ns, "default", p)["status"]["token"]
+        self.ok("GET", "/api", token=tok)
+        self.refused("GET", f"/api/v1/namespaces/{ns}/pods", token=tok,
+                     message=f'pods is forbidden: User "system:serviceaccount:{ns}:default" '
+                     f'cannot list resource "pods" in API group "" in the namespace "{ns}"')
+        tr = self.ok("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                     {"spec": {"token": tok}})["status"]
+        self.assertTrue(tr["authenticated"])
+        u = tr["user"]
+        self.assertEqual(u["username"], f"system:serviceaccount:{ns}:default")
+        self.assertEqual(u["groups"], ["system:serviceaccounts", f"system:serviceaccounts:{ns}",
+                                       "system:authenticated"])
+        self.assertEqual(u["extra"]["authentication.kubernetes.io/pod-name"], ["p"])
+        self.assertEqual(u["extra"]["authentication.kubernetes.io/pod-uid"],
+                         [p["metadata"]["uid"]])
+        self.assertEqual(tr["audiences"], ["https://kubernetes.default.svc.cluster.local"])
+        # a test grants list pods with a Role and a RoleBinding
+        self.ok("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+                {"metadata": {"name": "lister"}, "rules": [
+                    {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "get"]}]})
+        self.ok("POST", f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+                {"metadata": {"name": "lister"}, "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "lister"},
+                 "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": ns}]})
+        self.assertEqual(len(self.ok("GET", f"/api/v1/namespaces/{ns}/pods", token=tok)
+                             ["items"]), 1)
+        self.refused("GET", "/api/v1/namespaces/default/pods", token=tok)
+        # the other audience is not the API's
+        t2 = self.token(ns, "default", p, audiences=["vault"])["status"]["token"]
+        self.refused("GET", "/api", token=t2, code=401, message="Unauthorized")
+        # an expired token (signed with the stand-in's own key)
+        import sa as samod
+        iss = samod.Issuer(self.data)
+        c = jwt_claims(tok)
+        c["exp"] = c["nbf"] = c["iat"] = int(time.time()) - 7200
+        c["exp"] += 3600
+        old = iss.sign(c)
+        self.refused("GET", "/api", token=old, code=401, message="Unauthorized")
+        tr = self.ok("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                     {"spec": {"token": old}})["status"]
+        self.assertEqual(tr, {"user": {}, "error": "[invalid bearer token, service account "
+                              "token has expired]"})
+        # the pod goes: its tokens stop authenticating
+        self.ok("DELETE", f"/api/v1/namespaces/{ns}/pods/p?gracePeriodSeconds=0")
+        self.refused("GET", "/api", token=tok, code=401, message="Unauthorized")
+        tr = self.ok("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                     {"spec": {"token": tok}})["status"]
+        self.assertEqual(tr["error"], "[invalid bearer token, service account token has been "
+                         "invalidated]")
+
+    # ---- Node authorizer, NodeRestriction
+
+    def test_node_authorizer(self):
+        ns = self.namespace("nodeauthz")
+        self.node("n1")
+        self.node("n2")
+        for s in ("mine", "theirs", "loose"):
+            self.ok("POST", f"/api/v1/namespaces/{ns}/secrets", {"metadata": {"name": s}})
+        env = lambda s: [{"name": "X", "valueFrom": {"secretKeyRef": {"name": s, "key": "k"}}}]  # noqa
+        p1 = self.pod(ns, "p1", node="n1", containers=[{"name": "c", "image": "i",
+                                                        "env": env("mine")}])
+        p2 = self.pod(ns, "p2", node="n2", containers=[{"name": "c", "image": "i",
+                                                        "env": env("theirs")}])
+        base = f"/api/v1/namespaces/{ns}"
+        self.ok("GET", f"{base}/secrets/mine", who="node")
+        for s in ("theirs", "loose"):
+            self.refused("GET", f"{base}/secrets/{s}", who="node",
+                         message=f'secrets "{s}" is forbidden: User "system:node:n1" cannot get '
+                         f'resource "secrets" in API group "" in the namespace "{ns}": no '
+                         "relationship found between node 'n1' and this object")
+        self.ok("GET", f"{base}/secrets?fieldSelector=metadata.name%3Dmine", who="node")
+        self.refused("GET", f"{base}/secrets", who="node",
+                     message=f'secrets is forbidden: User "system:node:n1" cannot list resource '
+                     f'"secrets" in API group "" in the namespace "{ns}": No Object name found')
+        self.refused("DELETE", f"{base}/secrets/mine", who="node",
+                     message=f'secrets "mine" is forbidden: User "system:node:n1" cannot delete '
+                     f'resource "secrets" in API group "" in the namespace "{ns}": can only '
+                     "read resources of this type")
+        # pods: get its own, list/watch only its own by spec.nodeName
+        self.ok("GET", f"{base}/pods/p1", who="node")
+        self.refused("GET", f"{base}/pods/p2", who="node")
+        self.ok("GET", "/api/v1/pods?fieldSelector=spec.nodeName%3Dn1", who="node")
+        self.refused("GET", "/api/v1/pods", who="node",
+                     message='pods is forbidden: User "system:node:n1" cannot list resource '
+                     '"pods" in API group "" at the cluster scope: can only list/watch pods '
+                     "with spec.nodeName field selector")
+        # nodes
+        self.ok("GET", "/api/v1/nodes/n1", who="node")
+        self.refused("GET", "/api/v1/nodes/n2", who="node",
+                     message='nodes "n2" is forbidden: User "system:node:n1" cannot get '
+                     'resource "nodes" in API group "" at the cluster scope: node \'n1\' cannot '
+                     "read 'n2', only its own Node object")
+        self.refused("PATCH", "/api/v1/nodes/n2/status", {"status": {}}, who="node",
+                     ctype="application/merge-patch+json",
+                     message='nodes "n2" is forbidden: node "n1" is not allowed to modify node '
+                     '"n2"')
+        self.refused("PATCH", "/api/v1/nodes/n1", {"spec": {"taints": [
+            {"key": "k", "effect": "NoSchedule"}]}}, who="node",
+            ctype="application/merge-patch+json",
+            message='nodes "n1" is forbidden: node "n1" is not allowed to modify taints')
+        self.refused("PATCH", "/api/v1/nodes/n1", {"metadata": {"labels": {
+            "node-restriction.kubernetes.io/x": "y"}}}, who="node",
+            ctype="application/merge-patch+json",
+            message='nodes "n1" is forbidden: is not allowed to modify labels: '
+            "node-restriction.kubernetes.io/x")
+        self.ok("PATCH", "/api/v1/nodes/n1", {"metadata": {"labels": {
+            "kubernetes.io/hostname": "n1"}}}, who="node", ctype="application/merge-patch+json")
+        # pod status, delete, create, eviction
+        st = {"status": {"phase": "Running"}}
+        self.ok("PATCH", f"{base}/pods/p1/status", st, who="node",
+                ctype="application/merge-patch+json")
+        self.refused("PATCH", f"{base}/pods/p2/status", st, who="node",
+                     ctype="application/merge-patch+json",
+                     message='pods "p2" is forbidden: node "n1" can only update pod status for '
+                     "pods with spec.nodeName set to itself")
+        self.refused("PATCH", f"{base}/pods/p1", {"metadata": {"labels": {"a": "b"}}},
+                     who="node", ctype="application/merge-patch+json",
+                     message=f'pods "p1" is forbidden: User "system:node:n1" cannot patch '
+                     f'resource "pods" in API group "" in the namespace "{ns}"')
+        self.refused("DELETE", f"{base}/pods/p2", who="node",
+                     message='pods "p2" is forbidden: node "n1" can only delete pods with '
+                     "spec.nodeName set to itself")
+        self.refused("POST", f"{base}/pods/p2/eviction", {"metadata": {"name": "p2"}},
+                     who="node", message='pods "p2" is forbidden: node n1 can only evict pods '
+                     "with spec.nodeName set to itself")
+        self.refused("POST", f"{base}/pods", {"metadata": {"name": "x"}, "spec": {
+            "nodeName": "n1", "containers": [{"name": "c", "image": "i"}]}}, who="node",
+            message='pods "x" is forbidden: pod does not have "kubernetes.io/config.mirror" '
+            'annotation, node "n1" can only create mirror pods')
+        n1 = self.ok("GET", "/api/v1/nodes/n1")
+        mirror = {"metadata": {"name": "static-n1", "annotations": {
+            "kubernetes.io/config.mirror": "h"}, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": "n1", "uid": n1["metadata"]["uid"],
+             "controller": True}]}, "spec": {"nodeName": "n1", "containers": [
+                 {"name": "c", "image": "i"}]}}
+        self.ok("POST", f"{base}/pods", mirror, who="node")
+        bad = json.loads(json.dumps(mirror))
+        bad["metadata"]["name"] = "static-2"
+        del bad["metadata"]["ownerReferences"]
+        self.refused("POST", f"{base}/pods", bad, who="node",
+                     message='pods "static-2" is forbidden: node "n1" can only create pods '
+                     "with an owner reference set to itself")
+        # leases
+        self.ok("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                {"metadata": {"name": "n1"}, "spec": {"holderIdentity": "n1"}}, who="node")
+        self.refused("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                     {"metadata": {"name": "n2"}}, who="node",
+                     message='leases.coordination.k8s.io "n2" is forbidden: can only access '
+                     "node lease with the same name as the requesting node")
+        self.refused("GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2",
+                     who="node",
+                     message='leases.coordination.k8s.io "n2" is forbidden: User '
+                     '"system:node:n1" cannot get resource "leases" in API group '
+                     '"coordination.k8s.io" in the namespace "kube-node-lease": can only '
+                     "access node lease with the same name as the requesting node")
+        # tokens: only for its pods' ServiceAccounts, bound to its pods
+        turl = f"{base}/serviceaccounts/default/token"
+        ref = lambda p: {"spec": {"boundObjectRef": {  # noqa: E731
+            "apiVersion": "v1", "kind": "Pod", "name": p["metadata"]["name"],
+            "uid": p["metadata"]["uid"]}}}
+        self.ok("POST", turl, ref(p1), who="node")
+        self.refused("POST", turl, ref(p2), who="node",
+                     message='serviceaccounts "default" is forbidden: node requested token '
+                     "bound to a pod scheduled on a different node")
+        self.refused("POST", turl, {"spec": {}}, who="node",
+                     message='serviceaccounts "default" is forbidden: node requested token not '
+                     "bound to a pod")
+        # services and endpoints are readable; namespaces are not
+        self.ok("GET", "/api/v1/services", who="node")
+        self.refused("GET", f"/api/v1/namespaces/{ns}", who="node")
+        # SubjectAccessReview answers from the same rules
+        sar = lambda n: self.ok("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", {  # noqa
+            "spec": {"user": "system:node:n1", "groups": ["system:nodes"],
+                     "resourceAttributes": {"verb": "get", "resource": "secrets",
+                                            "namespace": ns, "name": n}}})["status"]
+        self.assertEqual(sar("mine"), {"allowed": True})
+        self.assertEqual(sar("theirs"), {"allowed": False, "reason": "no relationship found "
+                                         "between node 'n1' and this object"})
+        # impersonation needs the impersonate verb
+        self.refused("GET", "/api", who="node", headers={"Impersonate-User": "admin"},
+                     message='users "admin" is forbidden: User "system:node:n1" cannot '
+                     'impersonate resource "users" in API group "" at the cluster scope')
+
+    # ---- Services
+
+    def test_services(self):
+        k = self.ok("GET", "/api/v1/namespaces/default/services/kubernetes")
+        real = fixture("servicelist-k3s-v1.31-default-kubernetes.json")["items"][0]
+        self.assertEqual(k["metadata"]["labels"], real["metadata"]["labels"])
+        self.assertEqual(list(k["spec"]), list(real["spec"]))
+        self.assertEqual(k["spec"]["clusterIP"], "10.96.0.1")
+        self.assertEqual(k["spec"]["ports"], [dict(real["spec"]["ports"][0],
+                                                   targetPort=self.port)])
+        self.assertEqual(k["status"], real["status"])
+        ep = self.ok("GET", "/api/v1/namespaces/default/endpoints/kubernetes")
+        rep = fixture("endpointslist-k3s-v1.31-default-kubernetes.json")["items"][0]
+        self.assertEqual(ep["metadata"]["labels"], rep["metadata"]["labels"])
+        self.assertEqual(ep["subsets"], [{"addresses": [{"ip": "127.0.0.1"}], "ports": [
+            dict(rep["subsets"][0]["ports"][0], port=self.port)]}])
+        sl = self.ok("GET", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/"
+                     "kubernetes")
+        rsl = fixture("endpointslicelist-k3s-v1.31-default-kubernetes.json")["items"][0]
+        self.assertEqual(sl["metadata"]["labels"], rsl["metadata"]["labels"])
+        for f in ("addressType", "ports", "endpoints"):
+            self.assertEqual(json.dumps(sl[f]).replace(str(self.port), "P").replace(
+                "127.0.0.1", "A"), json.dumps(rsl[f]).replace("6443", "P").replace(
+                "172.17.0.2", "A"))
+        ns = self.namespace("svc")
+        s = self.ok("POST", f"/api/v1/namespaces/{ns}/services", {
+            "metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}, "ports": [
+                {"name": "http", "port": 80, "targetPort": "http"}]}})
+        import ipaddress
+        ip = ipaddress.ip_address(s["spec"]["clusterIP"])
+        self.assertIn(ip, ipaddress.ip_network("10.96.0.0/12"))
+        self.assertEqual(s["spec"]["clusterIPs"], [str(ip)])
+        self.assertEqual((s["spec"]["type"], s["spec"]["sessionAffinity"],
+                          s["spec"]["ipFamilies"], s["spec"]["ipFamilyPolicy"]),
+                         ("ClusterIP", "None", ["IPv4"], "SingleStack"))
+        self.refused("POST", f"/api/v1/namespaces/{ns}/services", {
+            "metadata": {"name": "far"}, "spec": {"clusterIP": "10.0.0.5", "ports": [
+                {"port": 80}]}}, code=422,
+            message='Service "far" is invalid: spec.clusterIPs: Invalid value: '
+            '[]string{"10.0.0.5"}: failed to allocate IP 10.0.0.5: the provided IP (10.0.0.5) is not '
+            "in the valid range. The range of valid IPs is 10.96.0.0/12")
+        self.refused("POST", f"/api/v1/namespaces/{ns}/services", {
+            "metadata": {"name": "dup"}, "spec": {"clusterIP": str(ip), "ports": [
+                {"port": 80}]}}, code=422,
+            message=f'Service "dup" is invalid: spec.clusterIPs: Invalid value: []string{{"{ip}"}}: '
+            f"failed to allocate IP {ip}: provided IP is already allocated")
+        self.refused("PATCH", f"/api/v1/namespaces/{ns}/services/web",
+                     {"spec": {"clusterIP": "10.96.0.77", "clusterIPs": ["10.96.0.77"]}},
+                     code=422, ctype="application/merge-patch+json")
+        # the endpoints controller: Ready pods with an IP
+        self.ok("POST", f"/api/v1/namespaces/{ns}/pods", {
+            "metadata": {"name": "w", "labels": {"app": "web"}}, "spec": {
+                "nodeName": "n1", "containers": [{"name": "c", "image": "i", "ports": [
+                    {"name": "http", "containerPort": 8080}]}]}})
+        self.ok("PATCH", f"{'/api/v1/namespaces/' + ns}/pods/w/status", {"status": {
+            "phase": "Running", "podIP": "10.1.0.5", "podIPs": [{"ip": "10.1.0.5"}],
+            "conditions": [{"type": "Ready", "status": "True"}]}},
+            ctype="application/merge-patch+json")
+        ep = self.until(lambda: (self.req("GET", f"/api/v1/namespaces/{ns}/endpoints/web")[1]
+                                 or {}).get("subsets"))
+        self.assertEqual(ep[0]["addresses"][0]["ip"], "10.1.0.5")
+        self.assertEqual(ep[0]["addresses"][0]["targetRef"]["name"], "w")
+        self.assertEqual(ep[0]["ports"], [{"name": "http", "port": 8080, "protocol": "TCP"}])
+        self.ok("DELETE", f"/api/v1/namespaces/{ns}/services/web")
+        self.until(lambda: self.req("GET", f"/api/v1/namespaces/{ns}/endpoints/web")[0] == 404)
+
+    # ---- pod updates
+
+    def test_pod_update_rules(self):
+        ns = self.namespace("podupd")
+        self.pod(ns, "p", activeDeadlineSeconds=100)
+        url = f"/api/v1/namespaces/{ns}/pods/p"
+        mp = "application/merge-patch+json"
+        self.ok("PATCH", url, {"spec": {"activeDeadlineSeconds": 50}}, ctype=mp)
+        self.refused("PATCH", url, {"spec": {"activeDeadlineSeconds": 60}}, ctype=mp, code=422,
+                     message='Pod "p" is invalid: spec.activeDeadlineSeconds: Invalid value: '
+                     "60: must be less than or equal to previous value")
+        self.refused("PATCH", url, {"spec": {"activeDeadlineSeconds": None}}, ctype=mp,
+                     code=422, message='Pod "p" is invalid: spec.activeDeadlineSeconds: Invalid '
+                     'value: "null": must not update from a positive integer to nil value')
+        self.ok("PATCH", url, {"spec": {"containers": [{"name": "c", "image": "busybox:1.37"}]}},
+                ctype="application/strategic-merge-patch+json")
+        out = self.ok("PATCH", url, [{"op": "add", "path": "/spec/tolerations/-", "value": {
+            "key": "k", "operator": "Exists", "effect": "NoSchedule"}}],
+            ctype="application/json-patch+json")
+        self.assertEqual(out["spec"]["tolerations"][-1]["key"], "k")
+        got = self.refused("PATCH", url, {"spec": {"restartPolicy": "Never"}}, ctype=mp,
+                           code=422)
+        self.assertTrue(got["message"].startswith('Pod "p" is invalid: spec: Forbidden: pod '
+                                                  "updates may not change fields other than "))
+
+
+@unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),
+                     "needs etcd and openssl")
+class AdmissionSwitch(Cluster):
+    """--disable-admission-plugins=ServiceAccount: pods as created (what the
+    integration tests use until cubelet mounts projected volumes)."""
+
+    args = ["--disable-admission-plugins=ServiceAccount"]
+
+    def test_no_injection(self):
+        p = self.pod("default", "plain")
+        self.assertNotIn("volumes", p["spec"])
+        self.assertNotIn("serviceAccountName", p["spec"])
+
+    # the Cluster checks that need the plugin do not apply here
+    test_serviceaccount_admission = test_token_request_claims = None
+    test_token_request_bad_input = test_token_authentication_and_review = None
+    test_node_authorizer = test_default_serviceaccount_and_root_ca = None
+    test_services = test_pod_update_rules = None
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)

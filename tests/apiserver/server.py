@@ -20,9 +20,12 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import authz
+import controllers
 import patch
 import proto
 import registry as reg
+import sa
 import store
 import streams
 import tables
@@ -34,6 +37,9 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit":
            "platform": "linux/amd64"}
 
 BOOKMARK_INTERVAL = 5.0
+# Every 403 answered is appended to this file (for finding what a node is
+# refused in a test run).
+FORBIDDEN_LOG = os.environ.get("CUBELET_STANDIN_FORBIDDEN_LOG", "")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -200,7 +206,7 @@ class Api:
             if expect_rv:
                 raise reg.stale(res, name)
 
-    def replace(self, res, ns, name, sub, body, dry_run=False):
+    def replace(self, res, ns, name, sub, body, dry_run=False, admit=None):
         if not isinstance(body, dict):
             raise reg.bad_request("the body of the request must be a JSON object")
         if res.namespaced and (body.get("metadata") or {}).get("namespace") not in (None, "", ns):
@@ -209,10 +215,14 @@ class Api:
         expect = (body.get("metadata") or {}).get("resourceVersion") or None
         body = copy.deepcopy(body)
         body.get("metadata", {}).pop("resourceVersion", None)
-        return self.update(res, ns, name, lambda cur: reg.prepare_update(res, sub, cur, body),
-                           expect_rv=expect, dry_run=dry_run)
+        def mutate(cur):
+            new = reg.prepare_update(res, sub, cur, body)
+            if admit:
+                admit(cur, new)
+            return new
+        return self.update(res, ns, name, mutate, expect_rv=expect, dry_run=dry_run)
 
-    def patch(self, res, ns, name, sub, ctype, body, dry_run=False):
+    def patch(self, res, ns, name, sub, ctype, body, dry_run=False, admit=None):
         def mutate(cur):
             try:
                 if ctype == "application/json-patch+json":
@@ -231,6 +241,8 @@ class Api:
             if rv and rv != cur["metadata"]["resourceVersion"]:
                 raise reg.stale(res, name)
             out = reg.prepare_update(res, sub, cur, patched)
+            if admit:
+                admit(cur, out)
             return out
         return self.update(res, ns, name, mutate, dry_run=dry_run)
 
@@ -355,11 +367,26 @@ def discovery_v1(group, version):
                   "kind": r.kind, "verbs": ["get", "patch", "update"]}
             if s == "binding":
                 se.update(kind="Binding", verbs=["create"])
+            elif s == "token":
+                se.update(kind="TokenRequest", group="authentication.k8s.io", version="v1",
+                          verbs=["create"])
             elif s == "eviction":
                 se.update(kind="Eviction", group="policy", version="v1", verbs=["create"])
             out.append(se)
+    for name, kind in REVIEW_RESOURCES.get(group, ()):
+        out.append({"name": name, "singularName": kind.lower(), "namespaced": False,
+                    "kind": kind, "verbs": ["create"]})
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version, "resources": out}
+
+
+# The create-only review resources (answered by Handler.review).
+REVIEW_RESOURCES = {
+    "authentication.k8s.io": [("tokenreviews", "TokenReview")],
+    "authorization.k8s.io": [("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+                             ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
+                             ("subjectaccessreviews", "SubjectAccessReview")],
+}
 
 
 def api_groups():
@@ -370,7 +397,9 @@ def api_groups():
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": gs}
 
 
-GROUP_ORDER = [("coordination.k8s.io", "v1"), ("policy", "v1")]
+GROUP_ORDER = [("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
+               ("rbac.authorization.k8s.io", "v1"), ("coordination.k8s.io", "v1"),
+               ("discovery.k8s.io", "v1"), ("policy", "v1")]
 
 
 def _gv_path(group, version):
@@ -467,6 +496,15 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def send_error_status(self, err):
+        if err.code == 403 and (self.server.verbose or FORBIDDEN_LOG):
+            user = getattr(self, "user", None)
+            line = (f"apiserver: 403 {user.name if user else '-'} {self.command} {self.path}: "
+                    f"{err.message}\n")
+            if self.server.verbose:
+                sys.stderr.write(line)
+            if FORBIDDEN_LOG:
+                with open(FORBIDDEN_LOG, "a") as f:
+                    f.write(line)
         self.send_json(err.code, err.status())
 
     def read_raw_body(self):
@@ -561,12 +599,10 @@ class Handler(BaseHTTPRequestHandler):
             raise reg.bad_request(f"error decoding body: {e}")
 
     def authenticate(self):
+        """The authenticated User, or None (401)."""
         auth = self.headers.get("Authorization") or ""
         if auth.startswith("Bearer "):
-            user = self.server.tokens.get(auth[7:].strip())
-            if user:
-                return user
-            return None
+            return token_user(self.server, auth[7:].strip())[0]
         cert = self.request.getpeercert() if hasattr(self.request, "getpeercert") else None
         if cert:
             cn, orgs = "", []
@@ -577,8 +613,59 @@ class Handler(BaseHTTPRequestHandler):
                     elif k == "organizationName":
                         orgs.append(v)
             if cn:
-                return (cn, orgs)
+                return authz.User(cn, authz.with_authenticated(cn, orgs))
         return None
+
+    def impersonate(self, user):
+        """Impersonate-User/-Group/-Uid/-Extra-* headers, each authorized as
+        the `impersonate` verb (the apiserver's WithImpersonation)."""
+        name = self.headers.get("Impersonate-User")
+        groups = self.headers.get_all("Impersonate-Group") or []
+        uid = self.headers.get("Impersonate-Uid") or ""
+        extra = {}
+        for k, v in self.headers.items():
+            if k.lower().startswith("impersonate-extra-"):
+                extra.setdefault(urllib.parse.unquote(k[len("impersonate-extra-"):]).lower(),
+                                 []).append(v)
+        if name is None:
+            if groups or uid or extra:
+                raise reg.bad_request("requested user info without a user name: "
+                                      "impersonating groups, extra or a uid needs "
+                                      "Impersonate-User")
+            return user
+        checks = []
+        if name.startswith("system:serviceaccount:") and name.count(":") == 3:
+            _, _, sns, sname = name.split(":")
+            checks.append(("serviceaccounts", sns, sname))
+            groups = groups + ["system:serviceaccounts", f"system:serviceaccounts:{sns}"]
+        else:
+            checks.append(("users", "", name))
+        checks += [("groups", "", g) for g in self.headers.get_all("Impersonate-Group") or []]
+        if uid:
+            checks.append(("uids", "", uid))
+        checks += [(f"userextras/{k}", "", v) for k, vs in extra.items() for v in vs]
+        az = getattr(self.server, "authz", None)
+        for resource, ns, n in checks:
+            r, _, sub = resource.partition("/")
+            a = authz.Attrs(user, "impersonate", r, "" if r != "userextras" and
+                            r != "uids" else "authentication.k8s.io", ns, n, sub)
+            if az is not None:
+                ok, why = az.authorize(a)
+                if not ok:
+                    raise authz.forbidden(a, why)
+        return authz.User(name, authz.with_authenticated(name, groups), uid, extra)
+
+    def authorize(self, a):
+        az = getattr(self.server, "authz", None)
+        if az is None:
+            return
+        ok, why = az.authorize(a)
+        if not ok:
+            raise authz.forbidden(a, why)
+
+    def authorize_path(self, path):
+        self.authorize(authz.Attrs(self.user, self.command.lower(), path=path,
+                                   is_resource=False))
 
     def handle_any(self):
         self.raw_body = b""
@@ -593,11 +680,13 @@ class Handler(BaseHTTPRequestHandler):
             url = urllib.parse.urlsplit(self.path)
             q = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query,
                                                              keep_blank_values=True).items()}
-            if self.authenticate() is None:
+            self.user = self.authenticate()
+            if self.user is None:
                 self.send_json(401, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                      "status": "Failure", "message": "Unauthorized",
                                      "reason": "Unauthorized", "code": 401})
                 return
+            self.user = self.impersonate(self.user)
             self.route(url.path, q)
         except ApiError as e:
             self.send_error_status(e)
@@ -619,6 +708,9 @@ class Handler(BaseHTTPRequestHandler):
     def route(self, path, q):
         parts = [p for p in path.split("/") if p]
         m = self.command
+        if not (parts[:2] == ["api", "v1"] and len(parts) > 2) and \
+                not (parts[:1] == ["apis"] and len(parts) > 3):
+            self.authorize_path(path)
         if path in ("/healthz", "/livez", "/readyz"):
             return self.send_text("ok")
         if path == "/version":
@@ -649,9 +741,11 @@ class Handler(BaseHTTPRequestHandler):
                                                 "preferredVersion": gv})
         if len(parts) == 3 and parts[0] == "apis" and (parts[1], parts[2]) in GROUP_ORDER:
             return self.send_json(200, discovery_v1(parts[1], parts[2]))
-        if m == "POST" and path in ("/apis/authentication.k8s.io/v1/tokenreviews",
-                                    "/apis/authorization.k8s.io/v1/subjectaccessreviews"):
-            return self.review(path.rsplit("/", 1)[1])
+        if m == "POST" and len(parts) == 4 and parts[0] == "apis" and \
+                parts[2] == "v1" and (parts[3], ) in [(n, ) for n, _ in
+                                                     REVIEW_RESOURCES.get(parts[1], ())]:
+            self.authorize(authz.Attrs(self.user, "create", parts[3], parts[1]))
+            return self.review(parts[3])
         if path == "/debug/reviews" and m in ("GET", "PUT"):
             with self.server.reviews_lock:
                 if m == "PUT":
@@ -693,6 +787,7 @@ class Handler(BaseHTTPRequestHandler):
                            {})
         if not res.namespaced:
             ns = None
+        self.authorize(authz.request_attrs(self.user, m, res, ns, name, sub, q))
         self.dispatch(m, res, ns, name, sub, q)
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
@@ -703,28 +798,38 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(spec, dict):
             raise ApiError(400, "BadRequest", f"{kind}: spec is required", {})
         with self.server.reviews_lock:
-            self.server.reviews[kind] += 1
+            if kind in self.server.reviews:
+                self.server.reviews[kind] += 1
             delay = self.server.review_delay
         if delay > 0:
             time.sleep(delay)  # a slow apiserver, for tests of clients going away
         if kind == "tokenreviews":
-            found = self.server.tokens.get(spec.get("token") or "")
-            if found:
-                user, groups = found
-                status = {"authenticated": True,
-                          "user": {"username": user,
-                                   "groups": list(groups) + ["system:authenticated"]},
-                          "audiences": ["https://kubernetes.default.svc.cluster.local"]}
+            user, err, auds = token_user(self.server, spec.get("token") or "",
+                                         spec.get("audiences") or None)
+            if user:
+                status = {"authenticated": True, "user": user.info(), "audiences": auds}
             else:
-                status = {"user": {}, "error": "[invalid bearer token, token lookup failed]"}
+                status = {"user": {}, "error": err}
             out = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
                    "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+        elif kind == "selfsubjectrulesreviews":
+            out = {"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
+                   "metadata": {"creationTimestamp": None}, "spec": spec,
+                   "status": {"resourceRules": [], "nonResourceRules": [], "incomplete": True,
+                              "evaluationError": "the stand-in does not enumerate rules"}}
         else:
-            allowed, reason = sar_decide(self.server, spec)
+            if kind == "selfsubjectaccessreviews":
+                who = self.user
+                kname = "SelfSubjectAccessReview"
+            else:
+                who = authz.User(spec.get("user") or "", spec.get("groups") or [],
+                                 spec.get("uid") or "", spec.get("extra") or {})
+                kname = "SubjectAccessReview"
+            allowed, reason = sar_decide(self.server, who, spec)
             status = {"allowed": allowed}
             if reason:
                 status["reason"] = reason
-            out = {"kind": "SubjectAccessReview", "apiVersion": "authorization.k8s.io/v1",
+            out = {"kind": kname, "apiVersion": "authorization.k8s.io/v1",
                    "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
         if self.server.verbose:
             sys.stderr.write(f"review {kind}: {json.dumps(out['status'])}\n")
@@ -762,14 +867,24 @@ class Handler(BaseHTTPRequestHandler):
                 q["fieldSelector"] = ",".join(x for x in (q.get("fieldSelector"),
                                                           f"metadata.name={name}") if x)
                 return self.watch(res, ns, q)
-            if sub in ("binding", "eviction"):
+            if sub in ("binding", "eviction", "token"):
                 raise ApiError(405, "MethodNotAllowed",
                                "the server does not allow this method on the requested resource")
             return self.send_obj(res, 200, api.get(res, ns, name), q)
         if m == "POST":
             body = self.read_body()
             if name is None:
-                return self.send_obj(res, 201, api.create(res, ns, body, dry), q)
+                self.admit_create(res, ns, body)
+                out = api.create(res, ns, body, dry)
+                if res.name == "namespaces" and not dry and getattr(self.server, "ca_pem", None):
+                    sa.ensure_namespace_objects(api, out["metadata"]["name"], self.server.ca_pem)
+                return self.send_obj(res, 201, out, q)
+            if sub == "token":
+                node = authz.node_name(self.user)
+                if node is not None and self.server.admission.get("NodeRestriction", True):
+                    self.server.noderestriction.token_request(node, ns, name, body)
+                return self.send_json(201, sa.token_request(api, self.server.issuer, ns, name,
+                                                            body))
             if sub == "binding":
                 node = ((body or {}).get("target") or {}).get("name")
                 if not node:
@@ -782,18 +897,23 @@ class Handler(BaseHTTPRequestHandler):
                 if bname and bname != name:
                     raise reg.bad_request("name in URL does not match name in Eviction object")
                 opts = (body or {}).get("deleteOptions") or {}
+                node = authz.node_name(self.user)
+                if node is not None and self.server.admission.get("NodeRestriction", True):
+                    self.server.noderestriction.pod_evict(node, ns, name)
                 api.evict(ns, name, opts, dry or "All" in (opts.get("dryRun") or []))
                 return self.send_json(201, success_status(201))
             raise ApiError(405, "MethodNotAllowed",
                            "the server does not allow this method on the requested resource")
         if m == "PUT":
-            if name is None or sub in ("binding", "eviction"):
+            if name is None or sub in ("binding", "eviction", "token"):
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
                                "method on the requested resource")
             return self.send_obj(res, 200, api.replace(res, ns, name, sub, self.read_body(),
-                                                       dry), q)
+                                                       dry, self.admit_update(res, ns, name,
+                                                                              sub, "update")),
+                                 q)
         if m == "PATCH":
-            if name is None or sub in ("binding", "eviction"):
+            if name is None or sub in ("binding", "eviction", "token"):
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
                                "method on the requested resource")
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -807,7 +927,9 @@ class Handler(BaseHTTPRequestHandler):
                                "media types include: application/json-patch+json, "
                                "application/merge-patch+json, application/apply-patch+yaml, "
                                "application/strategic-merge-patch+json")
-            return self.send_obj(res, 200, api.patch(res, ns, name, sub, ctype, body, dry), q)
+            return self.send_obj(res, 200, api.patch(
+                res, ns, name, sub, ctype, body, dry,
+                self.admit_update(res, ns, name, sub, "patch")), q)
         if m == "DELETE":
             if sub:
                 raise ApiError(405, "MethodNotAllowed", "the server does not allow this "
@@ -820,11 +942,73 @@ class Handler(BaseHTTPRequestHandler):
             dry = dry or "All" in (opts.get("dryRun") or [])
             if name is None:
                 return self.delete_collection(res, ns, q, opts, dry)
+            self.admit_delete(res, ns, name)
             out, code = api.delete(res, ns, name, opts, dry)
             return self.send_obj(res, code, out, q) if out.get("kind") != "Status" \
                 else self.send_json(code, out)
         raise ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
                        "the requested resource")
+
+    # ---- admission (ServiceAccount, NodeRestriction, the service IP allocator)
+
+    def admit_create(self, res, ns, body):
+        if not isinstance(body, dict):
+            return
+        srv = self.server
+        adm = getattr(srv, "admission", None)
+        if adm is None:
+            return
+        if res.name == "pods" and adm.get("ServiceAccount", True):
+            sa.admit_pod(srv.api, ns, body)
+        node = authz.node_name(self.user)
+        if node is not None and adm.get("NodeRestriction", True):
+            nr = srv.noderestriction
+            name = (body.get("metadata") or {}).get("name") or ""
+            if res.name == "pods":
+                nr.pod_create(node, body)
+            elif res.name == "nodes":
+                nr.node_write(node, "create", name, body, None)
+            elif res.name == "leases":
+                nr.lease(node, "create", ns, name, body)
+        if res.name == "services" and getattr(srv, "allocator", None):
+            srv.allocator.assign(body)
+
+    def admit_update(self, res, ns, name, sub, verb):
+        """The check run on (old, new) inside the update's read-modify-write."""
+        srv = self.server
+        adm = getattr(srv, "admission", None)
+        if adm is None:
+            return None
+        node = authz.node_name(self.user)
+        nr = srv.noderestriction if node is not None and adm.get("NodeRestriction", True) \
+            else None
+
+        def check(old, new):
+            if res.name == "services" and not sub:
+                controllers.keep_cluster_ip(new, old)
+            if nr is None:
+                return
+            if res.name == "pods" and sub == "status":
+                nr.pod_status(node, old, new)
+            elif res.name == "nodes":
+                nr.node_write(node, verb, name, new, old)
+            elif res.name == "leases":
+                nr.lease(node, verb, ns, name, new)
+        return check
+
+    def admit_delete(self, res, ns, name):
+        srv = self.server
+        adm = getattr(srv, "admission", None)
+        node = authz.node_name(self.user)
+        if adm is None or node is None or not adm.get("NodeRestriction", True):
+            return
+        nr = srv.noderestriction
+        if res.name == "pods":
+            nr.pod_delete(node, ns, name)
+        elif res.name == "nodes":
+            nr.node_write(node, "delete", name, {}, None)
+        elif res.name == "leases":
+            nr.lease(node, "delete", ns, name, None)
 
     def apply(self, res, ns, name, sub, body, dry, q):
         """Server-side apply, approximated: create if absent, else a strategic
@@ -839,10 +1023,13 @@ class Handler(BaseHTTPRequestHandler):
             if e.code != 404 or sub:
                 raise
             body.setdefault("metadata", {})["name"] = name
+            self.admit_create(res, ns, body)
             return self.send_obj(res, 201, api.create(res, ns, body, dry), q)
         return self.send_obj(res, 200, api.patch(res, ns, name, sub,
                                                  "application/strategic-merge-patch+json",
-                                                 body, dry), q)
+                                                 body, dry,
+                                                 self.admit_update(res, ns, name, sub,
+                                                                   "patch")), q)
 
     def delete_collection(self, res, ns, q, opts, dry):
         api = self.server.api
@@ -1179,20 +1366,45 @@ def query_bool(path, key):
     return bool(vals) and vals[0] != "0" and vals[0].lower() != "false"
 
 
-def sar_decide(srv, spec):
-    """A small RBAC stand-in: system:masters and the apiserver's kubelet
-    client may do anything; the stats-only users only nodes/stats (get,
-    list, watch, create); everyone else nothing."""
-    user = spec.get("user") or ""
-    groups = spec.get("groups") or []
-    ra = spec.get("resourceAttributes") or {}
-    if "system:masters" in groups or user == "kube-apiserver-kubelet-client":
-        return True, "RBAC: allowed by ClusterRoleBinding \"stand-in-admin\""
-    if (user in srv.stats_only_users and ra.get("resource") == "nodes"
-            and ra.get("subresource") == "stats"
-            and ra.get("verb") in ("get", "list", "watch", "create")):
-        return True, "RBAC: allowed by ClusterRoleBinding \"stand-in-stats-reader\""
-    return False, ""
+def sar_decide(srv, user, spec):
+    """A (Self)SubjectAccessReview, answered by the same Node,RBAC chain as
+    the requests themselves."""
+    ra = spec.get("resourceAttributes")
+    nra = spec.get("nonResourceAttributes")
+    if isinstance(ra, dict):
+        a = authz.Attrs(user, ra.get("verb") or "", ra.get("resource") or "",
+                        ra.get("group") or "", ra.get("namespace") or "", ra.get("name") or "",
+                        ra.get("subresource") or "")
+    elif isinstance(nra, dict):
+        a = authz.Attrs(user, nra.get("verb") or "", path=nra.get("path") or "",
+                        is_resource=False)
+    else:
+        return False, ""
+    az = getattr(srv, "authz", None)
+    if az is None:
+        return True, ""
+    return az.authorize(a)
+
+
+def token_user(srv, token, audiences=None):
+    """(User or None, TokenReview error, audiences) of a bearer token: the
+    static tokens of the data directory, then service-account JWTs."""
+    found = srv.tokens.get(token)
+    if found:
+        name, groups = found
+        return (authz.User(name, authz.with_authenticated(name, groups)), "",
+                list(audiences or sa.API_AUDIENCES))
+    issuer = getattr(srv, "issuer", None)
+    if issuer is not None and token:
+        try:
+            got = sa.authenticate(srv.api, issuer, token, audiences)
+        except sa.TokenError as e:
+            return None, f"[invalid bearer token, {e}]", []
+        except (ApiError, store.EtcdError) as e:
+            return None, f"[invalid bearer token, {e}]", []
+        if got:
+            return got[0], "", got[1]
+    return None, "[invalid bearer token, token lookup failed]", []
 
 
 class Server(ThreadingHTTPServer):
@@ -1322,7 +1534,7 @@ def start_etcd(data):
     raise SystemExit("apiserver: etcd did not start; see " + os.path.join(data, "etcd.log"))
 
 
-def seed(api):
+def seed(api, ca_pem=None):
     nsr = reg.find_resource("", "v1", "namespaces")
     for n in ("default", "kube-system", "kube-public", "kube-node-lease"):
         try:
@@ -1330,6 +1542,8 @@ def seed(api):
         except ApiError as e:
             if e.code != 409:
                 raise
+        if ca_pem:
+            sa.ensure_namespace_objects(api, n, ca_pem)
 
 
 def kubeconfig(path, server, ca, user, creds):
@@ -1380,8 +1594,23 @@ def main():
     ap.add_argument("--stats-only-user", action="append",
                     help="a user SubjectAccessReview allows only nodes/stats (repeatable; "
                     "default stats-reader)")
+    ap.add_argument("--disable-admission-plugins", default=os.environ.get(
+                    "CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS", ""),
+                    help="comma-separated admission plugins to turn off (ServiceAccount, "
+                    "NodeRestriction); default from $CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS")
+    ap.add_argument("--authorization-mode", default=os.environ.get(
+                    "CUBELET_STANDIN_AUTHORIZATION_MODE", "Node,RBAC"),
+                    help="Node,RBAC (default) or AlwaysAllow")
+    ap.add_argument("--service-cluster-ip-range", default="10.96.0.0/12")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    disabled = {p.strip() for p in args.disable_admission_plugins.split(",") if p.strip()}
+    unknown = disabled - {"ServiceAccount", "NodeRestriction"}
+    if unknown:
+        raise SystemExit(f"apiserver: unknown admission plugins: {', '.join(sorted(unknown))}")
+    if args.authorization_mode not in ("Node,RBAC", "RBAC,Node", "AlwaysAllow"):
+        raise SystemExit(f"apiserver: unsupported --authorization-mode "
+                         f"{args.authorization_mode!r} (Node,RBAC or AlwaysAllow)")
     data = os.path.abspath(args.data)
     os.makedirs(data, exist_ok=True)
     subprocess.run(["/bin/bash", os.path.join(HERE, "certs.sh"), data, args.node_name],
@@ -1397,7 +1626,9 @@ def main():
     signal.signal(signal.SIGINT, stop)
     try:
         api = Api(etcd)
-        seed(api)
+        with open(os.path.join(data, "ca.crt")) as f:
+            ca_pem = f.read()
+        seed(api, ca_pem)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(data, "server.crt"), os.path.join(data, "server.key"))
         ctx.load_verify_locations(os.path.join(data, "ca.crt"))
@@ -1417,6 +1648,14 @@ def main():
                       node_token: (f"system:node:{args.node_name}", ["system:nodes"]),
                       stats_token: ("stats-reader", ["test:stats-readers"])}
         srv.stats_only_users = set(args.stats_only_user or ["stats-reader"])
+        srv.admission = {"ServiceAccount": "ServiceAccount" not in disabled,
+                         "NodeRestriction": "NodeRestriction" not in disabled}
+        srv.authz = None if args.authorization_mode == "AlwaysAllow" else \
+            authz.Authorizer(api, srv.stats_only_users)
+        srv.noderestriction = authz.NodeRestriction(api)
+        srv.issuer = sa.Issuer(data)
+        srv.ca_pem = ca_pem
+        srv.allocator = controllers.Allocator(api, args.service_cluster_ip_range)
         srv.reviews = {"tokenreviews": 0, "subjectaccessreviews": 0}
         srv.reviews_lock = threading.Lock()
         srv.review_delay = 0.0
@@ -1435,6 +1674,10 @@ def main():
                          daemon=True).start()
         threading.Thread(target=namespace_controller, args=(api, stopping),
                          daemon=True).start()
+        threading.Thread(target=sa.namespace_objects_controller, args=(api, ca_pem, stopping),
+                         daemon=True).start()
+        threading.Thread(target=controllers.services_controller,
+                         args=(api, srv.allocator, port, stopping), daemon=True).start()
         if args.bind:
             threading.Thread(target=binder, args=(api, stopping), daemon=True).start()
         print(f"ready {url}", flush=True)

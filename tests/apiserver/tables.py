@@ -309,6 +309,59 @@ def sa_row(o):
     return {"cells": [o["metadata"]["name"], len(o.get("secrets") or []), _age(o)]}
 
 
+SVC_COLUMNS = [NAME, _col("Type", "The type of the service."),
+               _col("Cluster-IP", "The IP address of the service."),
+               _col("External-IP", "The external IP address of the service."),
+               _col("Port(s)", "The ports of the service."), POD_COLUMNS[4],
+               _col("Selector", "The selector of the service.", priority=1)]
+EP_COLUMNS = [NAME, _col("Endpoints", "Endpoints of the endpoints object."), POD_COLUMNS[4]]
+SLICE_COLUMNS = [NAME, _col("AddressType", "The address type of the endpoint slice."),
+                 _col("Ports", "The ports of the endpoint slice."),
+                 _col("Endpoints", "The endpoints of the endpoint slice."), POD_COLUMNS[4]]
+
+
+def _more(items, limit=3):
+    if not items:
+        return "<none>"
+    out = ",".join(items[:limit])
+    if len(items) > limit:
+        out += f" + {len(items) - limit} more..."
+    return out
+
+
+def svc_row(o):
+    spec = o.get("spec") or {}
+    ports = []
+    for p in spec.get("ports") or []:
+        x = str(p.get("port"))
+        if p.get("nodePort"):
+            x += f":{p['nodePort']}"
+        ports.append(f"{x}/{p.get('protocol', 'TCP')}")
+    ext = ",".join(spec.get("externalIPs") or []) or (
+        spec.get("externalName") if spec.get("type") == "ExternalName" else "<none>")
+    sel = ",".join(f"{k}={v}" for k, v in sorted((spec.get("selector") or {}).items()))
+    return {"cells": [o["metadata"]["name"], spec.get("type", ""),
+                      spec.get("clusterIP") or "<none>", ext or "<none>",
+                      ",".join(ports) or "<none>", _age(o), sel or "<none>"]}
+
+
+def ep_row(o):
+    eps = []
+    for ss in o.get("subsets") or []:
+        for a in ss.get("addresses") or []:
+            for p in ss.get("ports") or [{}]:
+                eps.append(f"{a['ip']}:{p['port']}" if p.get("port") else a["ip"])
+    return {"cells": [o["metadata"]["name"], _more(eps), _age(o)]}
+
+
+def slice_row(o):
+    ports = [str(p.get("port")) for p in o.get("ports") or []]
+    addrs = [a for e in o.get("endpoints") or [] for a in e.get("addresses") or []]
+    return {"cells": [o["metadata"]["name"], o.get("addressType", ""),
+                      ",".join(ports) or "<unset>", _more(addrs, 3) if addrs else "<unset>",
+                      _age(o)]}
+
+
 DEFAULT_COLUMNS = [NAME, _col("Created At", "CreationTimestamp is a timestamp representing the "
                               "server time when this object was created.", typ="date")]
 
@@ -320,7 +373,9 @@ def default_row(obj):
 PRINTERS = {"pods": (POD_COLUMNS, pod_row), "nodes": (NODE_COLUMNS, node_row),
             "events": (EVENT_COLUMNS, event_row), "leases": (LEASE_COLUMNS, lease_row),
             "namespaces": (NS_COLUMNS, ns_row), "configmaps": (CM_COLUMNS, cm_row),
-            "secrets": (SECRET_COLUMNS, secret_row), "serviceaccounts": (SA_COLUMNS, sa_row)}
+            "secrets": (SECRET_COLUMNS, secret_row), "serviceaccounts": (SA_COLUMNS, sa_row),
+            "services": (SVC_COLUMNS, svc_row), "endpoints": (EP_COLUMNS, ep_row),
+            "endpointslices": (SLICE_COLUMNS, slice_row)}
 
 
 def _partial(obj, include):

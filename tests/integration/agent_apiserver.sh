@@ -6,6 +6,10 @@
 # errors for a wrong CA and a bad token, and a clean SIGTERM.
 # Exit 77 when a prerequisite is missing.
 set -euo pipefail
+# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
+# ServiceAccount admission (the kube-api-access-* volume) stays off here;
+# Node authorization and NodeRestriction stay on.
+export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: must run as root"; exit 77; }
 for bin in /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 openssl; do

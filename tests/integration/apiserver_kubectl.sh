@@ -59,6 +59,7 @@ url=$(sed -n 's/^ready //p' "$tmp/server.log")
 etcd_pid=$(cat "$data/etcd.pid")
 etcd_ep=$(cat "$data/etcd.endpoint")
 node_token=$(cat "$data/node.token")
+admin_token=$(cat "$data/admin.token")
 
 k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=30s "$@"; }
 # Admin requests by client certificate; kubelet requests by node token.
@@ -82,39 +83,43 @@ out=$(curl -sS --cacert "$data/ca.crt" -H 'Authorization: Bearer wrong' -d '{"ki
         -o /dev/null -w "$w" "$url/api/v1/nodes" \
         --next --cacert "$data/ca.crt" -H 'Authorization: Bearer wrong' -d '{"kind":"Node"}' \
         -o /dev/null -w "$w" "$url/api/v1/nodes" \
-        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" -X POST \
+        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" -X POST \
         -H 'Content-Type: application/json' -d '{"metadata":{"name":"x"}}' \
         -o /dev/null -w "$w" "$url/api/v1/no/such/path" \
-        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" -X PUT \
+        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" -X PUT \
         -H 'Content-Type: application/json' -d '{"target":{"name":"n"}}' \
         -o /dev/null -w "$w" "$url/api/v1/namespaces/default/pods/x/binding" \
-        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+        --next --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" \
         -o /dev/null -w "$w" "$url/api/v1/namespaces/default")
 [ "$out" = $'401 1\n401 0\n404 0\n405 0\n200 0' ] ||
         fail "early errors broke the keep-alive connection (code, new connections): $out"
 head -c $((3 * 1024 * 1024 + 1)) /dev/zero | tr '\0' ' ' >"$tmp/big.json"
 for expect in "Expect: 100-continue" "Expect:"; do
-        out=$(curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+        out=$(curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" \
                 -H 'Content-Type: application/json' -H "$expect" --data-binary @"$tmp/big.json" \
                 -w '\n%{http_code}\n' "$url/api/v1/namespaces/default/configmaps" \
-                --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+                --next --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" \
                 -o /dev/null -w '%{http_code}' "$url/api/v1/namespaces/default")
         expect_grep '"message":"Request entity too large: limit is 3145728","reason":"RequestEntityTooLarge","code":413' \
                 "$out" "too large body ($expect)"
         [ "$(tail -n2 <<<"$out" | tr '\n' ' ')" = "413 200 " ] || fail "after a 413 ($expect): $out"
 done
 out=$(printf '{"metadata":{"name":"chunked"},"data":{"a":"b"}}' |
-        curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+        curl -sS --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" \
                 -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' \
                 --data-binary @- -o /dev/null -w "$w" "$url/api/v1/namespaces/default/configmaps" \
-                --next --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" \
+                --next --cacert "$data/ca.crt" -H "Authorization: Bearer $admin_token" \
                 -o /dev/null -w "$w" "$url/api/v1/namespaces/default/configmaps/chunked")
 [ "$out" = $'201 1\n200 0' ] || fail "chunked request body: $out"
 out=$(kubectl --server "$url" --certificate-authority "$data/ca.crt" --token wrong get pods 2>&1) &&
         fail "kubectl with a bad token succeeded"
 expect_grep 'error: You must be logged in to the server' "$out" "kubectl bad token"
-out=$(kubectl --kubeconfig "$data/node.kubeconfig" get ns default -o name)
-[ "$out" = namespace/default ] || fail "node token: $out"
+# The node token authenticates as system:node:node-a, which the Node
+# authorizer does not let read namespaces.
+out=$(kubectl --kubeconfig "$data/node.kubeconfig" get ns default -o name 2>&1) &&
+        fail "node token read a namespace: $out"
+[ "$out" = 'Error from server (Forbidden): namespaces "default" is forbidden: User "system:node:node-a" cannot get resource "namespaces" in API group "" at the cluster scope' ] ||
+        fail "node token: $out"
 out=$(k version -o json | json 'o["serverVersion"]["gitVersion"]')
 expect_grep '^v1\.32\.' "$out" "server version"
 out=$(k get ns)
@@ -536,6 +541,112 @@ grep -q '/team' <<<"$keys" && fail "team objects left in etcd: $(grep /team <<<"
 out=$(k delete namespace default 2>&1) && fail "deleting default succeeded"
 expect_grep 'namespaces "default" is forbidden: this namespace may not be deleted' "$out" "default"
 
+step "ServiceAccounts: the kube-api-access volume, kubectl create token, auth can-i as a node"
+k create namespace sa-it >/dev/null
+k -n sa-it create secret generic s-ref --from-literal=k=v >/dev/null
+k -n sa-it create secret generic s-other --from-literal=k=v >/dev/null
+# a plain pod manifest, as a Deployment's template would make it
+cat >"$tmp/sa-pod.json" <<'EOF2'
+{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web"}},
+ "spec": {"nodeName": "node-a",
+  "initContainers": [{"name": "init", "image": "busybox:1.36", "command": ["true"]}],
+  "containers": [{"name": "app", "image": "nginx:1.27",
+                  "env": [{"name": "S", "valueFrom": {"secretKeyRef": {"name": "s-ref", "key": "k"}}}]},
+                 {"name": "side", "image": "busybox:1.36"}]}}
+EOF2
+k -n sa-it apply -f "$tmp/sa-pod.json" >/dev/null
+k -n sa-it get pod web -o json >"$tmp/sa-pod.out"
+/usr/bin/python3 - "$tmp/sa-pod.out" "$src/tests/fixtures/real-cluster" <<'EOF2' || fail "kube-api-access volume differs from the real pods'"
+import json, re, sys
+pod = json.load(open(sys.argv[1]))
+fx = sys.argv[2]
+reals = [json.load(open(fx + "/pod-kind-sidecar-initcontainer-restartpolicy-always.json"))]
+reals += json.load(open(fx + "/podlist-minikube-kotsadm-pending-initcontainers-secretkeyref.json"))["items"]
+def shape(p):
+    spec = p["spec"]
+    vols = [v for v in spec["volumes"] if v["name"].startswith("kube-api-access-")]
+    assert len(vols) == 1, vols
+    name = vols[0]["name"]
+    assert re.fullmatch(r"kube-api-access-[a-z0-9]{5}", name), name
+    mounts = [[m for m in c.get("volumeMounts", []) if m["name"] == name]
+              for c in spec.get("initContainers", []) + spec["containers"]]
+    assert all(len(m) == 1 for m in mounts), mounts
+    return (json.dumps(dict(vols[0], name="N"), sort_keys=True),
+            {json.dumps(dict(m[0], name="N"), sort_keys=True) for m in mounts},
+            spec["serviceAccountName"], spec["serviceAccount"])
+got = shape(pod)
+for r in reals:
+    want = shape(r)
+    assert got[0] == want[0], (got[0], want[0])
+    assert got[1] == want[1], (got[1], want[1])
+assert got[2:] == ("default", "default"), got
+EOF2
+# kubectl create token prints a JWT whose claims are the real ones
+sa_uid=$(k -n sa-it get sa default -o jsonpath='{.metadata.uid}')
+pod_uid=$(k -n sa-it get pod web -o jsonpath='{.metadata.uid}')
+node_uid=$(k get node node-a -o jsonpath='{.metadata.uid}')
+tok=$(k -n sa-it create token default)
+tok_bound=$(k -n sa-it create token default --bound-object-kind Pod --bound-object-name web --duration 1h0m7s)
+/usr/bin/python3 - "$tok" "$tok_bound" "$sa_uid" "$pod_uid" "$node_uid" <<'EOF2' || fail "token claims"
+import base64, json, sys, time
+def claims(t):
+    h, p, s = t.split(".")
+    dec = lambda x: json.loads(base64.urlsafe_b64decode(x + "=" * (-len(x) % 4)))
+    assert dec(h)["alg"] == "RS256", dec(h)
+    return dec(p)
+tok, bound, sa_uid, pod_uid, node_uid = sys.argv[1:]
+c = claims(tok)
+iss = "https://kubernetes.default.svc.cluster.local"
+assert c["iss"] == iss and c["aud"] == [iss], c
+assert c["sub"] == "system:serviceaccount:sa-it:default", c
+assert c["exp"] - c["iat"] == 3600 and c["nbf"] == c["iat"] and abs(c["iat"] - time.time()) < 60, c
+assert c["kubernetes.io"] == {"namespace": "sa-it", "serviceaccount": {"name": "default", "uid": sa_uid}}, c
+assert len(c["jti"]) == 36, c
+b = claims(bound)["kubernetes.io"]
+assert b["pod"] == {"name": "web", "uid": pod_uid}, b
+assert b["node"] == {"name": "node-a", "uid": node_uid}, b
+assert b["warnafter"] - claims(bound)["iat"] == 3607, b
+assert claims(bound)["exp"] - claims(bound)["iat"] == 365 * 24 * 3600, b
+EOF2
+review() { acurl -X POST -H 'Content-Type: application/json' \
+        -d "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenReview\",\"spec\":{\"token\":\"$1\"}}" \
+        "$url/apis/authentication.k8s.io/v1/tokenreviews"; }
+out=$(review "$tok_bound" | json 'o["status"]["authenticated"], o["status"]["user"]["username"], o["status"]["user"]["groups"]')
+[ "$out" = "True system:serviceaccount:sa-it:default ['system:serviceaccounts', 'system:serviceaccounts:sa-it', 'system:authenticated']" ] ||
+        fail "TokenReview of a bound token: $out"
+out=$(kubectl --server "$url" --certificate-authority "$data/ca.crt" --token "$tok" -n sa-it get pods 2>&1) &&
+        fail "a fresh ServiceAccount listed pods"
+[ "$out" = 'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:sa-it:default" cannot list resource "pods" in API group "" in the namespace "sa-it"' ] ||
+        fail "ServiceAccount list pods: $out"
+k -n sa-it create role pod-lister --verb=list --resource=pods >/dev/null
+k -n sa-it create rolebinding pod-lister --role=pod-lister --serviceaccount=sa-it:default >/dev/null
+out=$(kubectl --server "$url" --certificate-authority "$data/ca.crt" --token "$tok" -n sa-it get pods -o name)
+[ "$out" = pod/web ] || fail "ServiceAccount granted list pods: $out"
+# kubectl auth can-i as the node: a Secret its pod references, and one it does not
+out=$(k auth can-i get secret/s-ref -n sa-it --as system:node:node-a --as-group system:nodes)
+[ "$out" = yes ] || fail "can-i referenced secret: $out"
+out=$(k auth can-i get secret/s-other -n sa-it --as system:node:node-a --as-group system:nodes) &&
+        fail "can-i unreferenced secret said yes"
+[ "$out" = "no - no relationship found between node 'node-a' and this object" ] ||
+        fail "can-i unreferenced secret: $out"
+# without the group system:nodes the user is no node to the Node authorizer
+# (nodeidentifier), and RBAC binds nothing to system:node:* on a fresh cluster
+out=$(k auth can-i get secret/s-ref -n sa-it --as system:node:node-a) && fail "can-i without system:nodes said yes"
+[ "$out" = no ] || fail "can-i without system:nodes: $out"
+out=$(kubectl --kubeconfig "$data/node.kubeconfig" -n sa-it get secret s-other 2>&1) && fail "node read s-other"
+[ "$out" = "Error from server (Forbidden): secrets \"s-other\" is forbidden: User \"system:node:node-a\" cannot get resource \"secrets\" in API group \"\" in the namespace \"sa-it\": no relationship found between node 'node-a' and this object" ] ||
+        fail "node get unreferenced secret: $out"
+[ "$(kubectl --kubeconfig "$data/node.kubeconfig" -n sa-it get secret s-ref -o name)" = secret/s-ref ] ||
+        fail "node get referenced secret"
+# the pod goes: its token stops authenticating
+k -n sa-it delete pod web --grace-period=0 --force >/dev/null 2>&1
+out=$(review "$tok_bound" | json 'o["status"]')
+[ "$out" = "{'user': {}, 'error': '[invalid bearer token, service account token has been invalidated]'}" ] ||
+        fail "TokenReview after the pod's deletion: $out"
+# the kubernetes Service
+out=$(k get svc kubernetes -o jsonpath='{.spec.clusterIP} {.spec.ports[0].port} {.spec.ports[0].targetPort}')
+[ "$out" = "10.96.0.1 443 ${url##*:}" ] || fail "kubernetes Service: $out"
+
 step "stop: no process left behind"
 kill -TERM "$server_pid"
 wait "$server_pid" || true
@@ -560,8 +671,10 @@ etcd_pid=$(cat "$data/etcd.pid")
 cmp -s "$data/node.kubeconfig" "$tmp/node.kubeconfig.old" || fail "node.kubeconfig rewritten differently"
 cmp -s "$data/ca.crt" "$tmp/ca.crt.old" || fail "CA regenerated on restart"
 [ "$(cat "$data/node.token")" = "$node_token" ] || fail "node token changed on restart"
-out=$(kubectl --kubeconfig "$tmp/node.kubeconfig.old" get pod pending -o name 2>&1)
-[ "$out" = pod/pending ] || fail "old node.kubeconfig after a restart: $out"
+out=$(kubectl --kubeconfig "$tmp/node.kubeconfig.old" get node node-a -o name 2>&1) || true
+[ "$out" = node/node-a ] || fail "old node.kubeconfig after a restart: $out"
+out=$(review "$tok" | json 'o["status"]["authenticated"]')
+[ "$out" = True ] || fail "a token issued before the restart: $out (the signing key must persist)"
 [ "$(ncurl -o /dev/null -w '%{http_code}' "$url/api/v1/nodes/node-a")" = 200 ] ||
         fail "old node token after a restart"
 [ "$(k get ns default -o name)" = namespace/default ] || fail "admin certificate after a restart"

@@ -13,6 +13,10 @@
 # token appears in the agent's log. Exit 77 when not root or a tool is
 # missing.
 set -uo pipefail
+# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
+# ServiceAccount admission (the kube-api-access-* volume) stays off here;
+# Node authorization and NodeRestriction stay on.
+export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
 : "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
 for t in jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd; do

@@ -798,7 +798,7 @@ static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in
                 m[n++] = (struct rt_mount){.type = v->type,
                                            .source = v->source,
                                            .destination = vm->mount_path,
-                                           .read_only = vm->read_only,
+                                           .read_only = vm->read_only || v->read_only,
                                            .options = v->options};
         }
         *ret = m;

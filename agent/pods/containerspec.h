@@ -125,6 +125,7 @@ struct ag_volume_source {
         enum rt_mount_type type; /* RT_MOUNT_BIND or RT_MOUNT_TMPFS */
         const char *source;      /* the host path of a bind */
         const char *options;     /* tmpfs options (NULL: the runtime's default) */
+        bool read_only;          /* always read-only (configMap, secret, projected, ...) */
 };
 
 /* Everything a container start depends on, already read from disk. */

@@ -199,12 +199,9 @@ static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_are
                 if (v == NULL || seen)
                         continue; /* the builder names a missing one */
                 struct ag_volume_source src = {.name = v->name};
-                if (v->kind == K8S_VOLUME_EMPTY_DIR && v->empty_dir_medium &&
-                    strcmp(v->empty_dir_medium, "Memory") == 0) {
-                        src.type = RT_MOUNT_TMPFS;
-                        if (v->has_size_limit)
-                                src.options = cb_arena_printf(a, "size=%" PRId64 ",mode=1777",
-                                                              v->size_limit.value);
+                if (ag_volume_managed(v)) {
+                        if (pw_volume_source(w, v, a, &src, err) < 0)
+                                return -1;
                 } else if (v->kind == K8S_VOLUME_EMPTY_DIR) {
                         char *dir =
                             cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~empty-dir/%s",
@@ -508,6 +505,10 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
         if (w->sandbox_ready)
                 return 0;
         if (w->sandbox_job != NULL)
+                return 1;
+        /* The kubelet mounts the pod's volumes before it makes the sandbox;
+         * the volumes kick the worker when they are set up. */
+        if (!pw_volumes_ready(w))
                 return 1;
         if (ag_timer_armed(w->sandbox_timer))
                 return -1;

@@ -610,6 +610,7 @@ struct k8s_data_item {
         char *key;
         char *value;
         size_t len;
+        bool binary; /* a ConfigMap's binaryData (env ignores it) */
 };
 
 struct k8s_keyed_data {

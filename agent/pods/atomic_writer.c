@@ -114,8 +114,8 @@ static long count_files(int dfd)
                 else if (S_ISREG(sb.st_mode))
                         n++;
                 else if (S_ISDIR(sb.st_mode)) {
-                        _cleanup_close_ int sub = openat(
-                            dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int o = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
+                        _cleanup_close_ int sub = openat(dirfd(d), de->d_name, o | O_CLOEXEC);
                         long k = sub < 0 ? -1 : count_files(sub);
                         n = k < 0 ? -1 : n + k;
                 } else {

@@ -192,5 +192,7 @@ void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c);
 int pw_volumes_start(struct ag_pod_worker *w, struct cb_error *err);
 bool pw_volumes_ready(struct ag_pod_worker *w);
 void pw_volumes_stop(struct ag_pod_worker *w);
+int pw_env_objects(struct ag_pod_worker *w, const struct ctr *c, struct cb_arena *a,
+                   struct ag_env_context *ctx, struct cb_error *err);
 int pw_volume_source(struct ag_pod_worker *w, const struct k8s_volume *v, struct cb_arena *a,
                      struct ag_volume_source *ret, struct cb_error *err);

@@ -351,7 +351,10 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         in.group = group;
         in.volumes = vols;
         in.n_volumes = n_vols;
-        if (r < 0 || ag_container_config_build(a, &in, &j->cfg, NULL, &err) < 0) {
+        if (r == 0)
+                r = pw_env_objects(w, c, a, &ctx, &err);
+        struct ag_container_spec spec = {0};
+        if (r < 0 || ag_container_config_build(a, &in, &j->cfg, &spec, &err) < 0) {
                 pw_set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
                 pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
                 free(j);
@@ -365,6 +368,9 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 free(j);
                 goto out;
         }
+        for (size_t i = 0; i < spec.n_env_warnings; i++)
+                pw_emit_event(w, NULL, "Warning", "InvalidEnvironmentVariableNames", "%s",
+                              spec.env_warnings[i]);
         c->stop_signal = j->cfg.stop_signal;
         pw_emit_event(w, c, "Normal", "Created", "Created container: %s", c->spec->name);
         j->arena = a;

@@ -57,3 +57,49 @@ int pw_volume_source(struct ag_pod_worker *w, const struct k8s_volume *v, struct
         ret->read_only = v->kind != K8S_VOLUME_EMPTY_DIR;
         return 0;
 }
+
+/* The ConfigMaps and Secrets the container's env refers to, as the
+ * manager has them now: the values are fixed at this start, as in the
+ * kubelet. */
+int pw_env_objects(struct ag_pod_worker *w, const struct ctr *c, struct cb_arena *a,
+                   struct ag_env_context *ctx, struct cb_error *err)
+{
+        const struct k8s_container *s = c->spec;
+        size_t n = s->n_env + s->n_env_from, k = 0;
+        if (n == 0)
+                return 0;
+        struct ag_env_object *objs = cb_arena_calloc(a, n, sizeof(*objs));
+        if (objs == NULL)
+                return cb_error_set(err, ENOMEM, "env");
+        const char *ns = pw_pod_ns(w->pod);
+        for (size_t i = 0; i < n; i++) {
+                bool secret;
+                const char *name;
+                if (i < s->n_env) {
+                        if (s->env[i].key_ref == K8S_KEY_REF_NONE)
+                                continue;
+                        secret = s->env[i].key_ref == K8S_KEY_REF_SECRET;
+                        name = s->env[i].key_ref_name;
+                } else {
+                        secret = s->env_from[i - s->n_env].secret;
+                        name = s->env_from[i - s->n_env].name;
+                }
+                const struct k8s_keyed_data *kd = NULL;
+                struct cb_error gerr = {0};
+                if (name == NULL || w->env->objects == NULL)
+                        continue; /* not found */
+                int r = ag_objmgr_get(w->env->objects, secret ? AG_OBJ_SECRET : AG_OBJ_CONFIG_MAP,
+                                      ns, name, &kd, &gerr);
+                if (r < 0 && gerr.code != 0 && gerr.code != EAGAIN)
+                        return cb_error_set(err, 0, "%s", gerr.msg);
+                if (r < 0 && gerr.code == EAGAIN)
+                        return cb_error_set(err, 0,
+                                            "failed to sync %s cache: timed out waiting "
+                                            "for the condition",
+                                            secret ? "secret" : "configmap");
+                objs[k++] = (struct ag_env_object){secret, name, r > 0 ? kd : NULL};
+        }
+        ctx->objects = objs;
+        ctx->n_objects = k;
+        return 0;
+}

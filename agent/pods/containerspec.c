@@ -887,9 +887,54 @@ static const struct ag_volume_source *find_source(const struct ag_container_inpu
         return NULL;
 }
 
+static const char *spec_env_lookup(void *ctx, const char *name, size_t len)
+{
+        const struct ag_container_spec *s = ctx;
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strncmp(s->env[i], name, len) == 0 && s->env[i][len] == '=')
+                        return s->env[i] + len + 1;
+        return NULL;
+}
+
+/* subPath / subPathExpr of volumeMounts[i] with the kubelet's checks:
+ * NULL when there is none. */
+static int sub_path(struct cb_arena *a, const struct k8s_volume_mount *vm,
+                    const struct ag_container_spec *s, const char **ret, struct cb_error *err)
+{
+        const char *p = vm->sub_path && vm->sub_path[0] ? vm->sub_path : NULL;
+        *ret = NULL;
+        if (p == NULL && vm->sub_path_expr && vm->sub_path_expr[0]) {
+                p = ag_expand(a, vm->sub_path_expr, spec_env_lookup, (void *)s);
+                if (p == NULL)
+                        return cb_error_set(err, ENOMEM, "subPathExpr");
+                if (strstr(p, "$(") != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to expand subPath \"%s\" for volumeMount %s: "
+                                            "missing value for %s",
+                                            vm->sub_path_expr, vm->name, p);
+        }
+        if (p == NULL)
+                return 0;
+        if (p[0] == '/')
+                return cb_error_set(err, 0, "error SubPath `%s` must not be an absolute path", p);
+        for (const char *q = p; *q;) {
+                const char *e = strchr(q, '/');
+                size_t n = e ? (size_t)(e - q) : strlen(q);
+                if (n == 2 && q[0] == '.' && q[1] == '.')
+                        return cb_error_set(err, 0,
+                                            "unable to provision SubPath `%s`: must not contain "
+                                            "'..'",
+                                            p);
+                q += n + (e != NULL);
+        }
+        *ret = p;
+        return 0;
+}
+
 /* The sandbox's /etc files, then the volume mounts in order. */
 static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in,
-                        struct rt_mount **ret, size_t *ret_n, struct cb_error *err)
+                        struct ag_container_spec *s, struct rt_mount **ret, size_t *ret_n,
+                        struct cb_error *err)
 {
         const struct k8s_container *c = in->container;
         struct rt_mount *m = cb_arena_calloc(a, c->n_volume_mounts + 3, sizeof(*m));
@@ -912,6 +957,23 @@ static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in
                 if (v == NULL)
                         return cb_error_set(err, 0, "volumeMounts[%zu]: volume \"%s\" not found", i,
                                             vm->name);
+                const char *sp;
+                if (sub_path(a, vm, s, &sp, err) < 0)
+                        return -1;
+                if (sp != NULL) {
+                        if (v->type != RT_MOUNT_BIND)
+                                return cb_error_set(err, 0,
+                                                    "volumeMounts[%zu]: subPath of a volume "
+                                                    "that is not a directory on the node",
+                                                    i);
+                        struct ag_subpath *g = cb_arena_calloc(a, s->n_subpaths + 1, sizeof(*g));
+                        if (g == NULL)
+                                return cb_error_set(err, ENOMEM, "mounts");
+                        if (s->n_subpaths)
+                                memcpy(g, s->subpaths, s->n_subpaths * sizeof(*g));
+                        g[s->n_subpaths++] = (struct ag_subpath){n, i, vm->name, v->source, sp};
+                        s->subpaths = g;
+                }
                 m[n++] = (struct rt_mount){.type = v->type,
                                            .source = v->source,
                                            .destination = vm->mount_path,
@@ -942,7 +1004,7 @@ int ag_container_config_build(struct cb_arena *a, const struct ag_container_inpu
         size_t n_mounts = 0;
         if (ag_container_spec_build(a, pod, in->container, &defs, in->ctx, &s, err) < 0 ||
             resolve_ids(in, &s, &uid, &gid, err) < 0 ||
-            build_mounts(a, in, &mounts, &n_mounts, err) < 0)
+            build_mounts(a, in, &s, &mounts, &n_mounts, err) < 0)
                 return -1;
         uint32_t *groups = cb_arena_calloc(a, s.n_groups + 1, sizeof(uint32_t));
         char dir[4096];

@@ -105,6 +105,17 @@ struct ag_container_spec {
          * envFrom keys skipped, in the kubelet's words. */
         char **env_warnings;
         size_t n_env_warnings;
+        /* volumeMounts with subPath/subPathExpr (ag_container_config_build):
+         * the caller resolves each inside its volume (agent/pods/subpath.h)
+         * and replaces the mount's source before the start. */
+        struct ag_subpath {
+                size_t mount;            /* index in rt_container_config.mounts */
+                size_t volume_mount;     /* index in the container's volumeMounts */
+                const char *volume_name; /* spec.volumes[].name */
+                const char *volume_dir;  /* the volume on the node */
+                const char *path;        /* relative, checked: no "..", not absolute */
+        } * subpaths;
+        size_t n_subpaths;
 };
 
 /* `$(VAR)` expansion as Kubernetes does it: `$$` is a literal `$`, an

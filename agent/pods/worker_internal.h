@@ -32,6 +32,7 @@
 #include "runtime/image.h"
 #include "runtime/sandbox.h"
 #include "agent/pods/stats.h"
+#include "agent/pods/subpath.h"
 #include "agent/pods/volumes.h"
 #include "status/podstatus.h"
 
@@ -148,6 +149,14 @@ struct start_job {
         int rc;
         struct cb_error err;
         struct rt_container_state state;
+        /* subPaths to bind before the start (agent/pods/subpath.h); a
+         * failure is a CreateContainerConfigError, not a start error. */
+        struct ag_subpath *subpaths;
+        const char **subpath_targets;
+        size_t n_subpaths;
+        bool config_error;
+        char err_detail[sizeof(((struct cb_error *)0)->msg)];
+        const char *container_name;
 };
 
 struct sandbox_job {

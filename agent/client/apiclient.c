@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/client/apiclient.h"
 #include "agent/core/curl.h"
+#include "agent/k8s/validate.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -187,7 +188,8 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
         res.body = r->resp;
         res.len = r->resp_len;
         res.aborted = r->aborted;
-        if (r->resp != NULL && r->resp_len > 0)
+        bool nul = r->resp != NULL && k8s_json_has_nul(r->resp, r->resp_len);
+        if (r->resp != NULL && r->resp_len > 0 && !nul)
                 res.json = cJSON_ParseWithLength(r->resp, r->resp_len);
         const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
         if (cc != CURLE_OK && !r->aborted) {
@@ -222,6 +224,11 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
                 res.error = msg;
         } else if (r->aborted) {
                 snprintf(msg, sizeof(msg), "%s %s: stopped by the agent", r->method, r->url);
+                res.error = msg;
+        } else if (nul) {
+                snprintf(msg, sizeof(msg),
+                         "%s %s: the response has a NUL character (\\u0000) in a string; refused",
+                         r->method, r->url);
                 res.error = msg;
         } else if (res.status == 401 || res.status == 403) {
                 res.auth_error = true;

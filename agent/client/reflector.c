@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/client/reflector.h"
+#include "agent/k8s/validate.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -138,6 +139,9 @@ int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *e
                          struct cb_error *err)
 {
         ev->object = NULL;
+        if (k8s_json_has_nul(json, len))
+                return cb_error_set(err, 0,
+                                    "watch event: a NUL character (\\u0000) in a string; refused");
         _cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(json, len);
         if (root == NULL)
                 return cb_error_set(err, 0, "malformed watch event: not valid JSON (%zu bytes)",

@@ -221,7 +221,7 @@ static bool src_healthy(void *data, char *why, size_t size)
 static int start_node_api(struct agent *a, const struct ag_config *fl,
                           const struct ag_node_config *nc, struct cb_error *err)
 {
-        const struct ag_napi_flags *f = &fl->napi;
+        const struct ag_config_napi *f = &fl->napi;
         /* Webhook authentication turns the API on only when asked for (a
          * flag or the key): a config file's default does not open a port
          * the setup never configured. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/cmd/cli.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,34 +65,78 @@ static void usage(FILE *f)
         ag_config_usage(f);
 }
 
-/* Parses "--flag value" and "--flag=value". Returns the value or NULL. */
-static const char *flag_value(int argc, char **argv, int *i, const char *flag)
+/* Parses "--flag value" and "--flag=value": 1 with *ret the value, 0 when
+ * argv[*i] is not flag, -1 when its value is missing. */
+static int flag_value(int argc, char **argv, int *i, const char *flag, const char **ret,
+                      struct cb_error *err)
 {
         size_t len = strlen(flag);
         const char *a = argv[*i];
-        if (strncmp(a, flag, len) != 0)
-                return NULL;
-        if (a[len] == '=')
-                return a + len + 1;
-        if (a[len] != '\0')
-                return NULL;
-        if (*i + 1 >= argc) {
-                fprintf(stderr, "cubelet: %s needs a value\n", flag);
-                exit(2);
+        if (strncmp(a, flag, len) != 0 || (a[len] != '=' && a[len] != '\0'))
+                return 0;
+        if (a[len] == '=') {
+                *ret = a + len + 1;
+                return 1;
         }
+        if (*i + 1 >= argc)
+                return cb_error_set(err, 0, "%s needs a value", flag);
         (*i)++;
-        return argv[*i];
+        *ret = argv[*i];
+        return 1;
 }
 
-static int parse_verbosity(const char *s)
+static int parse_verbosity(const char *s, int *ret, struct cb_error *err)
 {
         char *end;
         long v = strtol(s, &end, 10);
-        if (*s == '\0' || *end != '\0' || v < 0 || v > 10) {
-                fprintf(stderr, "cubelet: -v: invalid verbosity \"%s\" (want 0..10)\n", s);
-                exit(2);
+        if (*s == '\0' || *end != '\0' || v < 0 || v > 10)
+                return cb_error_set(err, 0, "-v: invalid verbosity \"%s\" (want 0..10)", s);
+        *ret = (int)v;
+        return 0;
+}
+
+int ag_cli_parse_global(int argc, char **argv, struct cb_global_opts *opts, char **rest,
+                        int *ret_nrest, bool *ret_help, struct cb_error *err)
+{
+        static const struct {
+                const char *flag;
+                size_t off;
+        } paths[] = {
+            {"--root-dir", offsetof(struct cb_global_opts, root_dir)},
+            {"--cni-conf-dir", offsetof(struct cb_global_opts, cni_conf_dir)},
+            {"--cni-bin-dir", offsetof(struct cb_global_opts, cni_bin_dir)},
+        };
+        int nrest = 0;
+        *ret_help = false;
+        for (int i = 1; i < argc; i++) {
+                const char *v = NULL;
+                int r = 0;
+                for (size_t k = 0; k < sizeof(paths) / sizeof(paths[0]) && r == 0; k++)
+                        if ((r = flag_value(argc, argv, &i, paths[k].flag, &v, err)) > 0)
+                                *(const char **)((char *)opts + paths[k].off) = v;
+                if (r < 0)
+                        return -1;
+                if (r > 0)
+                        continue;
+                if ((r = flag_value(argc, argv, &i, "--v", &v, err)) == 0)
+                        r = flag_value(argc, argv, &i, "-v", &v, err);
+                if (r == 0 && strncmp(argv[i], "-v", 2) == 0 && argv[i][2] >= '0' &&
+                    argv[i][2] <= '9') {
+                        v = argv[i] + 2;
+                        r = 1;
+                }
+                if (r < 0 || (r > 0 && parse_verbosity(v, &opts->verbosity, err) < 0))
+                        return -1;
+                if (r > 0)
+                        continue;
+                if (nrest == 0 && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
+                        *ret_help = true;
+                        break;
+                }
+                rest[nrest++] = argv[i];
         }
-        return (int)v;
+        *ret_nrest = nrest;
+        return 0;
 }
 
 int cubelet_main(int argc, char **argv)
@@ -106,26 +151,17 @@ int cubelet_main(int argc, char **argv)
         if (rest == NULL)
                 return 1;
         int nrest = 0;
-        for (int i = 1; i < argc; i++) {
-                const char *v;
-                if ((v = flag_value(argc, argv, &i, "--root-dir")) != NULL)
-                        opts.root_dir = v;
-                else if ((v = flag_value(argc, argv, &i, "--cni-conf-dir")) != NULL)
-                        opts.cni_conf_dir = v;
-                else if ((v = flag_value(argc, argv, &i, "--cni-bin-dir")) != NULL)
-                        opts.cni_bin_dir = v;
-                else if ((v = flag_value(argc, argv, &i, "--v")) != NULL ||
-                         (v = flag_value(argc, argv, &i, "-v")) != NULL)
-                        opts.verbosity = parse_verbosity(v);
-                else if (strncmp(argv[i], "-v", 2) == 0 && argv[i][2] >= '0' && argv[i][2] <= '9')
-                        opts.verbosity = parse_verbosity(argv[i] + 2);
-                else if (nrest == 0 &&
-                         (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
-                        usage(stdout);
-                        free(rest);
-                        return 0;
-                } else
-                        rest[nrest++] = argv[i];
+        bool help;
+        struct cb_error err = {0};
+        if (ag_cli_parse_global(argc, argv, &opts, rest, &nrest, &help, &err) < 0) {
+                fprintf(stderr, "cubelet: %s\n", err.msg);
+                free(rest);
+                return 2;
+        }
+        if (help) {
+                usage(stdout);
+                free(rest);
+                return 0;
         }
         ag_log_verbosity = opts.verbosity;
         int ret = 2;

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
+
+#include "lib/error.h"
+
 /* Global options every subcommand accepts where they apply. */
 struct cb_global_opts {
         const char *root_dir;     /* --root-dir, default /var/lib/cubelet */
@@ -10,6 +14,14 @@ struct cb_global_opts {
 };
 
 int cubelet_main(int argc, char **argv);
+
+/* The global flags of argv (argv[0] the program) into opts, anywhere on the
+ * line; the other arguments, in order, into rest (room for argc) and their
+ * number into *ret_nrest. -h/--help before any other argument sets
+ * *ret_help (and stops). -1 on a missing value or a bad verbosity: err
+ * names the flag; nothing is printed and nothing exits. */
+int ag_cli_parse_global(int argc, char **argv, struct cb_global_opts *opts, char **rest,
+                        int *ret_nrest, bool *ret_help, struct cb_error *err);
 
 /* Subcommands: argv[0] is the subcommand name; options already removed
  * from argv are in opts. Return the process exit status. */

@@ -8,6 +8,7 @@
 
 #include "agent/k8s/duration.h"
 #include "agent/k8s/k8s.h"
+#include "agent/nodeapi/server.h"
 #include "agent/node/nodestatus.h"
 #include "agent/k8s/quantity.h"
 #include "lib/cleanup.h"
@@ -99,16 +100,20 @@ static const struct opt opts[] = {
      "127.0.0.1", "address of the local endpoint (loopback only)"},
     {"healthzPort", "--healthz-port", OPT_INT, OFF(healthz_port), 0, 65535, "N", "10248",
      "local endpoint /healthz /metrics /pods /timelines; 0 disables"},
-    /* the node API (10250): the flags of these are parsed by kubeletapi.c */
-    {"address", NULL, OPT_STR, OFF(file_address), 0, 0, "IP", "0.0.0.0",
-     "node API address (--address)"},
-    {"port", NULL, OPT_INT, OFF(file_port), 1, 65535, "N", "10250", "node API port (--port)"},
-    {"tlsCertFile", NULL, OPT_PATH, OFF(file_tls_cert_file), 0, 0, "FILE", "self-signed",
-     "node API serving certificate (--tls-cert-file)"},
-    {"tlsPrivateKeyFile", NULL, OPT_PATH, OFF(file_tls_key_file), 0, 0, "FILE", "none",
-     "its key (--tls-private-key-file)"},
-    {"authentication.x509.clientCAFile", NULL, OPT_PATH, OFF(file_client_ca_file), 0, 0, "FILE",
-     "none", "CA of accepted client certificates (--client-ca-file)"},
+    /* the node API (10250; docs/node-api.md) */
+    {"port", "--port", OPT_INT, OFF(napi.port), 1, 65535, "N", "10250", "node API port (HTTPS)"},
+    {"address", "--address", OPT_STR, OFF(napi.address), 0, 0, "IP", "0.0.0.0", "node API address"},
+    {"tlsCertFile", "--tls-cert-file", OPT_PATH, OFF(napi.tls_cert_file), 0, 0, "FILE",
+     "self-signed, made in --cert-dir", "node API serving certificate"},
+    {"tlsPrivateKeyFile", "--tls-private-key-file", OPT_PATH, OFF(napi.tls_key_file), 0, 0, "FILE",
+     "none", "the serving certificate's key"},
+    {NULL, "--cert-dir", OPT_PATH, OFF(napi.cert_dir), 0, 0, "DIR", "ROOT/pki",
+     "where a self-signed serving certificate is kept"},
+    {"authentication.x509.clientCAFile", "--client-ca-file", OPT_PATH, OFF(napi.client_ca_file), 0,
+     0, "FILE", "none", "CA of accepted client certificates (the apiserver's kubelet client)"},
+    {NULL, "--authentication-token-file", OPT_PATH, OFF(napi.token_file), 0, 0, "FILE", "none",
+     "bearer tokens accepted: token,user,uid lines (cubelet; the node API runs when this, a "
+     "client CA, or webhook or anonymous authentication is set)"},
     {"authentication.anonymous.enabled", "--anonymous-auth", OPT_BOOL, OFF(anonymous), 0, 0,
      "[=BOOL]", "false (the kubelet: true)",
      "serve requests without credentials as system:anonymous"},
@@ -732,15 +737,6 @@ int ag_config_parse_flags(struct ag_config *c, int argc, char **argv, struct cb_
                 }
                 if (missing)
                         return cb_error_set(err, 0, "%s needs a value", argv[i]);
-                if (v == NULL) {
-                        /* The node API's flags (agent/nodeapi/server.h). */
-                        const char *arg = argv[i];
-                        int r = ag_napi_parse_flag(argc, argv, &i, &c->napi);
-                        if (r > 0)
-                                continue;
-                        if (r < 0)
-                                return cb_error_set(err, 0, "%s: invalid value", arg);
-                }
                 if (v == NULL)
                         return cb_error_set(
                             err, 0, "unknown flag or command \"%s\"; see cubelet --help", argv[i]);
@@ -763,17 +759,6 @@ int ag_config_finish(struct ag_config *c, struct cb_error *err)
          * frequency makes both the same. */
         if (c->update_set && !c->report_set)
                 c->node_status_report_ms = c->node_status_update_ms;
-        /* The node API: flags over the file, then the defaults. */
-        if (c->napi.address == NULL)
-                c->napi.address = c->file_address != NULL ? c->file_address : "0.0.0.0";
-        if (c->napi.port == 0)
-                c->napi.port = c->file_port != 0 ? c->file_port : AG_NAPI_DEFAULT_PORT;
-        if (c->napi.tls_cert_file == NULL)
-                c->napi.tls_cert_file = c->file_tls_cert_file;
-        if (c->napi.tls_key_file == NULL)
-                c->napi.tls_key_file = c->file_tls_key_file;
-        if (c->napi.client_ca_file == NULL)
-                c->napi.client_ca_file = c->file_client_ca_file;
         /* The kubelet's KubeletConfiguration file defaults (webhook
          * authentication, Webhook authorization) over its flag defaults
          * (off, AlwaysAllow) -- only with an apiserver to ask. */
@@ -816,16 +801,14 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
             .authn_webhook_ttl_ms = 120000,
             .authz_allowed_ttl_ms = 300000,
             .authz_denied_ttl_ms = 30000,
+            .napi.port = AG_NAPI_DEFAULT_PORT,
         };
         if (set_str(&c->pod_logs_dir, "/var/log/pods", err) < 0 ||
+            set_str(&c->napi.address, "0.0.0.0", err) < 0 ||
             set_str(&c->cgroup_root, "", err) < 0 ||
             set_str(&c->healthz_bind_address, "127.0.0.1", err) < 0)
                 return -1;
         k8s_eviction_defaults(&c->eviction_hard);
-        ag_napi_flags_init(&c->napi);
-        /* unset until ag_config_finish (a flag, the file, then the default) */
-        c->napi.address = NULL;
-        c->napi.port = 0;
         return 0;
 }
 
@@ -858,5 +841,4 @@ void ag_config_usage(FILE *f)
                         o->key ? "  [" : "", o->key ? o->key : "", o->key ? "]" : "", o->help,
                         o->def);
         }
-        fputs(ag_napi_usage(), f);
 }

@@ -25,7 +25,6 @@
 #include <cjson/cJSON.h>
 
 #include "agent/k8s/eviction.h"
-#include "agent/nodeapi/server.h"
 #include "lib/error.h"
 
 #define AG_INSECURE_REGS_MAX 16
@@ -67,12 +66,18 @@ struct ag_config {
         /* evictionPressureTransitionPeriod, --eviction-pressure-transition-period: 5m */
         uint64_t eviction_pressure_transition_ms;
 
-        /* The node API on 10250 (agent/nodeapi/server.h): its flags (--address,
-         * --port, --tls-*, --client-ca-file, ...) land here; the file's keys
-         * below fill what no flag gave (ag_config_finish). */
-        struct ag_napi_flags napi;
-        char *file_address, *file_tls_cert_file, *file_tls_key_file, *file_client_ca_file;
-        int file_port; /* 0: not in the file */
+        /* The node API on 10250 (agent/nodeapi/server.h), named like the
+         * kubelet's flags and keys; it is served when client certificates,
+         * tokens, or webhook or anonymous authentication are configured. */
+        struct ag_config_napi {
+                char *address;        /* address, --address: 0.0.0.0 */
+                int port;             /* port, --port: 10250 */
+                char *tls_cert_file;  /* tlsCertFile, --tls-cert-file: NULL (self-signed) */
+                char *tls_key_file;   /* tlsPrivateKeyFile, --tls-private-key-file */
+                char *cert_dir;       /* --cert-dir: NULL (<root dir>/pki) */
+                char *client_ca_file; /* authentication.x509.clientCAFile, --client-ca-file */
+                char *token_file;     /* --authentication-token-file (cubelet) */
+        } napi;
         /* authentication.anonymous.enabled, --anonymous-auth: false (cubelet) */
         bool anonymous;
         /* authentication.webhook.enabled, --authentication-token-webhook:

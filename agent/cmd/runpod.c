@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/k8s/admit.h"
+#include "agent/k8s/validate.h"
 #include "agent/cmd/cli.h"
 #include "agent/k8s/k8s.h"
 #include "agent/core/log.h"
@@ -155,16 +156,18 @@ static int load_pod(const char *path, struct k8s_pod **ret, struct cb_error *err
         return 0;
 }
 
-static int64_t parse_seconds(const char *flag, const char *v)
+/* -1 (after saying why) for a value that is not 0..86400 seconds. */
+static int parse_seconds(const char *flag, const char *v, int64_t *ret)
 {
         char *end;
         long long s = strtoll(v, &end, 10);
         if (*v == '\0' || *end != '\0' || s < 0 || s > 86400) {
                 fprintf(stderr, "cubelet run-pod: %s: invalid value \"%s\" (want seconds)\n", flag,
                         v);
-                exit(2);
+                return -1;
         }
-        return s;
+        *ret = s;
+        return 0;
 }
 
 struct runpod_flags {
@@ -175,7 +178,8 @@ struct runpod_flags {
         int64_t backoff_base, backoff_cap;
 };
 
-/* -1 (after the usage line) on a flag it does not know or a missing file. */
+/* -1 (after the usage line or the reason) on a flag it does not know, a bad
+ * value or a missing file. */
 static int parse_flags(int argc, char **argv, struct runpod_flags *f)
 {
         *f = (struct runpod_flags){.logs_dir = "/var/log/pods",
@@ -196,10 +200,12 @@ static int parse_flags(int argc, char **argv, struct runpod_flags *f)
                         f->insecure[f->n_insecure++] = v;
                         i++;
                 } else if (strcmp(a, "--crash-loop-backoff-base") == 0 && v) {
-                        f->backoff_base = parse_seconds(a, v);
+                        if (parse_seconds(a, v, &f->backoff_base) < 0)
+                                return -1;
                         i++;
                 } else if (strcmp(a, "--crash-loop-backoff-max") == 0 && v) {
-                        f->backoff_cap = parse_seconds(a, v);
+                        if (parse_seconds(a, v, &f->backoff_cap) < 0)
+                                return -1;
                         i++;
                 } else if (a[0] != '-' && f->file == NULL) {
                         f->file = a;
@@ -245,7 +251,14 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         snprintf(pod_ref, sizeof(pod_ref), "%s/%s", pod->meta.namespace_, pod->meta.name);
 
         struct k8s_admit_result adm;
-        k8s_admit(pod, node, NULL, 0, &adm);
+        struct cb_error verr = {0};
+        if (k8s_pod_validate_paths(pod, &verr) < 0) {
+                adm = (struct k8s_admit_result){.admitted = false, .reason = "InvalidPod"};
+                snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
+                         verr.msg);
+        } else {
+                k8s_admit(pod, node, NULL, 0, &adm);
+        }
         if (!adm.admitted) {
                 char msg[600];
                 snprintf(msg, sizeof(msg), "Pod was rejected: %s", adm.message);

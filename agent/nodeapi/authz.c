@@ -209,7 +209,6 @@ struct ag_napi_authz {
         struct ag_napi_cache *tokens, *access;
         struct call *calls;
         size_t n_calls;
-        struct ag_napi_authz_stats stats;
 };
 
 static uint64_t now_ms(const struct ag_napi_authz *z)
@@ -283,16 +282,6 @@ void ag_napi_authz_free(struct ag_napi_authz *z)
         free(z);
 }
 
-const struct ag_napi_authz_config *ag_napi_authz_cfg(const struct ag_napi_authz *z)
-{
-        return &z->cfg;
-}
-
-void ag_napi_authz_stats(const struct ag_napi_authz *z, struct ag_napi_authz_stats *s)
-{
-        *s = z->stats;
-}
-
 void ag_napi_review_cancel(struct ag_napi_review *r)
 {
         if (r == NULL)
@@ -343,7 +332,6 @@ static void on_review_done(struct ag_api_result *res, void *data)
         struct call *k = data;
         struct ag_napi_authz *z = k->z;
         uint64_t now = now_ms(z);
-        z->stats.review_ms_total += now - k->started;
         const char *what = k->kind == CALL_TOKEN ? "TokenReview" : "SubjectAccessReview";
         log_v(3, "node API: %s answered in %llu ms (HTTP %ld)", what,
               (unsigned long long)(now - k->started), res->status);
@@ -399,9 +387,7 @@ static enum ag_napi_verdict ask(struct ag_napi_authz *z, enum call_kind kind, co
                 return AG_NAPI_ERROR;
         *r = (struct ag_napi_review){.done = done, .data = data, .who = who};
         struct call *k = call_find(z, key);
-        if (k != NULL) {
-                z->stats.joined++;
-        } else {
+        if (k == NULL) {
                 if (z->n_calls >= AG_NAPI_MAX_REVIEWS) {
                         log_warning("node API: %d reviews in flight already; refusing one more",
                                     AG_NAPI_MAX_REVIEWS);
@@ -431,10 +417,6 @@ static enum ag_napi_verdict ask(struct ag_napi_authz *z, enum call_kind kind, co
                 k->next = z->calls;
                 z->calls = k;
                 z->n_calls++;
-                if (kind == CALL_TOKEN)
-                        z->stats.token_reviews++;
-                else
-                        z->stats.access_reviews++;
         }
         r->call = k;
         r->next = k->waiters;
@@ -454,7 +436,6 @@ enum ag_napi_verdict ag_napi_review_token(struct ag_napi_authz *z, const char *t
         ag_napi_sha256_hex(token, strlen(token), key + 2);
         const struct ag_napi_answer *a = ag_napi_cache_get(z->tokens, key, now_ms(z));
         if (a != NULL) {
-                z->stats.cache_hits++;
                 if (a->yes)
                         who_set(who, a->user, a->groups);
                 return a->yes ? AG_NAPI_YES : AG_NAPI_NO;
@@ -504,7 +485,6 @@ enum ag_napi_verdict ag_napi_review_access(struct ag_napi_authz *z, const struct
         ag_napi_sha256_hex(spec_text, strlen(spec_text), key + 2);
         const struct ag_napi_answer *ans = ag_napi_cache_get(z->access, key, now_ms(z));
         if (ans != NULL) {
-                z->stats.cache_hits++;
                 return ans->yes ? AG_NAPI_YES : AG_NAPI_NO;
         }
         return ask(z, CALL_ACCESS, key, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body,

@@ -107,19 +107,11 @@ struct ag_napi_authz;
 struct ag_napi_review;
 typedef void (*ag_napi_review_fn)(void *data, enum ag_napi_verdict v);
 
-struct ag_napi_authz_stats {
-        unsigned long token_reviews, access_reviews; /* sent to the apiserver */
-        unsigned long cache_hits, joined; /* answered by the cache / a review in flight */
-        uint64_t review_ms_total;         /* summed latency of answered reviews */
-};
-
 /* api may only be NULL when neither webhook is on. */
 int ag_napi_authz_new(struct ag_api *api, const struct ag_napi_authz_config *cfg,
                       struct ag_napi_authz **ret, struct cb_error *err);
 /* Cancels every review in flight (no callbacks). NULL is allowed. */
 void ag_napi_authz_free(struct ag_napi_authz *z);
-const struct ag_napi_authz_config *ag_napi_authz_cfg(const struct ag_napi_authz *z);
-void ag_napi_authz_stats(const struct ag_napi_authz *z, struct ag_napi_authz_stats *s);
 
 /* A bearer token through TokenReview: YES fills who now or, when PENDING,
  * before done is called (who must stay valid until then or a cancel). */

@@ -96,10 +96,10 @@ static int flag(const char *name, const char *v, bool *ret, struct cb_error *err
         return 0;
 }
 
-int ag_exec_options_parse(const char *const *args, size_t n, bool need_command,
-                          struct ag_exec_options *ret, struct cb_error *err)
+int ag_napi_exec_options_parse(const char *const *args, size_t n, bool need_command,
+                               struct ag_napi_exec_options *ret, struct cb_error *err)
 {
-        struct ag_exec_options o = {0};
+        struct ag_napi_exec_options o = {0};
         _cleanup_free_ const char **argv = calloc(n + 1, sizeof(*argv));
         if (argv == NULL)
                 return cb_error_set(err, ENOMEM, "exec options");
@@ -139,21 +139,21 @@ int ag_exec_options_parse(const char *const *args, size_t n, bool need_command,
         return 0;
 }
 
-enum ag_channel_proto ag_channel_proto_from_name(const char *name)
+enum ag_napi_channel_proto ag_napi_channel_proto_from_name(const char *name)
 {
         if (name == NULL)
                 return 0;
         if (strcmp(name, "v5.channel.k8s.io") == 0)
-                return AG_CHANNEL_V5;
+                return AG_NAPI_CHANNEL_V5;
         if (strcmp(name, "v4.channel.k8s.io") == 0)
-                return AG_CHANNEL_V4;
+                return AG_NAPI_CHANNEL_V4;
         if (strcmp(name, "channel.k8s.io") == 0)
-                return AG_CHANNEL_V1;
+                return AG_NAPI_CHANNEL_V1;
         return 0;
 }
 
-int ag_channel_split(const uint8_t *msg, size_t len, uint8_t *ret_channel,
-                     const uint8_t **ret_payload, size_t *ret_len)
+int ag_napi_channel_split(const uint8_t *msg, size_t len, uint8_t *ret_channel,
+                          const uint8_t **ret_payload, size_t *ret_len)
 {
         if (len == 0)
                 return -1;
@@ -163,8 +163,8 @@ int ag_channel_split(const uint8_t *msg, size_t len, uint8_t *ret_channel,
         return 0;
 }
 
-int ag_parse_resize(const uint8_t *data, size_t len, uint16_t *ret_width, uint16_t *ret_height,
-                    struct cb_error *err)
+int ag_napi_parse_resize(const uint8_t *data, size_t len, uint16_t *ret_width, uint16_t *ret_height,
+                         struct cb_error *err)
 {
         _cleanup_cjson_ cJSON *o = cJSON_ParseWithLength((const char *)data, len);
         const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "Width");
@@ -179,7 +179,7 @@ int ag_parse_resize(const uint8_t *data, size_t len, uint16_t *ret_width, uint16
         return 0;
 }
 
-char *ag_exec_status_json(int exit_code, const char *message)
+char *ag_napi_exec_status_json(int exit_code, const char *message)
 {
         _cleanup_cjson_ cJSON *s = cJSON_CreateObject();
         cJSON_AddObjectToObject(s, "metadata");
@@ -219,7 +219,8 @@ static int hexval(char c)
         return -1;
 }
 
-int ag_query_split(const char *query, size_t max, char ***ret, size_t *ret_n, struct cb_error *err)
+int ag_napi_query_split(const char *query, size_t max, char ***ret, size_t *ret_n,
+                        struct cb_error *err)
 {
         char **v = NULL;
         size_t n = 0;
@@ -278,7 +279,7 @@ fail:
         return -1;
 }
 
-int ag_ws_accept(const char *key, char out[32])
+int ag_napi_ws_accept(const char *key, char out[32])
 {
         static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
         char buf[256];
@@ -291,7 +292,7 @@ int ag_ws_accept(const char *key, char out[32])
         return 0;
 }
 
-const char *ag_negotiate(const char *offered, const char *const *supported)
+const char *ag_napi_negotiate(const char *offered, const char *const *supported)
 {
         const char *p = offered != NULL ? offered : "";
         while (*p != '\0') {
@@ -309,7 +310,7 @@ const char *ag_negotiate(const char *offered, const char *const *supported)
         return NULL;
 }
 
-size_t ag_json_object_len(const uint8_t *buf, size_t len)
+size_t ag_napi_json_object_len(const uint8_t *buf, size_t len)
 {
         int depth = 0;
         bool in_str = false, esc = false;

@@ -73,9 +73,6 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
 /* Closes every connection, kills running execs. NULL is allowed. */
 void ag_napi_free(struct ag_napi *s);
 int ag_napi_port(const struct ag_napi *s);
-struct ag_napi_authz;
-/* The reviewer (its counters), never NULL while s lives. */
-const struct ag_napi_authz *ag_napi_authz_of(const struct ag_napi *s);
 
 /* A static token file like kube-apiserver's --token-auth-file: lines
  * "token,user,uid[,\"group1,group2\"]", '#' comments. Returns the user of
@@ -90,17 +87,3 @@ void ag_napi_tokens_free(struct ag_napi_tokens *t);
  * valid for more than a day. */
 int ag_napi_ensure_cert(const char *cert_path, const char *key_path, const char *ip,
                         const char *host, struct cb_error *err);
-
-/* The agent's flags for the node API, named like the kubelet's. The API
- * is served when client certificates or tokens are configured. */
-struct ag_napi_flags {
-        const char *address, *tls_cert_file, *tls_key_file, *client_ca_file, *token_file;
-        const char *cert_dir; /* NULL: <root dir>/pki */
-        int port;
-};
-void ag_napi_flags_init(struct ag_napi_flags *f);
-/* 1: argv[*i] (and its value) was one of ours, *i moved on; 0: not ours;
- * -1: a bad value (printed to stderr). */
-int ag_napi_parse_flag(int argc, char **argv, int *i, struct ag_napi_flags *f);
-/* The flags' lines for --help. */
-const char *ag_napi_usage(void);

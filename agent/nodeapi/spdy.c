@@ -27,8 +27,8 @@
  *    all of it. spdystream compresses at zlib.BestCompression; any level
  *    inflates the same.
  *  - SYN_REPLY before DATA: spdystream drops DATA on a stream it has not
- *    seen a SYN_REPLY for ("Data frame not replied"), so spdy_data refuses
- *    to send on a peer's stream before spdy_reply. The peer itself may send
+ *    seen a SYN_REPLY for ("Data frame not replied"), so ag_spdy_data refuses
+ *    to send on a peer's stream before ag_spdy_reply. The peer itself may send
  *    DATA before our SYN_REPLY (its stdin), which is delivered.
  *  - FIN: each side half-closes with FLAG_FIN on a DATA frame (an empty one
  *    from Stream.Close) or on SYN_STREAM/SYN_REPLY; RST_STREAM (CANCEL from
@@ -165,9 +165,9 @@ struct buf {
 
 enum parse_state { P_HEAD, P_CONTROL, P_DATA };
 
-struct spdy_session {
+struct ag_spdy_session {
         bool server;
-        struct spdy_callbacks cb;
+        struct ag_spdy_callbacks cb;
         void *data;
 
         z_stream inflate;
@@ -254,13 +254,13 @@ static void buf_free(struct buf *b)
 
 /* ---- streams ---- */
 
-static bool peer_id(const struct spdy_session *s, uint32_t id)
+static bool peer_id(const struct ag_spdy_session *s, uint32_t id)
 {
         /* SPDY/3 2.3.2: the client's streams are odd, the server's even */
         return (id & 1) == (s->server ? 1u : 0u);
 }
 
-static struct stream *stream_find(struct spdy_session *s, uint32_t id)
+static struct stream *stream_find(struct ag_spdy_session *s, uint32_t id)
 {
         for (struct stream *st = s->streams; st != NULL; st = st->next)
                 if (st->id == id)
@@ -268,7 +268,7 @@ static struct stream *stream_find(struct spdy_session *s, uint32_t id)
         return NULL;
 }
 
-static void stream_remove(struct spdy_session *s, uint32_t id)
+static void stream_remove(struct ag_spdy_session *s, uint32_t id)
 {
         for (struct stream **pp = &s->streams; *pp != NULL; pp = &(*pp)->next) {
                 if ((*pp)->id == id) {
@@ -281,7 +281,7 @@ static void stream_remove(struct spdy_session *s, uint32_t id)
         }
 }
 
-static struct stream *stream_add(struct spdy_session *s, uint32_t id, struct cb_error *err)
+static struct stream *stream_add(struct ag_spdy_session *s, uint32_t id, struct cb_error *err)
 {
         struct stream *st = calloc(1, sizeof(*st));
         if (st == NULL) {
@@ -296,7 +296,7 @@ static struct stream *stream_add(struct spdy_session *s, uint32_t id, struct cb_
 }
 
 /* Both halves closed: the stream is done. */
-static void stream_maybe_done(struct spdy_session *s, struct stream *st)
+static void stream_maybe_done(struct ag_spdy_session *s, struct stream *st)
 {
         if (st->local_fin && st->remote_fin)
                 stream_remove(s, st->id);
@@ -304,7 +304,7 @@ static void stream_maybe_done(struct spdy_session *s, struct stream *st)
 
 /* ---- frame writers ---- */
 
-static int put_control(struct spdy_session *s, uint16_t type, uint8_t flags, uint32_t len,
+static int put_control(struct ag_spdy_session *s, uint16_t type, uint8_t flags, uint32_t len,
                        struct cb_error *err)
 {
         uint8_t h[8];
@@ -316,7 +316,7 @@ static int put_control(struct spdy_session *s, uint16_t type, uint8_t flags, uin
         return buf_append(&s->out, h, sizeof(h), err);
 }
 
-static int put_u32_pair(struct spdy_session *s, uint16_t type, uint32_t a, uint32_t b,
+static int put_u32_pair(struct ag_spdy_session *s, uint16_t type, uint32_t a, uint32_t b,
                         struct cb_error *err)
 {
         uint8_t p[8];
@@ -327,22 +327,22 @@ static int put_u32_pair(struct spdy_session *s, uint16_t type, uint32_t a, uint3
         return buf_append(&s->out, p, sizeof(p), err);
 }
 
-static int queue_rst(struct spdy_session *s, uint32_t id, uint32_t status, struct cb_error *err)
+static int queue_rst(struct ag_spdy_session *s, uint32_t id, uint32_t status, struct cb_error *err)
 {
         return put_u32_pair(s, TYPE_RST_STREAM, id & 0x7fffffff, status, err);
 }
 
 /* Serialises and compresses a header block into s->hblock (reused as the
  * scratch for the plain block, then the compressed one goes to out). */
-static int encode_headers(struct spdy_session *s, const struct spdy_header *h, size_t n,
+static int encode_headers(struct ag_spdy_session *s, const struct ag_spdy_header *h, size_t n,
                           struct buf *z, struct cb_error *err)
 {
         struct buf plain = {0};
         uint8_t w[4];
         int rc = -1;
 
-        if (n > SPDY_MAX_HEADERS) {
-                cb_error_set(err, 0, "spdy: %zu headers, at most %u", n, SPDY_MAX_HEADERS);
+        if (n > AG_SPDY_MAX_HEADERS) {
+                cb_error_set(err, 0, "spdy: %zu headers, at most %u", n, AG_SPDY_MAX_HEADERS);
                 goto out;
         }
         put32(w, (uint32_t)n);
@@ -355,7 +355,7 @@ static int encode_headers(struct spdy_session *s, const struct spdy_header *h, s
                         cb_error_set(err, 0, "spdy: header %zu: empty name", i);
                         goto out;
                 }
-                if (nl > SPDY_MAX_HEADER_BLOCK || vl > SPDY_MAX_HEADER_BLOCK) {
+                if (nl > AG_SPDY_MAX_HEADER_BLOCK || vl > AG_SPDY_MAX_HEADER_BLOCK) {
                         cb_error_set(err, 0, "spdy: header %s: too long", h[i].name);
                         goto out;
                 }
@@ -378,9 +378,9 @@ static int encode_headers(struct spdy_session *s, const struct spdy_header *h, s
                     buf_append(&plain, h[i].value, vl, err) < 0)
                         goto out;
         }
-        if (plain.len > SPDY_MAX_HEADER_BLOCK) {
+        if (plain.len > AG_SPDY_MAX_HEADER_BLOCK) {
                 cb_error_set(err, 0, "spdy: header block of %zu bytes, at most %u", plain.len,
-                             SPDY_MAX_HEADER_BLOCK);
+                             AG_SPDY_MAX_HEADER_BLOCK);
                 goto out;
         }
 
@@ -408,8 +408,8 @@ out:
 }
 
 /* SYN_STREAM (prefix: id, associated id, priority, slot) or SYN_REPLY (id). */
-static int put_headers_frame(struct spdy_session *s, uint16_t type, uint8_t flags, uint32_t id,
-                             const struct spdy_header *h, size_t n, struct cb_error *err)
+static int put_headers_frame(struct ag_spdy_session *s, uint16_t type, uint8_t flags, uint32_t id,
+                             const struct ag_spdy_header *h, size_t n, struct cb_error *err)
 {
         struct buf z = {0};
         uint8_t pre[10] = {0};
@@ -420,10 +420,10 @@ static int put_headers_frame(struct spdy_session *s, uint16_t type, uint8_t flag
         /* SYN_STREAM: associated-to 0, priority 0 (highest), slot 0 */
         if (encode_headers(s, h, n, &z, err) < 0)
                 goto out;
-        if (z.len + pre_len > SPDY_MAX_CONTROL_FRAME) {
+        if (z.len + pre_len > AG_SPDY_MAX_CONTROL_FRAME) {
                 /* our own peer would refuse a frame we refuse to read */
                 cb_error_set(err, 0, "spdy: stream %u: header frame of %zu bytes, at most %u", id,
-                             z.len + pre_len, SPDY_MAX_CONTROL_FRAME);
+                             z.len + pre_len, AG_SPDY_MAX_CONTROL_FRAME);
                 goto out;
         }
         if (put_control(s, type, flags, (uint32_t)(pre_len + z.len), err) < 0 ||
@@ -438,23 +438,23 @@ out:
 /* ---- header block decoding ---- */
 
 /* Inflates one block (the whole of it must be consumed) into s->hblock. */
-static int inflate_block(struct spdy_session *s, const uint8_t *in, size_t len,
+static int inflate_block(struct ag_spdy_session *s, const uint8_t *in, size_t len,
                          struct cb_error *err)
 {
         s->hblock.off = s->hblock.len = 0;
         s->inflate.next_in = (Bytef *)in;
         s->inflate.avail_in = (uInt)len;
         for (;;) {
-                if (s->hblock.len == SPDY_MAX_HEADER_BLOCK)
+                if (s->hblock.len == AG_SPDY_MAX_HEADER_BLOCK)
                         return cb_error_set(err, 0,
                                             "spdy: header block inflates to more than %u bytes",
-                                            SPDY_MAX_HEADER_BLOCK);
+                                            AG_SPDY_MAX_HEADER_BLOCK);
                 size_t room = s->hblock.cap - s->hblock.len;
                 if (room == 0) {
                         size_t want = s->hblock.cap ? s->hblock.cap : 1024;
-                        if (want > SPDY_MAX_HEADER_BLOCK - s->hblock.len)
-                                want = SPDY_MAX_HEADER_BLOCK - s->hblock.len;
-                        if (buf_reserve(&s->hblock, want, SPDY_MAX_HEADER_BLOCK, err) < 0)
+                        if (want > AG_SPDY_MAX_HEADER_BLOCK - s->hblock.len)
+                                want = AG_SPDY_MAX_HEADER_BLOCK - s->hblock.len;
+                        if (buf_reserve(&s->hblock, want, AG_SPDY_MAX_HEADER_BLOCK, err) < 0)
                                 return -1;
                         room = s->hblock.cap - s->hblock.len;
                 }
@@ -498,21 +498,21 @@ static int inflate_block(struct spdy_session *s, const uint8_t *in, size_t len,
 
 /* Parses s->hblock (inflated) into NUL-terminated pairs in *ret_text and
  * an array of n headers. Names must be non-empty, lower case and unique. */
-static int parse_block(struct spdy_session *s, uint32_t id, struct spdy_header **ret_h,
+static int parse_block(struct ag_spdy_session *s, uint32_t id, struct ag_spdy_header **ret_h,
                        size_t *ret_n, char **ret_text, struct cb_error *err)
 {
         const uint8_t *p = s->hblock.p + s->hblock.off;
         size_t len = s->hblock.len - s->hblock.off, pos = 4;
-        struct spdy_header *h = NULL;
+        struct ag_spdy_header *h = NULL;
         char *text = NULL;
 
         if (len < 4)
                 return cb_error_set(
                     err, 0, "spdy: stream %u: header block of %zu bytes has no count", id, len);
         uint32_t n = get32(p);
-        if (n > SPDY_MAX_HEADERS)
+        if (n > AG_SPDY_MAX_HEADERS)
                 return cb_error_set(err, 0, "spdy: stream %u: %u headers, at most %u", id, n,
-                                    SPDY_MAX_HEADERS);
+                                    AG_SPDY_MAX_HEADERS);
         /* every pair takes at least 8 bytes: a count that overruns is caught here
          * before anything is allocated for it */
         if ((size_t)n * 8 > len - 4)
@@ -604,7 +604,8 @@ static int callback_failed(struct cb_error *err, const char *what, uint32_t id)
 }
 
 /* The session resets a stream the peer broke the protocol on. */
-static int reset_stream(struct spdy_session *s, uint32_t id, uint32_t status, struct cb_error *err)
+static int reset_stream(struct ag_spdy_session *s, uint32_t id, uint32_t status,
+                        struct cb_error *err)
 {
         bool known = stream_find(s, id) != NULL;
         if (known)
@@ -616,13 +617,13 @@ static int reset_stream(struct spdy_session *s, uint32_t id, uint32_t status, st
         return 0;
 }
 
-static int on_syn_stream(struct spdy_session *s, uint8_t flags, const uint8_t *p, uint32_t len,
+static int on_syn_stream(struct ag_spdy_session *s, uint8_t flags, const uint8_t *p, uint32_t len,
                          struct cb_error *err)
 {
         if (len < 10)
                 return cb_error_set(err, 0, "spdy: SYN_STREAM of %u bytes, at least 10", len);
         uint32_t id = get32(p) & 0x7fffffff;
-        _cleanup_free_ struct spdy_header *h = NULL;
+        _cleanup_free_ struct ag_spdy_header *h = NULL;
         _cleanup_free_ char *text = NULL;
         size_t n = 0;
 
@@ -641,8 +642,8 @@ static int on_syn_stream(struct spdy_session *s, uint8_t flags, const uint8_t *p
                                     "spdy: SYN_STREAM %u: ids must increase (the last was %u)", id,
                                     s->last_peer_id);
         s->last_peer_id = id;
-        if (s->goaway_sent || s->n_streams >= SPDY_MAX_STREAMS)
-                return queue_rst(s, id, SPDY_REFUSED_STREAM, err);
+        if (s->goaway_sent || s->n_streams >= AG_SPDY_MAX_STREAMS)
+                return queue_rst(s, id, AG_SPDY_REFUSED_STREAM, err);
 
         struct stream *st = stream_add(s, id, err);
         if (st == NULL)
@@ -658,13 +659,13 @@ static int on_syn_stream(struct spdy_session *s, uint8_t flags, const uint8_t *p
         return 0;
 }
 
-static int on_syn_reply(struct spdy_session *s, uint8_t flags, const uint8_t *p, uint32_t len,
+static int on_syn_reply(struct ag_spdy_session *s, uint8_t flags, const uint8_t *p, uint32_t len,
                         struct cb_error *err)
 {
         if (len < 4)
                 return cb_error_set(err, 0, "spdy: SYN_REPLY of %u bytes, at least 4", len);
         uint32_t id = get32(p) & 0x7fffffff;
-        _cleanup_free_ struct spdy_header *h = NULL;
+        _cleanup_free_ struct ag_spdy_header *h = NULL;
         _cleanup_free_ char *text = NULL;
         size_t n = 0;
 
@@ -674,11 +675,11 @@ static int on_syn_reply(struct spdy_session *s, uint8_t flags, const uint8_t *p,
                 return cb_error_set(err, 0, "spdy: SYN_REPLY for stream 0");
         struct stream *st = stream_find(s, id);
         if (st == NULL || peer_id(s, id))
-                return reset_stream(s, id, SPDY_INVALID_STREAM, err);
+                return reset_stream(s, id, AG_SPDY_INVALID_STREAM, err);
         if (st->replied) /* SPDY/3 2.6.2 */
-                return reset_stream(s, id, SPDY_STREAM_IN_USE, err);
+                return reset_stream(s, id, AG_SPDY_STREAM_IN_USE, err);
         if (st->remote_fin)
-                return reset_stream(s, id, SPDY_STREAM_ALREADY_CLOSED, err);
+                return reset_stream(s, id, AG_SPDY_STREAM_ALREADY_CLOSED, err);
         st->replied = true;
         st->remote_fin = (flags & FLAG_FIN) != 0;
         bool fin = st->remote_fin;
@@ -690,13 +691,13 @@ static int on_syn_reply(struct spdy_session *s, uint8_t flags, const uint8_t *p,
         return 0;
 }
 
-static int on_headers(struct spdy_session *s, uint8_t flags, const uint8_t *p, uint32_t len,
+static int on_headers(struct ag_spdy_session *s, uint8_t flags, const uint8_t *p, uint32_t len,
                       struct cb_error *err)
 {
         if (len < 4)
                 return cb_error_set(err, 0, "spdy: HEADERS of %u bytes, at least 4", len);
         uint32_t id = get32(p) & 0x7fffffff;
-        _cleanup_free_ struct spdy_header *h = NULL;
+        _cleanup_free_ struct ag_spdy_header *h = NULL;
         _cleanup_free_ char *text = NULL;
         size_t n = 0;
 
@@ -706,9 +707,9 @@ static int on_headers(struct spdy_session *s, uint8_t flags, const uint8_t *p, u
                 return cb_error_set(err, 0, "spdy: HEADERS for stream 0");
         struct stream *st = stream_find(s, id);
         if (st == NULL)
-                return reset_stream(s, id, SPDY_INVALID_STREAM, err);
+                return reset_stream(s, id, AG_SPDY_INVALID_STREAM, err);
         if (st->remote_fin)
-                return reset_stream(s, id, SPDY_STREAM_ALREADY_CLOSED, err);
+                return reset_stream(s, id, AG_SPDY_STREAM_ALREADY_CLOSED, err);
         /* trailing headers carry nothing exec or port-forward uses; only FIN counts */
         if (flags & FLAG_FIN) {
                 st->remote_fin = true;
@@ -721,7 +722,7 @@ static int on_headers(struct spdy_session *s, uint8_t flags, const uint8_t *p, u
         return 0;
 }
 
-static int on_control(struct spdy_session *s, uint16_t type, uint8_t flags, const uint8_t *p,
+static int on_control(struct ag_spdy_session *s, uint16_t type, uint8_t flags, const uint8_t *p,
                       uint32_t len, struct cb_error *err)
 {
         switch (type) {
@@ -784,7 +785,7 @@ static int on_control(struct spdy_session *s, uint16_t type, uint8_t flags, cons
 
 /* ---- DATA ---- */
 
-static int data_begin(struct spdy_session *s, struct cb_error *err)
+static int data_begin(struct ag_spdy_session *s, struct cb_error *err)
 {
         uint32_t id = s->data_id;
         if (id == 0)
@@ -796,18 +797,18 @@ static int data_begin(struct spdy_session *s, struct cb_error *err)
                  * unless we already said GOAWAY */
                 if (s->goaway_sent)
                         return 0;
-                return reset_stream(s, id, SPDY_INVALID_STREAM, err);
+                return reset_stream(s, id, AG_SPDY_INVALID_STREAM, err);
         }
         if (st->remote_fin)
-                return reset_stream(s, id, SPDY_STREAM_ALREADY_CLOSED, err);
+                return reset_stream(s, id, AG_SPDY_STREAM_ALREADY_CLOSED, err);
         if (!peer_id(s, id) && !st->replied)
-                return reset_stream(s, id, SPDY_PROTOCOL_ERROR, err); /* DATA before SYN_REPLY */
+                return reset_stream(s, id, AG_SPDY_PROTOCOL_ERROR, err); /* DATA before SYN_REPLY */
         s->data_deliver = true;
         return 0;
 }
 
 /* The frame is complete: FIN, and give the peer its window back. */
-static int data_end(struct spdy_session *s, struct cb_error *err)
+static int data_end(struct ag_spdy_session *s, struct cb_error *err)
 {
         uint32_t id = s->data_id;
         bool fin = (s->data_flags & FLAG_FIN) != 0;
@@ -834,7 +835,7 @@ static int data_end(struct spdy_session *s, struct cb_error *err)
 
 /* ---- feed ---- */
 
-static int frame_head(struct spdy_session *s, struct cb_error *err)
+static int frame_head(struct ag_spdy_session *s, struct cb_error *err)
 {
         const uint8_t *h = s->head;
         uint32_t len = get32(h + 4) & 0xffffff;
@@ -845,10 +846,10 @@ static int frame_head(struct spdy_session *s, struct cb_error *err)
                 if (version != SPDY_VERSION)
                         return cb_error_set(err, 0, "spdy: control frame of version %u, not %u",
                                             version, SPDY_VERSION);
-                if (len > SPDY_MAX_CONTROL_FRAME)
+                if (len > AG_SPDY_MAX_CONTROL_FRAME)
                         return cb_error_set(err, 0,
                                             "spdy: control frame (type %u) of %u bytes, at most %u",
-                                            type, len, SPDY_MAX_CONTROL_FRAME);
+                                            type, len, AG_SPDY_MAX_CONTROL_FRAME);
                 s->ctrl.off = s->ctrl.len = 0;
                 if (len == 0)
                         return on_control(s, type, h[4], NULL, 0, err);
@@ -866,7 +867,7 @@ static int frame_head(struct spdy_session *s, struct cb_error *err)
         return 0;
 }
 
-static int feed(struct spdy_session *s, const uint8_t *buf, size_t len, struct cb_error *err)
+static int feed(struct ag_spdy_session *s, const uint8_t *buf, size_t len, struct cb_error *err)
 {
         while (len > 0) {
                 switch (s->state) {
@@ -889,7 +890,7 @@ static int feed(struct spdy_session *s, const uint8_t *buf, size_t len, struct c
                         size_t take = s->frame_len - s->ctrl.len;
                         if (take > len)
                                 take = len;
-                        if (buf_reserve(&s->ctrl, take, SPDY_MAX_CONTROL_FRAME, err) < 0)
+                        if (buf_reserve(&s->ctrl, take, AG_SPDY_MAX_CONTROL_FRAME, err) < 0)
                                 return -1;
                         memcpy(s->ctrl.p + s->ctrl.len, buf, take);
                         s->ctrl.len += take;
@@ -935,7 +936,8 @@ static int feed(struct spdy_session *s, const uint8_t *buf, size_t len, struct c
         return 0;
 }
 
-int spdy_session_feed(struct spdy_session *s, const uint8_t *buf, size_t len, struct cb_error *err)
+int ag_spdy_session_feed(struct ag_spdy_session *s, const uint8_t *buf, size_t len,
+                         struct cb_error *err)
 {
         if (s->failed)
                 return cb_error_set(err, 0, "spdy: the session failed already");
@@ -948,8 +950,8 @@ int spdy_session_feed(struct spdy_session *s, const uint8_t *buf, size_t len, st
 
 /* ---- the caller's frames ---- */
 
-int spdy_reply(struct spdy_session *s, uint32_t id, const struct spdy_header *h, size_t n, bool fin,
-               struct cb_error *err)
+int ag_spdy_reply(struct ag_spdy_session *s, uint32_t id, const struct ag_spdy_header *h, size_t n,
+                  bool fin, struct cb_error *err)
 {
         struct stream *st = stream_find(s, id);
         if (st == NULL || !peer_id(s, id))
@@ -969,15 +971,15 @@ int spdy_reply(struct spdy_session *s, uint32_t id, const struct spdy_header *h,
         return 0;
 }
 
-int spdy_syn_stream(struct spdy_session *s, const struct spdy_header *h, size_t n, bool fin,
-                    uint32_t *ret_id, struct cb_error *err)
+int ag_spdy_syn_stream(struct ag_spdy_session *s, const struct ag_spdy_header *h, size_t n,
+                       bool fin, uint32_t *ret_id, struct cb_error *err)
 {
         if (s->goaway_received || s->goaway_sent)
                 return cb_error_set(err, 0, "spdy: no new streams after GOAWAY");
         if (s->next_id > 0x7fffffff)
                 return cb_error_set(err, 0, "spdy: stream ids used up");
-        if (s->n_streams >= SPDY_MAX_STREAMS)
-                return cb_error_set(err, 0, "spdy: %u streams open already", SPDY_MAX_STREAMS);
+        if (s->n_streams >= AG_SPDY_MAX_STREAMS)
+                return cb_error_set(err, 0, "spdy: %u streams open already", AG_SPDY_MAX_STREAMS);
         uint32_t id = s->next_id;
         if (put_headers_frame(s, TYPE_SYN_STREAM, fin ? FLAG_FIN : 0, id, h, n, err) < 0)
                 return -1;
@@ -990,8 +992,8 @@ int spdy_syn_stream(struct spdy_session *s, const struct spdy_header *h, size_t 
         return 0;
 }
 
-int spdy_data(struct spdy_session *s, uint32_t id, const void *buf, size_t len, bool fin,
-              struct cb_error *err)
+int ag_spdy_data(struct ag_spdy_session *s, uint32_t id, const void *buf, size_t len, bool fin,
+                 struct cb_error *err)
 {
         struct stream *st = stream_find(s, id);
         if (st == NULL)
@@ -1002,7 +1004,7 @@ int spdy_data(struct spdy_session *s, uint32_t id, const void *buf, size_t len, 
                 return cb_error_set(err, 0, "spdy: DATA on stream %u before its SYN_REPLY", id);
         const uint8_t *p = buf;
         do {
-                size_t chunk = len > SPDY_DATA_CHUNK ? SPDY_DATA_CHUNK : len;
+                size_t chunk = len > AG_SPDY_DATA_CHUNK ? AG_SPDY_DATA_CHUNK : len;
                 bool last = chunk == len;
                 uint8_t h[8];
                 put32(h, id & 0x7fffffff);
@@ -1021,11 +1023,12 @@ int spdy_data(struct spdy_session *s, uint32_t id, const void *buf, size_t len, 
         return 0;
 }
 
-int spdy_rst(struct spdy_session *s, uint32_t id, enum spdy_rst_status status, struct cb_error *err)
+int ag_spdy_rst(struct ag_spdy_session *s, uint32_t id, enum ag_spdy_rst_status status,
+                struct cb_error *err)
 {
         if (id == 0 || id > 0x7fffffff)
                 return cb_error_set(err, 0, "spdy: RST_STREAM for invalid stream id %u", id);
-        if (status < SPDY_PROTOCOL_ERROR || status > SPDY_STREAM_ALREADY_CLOSED)
+        if (status < AG_SPDY_PROTOCOL_ERROR || status > AG_SPDY_STREAM_ALREADY_CLOSED)
                 return cb_error_set(err, 0, "spdy: RST_STREAM status %d is not defined", status);
         if (queue_rst(s, id, status, err) < 0)
                 return -1;
@@ -1033,7 +1036,7 @@ int spdy_rst(struct spdy_session *s, uint32_t id, enum spdy_rst_status status, s
         return 0;
 }
 
-int spdy_goaway(struct spdy_session *s, uint32_t status, struct cb_error *err)
+int ag_spdy_goaway(struct ag_spdy_session *s, uint32_t status, struct cb_error *err)
 {
         if (put_u32_pair(s, TYPE_GOAWAY, s->last_peer_id, status, err) < 0)
                 return -1;
@@ -1041,13 +1044,13 @@ int spdy_goaway(struct spdy_session *s, uint32_t status, struct cb_error *err)
         return 0;
 }
 
-const uint8_t *spdy_output(const struct spdy_session *s, size_t *len)
+const uint8_t *ag_spdy_output(const struct ag_spdy_session *s, size_t *len)
 {
         *len = s->out.len - s->out.off;
         return *len ? s->out.p + s->out.off : NULL;
 }
 
-void spdy_consumed(struct spdy_session *s, size_t n)
+void ag_spdy_consumed(struct ag_spdy_session *s, size_t n)
 {
         size_t live = s->out.len - s->out.off;
         s->out.off += n < live ? n : live;
@@ -1055,12 +1058,12 @@ void spdy_consumed(struct spdy_session *s, size_t n)
                 s->out.off = s->out.len = 0;
 }
 
-size_t spdy_output_len(const struct spdy_session *s)
+size_t ag_spdy_output_len(const struct ag_spdy_session *s)
 {
         return s->out.len - s->out.off;
 }
 
-const uint8_t *spdy_header_dictionary(size_t *len)
+const uint8_t *ag_spdy_header_dictionary(size_t *len)
 {
         *len = sizeof(spdy_dictionary) - 1;
         return (const uint8_t *)spdy_dictionary;
@@ -1068,10 +1071,10 @@ const uint8_t *spdy_header_dictionary(size_t *len)
 
 /* ---- life cycle ---- */
 
-int spdy_session_new(bool server, const struct spdy_callbacks *cb, void *data,
-                     struct spdy_session **ret, struct cb_error *err)
+int ag_spdy_session_new(bool server, const struct ag_spdy_callbacks *cb, void *data,
+                        struct ag_spdy_session **ret, struct cb_error *err)
 {
-        struct spdy_session *s = calloc(1, sizeof(*s));
+        struct ag_spdy_session *s = calloc(1, sizeof(*s));
         if (s == NULL)
                 return cb_error_set(err, ENOMEM, "spdy: session");
         s->server = server;
@@ -1080,7 +1083,7 @@ int spdy_session_new(bool server, const struct spdy_callbacks *cb, void *data,
         s->data = data;
         s->next_id = server ? 2 : 1;
         if (inflateInit(&s->inflate) != Z_OK) {
-                spdy_session_free(s);
+                ag_spdy_session_free(s);
                 return cb_error_set(err, ENOMEM, "spdy: zlib inflate");
         }
         s->inflate_ok = true;
@@ -1089,20 +1092,20 @@ int spdy_session_new(bool server, const struct spdy_callbacks *cb, void *data,
          * any inflater accepts a stream made with a smaller window. */
         if (deflateInit2(&s->deflate, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 11, 4,
                          Z_DEFAULT_STRATEGY) != Z_OK) {
-                spdy_session_free(s);
+                ag_spdy_session_free(s);
                 return cb_error_set(err, ENOMEM, "spdy: zlib deflate");
         }
         s->deflate_ok = true;
         if (deflateSetDictionary(&s->deflate, (const Bytef *)spdy_dictionary,
                                  sizeof(spdy_dictionary) - 1) != Z_OK) {
-                spdy_session_free(s);
+                ag_spdy_session_free(s);
                 return cb_error_set(err, 0, "spdy: zlib deflateSetDictionary");
         }
         *ret = s;
         return 0;
 }
 
-void spdy_session_free(struct spdy_session *s)
+void ag_spdy_session_free(struct ag_spdy_session *s)
 {
         if (s == NULL)
                 return;

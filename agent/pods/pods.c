@@ -17,6 +17,7 @@
 #include "agent/core/metrics.h"
 #include "agent/pods/statusgen.h"
 #include "agent/k8s/taint.h"
+#include "agent/k8s/validate.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 #include "runtime/container.h"
@@ -265,12 +266,45 @@ static void save_pod_json(const struct rec *r)
 
 /* ---- admission ------------------------------------------------------------------ */
 
+/* Admission refused the pod: phase Failed with the kubelet's reason and
+ * "Pod was rejected: <message>", an event, nothing run. */
+static void reject(struct rec *r, const char *reason, const char *message)
+{
+        struct ag_pods *p = r->p;
+        char msg[600];
+        snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
+        log_warning("pod %s/%s: rejected: %s: %s", pod_ns(r), r->name, reason, message);
+        record_event(r, "Warning", reason, message, NULL);
+        struct ag_pod_obs obs = {
+            .rejected = true, .reason = reason, .message = msg, .start_time = (int64_t)time(NULL)};
+        cJSON *st = ag_pod_status_json(r->pod, &obs, (int64_t)time(NULL));
+        struct cb_error err = {0};
+        if (st != NULL && r->is_static) {
+                if (p->hooks.status != NULL)
+                        p->hooks.status(r->uid, st, p->hooks.data);
+        } else if (st != NULL &&
+                   ag_status_mgr_set(p->status, pod_ns(r), r->name, r->uid, st, &err) < 0)
+                log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
+        cJSON_Delete(r->rejected_status);
+        r->rejected_status = st;
+        r->rejected = true;
+        r->finished = true;
+}
+
 static void admit(struct rec *r)
 {
         struct ag_pods *p = r->p;
         if (p->node == NULL || r->admitted_checked)
                 return; /* the kubelet waits for its Node first */
         r->admitted_checked = true;
+        /* Names that become paths on this node must have the shapes the
+         * apiserver validates, before anything is read or written under
+         * them (even for a pod already terminal). */
+        struct cb_error verr = {0};
+        if (k8s_pod_validate_paths(r->pod, &verr) < 0) {
+                reject(r, "InvalidPod", verr.msg);
+                return;
+        }
         const char *phase = r->pod->status.phase;
         if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
                 /* Terminal already: nothing to run. If an earlier agent left
@@ -312,27 +346,7 @@ static void admit(struct rec *r)
                 k8s_admit(r->pod, p->node, admitted, n, &res);
         free(admitted);
         if (!res.admitted) {
-                char msg[600];
-                snprintf(msg, sizeof(msg), "Pod was rejected: %s", res.message);
-                log_warning("pod %s/%s: rejected: %s: %s", pod_ns(r), r->name, res.reason,
-                            res.message);
-                record_event(r, "Warning", res.reason, res.message, NULL);
-                struct ag_pod_obs obs = {.rejected = true,
-                                         .reason = res.reason,
-                                         .message = msg,
-                                         .start_time = (int64_t)time(NULL)};
-                cJSON *st = ag_pod_status_json(r->pod, &obs, (int64_t)time(NULL));
-                struct cb_error err = {0};
-                if (st != NULL && r->is_static) {
-                        if (p->hooks.status != NULL)
-                                p->hooks.status(r->uid, st, p->hooks.data);
-                } else if (st != NULL &&
-                           ag_status_mgr_set(p->status, pod_ns(r), r->name, r->uid, st, &err) < 0)
-                        log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
-                cJSON_Delete(r->rejected_status);
-                r->rejected_status = st;
-                r->rejected = true;
-                r->finished = true;
+                reject(r, res.reason, res.message);
                 return;
         }
         struct k8s_pod *copy = k8s_pod_ref(r->pod);

@@ -78,6 +78,18 @@ KINDS = {
     "ClusterRole": {1: ("metadata", "msg", OBJECT_META), 2: ("rules", "rep_msg", POLICY_RULE)},
     "RoleBinding": BINDING,
     "ClusterRoleBinding": BINDING,
+    # kubectl create service
+    "Service": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
+        1: ("ports", "rep_msg", {1: ("name", "string", None), 2: ("protocol", "string", None),
+                                 3: ("port", "int", None), 4: ("targetPort", "intorstr", None),
+                                 5: ("nodePort", "int", None),
+                                 6: ("appProtocol", "string", None)}),
+        2: ("selector", "map_ss", None), 3: ("clusterIP", "string", None),
+        4: ("type", "string", None), 5: ("externalIPs", "rep_string", None),
+        7: ("sessionAffinity", "string", None), 10: ("externalName", "string", None),
+        18: ("clusterIPs", "rep_string", None)})},
+    # kubectl auth whoami
+    "SelfSubjectReview": {1: ("metadata", "msg", OBJECT_META)},
     # kubectl auth can-i
     "SelfSubjectAccessReview": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
         1: ("resourceAttributes", "msg", RESOURCE_ATTRS),
@@ -160,6 +172,9 @@ def decode_message(buf, table):
             out[name] = bytes(v).decode()
         elif typ == "raw":
             out[name] = bytes(v)
+        elif typ == "intorstr":  # intstr.IntOrString {type, intVal, strVal}
+            f = {n2: v2 for n2, _, v2 in _fields(v)}
+            out[name] = bytes(f.get(3, b"")).decode() if f.get(1) == 1 else _int(f.get(2, 0))
         elif typ == "int":
             out[name] = _int(v)
         elif typ == "bool":

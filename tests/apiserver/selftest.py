@@ -1244,6 +1244,10 @@ class Cluster(unittest.TestCase):
         p = self.pod(ns, "p")
         tok = self.token(ns, "default", p)["status"]["token"]
         self.ok("GET", "/api", token=tok)
+        who = self.ok("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                      {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+                      token=tok)["status"]["userInfo"]
+        self.assertEqual(who["username"], f"system:serviceaccount:{ns}:default")
         self.refused("GET", f"/api/v1/namespaces/{ns}/pods", token=tok,
                      message=f'pods is forbidden: User "system:serviceaccount:{ns}:default" '
                      f'cannot list resource "pods" in API group "" in the namespace "{ns}"')
@@ -1307,6 +1311,9 @@ class Cluster(unittest.TestCase):
                                                         "env": env("theirs")}])
         base = f"/api/v1/namespaces/{ns}"
         self.ok("GET", f"{base}/secrets/mine", who="node")
+        # the kube-api-access volume's projected ConfigMap makes kube-root-ca.crt related
+        self.ok("GET", f"{base}/configmaps/kube-root-ca.crt", who="node")
+        self.refused("GET", "/api/v1/namespaces/default/configmaps/kube-root-ca.crt", who="node")
         for s in ("theirs", "loose"):
             self.refused("GET", f"{base}/secrets/{s}", who="node",
                          message=f'secrets "{s}" is forbidden: User "system:node:n1" cannot get '
@@ -1420,6 +1427,11 @@ class Cluster(unittest.TestCase):
         self.assertEqual(sar("mine"), {"allowed": True})
         self.assertEqual(sar("theirs"), {"allowed": False, "reason": "no relationship found "
                                          "between node 'n1' and this object"})
+        # authorization comes before routing: 403 for the node, 404 for the admin
+        self.refused("GET", "/api/v1/no/such/path", who="node",
+                     message='no "such" is forbidden: User "system:node:n1" cannot get resource '
+                     '"no/path" in API group "" at the cluster scope')
+        self.refused("GET", "/api/v1/no/such/path", code=404)
         # impersonation needs the impersonate verb
         self.refused("GET", "/api", who="node", headers={"Impersonate-User": "admin"},
                      message='users "admin" is forbidden: User "system:node:n1" cannot '

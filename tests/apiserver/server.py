@@ -382,7 +382,8 @@ def discovery_v1(group, version):
 
 # The create-only review resources (answered by Handler.review).
 REVIEW_RESOURCES = {
-    "authentication.k8s.io": [("tokenreviews", "TokenReview")],
+    "authentication.k8s.io": [("selfsubjectreviews", "SelfSubjectReview"),
+                              ("tokenreviews", "TokenReview")],
     "authorization.k8s.io": [("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
                              ("selfsubjectrulesreviews", "SelfSubjectRulesReview"),
                              ("subjectaccessreviews", "SubjectAccessReview")],
@@ -741,9 +742,8 @@ class Handler(BaseHTTPRequestHandler):
                                                 "preferredVersion": gv})
         if len(parts) == 3 and parts[0] == "apis" and (parts[1], parts[2]) in GROUP_ORDER:
             return self.send_json(200, discovery_v1(parts[1], parts[2]))
-        if m == "POST" and len(parts) == 4 and parts[0] == "apis" and \
-                parts[2] == "v1" and (parts[3], ) in [(n, ) for n, _ in
-                                                     REVIEW_RESOURCES.get(parts[1], ())]:
+        if m == "POST" and len(parts) == 4 and parts[0] == "apis" and parts[2] == "v1" and \
+                parts[3] in [n for n, _ in REVIEW_RESOURCES.get(parts[1], ())]:
             self.authorize(authz.Attrs(self.user, "create", parts[3], parts[1]))
             return self.review(parts[3])
         if path == "/debug/reviews" and m in ("GET", "PUT"):
@@ -770,6 +770,13 @@ class Handler(BaseHTTPRequestHandler):
                 ns = None
         elif len(rest) >= 3 and rest[0] == "namespaces":
             ns, rest = rest[1], rest[2:]
+        if rest:
+            # Authorization comes before routing, as in the apiserver's
+            # filter chain: a refused user gets 403 even for what is not served.
+            raw = reg.Resource(rest[0], "", True, group=group, version=version)
+            self.authorize(authz.request_attrs(self.user, m, raw, ns, rest[1] if len(rest) > 1
+                                               else None, rest[2] if len(rest) > 2 else None,
+                                               q))
         if not rest or len(rest) > 3:
             raise ApiError(404, "NotFound", "the server could not find the requested resource",
                            {})
@@ -787,13 +794,17 @@ class Handler(BaseHTTPRequestHandler):
                            {})
         if not res.namespaced:
             ns = None
-        self.authorize(authz.request_attrs(self.user, m, res, ns, name, sub, q))
         self.dispatch(m, res, ns, name, sub, q)
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
 
     def review(self, kind):
         body = self.read_body()
+        if kind == "selfsubjectreviews":  # kubectl auth whoami
+            return self.send_json(201, {"kind": "SelfSubjectReview",
+                                        "apiVersion": "authentication.k8s.io/v1",
+                                        "metadata": {"creationTimestamp": None},
+                                        "status": {"userInfo": self.user.info()}})
         spec = body.get("spec") if isinstance(body, dict) else None
         if not isinstance(spec, dict):
             raise ApiError(400, "BadRequest", f"{kind}: spec is required", {})
@@ -958,6 +969,11 @@ class Handler(BaseHTTPRequestHandler):
         adm = getattr(srv, "admission", None)
         if adm is None:
             return
+        meta = body.get("metadata")
+        if res.name == "pods" and isinstance(meta, dict) and meta.get("generateName") and \
+                not meta.get("name"):
+            # admission texts name the generated pod (`pods "web-x7k2q" is forbidden`)
+            meta["name"] = meta["generateName"] + reg._gen_suffix()
         if res.name == "pods" and adm.get("ServiceAccount", True):
             sa.admit_pod(srv.api, ns, body)
         node = authz.node_name(self.user)

@@ -16,11 +16,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 struct ctx {
-        struct spdy_session *s;
+        struct ag_spdy_session *s;
         unsigned calls;
 };
 
-static int on_stream(void *d, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int on_stream(void *d, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         struct ctx *c = d;
         struct cb_error err = {0};
@@ -30,23 +30,23 @@ static int on_stream(void *d, uint32_t id, const struct spdy_header *h, size_t n
         (void)total;
         c->calls++;
         if (c->calls % 5 == 0)
-                return spdy_rst(c->s, id, SPDY_REFUSED_STREAM, &err) == 0 ? 0 : -1;
+                return ag_spdy_rst(c->s, id, AG_SPDY_REFUSED_STREAM, &err) == 0 ? 0 : -1;
         /* echo the headers back, as a reply may carry any */
-        if (spdy_reply(c->s, id, h, n, fin, &err) < 0)
+        if (ag_spdy_reply(c->s, id, h, n, fin, &err) < 0)
                 return 0; /* e.g. a unidirectional stream: fine */
         if (!fin)
-                (void)spdy_data(c->s, id, "ok", 2, c->calls % 3 == 0, &err);
+                (void)ag_spdy_data(c->s, id, "ok", 2, c->calls % 3 == 0, &err);
         return 0;
 }
 
-static int on_reply(void *d, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int on_reply(void *d, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         (void)h;
         (void)n;
         (void)fin;
         struct ctx *c = d;
         struct cb_error err = {0};
-        (void)spdy_data(c->s, id, NULL, 0, true, &err);
+        (void)ag_spdy_data(c->s, id, NULL, 0, true, &err);
         return 0;
 }
 
@@ -60,9 +60,9 @@ static int on_data(void *d, uint32_t id, const uint8_t *buf, size_t len, bool fi
         (void)sink;
         c->calls++;
         if (c->calls % 7 == 0)
-                (void)spdy_rst(c->s, id, SPDY_CANCEL, &err);
+                (void)ag_spdy_rst(c->s, id, AG_SPDY_CANCEL, &err);
         else if (len > 0 && !fin)
-                (void)spdy_data(c->s, id, buf, len > 16 ? 16 : len, false, &err);
+                (void)ag_spdy_data(c->s, id, buf, len > 16 ? 16 : len, false, &err);
         return c->calls % 97 == 0 ? -1 : 0; /* a handler failing now and then */
 }
 
@@ -78,12 +78,13 @@ static void on_goaway(void *d, uint32_t last, uint32_t status)
         struct ctx *c = d;
         struct cb_error err = {0};
         (void)last;
-        (void)spdy_goaway(c->s, status, &err);
+        (void)ag_spdy_goaway(c->s, status, &err);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        static const struct spdy_callbacks cb = {on_stream, on_reply, on_data, on_reset, on_goaway};
+        static const struct ag_spdy_callbacks cb = {on_stream, on_reply, on_data, on_reset,
+                                                    on_goaway};
         struct ctx c = {0};
         struct cb_error err = {0};
 
@@ -92,13 +93,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t mode = data[0];
         data++;
         size--;
-        if (spdy_session_new(mode & 1, &cb, &c, &c.s, &err) < 0)
+        if (ag_spdy_session_new(mode & 1, &cb, &c, &c.s, &err) < 0)
                 abort();
         /* the client side opens a stream first, so replies have one to meet */
         if (!(mode & 1)) {
-                static const struct spdy_header h[] = {{"streamtype", "data"}, {"port", "80"}};
+                static const struct ag_spdy_header h[] = {{"streamtype", "data"}, {"port", "80"}};
                 uint32_t id;
-                if (spdy_syn_stream(c.s, h, 2, false, &id, &err) < 0)
+                if (ag_spdy_syn_stream(c.s, h, 2, false, &id, &err) < 0)
                         abort();
         }
         /* feeds of 1..16 bytes (mode bits 1-4), or all at once when 0 */
@@ -107,16 +108,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 step = size;
         for (size_t off = 0; off < size; off += step) {
                 size_t n = size - off < step ? size - off : step;
-                if (spdy_session_feed(c.s, data + off, n, &err) < 0)
+                if (ag_spdy_session_feed(c.s, data + off, n, &err) < 0)
                         break;
                 /* the writer drains now and then */
                 if (mode & 0x20)
-                        spdy_consumed(c.s, spdy_output_len(c.s) / 2);
+                        ag_spdy_consumed(c.s, ag_spdy_output_len(c.s) / 2);
         }
         size_t len;
-        const uint8_t *out = spdy_output(c.s, &len);
+        const uint8_t *out = ag_spdy_output(c.s, &len);
         if ((out == NULL) != (len == 0))
                 abort();
-        spdy_session_free(c.s);
+        ag_spdy_session_free(c.s);
         return 0;
 }

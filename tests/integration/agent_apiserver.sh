@@ -6,84 +6,15 @@
 # errors for a wrong CA and a bad token, and a clean SIGTERM.
 # Exit 77 when a prerequisite is missing.
 set -euo pipefail
-# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
-# ServiceAccount admission (the kube-api-access-* volume) stays off here;
-# Node authorization and NodeRestriction stay on.
-export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 openssl
+need_cubelet
+H_FAIL_FAST=1
+NODE=test-node
+harness_init agent-apiserver
+K_TIMEOUT=0
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: must run as root"; exit 77; }
-for bin in /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 openssl; do
-        command -v "$bin" >/dev/null 2>&1 || { echo "SKIP: $bin missing"; exit 77; }
-done
-
-src=${SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-cubelet=${CUBELET:-$src/build/agent/cubelet}
-[ -x "$cubelet" ] || { echo "FAIL: cubelet binary not found ($cubelet); set CUBELET"; exit 1; }
-tmp=$(mktemp -d /tmp/agent-apiserver.XXXXXX)
-data=$tmp/data
-server_pid=""
-agent_pid=""
-extra_pids=()
-
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-cleanup() {
-        local rc=$? p
-        set +e
-        [ -n "$agent_pid" ] && { kill -CONT "$agent_pid"; kill -TERM "$agent_pid"; wait "$agent_pid"; } 2>/dev/null
-        for p in "${extra_pids[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        if [ "$rc" -ne 0 ]; then
-                [ -f "$tmp/agent.log" ] && { echo "--- agent log"; tail -n 40 "$tmp/agent.log"; }
-                [ -f "$tmp/server.log" ] && { echo "--- server log"; tail -n 20 "$tmp/server.log"; }
-        fi
-        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-        done
-        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*"; exit 1; }
-pass() { echo "ok: $*"; }
-
-port=""
-start_server() {
-        local args=(--data "$data" --node-name test-node)
-        [ -n "$port" ] && args+=(--port "$port")
-        "$src/tests/apiserver/run.sh" "${args[@]}" >>"$tmp/server.log" 2>&1 &
-        server_pid=$!
-        local i
-        for i in $(seq 1 100); do
-                if [ "$(grep -c '^ready ' "$tmp/server.log")" -ge "$1" ]; then
-                        port=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
-                        return 0
-                fi
-                kill -0 "$server_pid" 2>/dev/null || fail "the stand-in apiserver exited at start (port ${port:-any})"
-                sleep 0.2
-        done
-        fail "the stand-in apiserver did not become ready"
-}
-stop_server() {
-        kill -TERM "$server_pid"
-        wait "$server_pid" || true
-        server_pid=""
-}
-
-# wait_log PATTERN [SECONDS]: until the agent log has a line matching PATTERN.
-wait_log() {
-        local i
-        for i in $(seq 1 $((${2:-15} * 10))); do
-                grep -Eq "$1" "$tmp/agent.log" && return 0
-                sleep 0.1
-        done
-        fail "the agent log has no line matching /$1/ after ${2:-15}s"
-}
 # count_log PATTERN: number of matching lines.
 count_log() { grep -Ec "$1" "$tmp/agent.log" || true; }
 # no_dup NAME: no watch event of pod NAME was reported twice (same event
@@ -96,15 +27,14 @@ no_dup() {
         [ -z "$d" ] || fail "$1: events reported twice: $d"
 }
 
-mkdir -p "$data" "$tmp/root" "$tmp/cni-empty"
+mkdir -p "$root" "$tmp/cni-empty"
 # The agent runs the pods it is given: keep its cgroups under a private
 # parent and give it no CNI network (sandboxes then fail and are retried,
 # which this test does not look at); -v 3 logs each pod event.
-cgroot=cubelet-agent-it-$$
-agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-empty" --pod-logs-dir "$tmp/logs"
+agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-empty" --pod-logs-dir "$logs"
         --healthz-port 0)
-start_server 1
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" "$@"; }
+extra_pids=()
+start_standin
 
 # The stand-in draws new bearer tokens at every start; its certificates stay,
 # so the agent that lives through restarts uses node.crt (CN
@@ -129,12 +59,11 @@ contexts:
 - name: node
   context: {cluster: standin, user: node}
 YAML
-"$cubelet" "${agent_common[@]}" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
-        --root-dir "$tmp/root" --node-status-update-frequency 1s \
+spawn_agent "${agent_common[@]}" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
+        --root-dir "$root" --node-status-update-frequency 1s \
         --node-lease-duration-seconds 4 --watch-timeout-seconds 5 \
         --node-labels example.com/role=edge --register-with-taints dedicated=test:NoSchedule \
-        --max-pods 42 >"$tmp/agent.log" 2>&1 &
-agent_pid=$!
+        --max-pods 42
 
 # ---- registration and status ----
 wait_log 'node test-node registered with the apiserver at https://127.0.0.1:[0-9]+ \(created'
@@ -220,8 +149,9 @@ pass "only pods bound to test-node are seen"
 # SIGSTOP keeps the agent from reconnecting while the apiserver restarts
 # and the changes are made.
 kill -STOP "$agent_pid"
-stop_server
-start_server 2 || fail "the stand-in cannot restart on port $port"
+stop_standin
+extra_pids=()
+start_standin
 pod p-replay test-node
 k label pod p-replay step=two >/dev/null
 k delete pod p-replay --grace-period=0 --force >/dev/null 2>&1
@@ -241,8 +171,9 @@ pass "changes made while cut off were replayed once each"
 
 # ---- cut off past a compaction: 410 and relist ----
 kill -STOP "$agent_pid"
-stop_server
-start_server 3
+stop_standin
+extra_pids=()
+start_standin
 k delete pod p-kept --grace-period=0 --force >/dev/null 2>&1
 pod p-new test-node
 rev=$(ETCDCTL_API=3 etcdctl --endpoints "$(cat "$data/etcd.endpoint")" endpoint status -w json |
@@ -275,9 +206,10 @@ sed 's|token: .*|token: not-the-token|' "$data/node.kubeconfig" >"$tmp/bad-token
 grep -q other-ca.crt "$tmp/bad-ca.kubeconfig" && grep -q not-the-token "$tmp/bad-token.kubeconfig" ||
         fail "cannot build the broken kubeconfigs"
 for bad in bad-ca bad-token; do
-        "$cubelet" "${agent_common[@]}" --kubeconfig "$tmp/$bad.kubeconfig" --hostname-override "$bad" \
-                --root-dir "$tmp/root" >"$tmp/$bad.log" 2>&1 &
+        "$CUBELET" "${agent_common[@]}" --kubeconfig "$tmp/$bad.kubeconfig" --hostname-override "$bad" \
+                --root-dir "$root" >"$tmp/$bad.log" 2>&1 &
         extra_pids+=($!)
+        track $!
 done
 sleep 3
 for p in "${extra_pids[@]}"; do kill -0 "$p" 2>/dev/null || fail "an agent with a broken kubeconfig exited"; done
@@ -312,9 +244,9 @@ grep -q 'received Terminated: shutting down' "$tmp/agent.log" || fail "no shutdo
 pass "SIGTERM: exit 0"
 
 # ---- restart on an existing node: 409, GET, labels reconciled ----
-"$cubelet" "${agent_common[@]}" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
-        --root-dir "$tmp/root" --node-labels example.com/role=core >"$tmp/agent.log" 2>&1 &
-agent_pid=$!
+: >"$tmp/agent.log" # a new log: its registration line is looked for
+spawn_agent "${agent_common[@]}" --kubeconfig "$tmp/node-cert.kubeconfig" --hostname-override test-node \
+        --root-dir "$root" --node-labels example.com/role=core
 wait_log 'node test-node registered with the apiserver at .*existing node, labels reconciled'
 [ "$(jp '{.metadata.labels.example\.com/role}')" = core ] || fail "labels not reconciled on 409"
 [ "$(ready lastTransitionTime)" = "$lt1" ] || fail "lastTransitionTime not kept across a restart"
@@ -324,4 +256,4 @@ wait "$agent_pid" || rc=$?
 agent_pid=""
 [ "$rc" = 0 ] || fail "the restarted agent exited $rc on SIGTERM"
 pass "re-registration of an existing node reconciles its labels"
-echo "agent_apiserver: all checks passed"
+finish

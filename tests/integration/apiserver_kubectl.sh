@@ -3,65 +3,31 @@
 # behind it): the requests kubectl, a kubelet and a user make must behave as
 # on a real kube-apiserver. Exit 77 when a prerequisite is missing.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 curl openssl
+H_FAIL_FAST=1
+NODE=node-a
+harness_init apiserver-kubectl
+# The stand-in as a real cluster runs it: every admission plugin on (the
+# ServiceAccount checks below need the kube-api-access volume).
+export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=
+K_TIMEOUT=30s
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: must run as root"; exit 77; }
-for bin in /usr/bin/etcd /usr/bin/etcdctl /usr/bin/kubectl /usr/bin/python3 curl openssl; do
-        command -v "$bin" >/dev/null 2>&1 || { echo "SKIP: $bin missing"; exit 77; }
-done
-
-src=${SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-tmp=$(mktemp -d /tmp/apiserver-kubectl.XXXXXX)
-data=$tmp/data
-server_pid=""
-etcd_pid=""
-bg_pids=()
-
-cleanup() {
-        local rc=$? p
-        set +e
-        for p in "${bg_pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        # etcd is the server's child: it must be gone once the server is.
-        if [ -n "$etcd_pid" ] && kill -0 "$etcd_pid" 2>/dev/null; then
-                echo "FAIL: etcd (pid $etcd_pid) survived the server"
-                kill -KILL "$etcd_pid"
-                rc=1
-        fi
-        if [ "$rc" -ne 0 ] && [ -f "$tmp/server.log" ]; then
-                echo "--- server log"; tail -n 30 "$tmp/server.log"
-        fi
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
 step() { echo "== [$SECONDS s] $*"; }
 # expect_grep PATTERN TEXT WHAT
 expect_grep() { grep -qE -- "$1" <<<"$2" || fail "$3: no /$1/ in: $2"; }
 
 step "unit checks of the server's pure modules"
-/usr/bin/python3 -B "$src/tests/apiserver/selftest.py" 2>"$tmp/selftest.out" ||
+/usr/bin/python3 -B "$SOURCE_DIR/tests/apiserver/selftest.py" 2>"$tmp/selftest.out" ||
         fail "selftest: $(cat "$tmp/selftest.out")"
 
-bash "$src/tests/apiserver/run.sh" --data "$data" --bind --node-name node-a >"$tmp/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-        grep -q '^ready ' "$tmp/server.log" && break
-        kill -0 "$server_pid" 2>/dev/null || fail "server exited: $(cat "$tmp/server.log")"
-        sleep 0.1
-done
-url=$(sed -n 's/^ready //p' "$tmp/server.log")
-[ -n "$url" ] || fail "server not ready"
-etcd_pid=$(cat "$data/etcd.pid")
+start_standin --bind
+url=$standin_url
 etcd_ep=$(cat "$data/etcd.endpoint")
 node_token=$(cat "$data/node.token")
 admin_token=$(cat "$data/admin.token")
 
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=30s "$@"; }
 # Admin requests by client certificate; kubelet requests by node token.
 acurl() { curl -sS -m 30 --cacert "$data/ca.crt" --cert "$data/admin.crt" --key "$data/admin.key" "$@"; }
 ncurl() { curl -sS -m 30 --cacert "$data/ca.crt" -H "Authorization: Bearer $node_token" "$@"; }
@@ -221,7 +187,7 @@ expect_grep 'spec.restartPolicy: Unsupported value: "Sometimes"' "$out" "restart
 
 step "watch (kubectl get -w) sees a kubelet status patch and a label"
 k get pod web -w -o json --output-watch-events >"$tmp/watch.out" 2>&1 &
-bg_pids+=($!)
+track $!
 for _ in $(seq 50); do grep -q '"ADDED"' "$tmp/watch.out" && break; sleep 0.1; done
 uid=$(pod_uid web)
 ncurl -o /dev/null -f -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' \
@@ -371,7 +337,7 @@ kuid=$(pod_uid kd)
 rv=$(k get pod kd -o jsonpath='{.metadata.resourceVersion}')
 ncurl -N "$url/api/v1/namespaces/default/pods?watch=true&fieldSelector=metadata.name%3Dkd&resourceVersion=$rv&timeoutSeconds=30" \
         >"$tmp/kd.watch" 2>/dev/null &
-bg_pids+=($!)
+track $!
 # (a) DELETE without a body: deletionTimestamp = now + terminationGracePeriodSeconds, kept.
 out=$(ncurl -f -X DELETE "$url/api/v1/namespaces/default/pods/kd") || fail "(a) delete"
 [ "$(json 'o["kind"], o["metadata"]["deletionGracePeriodSeconds"]' <<<"$out")" = "Pod 45" ] ||
@@ -482,7 +448,7 @@ sed 's/name: pending}/name: worker}/; s/^spec:/spec:\n  nodeName: node-a/' "$tmp
 k drain node-a --ignore-daemonsets --delete-emptydir-data --force --timeout=20s \
         >"$tmp/drain.out" 2>&1 &
 drain_pid=$!
-bg_pids+=("$drain_pid")
+track "$drain_pid"
 # The kubelet's part: finish every pod the evictions marked for deletion.
 for _ in $(seq 150); do
         kill -0 "$drain_pid" 2>/dev/null || break
@@ -556,7 +522,7 @@ cat >"$tmp/sa-pod.json" <<'EOF2'
 EOF2
 k -n sa-it apply -f "$tmp/sa-pod.json" >/dev/null
 k -n sa-it get pod web -o json >"$tmp/sa-pod.out"
-/usr/bin/python3 - "$tmp/sa-pod.out" "$src/tests/fixtures/real-cluster" <<'EOF2' || fail "kube-api-access volume differs from the real pods'"
+/usr/bin/python3 - "$tmp/sa-pod.out" "$FIXTURES/real-cluster" <<'EOF2' || fail "kube-api-access volume differs from the real pods'"
 import json, re, sys
 pod = json.load(open(sys.argv[1]))
 fx = sys.argv[2]
@@ -643,31 +609,23 @@ k -n sa-it delete pod web --grace-period=0 --force >/dev/null 2>&1
 out=$(review "$tok_bound" | json 'o["status"]')
 [ "$out" = "{'user': {}, 'error': '[invalid bearer token, service account token has been invalidated]'}" ] ||
         fail "TokenReview after the pod's deletion: $out"
+# kubectl create service (protobuf): a ClusterIP from the service CIDR
+k -n sa-it create service clusterip web --tcp=80:8080 >/dev/null
+out=$(k -n sa-it get svc web -o jsonpath='{.spec.clusterIP} {.spec.ports[0].targetPort} {.spec.selector.app}')
+/usr/bin/python3 -c 'import ipaddress, sys; ip, tp, app = sys.argv[1].split(); assert ipaddress.ip_address(ip) in ipaddress.ip_network("10.96.0.0/12") and tp == "8080" and app == "web"' "$out" ||
+        fail "kubectl create service: $out"
 # the kubernetes Service
 out=$(k get svc kubernetes -o jsonpath='{.spec.clusterIP} {.spec.ports[0].port} {.spec.ports[0].targetPort}')
 [ "$out" = "10.96.0.1 443 ${url##*:}" ] || fail "kubernetes Service: $out"
 
 step "stop: no process left behind"
-kill -TERM "$server_pid"
-wait "$server_pid" || true
-server_pid=""
-for _ in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$etcd_pid" 2>/dev/null && fail "etcd still running after SIGTERM"
+stop_standin # and its etcd must be gone
 
 step "restart on the same --data and --port: credentials handed out stay valid"
 cp "$data/node.kubeconfig" "$tmp/node.kubeconfig.old"
 cp "$data/ca.crt" "$tmp/ca.crt.old"
-port=${url##*:}
-bash "$src/tests/apiserver/run.sh" --data "$data" --port "$port" --node-name node-a \
-        >"$tmp/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 100); do
-        grep -q '^ready ' "$tmp/server.log" && break
-        kill -0 "$server_pid" 2>/dev/null || fail "restart: server exited: $(cat "$tmp/server.log")"
-        sleep 0.1
-done
-[ "$(sed -n 's/^ready //p' "$tmp/server.log")" = "$url" ] || fail "restart: $(cat "$tmp/server.log")"
-etcd_pid=$(cat "$data/etcd.pid")
+start_standin # on the same port
+[ "$standin_url" = "$url" ] || fail "restart: $(tail -3 "$tmp/server.log")"
 cmp -s "$data/node.kubeconfig" "$tmp/node.kubeconfig.old" || fail "node.kubeconfig rewritten differently"
 cmp -s "$data/ca.crt" "$tmp/ca.crt.old" || fail "CA regenerated on restart"
 [ "$(cat "$data/node.token")" = "$node_token" ] || fail "node token changed on restart"
@@ -678,9 +636,5 @@ out=$(review "$tok" | json 'o["status"]["authenticated"]')
 [ "$(ncurl -o /dev/null -w '%{http_code}' "$url/api/v1/nodes/node-a")" = 200 ] ||
         fail "old node token after a restart"
 [ "$(k get ns default -o name)" = namespace/default ] || fail "admin certificate after a restart"
-kill -TERM "$server_pid"
-wait "$server_pid" || true
-server_pid=""
-for _ in $(seq 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$etcd_pid" 2>/dev/null && fail "etcd still running after SIGTERM"
-echo "PASS"
+stop_standin # and its etcd must be gone
+finish

@@ -7,39 +7,11 @@
 # client's terminal size, also after a resize (SIGWINCH); attaching -i to a
 # container without stdin fails with the message; nothing is left behind.
 set -euo pipefail
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "needs root"; exit 77; }
-for t in jq umoci busybox script timeout; do command -v $t >/dev/null || { echo "$t missing"; exit 77; }; done
-
-tmp=$(mktemp -d /tmp/cubelet-attach.XXXXXX)
-root=$tmp/root
-cgroot=cubelet-at-$$
-runpod=
-
-cleanup() {
-  set +e
-  [ -n "$runpod" ] && kill -KILL "$runpod" 2>/dev/null
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] || continue
-    find "$h" -depth -type d | while read -r d; do
-      for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    done
-  done
-  sleep 0.2
-  grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-mkdir -p "$root" "$tmp/cni" "$tmp/logs"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci busybox script timeout
+harness_init attach
+import_busybox
 
 cat >"$tmp/pod.yaml" <<'EOF'
 apiVersion: v1
@@ -67,9 +39,10 @@ spec:
     image: busybox:1.36
     command: [sleep, '3600']
 EOF
-"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/pod.yaml" \
-  --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" >"$tmp/pod.jsonl" 2>"$tmp/pod.err" &
+run_pod_cmd "$tmp/pod.yaml"
+"${pod_argv[@]}" >"$tmp/pod.jsonl" 2>"$tmp/pod.err" &
 runpod=$!
+track $runpod
 
 # The status lines written completely so far (the last may be half written).
 lines() { head -n "$(wc -l <"$tmp/pod.jsonl")" "$tmp/pod.jsonl"; }
@@ -158,5 +131,4 @@ grep -q '"terminated":{"exitCode":0,"reason":"Completed"' <<<"$once_states" ||
 left=$(find "$root/containers" -name attach 2>/dev/null)
 [ -z "$left" ] || fail "attach sockets left: $left"
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "attach: all checks passed"
+finish

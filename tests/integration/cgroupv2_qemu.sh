@@ -15,7 +15,7 @@
 # the serial console log.
 set -euo pipefail
 
-SOURCE_DIR=${SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 : "${CUBELET:?set CUBELET to <build>/agent/cubelet}"
 build=$(dirname "$(dirname "$CUBELET")")
 test_bin=$build/tests/test_cgroups_live
@@ -49,8 +49,7 @@ if [ -z "$qemu" ] || [ -z "$kernel" ] || [ ! -r "$kernel" ]; then
   exit 77
 fi
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+harness_init cgroupv2-qemu
 console=$tmp/console.log
 
 # The pod: its manifest, uid, the plan's v2 cgroup values ("NAME FILE VALUE",

@@ -5,12 +5,8 @@
 # before anything else happens (no state directory created, no port bound),
 # and --help lists every flag with its default.
 set -euo pipefail
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+harness_init config
 
 head='apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration'
@@ -101,8 +97,4 @@ done
 run --max-pods 5
 [ "$rc" -eq 2 ] || fail "no kubeconfig, no static pods: exit $rc"
 
-if [ "$fails" -ne 0 ]; then
-        echo "$fails failure(s)"
-        exit 1
-fi
-echo "config: all checks passed"
+finish

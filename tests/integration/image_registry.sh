@@ -11,40 +11,15 @@
 #
 # Environment: CUBELET (the binary), SOURCE_DIR (the repo).
 set -euo pipefail
-
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-[ "$(id -u)" -eq 0 ] || skip "needs root"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+H_FAIL_FAST=1
+need_root
 for tool in docker-registry skopeo umoci python3 curl; do
   command -v "$tool" >/dev/null || skip "$tool not installed (scripts/deps.sh)"
 done
 [ -x /bin/busybox ] || skip "busybox-static not installed (scripts/deps.sh)"
-: "${CUBELET:?CUBELET must name the cubelet binary}"
-: "${SOURCE_DIR:?SOURCE_DIR must name the repo}"
 "$CUBELET" image --help >/dev/null 2>&1 || fail "$CUBELET has no 'image' command"
-
-tmp=$(mktemp -d /tmp/cubelet-image-registry-XXXXXX)
-reg_pid=""
-proxy_pid=""
-cleanup() {
-  if [ -n "$proxy_pid" ]; then
-    kill "$proxy_pid" 2>/dev/null || true
-    wait "$proxy_pid" 2>/dev/null || true
-  fi
-  if [ -n "$reg_pid" ] && kill -0 "$reg_pid" 2>/dev/null; then
-    kill "$reg_pid" 2>/dev/null || true
-    wait "$reg_pid" 2>/dev/null || true
-  fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+harness_init image-registry
 
 cub() { "$CUBELET" --root-dir "$1" image "${@:2}"; }
 
@@ -55,7 +30,7 @@ manifest_digest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])
 config_digest=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["config"]["digest"])' "$layout/blobs/sha256/${manifest_digest#sha256:}")
 
 echo "== start docker-registry on loopback"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 reg=127.0.0.1:$port
 cat >"$tmp/registry.yml" <<EOF
 version: 0.1
@@ -71,6 +46,7 @@ http:
 EOF
 docker-registry serve "$tmp/registry.yml" >"$tmp/registry.log" 2>&1 &
 reg_pid=$!
+track "$reg_pid"
 for _ in $(seq 1 100); do
   curl -fsS "http://$reg/v2/" >/dev/null 2>&1 && break
   kill -0 "$reg_pid" 2>/dev/null || { cat "$tmp/registry.log" >&2; fail "docker-registry exited"; }
@@ -153,6 +129,7 @@ s.serve_forever()
 PYEOF
 python3 "$tmp/authproxy.py" "http://$reg" "$tmp/proxy.port" &
 proxy_pid=$!
+track "$proxy_pid"
 for _ in $(seq 1 50); do [ -s "$tmp/proxy.port" ] && break; sleep 0.1; done
 [ -s "$tmp/proxy.port" ] || fail "the token proxy did not start"
 proxy=127.0.0.1:$(cat "$tmp/proxy.port")
@@ -213,4 +190,4 @@ kill "$reg_pid"
 wait "$reg_pid" 2>/dev/null || true
 kill -0 "$reg_pid" 2>/dev/null && fail "docker-registry still running"
 reg_pid=""
-echo "PASS"
+finish

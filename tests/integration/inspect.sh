@@ -3,15 +3,10 @@
 # sample node, and checks the decisions, reasons, messages, QoS classes,
 # toleration verdicts and cgroup plans it prints, plus its error paths.
 set -euo pipefail
-: "${CUBELET:?path of the cubelet binary}" "${FIXTURES:?}" "${SOURCE_DIR:?}"
-command -v jq >/dev/null || { echo "jq missing"; exit 77; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_tools jq
+harness_init inspect
 demo=$SOURCE_DIR/scripts/demo
-fails=0
-
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 # inspect POD [extra args] -> sets out and rc
 inspect() {
@@ -150,8 +145,4 @@ inspect "$demo/pod-batch-guaranteed.yaml" --node "$demo/pod-broken.yaml"
 inspect
 [ $rc -eq 2 ] || fail "no args: exit $rc, want 2"
 
-if [ $fails -gt 0 ]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "inspect: all checks passed"
+finish

@@ -12,140 +12,13 @@
 # the proxy really dials InternalIP:10250. Exit 77 when not root or a tool
 # is missing.
 set -uo pipefail
-# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
-# ServiceAccount admission (the kube-api-access-* volume) stays off here;
-# Node authorization and NodeRestriction stay on.
-export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
-for t in jq umoci ip busybox kubectl openssl python3 curl /usr/bin/etcd; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || { echo "SKIP: CNI plugins missing"; exit 77; }
-[ -d /sys/fs/cgroup/memory ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
-ip link add cbltest$$ type bridge 2>/dev/null || { echo "SKIP: cannot create a bridge interface"; exit 77; }
-ip link del cbltest$$
-
-tmp=$(mktemp -d /tmp/cubelet-napi.XXXXXX)
-data=$tmp/data
-root=$tmp/root
-logs=$tmp/logs
-cgroot=cubelet-it-$$
-bridge=cbn$$
-dummy=cbd$$
-NODE=it-napi-$$
-for x in $(seq 40 250); do
-        subnet=10.$x.$(($$ % 200 + 20)).0/24
-        ip route | grep -q "^10\.$x\." || break
-done
-for x in $(seq 251 -1 40); do
-        nodeip=10.$x.$(($$ % 200 + 21)).7
-        ip route | grep -q "^10\.$x\." || break
-done
-server_pid=""
-agent_pid=""
-bg_pids=()
-T0=$(date +%s)
-
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-cleanup() {
-        local rc=$? p h
-        set +e
-        for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-        if [ -n "$agent_pid" ]; then
-                kill -TERM "$agent_pid" 2>/dev/null
-                for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
-                kill -KILL "$agent_pid" 2>/dev/null
-                wait "$agent_pid" 2>/dev/null
-        fi
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] || continue
-                find "$h" -depth -type d | while read -r d; do
-                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-                done
-        done
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        sleep 0.3
-        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-        done
-        ip link del "$bridge" 2>/dev/null
-        ip link del "$dummy" 2>/dev/null
-        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$tmp/agent.log" ]; then
-                echo "--- agent log (tail)"
-                tail -n 40 "$tmp/agent.log"
-                echo "--- server log (tail)"
-                tail -n 20 "$tmp/server.log"
-        fi
-        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { echo "ok   [$(($(date +%s) - T0))s] $*"; }
-die() { echo "FATAL: $*"; fails=$((fails + 1)); exit 1; }
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=30s "$@"; }
-poll() {
-        local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
-        shift
-        while :; do
-                "$@" && return 0
-                [ "$(date +%s%N)" -lt "$end" ] || return 1
-                sleep 0.2
-        done
-}
-pj() { k get pod "$1" -o jsonpath="$2" 2>/dev/null; }
-phase_is() { [ "$(pj "$1" '{.status.phase}')" = "$2" ]; }
-mkpod() {
-        {
-                printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec:\n' "$1"
-                printf '  nodeName: %s\n  restartPolicy: %s\n  terminationGracePeriodSeconds: 1\n' \
-                        "${3:-$NODE}" "${2:-Always}"
-                cat
-        } | k create -f - >/dev/null || fail "$1: kubectl create failed"
-}
-wait_running() { poll "${2:-30}" phase_is "$1" Running || fail "$1: not Running after ${2:-30}s"; }
-# fds and processes of the agent, to check nothing leaks
-agent_fds() { ls /proc/"$agent_pid"/fd 2>/dev/null | wc -l; }
-agent_children() { ps -o pid= --ppid "$agent_pid" 2>/dev/null | wc -l; }
-
-# ---- setup -------------------------------------------------------------------
-mkdir -p "$data" "$root" "$logs" "$tmp/cni"
-ip link add "$dummy" type bridge && ip addr add "$nodeip/32" dev "$dummy" && ip link set "$dummy" up ||
-        die "cannot set up $dummy with $nodeip"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
-        die "image import failed"
-cat >"$tmp/cni/10-it.conflist" <<EOF
-{"cniVersion":"1.0.0","name":"cubelet-napi-$$","plugins":[
- {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}}]}
-EOF
-"$SOURCE_DIR/tests/apiserver/run.sh" --data "$data" --node-name "$NODE" >>"$tmp/server.log" 2>&1 &
-server_pid=$!
-poll 30 grep -q '^ready ' "$tmp/server.log" || die "the stand-in did not become ready"
-[ -f "$data/kubelet-client.crt" ] || die "the stand-in made no kubelet-client.crt"
-hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-echo "tok-$$-secret,napi-tester,1" >"$tmp/tokens.csv"
-start_agent() {
-        "$CUBELET" -v 3 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
-                --healthz-port "$hport" --hostname-override "$NODE" --node-ip "$nodeip" \
-                --pod-logs-dir "$logs" --cgroup-root "$cgroot" --crash-loop-backoff-base 1 \
-                --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
-                --address "$nodeip" --client-ca-file "$data/ca.crt" --cert-dir "$tmp/not/yet/pki" \
-                --authentication-token-file "$tmp/tokens.csv" >>"$tmp/agent.log" 2>&1 &
-        agent_pid=$!
-}
-start_agent
-poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
-k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+node_api_start napi it-napi-$$
+start_agent -v 3 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --node-ip "$nodeip" \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+        --address "$nodeip" --client-ca-file "$data/ca.crt" --cert-dir "$tmp/not/yet/pki" \
+        --authentication-token-file "$tmp/tokens.csv"
+node_ready
 api="https://$nodeip:10250"
 poll 10 eval 'curl -sk -o /dev/null "$api/healthz"' || die "nothing serves $api"
 pass "0 node Ready, node API on $api"
@@ -193,7 +66,7 @@ grep -qx a-err <<<"$out" || fail "logs -c a: no stderr line"
 out=$(k logs two 2>&1)
 grep -q 'Defaulted container "a"' <<<"$out" && grep -qx a-line-1 <<<"$out" ||
         fail "logs without -c on two containers: '$out'"
-apiport=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
+apiport=$standin_port
 out=$(curl -sk -H "Authorization: Bearer $(cat "$data/admin.token")" \
         "https://127.0.0.1:$apiport/api/v1/namespaces/default/pods/two/log")
 grep -q "a container name must be specified for pod two, choose one of: \[a b\]" <<<"$out" ||
@@ -357,7 +230,7 @@ def_mbps=$rate
 pass "3 SPDY exec: cat, -i, exit 3 + stderr, missing command 127, 1 MiB stdin round trip, -it, newline arg, 150 args; stdout $spdy_mbps MiB/s (SPDY), $def_mbps MiB/s (kubectl default)"
 
 # a pod on another node
-mkpod elsewhere Always other-node-$$ <<'EOF'
+mkpod elsewhere Always 1 other-node-$$ <<'EOF'
   containers:
   - name: main
     image: busybox:1.36
@@ -491,7 +364,7 @@ fds0=$(agent_fds)
 pf_check() { # $1: label, rest: env for kubectl
         local label=$1 lport pf n
         shift
-        lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        lport=$(free_port)
         env "$@" kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" \
                 >"$tmp/pf.out" 2>"$tmp/pf.err" &
         pf=$!
@@ -509,7 +382,7 @@ pf_check() { # $1: label, rest: env for kubectl
 pf_check "port-forward (WebSocket tunnel)"
 pf_check "port-forward (SPDY)" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
 # a closed port: the kubelet's error reaches kubectl, the agent goes on
-lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+lport=$(free_port)
 kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:9" >"$tmp/pf.out" 2>"$tmp/pf.err" &
 pf=$!
 poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward to port 9 did not start: $(cat "$tmp/pf.err")"
@@ -519,7 +392,7 @@ kill "$pf" 2>/dev/null
 wait "$pf" 2>/dev/null
 # a client that drops in the middle of a transfer: kubectl killed while a
 # slow download runs through it; the node closes the pod-side connection
-lport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+lport=$(free_port)
 kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" >"$tmp/pf.out" 2>"$tmp/pf.err" &
 pf=$!
 poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward (drop) did not start: $(cat "$tmp/pf.err")"
@@ -538,5 +411,4 @@ curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret"
         fail "the node API stopped serving after the port-forwards"
 pass "7 port-forward: GET + 3x300 KB over the WebSocket tunnel and over SPDY; closed port reported; a client dropped mid-transfer; fds $fds0 -> $(agent_fds)"
 
-echo "--- $fails failure(s)"
-[ "$fails" -eq 0 ]
+finish

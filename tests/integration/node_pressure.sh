@@ -16,97 +16,20 @@
 # Exit 77 when not root or a tool is missing. KEEP_AGENT_LOG=FILE keeps the
 # agent's log.
 set -uo pipefail
-# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
-# ServiceAccount admission (the kube-api-access-* volume) stays off here;
-# Node authorization and NodeRestriction stay on.
-export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
-for t in jq umoci ip busybox kubectl openssl python3 /usr/bin/etcd; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] || { echo "SKIP: CNI plugins missing"; exit 77; }
-[ -f /sys/fs/cgroup/memory/memory.usage_in_bytes ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
-
-tmp=$(mktemp -d /tmp/cubelet-pressure.XXXXXX)
-data=$tmp/data
-root=$tmp/root
-logs=$tmp/logs
-cgroot=cubelet-it-$$
-bridge=cbp$$
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci ip busybox kubectl openssl python3 /usr/bin/etcd
+need_cni bridge host-local
+need_memcg
 NODE=pressure-node-$$
-for x in $(seq 40 250); do
-        subnet=10.$x.$(($$ % 200 + 20)).0/24
-        ip route | grep -q "^10\.$x\." || break
-done
-server_pid=""
-agent_pid=""
-T0=$(date +%s)
+harness_init pressure
 
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-cleanup() {
-        local rc=$? p h
-        set +e
-        if [ -n "$agent_pid" ]; then
-                kill -TERM "$agent_pid" 2>/dev/null
-                for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
-                kill -KILL "$agent_pid" 2>/dev/null
-                wait "$agent_pid" 2>/dev/null
-        fi
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] || continue
-                find "$h" -depth -type d | while read -r d; do
-                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-                done
-        done
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        sleep 0.3
-        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-        done
-        ip link del "$bridge" 2>/dev/null
-        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$tmp/agent.log" ]; then
-                echo "--- agent log (tail)"
-                tail -n 40 "$tmp/agent.log"
-        fi
-        [ -n "${KEEP_AGENT_LOG:-}" ] && cp "$tmp/agent.log" "$KEEP_AGENT_LOG"
-        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { echo "ok   [$(($(date +%s) - T0))s] $*"; }
-die() { echo "FATAL: $*"; fails=$((fails + 1)); exit 1; }
-
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
-poll() {
-        local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
-        shift
-        while :; do
-                "$@" && return 0
-                [ "$(date +%s%N)" -lt "$end" ] || return 1
-                sleep 0.2
-        done
-}
-pj() { k get pod "$1" -o jsonpath="$2" 2>/dev/null; }
-phase_is() { [ "$(pj "$1" '{.status.phase}')" = "$2" ]; }
 # cond TYPE: "status|reason|message|lastTransitionTime" of a node condition.
 cond() {
         k get node "$NODE" -o jsonpath="{range .status.conditions[?(@.type==\"$1\")]}{.status}|{.reason}|{.message}|{.lastTransitionTime}{end}" 2>/dev/null
 }
 cond_status_is() { [ "$(cond "$1" | cut -d'|' -f1)" = "$2" ]; }
-events_of() { # KIND NAME REASON: "type|message" lines
-        k get events -A --field-selector "involvedObject.kind=$1,involvedObject.name=$2,reason=$3" \
-                -o jsonpath='{range .items[*]}{.type}|{.message}{"\n"}{end}' 2>/dev/null
-}
-mkpod() { # NAME RESOURCES(json) COMMAND
+mkpod_res() { # NAME RESOURCES(json) COMMAND
         k create -f - >/dev/null <<EOF || fail "$1: kubectl create failed"
 apiVersion: v1
 kind: Pod
@@ -134,31 +57,12 @@ mem_available() {
 }
 
 # ---- setup ---------------------------------------------------------------------
-mkdir -p "$data" "$root" "$logs" "$tmp/cni"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
-        die "image import failed"
-cat >"$tmp/cni/10-it.conflist" <<EOF
-{"cniVersion":"1.0.0","name":"cubelet-pressure-$$","plugins":[
- {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}}]}
-EOF
-"$SOURCE_DIR/tests/apiserver/run.sh" --data "$data" --node-name "$NODE" >>"$tmp/server.log" 2>&1 &
-server_pid=$!
-poll 30 grep -q '^ready ' "$tmp/server.log" || die "the stand-in did not become ready: $(tail -3 "$tmp/server.log")"
-start_agent() { # extra flags...
-        "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
-                --healthz-port 0 --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" \
-                --cgroup-root "$cgroot" --node-status-update-frequency 1s --node-lease-duration-seconds 4 \
-                "$@" >>"$tmp/agent.log" 2>&1 &
-        agent_pid=$!
-}
-stop_agent() {
-        kill -TERM "$agent_pid"
-        local rc=0
-        wait "$agent_pid" || rc=$?
-        agent_pid=""
-        [ "$rc" -eq 0 ] || fail "the agent exited $rc on SIGTERM"
+import_busybox
+write_cni_conf
+start_standin
+run_agent() { # extra flags...
+        start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port 0 --node-ip 10.0.0.5 \
+                --node-status-update-frequency 1s --node-lease-duration-seconds 4 "$@"
 }
 
 # ---- A. memory pressure ------------------------------------------------------------
@@ -166,26 +70,25 @@ stop_agent() {
 # machine may move by 768Mi either way without changing the outcome.
 HOG=1536
 avail=$(mem_available)
-[ "$avail" -gt $(((HOG + 512) * 1048576)) ] || { echo "SKIP: less than $((HOG + 512))Mi available"; exit 77; }
+[ "$avail" -gt $(((HOG + 512) * 1048576)) ] || skip "less than $((HOG + 512))Mi available"
 threshold_mi=$(((avail - HOG * 1048576 / 2) / 1048576))
 TRANSITION=30
 "$CUBELET" --eviction-hard 'memory.free<1Gi' --kubeconfig /dev/null 2>"$tmp/bad" && fail "an unknown signal was accepted"
 grep -q 'unsupported eviction signal "memory.free"' "$tmp/bad" || fail "bad signal: $(cat "$tmp/bad")"
-start_agent --eviction-hard "memory.available<${threshold_mi}Mi" --eviction-pressure-transition-period ${TRANSITION}s
-poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered"
-k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+run_agent --eviction-hard "memory.available<${threshold_mi}Mi" --eviction-pressure-transition-period ${TRANSITION}s
+node_ready
 c=$(cond MemoryPressure)
 [[ "$c" == "False|KubeletHasSufficientMemory|kubelet has sufficient memory available|"* ]] ||
         fail "MemoryPressure before the hog: $c"
 pass "A0 node Ready, MemoryPressure $c (threshold ${threshold_mi}Mi, available $avail)"
 
-mkpod steady "$GUARANTEED" "$SLEEP"
+mkpod_res steady "$GUARANTEED" "$SLEEP"
 poll 40 phase_is steady Running || die "steady: not Running"
 [ "$(pj steady '{.status.qosClass}')" = Guaranteed ] || fail "steady: qosClass $(pj steady '{.status.qosClass}')"
 cond_status_is MemoryPressure False || fail "MemoryPressure with only steady: $(cond MemoryPressure)"
 
 t_hog=$(date +%s)
-mkpod hog '{}' "dd if=/dev/zero bs=${HOG}M count=1 | sleep 3600"
+mkpod_res hog '{}' "dd if=/dev/zero bs=${HOG}M count=1 | sleep 3600"
 poll 90 phase_is hog Failed || die "hog: not Failed 90 s after it started (phase $(pj hog '{.status.phase}'), available now $(mem_available))"
 t_evicted=$(date +%s)
 c=$(cond MemoryPressure)
@@ -195,8 +98,8 @@ t_true=$(cond MemoryPressure | cut -d'|' -f4)
 pass "A1 hog Failed $((t_evicted - t_hog))s after it started; MemoryPressure $(cond MemoryPressure | cut -d'|' -f1-2)"
 
 # Admission during the transition period (pressure is gone with the hog).
-mkpod late '{}' "$SLEEP"
-mkpod burst '{requests: {memory: 16Mi}}' "$SLEEP"
+mkpod_res late '{}' "$SLEEP"
+mkpod_res burst '{requests: {memory: 16Mi}}' "$SLEEP"
 poll 20 phase_is late Failed || fail "late: a BestEffort pod was not rejected under MemoryPressure (phase $(pj late '{.status.phase}'))"
 [ "$(pj late '{.status.reason}')" = Evicted ] || fail "late: reason '$(pj late '{.status.reason}')'"
 [ "$(pj late '{.status.message}')" = "Pod was rejected: The node had condition: [MemoryPressure]. " ] ||
@@ -246,7 +149,7 @@ c=$(cond MemoryPressure)
         fail "MemoryPressure went back after $((t_back - t_evicted)) s, before the ${TRANSITION}s transition period"
 events_of Node "$NODE" NodeHasSufficientMemory | grep -qxF "Normal|Node $NODE status is now: NodeHasSufficientMemory" ||
         fail "no NodeHasSufficientMemory event"
-mkpod after '{}' "$SLEEP"
+mkpod_res after '{}' "$SLEEP"
 poll 40 phase_is after Running || fail "after: a BestEffort pod did not run once the pressure was over ($(pj after '{.status.phase}') $(pj after '{.status.message}'))"
 phase_is steady Running || fail "steady: $(pj steady '{.status.phase}')"
 [ "$(pj hog '{.status.phase}')" = Failed ] || fail "hog: the evicted pod object is gone or changed"
@@ -255,14 +158,14 @@ pass "A4 MemoryPressure False $((t_back - t_evicted))s after the eviction; BestE
 # ---- B. disk and PID pressure ------------------------------------------------------
 stop_agent
 pidmax=$(cat /proc/sys/kernel/pid_max)
-start_agent --eviction-hard "nodefs.inodesFree<99%,pid.available<$pidmax" --eviction-pressure-transition-period 10s
+run_agent --eviction-hard "nodefs.inodesFree<99%,pid.available<$pidmax" --eviction-pressure-transition-period 10s
 poll 30 eval 'cond_status_is DiskPressure True && cond_status_is PIDPressure True' ||
         fail "DiskPressure $(cond DiskPressure), PIDPressure $(cond PIDPressure)"
 [[ "$(cond DiskPressure)" == "True|KubeletHasDiskPressure|kubelet has disk pressure|"* ]] || fail "DiskPressure: $(cond DiskPressure)"
 [[ "$(cond PIDPressure)" == "True|KubeletHasInsufficientPID|kubelet has insufficient PID available|"* ]] ||
         fail "PIDPressure: $(cond PIDPressure)"
 cond_status_is MemoryPressure False || fail "MemoryPressure: $(cond MemoryPressure)"
-mkpod gdisk "$GUARANTEED" "$SLEEP"
+mkpod_res gdisk "$GUARANTEED" "$SLEEP"
 poll 20 phase_is gdisk Failed || fail "gdisk: a Guaranteed pod was admitted under DiskPressure"
 [ "$(pj gdisk '{.status.reason}|{.status.message}')" = "Evicted|Pod was rejected: The node had condition: [DiskPressure PIDPressure]. " ] ||
         fail "gdisk: $(pj gdisk '{.status.reason}|{.status.message}')"
@@ -277,7 +180,7 @@ pass "B DiskPressure+PIDPressure: gdisk rejected; $first evicted '$msg'"
 
 # ---- C. back to the defaults -------------------------------------------------------
 stop_agent
-start_agent
+run_agent
 poll 30 eval 'cond_status_is DiskPressure False && cond_status_is PIDPressure False' ||
         fail "with the defaults: DiskPressure $(cond DiskPressure), PIDPressure $(cond PIDPressure)"
 [[ "$(cond DiskPressure)" == "False|KubeletHasNoDiskPressure|kubelet has no disk pressure|"* ]] || fail "$(cond DiskPressure)"
@@ -289,8 +192,6 @@ poll 40 eval '[ -z "$(k get pods -o name 2>/dev/null)" ]' || fail "pods not gone
 poll 10 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -mindepth 2 -type d -name "pod*" 2>/dev/null)" ]' ||
         fail "pod cgroups left: $(find /sys/fs/cgroup/memory/"$cgroot" -mindepth 2 -type d -name 'pod*' | head -3)"
 stop_agent
-grep -E -m3 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/agent.log" && fail "sanitizer reports in the agent log"
+sanitizer_findings "$tmp/agent.log" || fail "sanitizer reports in the agent log"
 
-echo "node_pressure: $fails failure(s), $(($(date +%s) - T0))s"
-[ "$fails" -eq 0 ] || exit 1
-echo "node_pressure: all checks passed"
+finish

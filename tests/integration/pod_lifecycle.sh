@@ -9,123 +9,19 @@
 # graceful, SIGKILL-after-grace and force deletes; drain; an apiserver outage;
 # 110 pods at once (the default maxPods). Exit 77 when not root or a tool is missing.
 set -uo pipefail
-# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
-# ServiceAccount admission (the kube-api-access-* volume) stays off here;
-# Node authorization and NodeRestriction stay on.
-export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
-for t in jq umoci ip iptables busybox kubectl openssl python3 /usr/bin/etcd; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/portmap ] ||
-        { echo "SKIP: CNI plugins missing"; exit 77; }
-[ -d /sys/fs/cgroup/memory ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci ip iptables busybox kubectl openssl python3 /usr/bin/etcd
+need_cni bridge host-local portmap
+[ -d /sys/fs/cgroup/memory ] || skip "needs the cgroup v1 memory hierarchy"
+harness_init podlife
 
-tmp=$(mktemp -d /tmp/cubelet-podlife.XXXXXX)
-data=$tmp/data
-root=$tmp/root
-logs=$tmp/logs
-cgroot=cubelet-it-$$
-bridge=cbl$$
-NODE=it-node-$$
-# A /24 that no route on this machine covers.
-for x in $(seq 40 250); do
-        subnet=10.$x.$(($$ % 200 + 20)).0/24
-        ip route | grep -q "^10\.$x\." || break
-done
-server_pid=""
-agent_pid=""
-bg_pids=()
-port=""
-T0=$(date +%s)
-
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-cleanup() {
-        local rc=$? p h
-        set +e
-        for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-        if [ -n "$agent_pid" ]; then
-                kill -TERM "$agent_pid" 2>/dev/null
-                for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
-                kill -KILL "$agent_pid" 2>/dev/null
-                wait "$agent_pid" 2>/dev/null
-        fi
-        # Whatever a failed check left: container processes (their monitors
-        # exit with them), mounts, cgroups.
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] || continue
-                find "$h" -depth -type d | while read -r d; do
-                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-                done
-        done
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        sleep 0.3
-        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-        done
-        ip link del "$bridge" 2>/dev/null
-        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$tmp/agent.log" ]; then
-                echo "--- agent log (tail)"
-                tail -n 30 "$tmp/agent.log"
-        fi
-        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fails=0
-xfails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { echo "ok   [$(($(date +%s) - T0))s] $*"; }
-die() { echo "FATAL: $*"; fails=$((fails + 1)); exit 1; }
-# known_bug WHAT REPRO: a check that fails because of a reported bug in the
-# agent; printed as XFAIL, does not fail the suite.
-known_bug() { echo "XFAIL (known bug): $1"; echo "      repro: $2"; xfails=$((xfails + 1)); }
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-# fle A B: A <= B (decimals)
-fle() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
-
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
-# poll SECONDS CMD...: until CMD succeeds (every 0.2 s); 1 on timeout.
-poll() {
-        local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
-        shift
-        while :; do
-                "$@" && return 0
-                [ "$(date +%s%N)" -lt "$end" ] || return 1
-                sleep 0.2
-        done
-}
-pj() { k get pod "$1" -o jsonpath="$2" 2>/dev/null; }
 # The STATUS and RESTARTS columns of `kubectl get pod -o wide`.
 col() { k get pod "$1" -o wide --no-headers 2>/dev/null | awk -v c="$2" '{print $c}'; }
 status_is() { [ "$(col "$1" 3)" = "$2" ]; }
-phase_is() { [ "$(pj "$1" '{.status.phase}')" = "$2" ]; }
-gone() { ! k get pod "$1" >/dev/null 2>&1; }
 # events NAME REASON: "type|message" lines of the pod's events with REASON.
-events() {
-        k get events --field-selector "involvedObject.name=$1,reason=$2" \
-                -o jsonpath='{range .items[*]}{.type}|{.message}{"\n"}{end}' 2>/dev/null
-}
+events() { events_of "" "$1" "$2"; }
 has_event() { events "$1" "$2" | grep -qF -- "$3"; }
-# mkpod NAME [restartPolicy] [grace]: the pod spec's containers/volumes on stdin
-# (indented by 2), bound to this node.
-mkpod() {
-        {
-                printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec:\n' "$1"
-                printf '  nodeName: %s\n  restartPolicy: %s\n  terminationGracePeriodSeconds: %s\n' \
-                        "$NODE" "${2:-Always}" "${3:-2}"
-                cat
-        } | k create -f - >/dev/null || fail "$1: kubectl create failed"
-}
 # sleeper NAME: a running pod that exits on SIGTERM at once.
 sleeper() {
         mkpod "$1" Always "${2:-5}" <<'EOF'
@@ -135,7 +31,6 @@ sleeper() {
     command: [sh, -c, 'trap "echo bye; exit 0" TERM; echo up; while :; do sleep 0.2; done']
 EOF
 }
-wait_running() { poll "${2:-30}" phase_is "$1" Running || fail "$1: not Running after ${2:-30}s (status $(col "$1" 3))"; }
 pod_log() { cat "$logs"/default_"$1"_"$2"/"$3"/"${4:-0}".log 2>/dev/null; }
 # clear_pods: deletes every pod and waits until they are gone.
 # The pod pullfail (section 6, it lives from section 2 on) is kept unless
@@ -152,57 +47,21 @@ pod_cgroup_procs() {
         find /sys/fs/cgroup/memory/"$cgroot" -type d -name "*$1*" 2>/dev/null |
                 while read -r d; do find "$d" -name cgroup.procs -exec cat {} +; done
 }
-watch_bg() { # FILE kubectl-args...: a background watch
-        local f=$1
-        shift
-        k "$@" >"$f" 2>/dev/null &
-        bg_pids+=($!)
-}
 
 # ---- setup -------------------------------------------------------------------
-mkdir -p "$data" "$root" "$logs" "$tmp/cni"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
-        die "image import failed"
-cat >"$tmp/cni/10-it.conflist" <<EOF
-{"cniVersion":"1.0.0","name":"cubelet-it-$$","plugins":[
- {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}},
- {"type":"portmap","capabilities":{"portMappings":true}}]}
-EOF
-
-# start_server N: starts the stand-in (on $port once known); waits for the
-# N-th "ready" line of the server log.
-start_server() {
-        local args=(--data "$data" --node-name "$NODE")
-        [ -n "$port" ] && args+=(--port "$port")
-        "$SOURCE_DIR/tests/apiserver/run.sh" "${args[@]}" >>"$tmp/server.log" 2>&1 &
-        server_pid=$!
-        for _ in $(seq 150); do
-                if [ "$(grep -c '^ready ' "$tmp/server.log")" -ge "$1" ]; then
-                        port=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
-                        return 0
-                fi
-                kill -0 "$server_pid" 2>/dev/null || die "the stand-in exited at start: $(tail -3 "$tmp/server.log")"
-                sleep 0.2
-        done
-        die "the stand-in did not become ready"
-}
-start_server 1
-hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-start_agent() {
-        "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
-                --healthz-port "$hport" \
-                --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" --cgroup-root "$cgroot" \
+import_busybox
+write_cni_conf portmap
+start_standin
+hport=$(free_port)
+run_agent() {
+        start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --node-ip 10.0.0.5 \
                 --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
-                --node-lease-duration-seconds 4 >>"$tmp/agent.log" 2>&1 &
-        agent_pid=$!
+                --node-lease-duration-seconds 4
 }
-start_agent
+run_agent
 
 # ---- 1. the node registers Ready -------------------------------------------------
-poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
-k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+node_ready
 line=$(k get nodes -o wide --no-headers | grep "^$NODE ")
 read -r n_name n_status _ _ _ n_ip _ <<<"$line"
 [ "$n_status" = Ready ] && [ "$n_ip" = 10.0.0.5 ] || fail "get nodes -o wide: '$line'"
@@ -544,12 +403,10 @@ wait_running outage
 outage_uid=$(pj outage '{.metadata.uid}')
 started=$(pj outage '{.status.containerStatuses[0].state.running.startedAt}')
 token_before=$(cat "$data/node.token")
-kill -TERM "$server_pid"
-wait "$server_pid"
-server_pid=""
+stop_standin
 poll 10 eval 'pod_log outage "$outage_uid" main | grep -q "stdout F done"' || fail "outage: the container did not finish"
 sleep 1 # the exit is noticed while the stand-in is down
-start_server 2
+start_standin
 [ "$(cat "$data/node.token")" = "$token_before" ] ||
         fail "stand-in: node.token changed across the restart: $data/node.kubeconfig is stale for the agent"
 k wait --for=jsonpath='{.status.phase}'=Succeeded pod/outage --timeout=40s >/dev/null ||
@@ -595,6 +452,21 @@ ep timelines | jq -e '.pods[] | select(.name == "many-1") | [.timeline[].step] |
         index("containerStarted:main") and index("phase:Running")' >/dev/null ||
         fail "endpoint: /timelines lacks many-1's steps"
 if curl -fsS "http://127.0.0.1:$hport/nosuch" >/dev/null 2>&1; then fail "endpoint: /nosuch answered"; fi
+# A pod is decoded once per object received (issue 12): five more
+# MODIFIED events of many-1 move both counters alike, and every pod object
+# this agent received (events and list items) was decoded exactly once.
+counter() { ep metrics | sed -n "s/^$1 //p"; }
+r0=$(counter cubelet_pod_objects_received_total)
+for i in 1 2 3 4 5; do k annotate --overwrite pod many-1 "decode-check=$i" >/dev/null || fail "decode: annotate"; done
+poll 30 eval '[ "$(ep pods | jq -r ".items[] | select(.metadata.name == \"many-1\") | .metadata.annotations[\"decode-check\"]")" = 5 ]' ||
+        fail "decode: the fifth annotation never reached the agent"
+# both from one scrape: events keep arriving between two
+m=$(ep metrics)
+received=$(sed -n 's/^cubelet_pod_objects_received_total //p' <<<"$m")
+decoded=$(sed -n 's/^cubelet_pod_decodes_total //p' <<<"$m")
+[ $((received - r0)) -ge 5 ] || fail "decode: $((received - r0)) pod objects received for 5 annotations"
+[ "$decoded" = "$received" ] || fail "decode: $decoded pod decodes for $received pod objects received, want one each"
+pass "decode once: $received pod objects received, $decoded decoded"
 pass "endpoint: /healthz, /pods ($many Running), /metrics (mean worker start -> container started $(awk -v s="$p_sum" -v n="$started" 'BEGIN { printf "%.3f", s / n }')s over $started), /timelines"
 t=$(now)
 k delete pods -l batch=many --wait=false >/dev/null || fail "many: kubectl delete failed"
@@ -639,7 +511,7 @@ kill -KILL "$agent_pid"
 wait "$agent_pid" 2>/dev/null || true
 k delete pod orphan --grace-period=0 --force >/dev/null 2>&1 || true
 sleep 4 # quick exits (after 3 s) while the agent is down
-start_agent
+run_agent
 poll 30 eval '[ "$(k get pod adopt -o jsonpath="{.status.containerStatuses[?(@.name==\"quick\")].state.terminated.exitCode}")" == 5 ]' ||
         fail "adopt: quick's exit 5 (while the agent was down) was not reported"
 [ "$(cid long)" == "$long_before" ] || fail "adopt: long was replaced ($long_before -> $(cid long))"
@@ -674,7 +546,7 @@ poll 30 eval '[ -n "$(ls "$root/sandboxes" 2>/dev/null)" ]' || fail "mid: no san
 kill -KILL "$agent_pid"
 wait "$agent_pid" 2>/dev/null || true
 at_kill="$(ls "$root/sandboxes" 2>/dev/null | wc -l) sandboxes, $(ls "$root/containers" 2>/dev/null | wc -l) containers"
-start_agent
+run_agent
 mid_running() { k get pods -l batch=mid -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' 2>/dev/null | grep -c '^Running$'; }
 poll 90 eval '[ "$(mid_running)" -eq $n15 ]' || fail "mid: only $(mid_running)/$n15 Running 90 s after the restart"
 restarts=$(k get pods -l batch=mid -o jsonpath='{range .items[*]}{.status.containerStatuses[0].restartCount}{"\n"}{end}' | sort -u | paste -sd,)
@@ -692,7 +564,7 @@ for uid in $(k get pods -l batch=mid -o jsonpath='{.items[*].metadata.uid}'); do
 done
 # Every pod on the node (the mid-* ones and any other) has one of each.
 n_node=$(k get pods -A --field-selector "spec.nodeName=$NODE" -o name | wc -l)
-mid_ips=$(ls "$tmp/ipam/cubelet-it-$$" 2>/dev/null | grep -c -v -e lock -e last_reserved)
+mid_ips=$(ls "$tmp/ipam/$cni_name" 2>/dev/null | grep -c -v -e lock -e last_reserved)
 mid_veths=$(ip -o link show master "$bridge" 2>/dev/null | wc -l)
 [ "$mid_ips" -eq "$n_node" ] && [ "$mid_veths" -eq "$n_node" ] ||
         fail "mid: $mid_ips IP allocations and $mid_veths veths for $n_node pods"
@@ -706,20 +578,13 @@ poll 15 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "pod*" 
         fail "pod cgroups left: $(find /sys/fs/cgroup/memory/"$cgroot" -type d -name 'pod*' | head -3)"
 left_behind() {
         ls "$root/sandboxes" "$root/containers" 2>/dev/null | grep -v -e '^$' -e ':$'
-        ls "$tmp/ipam/cubelet-it-$$" 2>/dev/null | grep -v -e lock -e last_reserved
+        ls "$tmp/ipam/$cni_name" 2>/dev/null | grep -v -e lock -e last_reserved
         ip -o link show master "$bridge" 2>/dev/null
 }
 poll 10 eval '[ -z "$(left_behind)" ]' || fail "left behind after all pods are gone: $(left_behind | head -5 | paste -sd' ')"
 kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
 # A clean stop; under -DCUBELET_SANITIZE=ON also no sanitizer report.
-kill -TERM "$agent_pid"
-poll 10 eval '! kill -0 "$agent_pid" 2>/dev/null' || { fail "the agent still runs 10 s after SIGTERM"; kill -KILL "$agent_pid"; }
-rc=0
-wait "$agent_pid" || rc=$?
-agent_pid=""
-[ "$rc" -eq 0 ] || fail "the agent exited $rc on SIGTERM"
-grep -E -m3 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/agent.log" && fail "sanitizer reports in the agent log"
+stop_agent 10
+sanitizer_findings "$tmp/agent.log" || fail "sanitizer reports in the agent log"
 
-echo "pod_lifecycle: $fails failure(s), $xfails known bug(s), $(($(date +%s) - T0))s"
-[ "$fails" -eq 0 ] || exit 1
-echo "pod_lifecycle: all checks passed"
+finish

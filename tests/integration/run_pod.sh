@@ -6,54 +6,14 @@
 # SIGTERM, the OOM killer, a read-only root, the pod IP, CRI logs; and that
 # nothing is left behind afterwards.
 set -euo pipefail
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "needs root"; exit 77; }
-for t in jq umoci ip iptables busybox; do command -v $t >/dev/null || { echo "$t missing"; exit 77; }; done
-[ -x /usr/lib/cni/bridge ] || { echo "CNI plugins missing"; exit 77; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci ip iptables busybox
+need_cni bridge
+harness_init runpod
 
-tmp=$(mktemp -d /tmp/cubelet-runpod.XXXXXX)
-root=$tmp/root
-cgroot=cubelet-it-$$
-bridge=cbit$$
-# A /24 that no route on this machine covers.
-for x in $(seq 40 250); do
-  subnet=10.$x.$(( $$ % 200 + 20 )).0/24
-  ip route | grep -q "^10\.$x\." || break
-done
-pids=()
-
-cleanup() {
-  set +e
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  # Whatever a failed check left: container processes, mounts, cgroups.
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] || continue
-    find "$h" -depth -type d | while read -r d; do
-      for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    done
-  done
-  sleep 0.2
-  grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-  done
-  ip link del "$bridge" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-
-mkdir -p "$root" "$tmp/cni" "$tmp/logs"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
-cat >"$tmp/cni/10-it.conflist" <<EOF
-{"cniVersion":"1.0.0","name":"cubelet-it-$$","plugins":[
- {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}},
- {"type":"portmap","capabilities":{"portMappings":true}}]}
-EOF
+import_busybox
+write_cni_conf portmap
 
 # run NAME [extra run-pod flags]: runs $tmp/NAME.yaml; sets rc and writes
 # $tmp/NAME.jsonl (status lines) and $tmp/NAME.err (events, -v=1).
@@ -61,8 +21,8 @@ run() {
   local name=$1
   shift
   set +e
-  timeout 120 "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/$name.yaml" \
-    --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" "$@" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
+  run_pod_cmd "$tmp/$name.yaml" "$@"
+  timeout 120 "${pod_argv[@]}" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
   rc=$?
   set -e
 }
@@ -172,7 +132,7 @@ grep -q 'BackOff Back-off restarting failed container main in pod restarts_defau
   fail "restarts: the third run did not see the init container's file"
 
 # --- cubelet logs reads the CRI files as kubectl logs shows them ------------------
-cl() { "$CUBELET" logs --pod-logs-dir "$tmp/logs" "$@"; }
+cl() { "$CUBELET" logs --pod-logs-dir "$logs" "$@"; }
 [ "$(cl default/restarts main)" == "prepared" ] || fail "logs: newest instance: '$(cl default/restarts main)'"
 [ "$(cl default/restarts main -p)" == "prepared" ] || fail "logs --previous"
 [ "$(cl default/ok main --tail 1)" == "has-pod-ip" ] || fail "logs --tail 1: '$(cl default/ok main --tail 1)'"
@@ -215,10 +175,10 @@ spec:
       preStop:
         exec: {command: [sh, -c, 'echo prestop-ran > /proc/1/fd/1; sleep 1']}
 EOF
-"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/graceful.yaml" \
-  --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" >"$tmp/graceful.jsonl" 2>"$tmp/graceful.err" &
+run_pod_cmd "$tmp/graceful.yaml"
+"${pod_argv[@]}" >"$tmp/graceful.jsonl" 2>"$tmp/graceful.err" &
 rp=$!
-pids+=("$rp")
+track "$rp"
 for _ in $(seq 100); do grep -q '"phase":"Running"' "$tmp/graceful.jsonl" && break; sleep 0.1; done
 ip=$(jq -r 'select(.status.podIP) | .status.podIP' "$tmp/graceful.jsonl" | tail -1)
 busybox ping -c1 -W2 "$ip" >/dev/null || fail "graceful: pod IP '$ip' does not answer ping from the host"
@@ -265,10 +225,10 @@ spec:
       postStart:
         httpGet: {path: /nothing, port: 9}
 EOF
-"$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" run-pod "$tmp/hooks.yaml" \
-  --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" --crash-loop-backoff-base 30 >"$tmp/hooks.jsonl" 2>"$tmp/hooks.err" &
+run_pod_cmd "$tmp/hooks.yaml" --crash-loop-backoff-base 30
+"${pod_argv[@]}" >"$tmp/hooks.jsonl" 2>"$tmp/hooks.err" &
 rp=$!
-pids+=("$rp")
+track "$rp"
 # web reached Running in some status line (jq -e alone would judge only the
 # last line, which a later change can make about another state)
 web_running() { jq -s -e '[.[] | select(.status) | .status.containerStatuses[]? | select(.name=="web") | .state.running | select(. != null)] | length > 0' "$tmp/hooks.jsonl" >/dev/null 2>&1; }
@@ -434,12 +394,8 @@ if grep -q " $tmp" /proc/self/mountinfo; then
 fi
 left=$(find /sys/fs/cgroup/memory/"$cgroot" -name 'pod*' 2>/dev/null)
 [ -z "$left" ] || fail "pod cgroups left: $left"
-leases=$(ls "$tmp/ipam/cubelet-it-$$" 2>/dev/null | grep -v -e lock -e last_reserved || true)
+leases=$(ls "$tmp/ipam/$cni_name" 2>/dev/null | grep -v -e lock -e last_reserved || true)
 [ -z "$leases" ] || fail "IP allocations left: $leases"
 [ "$(ip -o link show master "$bridge" 2>/dev/null | wc -l)" -eq 0 ] || fail "veths left on $bridge"
 
-if [ $fails -gt 0 ]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "run-pod: all checks passed"
+finish

@@ -15,74 +15,18 @@
 #     and stops the pod.
 # Exit 77 when a prerequisite is missing.
 set -euo pipefail
-# cubelet mounts no projected volumes yet (issue 14), so the stand-in's
-# ServiceAccount admission (the kube-api-access-* volume) stays off here;
-# Node authorization and NodeRestriction stay on.
-export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq curl umoci /usr/bin/etcd /usr/bin/kubectl python3 openssl busybox
+H_FAIL_FAST=1
+NODE=static-node
+harness_init static
+K_TIMEOUT=0
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: must run as root"; exit 77; }
-for bin in jq curl umoci /usr/bin/etcd /usr/bin/kubectl python3 openssl busybox; do
-        command -v "$bin" >/dev/null 2>&1 || { echo "SKIP: $bin missing"; exit 77; }
-done
-src=${SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-cubelet=${CUBELET:-$src/build/agent/cubelet}
+mkdir -p "$tmp/manifests" "$tmp/cni-empty"
+import_busybox
 
-tmp=$(mktemp -d /tmp/cubelet-static.XXXXXX)
-data=$tmp/data
-cgroot=cubelet-static-it-$$
-server_pid=""
-agent_pid=""
-
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-cleanup() {
-        local rc=$?
-        set +e
-        [ -n "$agent_pid" ] && { kill -TERM "$agent_pid"; wait "$agent_pid"; } 2>/dev/null
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        if [ "$rc" -ne 0 ]; then
-                [ -f "$tmp/agent.log" ] && { echo "--- agent log"; tail -n 60 "$tmp/agent.log"; }
-                [ -f "$tmp/server.log" ] && { echo "--- server log"; tail -n 20 "$tmp/server.log"; }
-        fi
-        # Containers the agent left (it leaves them running at exit).
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] || continue
-                find "$h" -depth -type d | while read -r d; do
-                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-                done
-        done
-        sleep 0.2
-        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-        done
-        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fail() { echo "FAIL: $*"; exit 1; }
-pass() { echo "ok: $*"; }
-
-# until SECONDS CMD...: retries CMD every 0.1 s.
-until_ok() {
-        local n=$(($1 * 10)) i
-        shift
-        for i in $(seq 1 "$n"); do
-                "$@" >/dev/null 2>&1 && return 0
-                sleep 0.1
-        done
-        return 1
-}
-
-mkdir -p "$tmp/root" "$tmp/manifests" "$tmp/logs" "$tmp/cni-empty"
-bash "$src/tests/images/build-busybox.sh" "$tmp/img" >/dev/null
-"$cubelet" --root-dir "$tmp/root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat >"$tmp/config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -91,7 +35,7 @@ staticPodPath: $tmp/manifests
 fileCheckFrequency: 1h
 healthzPort: $port
 cgroupRoot: $cgroot
-podLogsDir: $tmp/logs
+podLogsDir: $logs
 EOF
 
 # A long-running pod that stops at once on SIGTERM; hostNetwork: no CNI.
@@ -126,13 +70,12 @@ running() { [ "$(pod_field "$1" .status.phase)" = Running ]; }
 absent() { [ -z "$(pod_field "$1" .metadata.uid)" ]; }
 cgroup_of() { find /sys/fs/cgroup/pids/"$cgroot" -type d -name "*$1*" 2>/dev/null | head -n1; }
 
-node=static-node
+node=$NODE
 # ======================= 1. standalone =======================
-"$cubelet" -v 1 --root-dir "$tmp/root" --cni-conf-dir "$tmp/cni-empty" --config "$tmp/config.yaml" \
-        --hostname-override Static-Node >"$tmp/agent.log" 2>&1 &
-agent_pid=$!
-until_ok 30 running "web-$node" || fail "standalone: web-$node not Running"
-until_ok 30 running "api-$node" || fail "standalone: api-$node (JSON manifest) not Running"
+spawn_agent -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni-empty" --config "$tmp/config.yaml" \
+        --hostname-override Static-Node
+poll 30 quietly running "web-$node" || fail "standalone: web-$node not Running"
+poll 30 quietly running "api-$node" || fail "standalone: api-$node (JSON manifest) not Running"
 grep -q "starting standalone" "$tmp/agent.log" || fail "not started standalone"
 [ "$(pods | jq '.items | length')" -eq 2 ] || fail "standalone: want 2 pods: $(pods | jq -c '[.items[].metadata.name]')"
 grep -q "static pod $tmp/manifests/broken.yaml: line " "$tmp/agent.log" ||
@@ -155,26 +98,26 @@ old_cg=$(cgroup_of "$uid")
 t0=$(date +%s%N)
 manifest web v2 >"$tmp/manifests/web.yaml"
 uid_changed() { local u; u=$(pod_field "web-$node" .metadata.uid) && [ -n "$u" ] && [ "$u" != "$uid" ]; }
-until_ok 10 uid_changed || fail "edit: the uid did not change"
-until_ok 15 running "web-$node" || fail "edit: the new web pod is not Running"
+poll 10 quietly uid_changed || fail "edit: the uid did not change"
+poll 15 quietly running "web-$node" || fail "edit: the new web pod is not Running"
 t1=$(date +%s%N)
 uid2=$(pod_field "web-$node" .metadata.uid)
-until_ok 15 test ! -d "$old_cg" || fail "edit: the old pod's cgroup $old_cg is still there"
+poll 15 quietly test ! -d "$old_cg" || fail "edit: the old pod's cgroup $old_cg is still there"
 grep -q "changed: replacing pod uid $uid" "$tmp/agent.log" || fail "edit not logged"
-grep -h v2 "$tmp"/logs/default_web-"$node"_"$uid2"/c/0.log >/dev/null || fail "the new pod does not run the new command"
+grep -h v2 "$logs"/default_web-"$node"_"$uid2"/c/0.log >/dev/null || fail "the new pod does not run the new command"
 pass "standalone: an edit replaces the pod (new uid $uid2, the old one stopped; Running again after $(((t1 - t0) / 1000000)) ms)"
 
 # A manifest dropped in later: seen through inotify (the rescan is 1h).
 manifest late v1 >"$tmp/manifests/.late.tmp"
 mv "$tmp/manifests/.late.tmp" "$tmp/manifests/late.yaml"
-until_ok 15 running "late-$node" || fail "a new manifest was not picked up through inotify"
+poll 15 quietly running "late-$node" || fail "a new manifest was not picked up through inotify"
 pass "standalone: a new manifest runs without waiting for the rescan"
 
 # Remove: the pod stops.
 cg2=$(cgroup_of "$uid2")
 rm "$tmp/manifests/web.yaml"
-until_ok 10 absent "web-$node" || fail "remove: web still listed"
-until_ok 15 test ! -d "$cg2" || fail "remove: the pod's cgroup $cg2 is still there"
+poll 10 quietly absent "web-$node" || fail "remove: web still listed"
+poll 15 quietly test ! -d "$cg2" || fail "remove: the pod's cgroup $cg2 is still there"
 pass "standalone: removing the manifest stops the pod"
 
 kill -TERM "$agent_pid"
@@ -186,20 +129,17 @@ rm -f "$tmp/manifests/late.yaml" "$tmp/manifests/broken.yaml"
 api_uid=$(grep -o "pod api-$node uid=[0-9a-f]*" "$tmp/agent.log" | head -n1 | sed 's/.*uid=//')
 
 # ======================= 2. with the stand-in apiserver =======================
-"$src/tests/apiserver/run.sh" --data "$data" --node-name "$node" >"$tmp/server.log" 2>&1 &
-server_pid=$!
-until_ok 60 grep -q '^ready ' "$tmp/server.log" || fail "the stand-in apiserver did not start"
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" "$@"; }
+start_standin
 manifest web v3 >"$tmp/manifests/web.yaml"
-"$cubelet" -v 1 --root-dir "$tmp/root" --cni-conf-dir "$tmp/cni-empty" --config "$tmp/config.yaml" \
+: >"$tmp/agent.log" # a new log for the second agent
+spawn_agent -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni-empty" --config "$tmp/config.yaml" \
         --kubeconfig "$data/node.kubeconfig" --hostname-override "$node" \
-        --node-status-update-frequency 1s >"$tmp/agent.log" 2>&1 &
-agent_pid=$!
+        --node-status-update-frequency 1s
 
 mirror() { k get pod "$1" -o json; }
 mirror_running() { [ "$(mirror "$1" | jq -r .status.phase)" = Running ]; }
-until_ok 40 mirror_running "web-$node" || fail "the mirror pod web-$node does not show Running"
-until_ok 20 mirror_running "api-$node" || fail "the mirror pod api-$node does not show Running"
+poll 40 quietly mirror_running "web-$node" || fail "the mirror pod web-$node does not show Running"
+poll 20 quietly mirror_running "api-$node" || fail "the mirror pod api-$node does not show Running"
 m=$(mirror "web-$node")
 suid=$(pod_field "web-$node" .metadata.uid)
 [ "$(jq -r '.metadata.annotations["kubernetes.io/config.mirror"]' <<<"$m")" = "$suid" ] ||
@@ -224,7 +164,7 @@ muid=$(jq -r .metadata.uid <<<"$m")
 cid=$(pod_field "web-$node" '.status.containerStatuses[0].containerID')
 k delete pod "web-$node" --wait=false >/dev/null
 new_mirror() { local u; u=$(mirror "web-$node" | jq -r .metadata.uid) && [ "$u" != "$muid" ] && mirror_running "web-$node"; }
-until_ok 30 new_mirror || fail "the deleted mirror pod was not recreated"
+poll 30 quietly new_mirror || fail "the deleted mirror pod was not recreated"
 [ "$(pod_field "web-$node" .metadata.uid)" = "$suid" ] || fail "deleting the mirror changed the static pod"
 [ "$(pod_field "web-$node" '.status.containerStatuses[0].containerID')" = "$cid" ] ||
         fail "deleting the mirror restarted the static pod's container"
@@ -237,16 +177,15 @@ new_hash() {
         h=$(mirror "web-$node" | jq -r '.metadata.annotations["kubernetes.io/config.mirror"]') &&
                 [ "$h" != "$suid" ] && [ "$h" = "$(pod_field "web-$node" .metadata.uid)" ] && mirror_running "web-$node"
 }
-until_ok 30 new_hash || fail "edit: the mirror was not replaced with the new hash"
+poll 30 quietly new_hash || fail "edit: the mirror was not replaced with the new hash"
 pass "edit with an apiserver: a new static pod and a new mirror"
 
 # Remove: the mirror is deleted and the pod stops.
 suid3=$(pod_field "web-$node" .metadata.uid)
 cg3=$(cgroup_of "$suid3")
 rm "$tmp/manifests/web.yaml"
-gone() { ! k get pod "web-$node" >/dev/null 2>&1; }
-until_ok 30 gone || fail "remove: the mirror pod is still there"
-until_ok 15 test ! -d "$cg3" || fail "remove: the static pod's cgroup is still there"
+poll 30 quietly gone "web-$node" || fail "remove: the mirror pod is still there"
+poll 15 quietly test ! -d "$cg3" || fail "remove: the static pod's cgroup is still there"
 mirror_running "api-$node" || fail "the other static pod's mirror went too"
 pass "removing the manifest deletes the mirror (kubectl) and stops the pod"
 
@@ -261,12 +200,11 @@ spec:
   nodeName: $node
   containers: [{name: c, image: busybox:1.36}]
 EOF
-orphan_gone() { ! k get pod "orphan-$node" >/dev/null 2>&1; }
-until_ok 20 orphan_gone || fail "an orphaned mirror pod was not deleted"
+poll 20 quietly gone "orphan-$node" || fail "an orphaned mirror pod was not deleted"
 grep -q "orphan-$node.*no static pod" "$tmp/agent.log" || fail "orphan deletion not logged"
 ! grep -q "pod default/orphan-$node uid=.* admitted" "$tmp/agent.log" || fail "a mirror pod was run as a pod"
 pass "an orphaned mirror pod is deleted, never run"
 
 rm -f "$tmp/manifests/"*
-until_ok 30 absent "api-$node" || fail "api static pod not stopped"
-echo "static_pods: all checks passed"
+poll 30 quietly absent "api-$node" || fail "api static pod not stopped"
+finish

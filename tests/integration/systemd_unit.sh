@@ -17,6 +17,8 @@
 #      dependencies.
 # Needs no root. Exit 77 (skip) without systemd-analyze, cpack or dpkg-deb.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+H_FAIL_FAST=1
 
 for tool in cmake systemd-analyze cpack dpkg-deb; do
         if ! command -v "$tool" >/dev/null; then
@@ -33,14 +35,7 @@ if [ ! -f "$hostunits/sysinit.target" ]; then
         exit 77
 fi
 
-tmp=$(mktemp -d /tmp/cubelet-systemd-unit.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
-
-fail() {
-        echo "FAIL: $*" >&2
-        exit 1
-}
+harness_init systemd-unit
 # has FILE LINE: FILE has exactly this line
 has() {
         grep -qxF -- "$2" "$1" || fail "$1 lacks the line: $2"
@@ -217,4 +212,4 @@ printf '%s\n' /etc/cni/net.d/10-cubelet-bridge.conflist /etc/cubelet/config.yaml
         /etc/default/cubelet >"$tmp/conffiles.want"
 diff -u "$tmp/conffiles.want" "$tmp/conffiles.sorted" || fail "conffiles differ"
 
-echo "systemd_unit: ok"
+finish

@@ -6,29 +6,7 @@
 
 #include "agent/k8s/admit.h"
 
-static struct k8s_pod *pod_json(const char *text)
-{
-        cJSON *j = cJSON_Parse(text);
-        ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
-        struct k8s_pod *p = NULL;
-        struct cb_error err = {0};
-        int rc = k8s_pod_from_json(j, &p, &err);
-        cJSON_Delete(j);
-        ck_assert_msg(rc == 0, "decode: %s", err.msg);
-        return p;
-}
-
-static struct k8s_node *node_json(const char *text)
-{
-        cJSON *j = cJSON_Parse(text);
-        ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
-        struct k8s_node *n = NULL;
-        struct cb_error err = {0};
-        int rc = k8s_node_from_json(j, &n, &err);
-        cJSON_Delete(j);
-        ck_assert_msg(rc == 0, "decode: %s", err.msg);
-        return n;
-}
+#include "helpers.h"
 
 /* uid, extra metadata, extra spec, container resources, extra status. */
 static struct k8s_pod *mkpod(const char *uid, const char *meta, const char *spec,
@@ -41,7 +19,7 @@ static struct k8s_pod *mkpod(const char *uid, const char *meta, const char *spec
                  "\"resources\":%s}]},\"status\":{%s}}",
                  uid, uid, meta[0] ? "," : "", meta, spec, spec[0] ? "," : "",
                  resources[0] ? resources : "{}", status);
-        return pod_json(buf);
+        return th_pod_json(buf);
 }
 
 #define NODE(taints)                                                                               \
@@ -83,7 +61,7 @@ static void expect(const struct k8s_pod *pod, const struct fixture *f, const cha
 
 START_TEST(test_resources_exact_fit)
 {
-        struct fixture f = {.node = node_json(NODE("[]"))};
+        struct fixture f = {.node = th_node_json(NODE("[]"))};
         f.admitted[f.n++] = mkpod("a", "", "", CPU("500m"), "\"phase\":\"Running\"");
         struct k8s_pod *fits = mkpod("new", "", "", CPU("500m"), "");
         expect(fits, &f, NULL, NULL);
@@ -119,7 +97,7 @@ END_TEST
 
 START_TEST(test_resources_accounting)
 {
-        struct fixture f = {.node = node_json(NODE("[]"))};
+        struct fixture f = {.node = th_node_json(NODE("[]"))};
         /* Terminal pods and the pod itself (same uid) are not counted. */
         f.admitted[f.n++] = mkpod("done", "", "", CPU("900m"), "\"phase\":\"Succeeded\"");
         f.admitted[f.n++] = mkpod("failed", "", "", CPU("900m"), "\"phase\":\"Failed\"");
@@ -147,7 +125,7 @@ END_TEST
 
 START_TEST(test_pod_count_and_order)
 {
-        struct fixture f = {.node = node_json(NODE("[]"))};
+        struct fixture f = {.node = th_node_json(NODE("[]"))};
         for (int i = 0; i < 3; i++) {
                 char uid[8];
                 snprintf(uid, sizeof(uid), "r%d", i);
@@ -191,7 +169,7 @@ END_TEST
 
 START_TEST(test_os)
 {
-        struct fixture f = {.node = node_json(NODE("[]"))};
+        struct fixture f = {.node = th_node_json(NODE("[]"))};
         struct k8s_pod *p = mkpod("x", "\"labels\":{\"kubernetes.io/os\":\"windows\"}", "", "", "");
         expect(p, &f, "PodOSSelectorNodeLabelDoesNotMatch",
                "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label");
@@ -261,14 +239,14 @@ END_TEST
 
 START_TEST(test_admit_ports)
 {
-        struct fixture f = {.node = node_json(NODE("[]"))};
-        f.admitted[f.n++] = pod_json(PORTS_POD(
+        struct fixture f = {.node = th_node_json(NODE("[]"))};
+        f.admitted[f.n++] = th_pod_json(PORTS_POD(
             "a",
             "[{\"containerPort\":80,\"hostPort\":80},{\"containerPort\":53,\"hostPort\":53,"
             "\"protocol\":\"UDP\",\"hostIP\":\"127.0.0.1\"}]",
             "\"phase\":\"Running\""));
-        f.admitted[f.n++] = pod_json(PORTS_POD("done", "[{\"containerPort\":81,\"hostPort\":81}]",
-                                               "\"phase\":\"Succeeded\""));
+        f.admitted[f.n++] = th_pod_json(PORTS_POD(
+            "done", "[{\"containerPort\":81,\"hostPort\":81}]", "\"phase\":\"Succeeded\""));
         static const struct {
                 const char *ports;
                 bool ok;
@@ -296,7 +274,7 @@ START_TEST(test_admit_ports)
                          "{\"metadata\":{\"name\":\"n\",\"uid\":\"n\"},\"spec\":{\"containers\":["
                          "{\"name\":\"c\",\"image\":\"i\",\"ports\":%s}]}}",
                          t[i].ports);
-                struct k8s_pod *p = pod_json(buf);
+                struct k8s_pod *p = th_pod_json(buf);
                 struct k8s_admit_result r;
                 k8s_admit(p, f.node, f.admitted, f.n, &r);
                 ck_assert_msg(r.admitted == t[i].ok, "ports %s: %s", t[i].ports, r.message);
@@ -314,7 +292,7 @@ END_TEST
 START_TEST(test_admit_taints)
 {
         struct fixture f = {
-            .node = node_json(
+            .node = th_node_json(
                 NODE("[{\"key\":\"dedicated\",\"value\":\"db\",\"effect\":\"NoSchedule\"},"
                      "{\"key\":\"node.kubernetes.io/unreachable\",\"effect\":\"NoExecute\"}]"))};
         /* NoSchedule is ignored by the kubelet; NoExecute is not. */
@@ -341,8 +319,9 @@ END_TEST
 
 START_TEST(test_allocatable_fallback)
 {
-        struct k8s_node *n = node_json("{\"metadata\":{\"name\":\"n\"},\"status\":{\"capacity\":{"
-                                       "\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"110\"}}}");
+        struct k8s_node *n =
+            th_node_json("{\"metadata\":{\"name\":\"n\"},\"status\":{\"capacity\":{"
+                         "\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"110\"}}}");
         struct k8s_node_allocatable a;
         k8s_node_allocatable(n, &a);
         ck_assert_int_eq(a.res.milli_cpu, 2000);
@@ -365,10 +344,5 @@ int main(void)
         tcase_add_test(tc, test_admit_taints);
         tcase_add_test(tc, test_allocatable_fallback);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

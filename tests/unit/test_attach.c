@@ -27,6 +27,8 @@
 #include "runtime/container.h"
 #include "runtime/image.h"
 
+#include "helpers.h"
+
 /* ---- the wire format ---------------------------------------------------- */
 
 START_TEST(test_encode_decode)
@@ -100,33 +102,14 @@ END_TEST
 
 /* ---- live containers -------------------------------------------------------- */
 
-static char root[256];
-static char rootfs[300];
-static char cgparent[64];
+static char *const root = th_root;
 static const char *const path_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
 static void base(struct rt_container_config *c, const char *id, const char *const *argv)
 {
-        static char cg[128], log[400];
-        memset(c, 0, sizeof(*c));
-        snprintf(cg, sizeof(cg), "%s/%s", cgparent, id);
-        snprintf(log, sizeof(log), "%s/logs/%s.log", root, id);
-        size_t ncaps;
-        c->id = id;
-        c->name = id;
-        c->root_dir = root;
-        c->monitor_path = CUBELET_BINARY;
+        th_base_config(c, id, argv);
         c->hostname = "attach";
-        c->rootfs_dir = rootfs;
-        c->argv = argv;
         c->env = path_env;
-        c->cwd = "/";
-        c->caps = rt_caps_default(&ncaps);
-        c->n_caps = ncaps;
-        c->no_new_privs = true;
-        c->seccomp = RT_SECCOMP_RUNTIME_DEFAULT;
-        c->cgroup_path = cg;
-        c->log_path = log;
 }
 
 static void start(struct rt_container_config *c)
@@ -134,20 +117,6 @@ static void start(struct rt_container_config *c)
         struct cb_error err = {0};
         struct rt_container_state st;
         ck_assert_msg(rt_container_create_start(c, &st, &err) == 0, "start %s: %s", c->id, err.msg);
-}
-
-/* Waits for the exit record (poll on the exit fd, no sleeps). */
-static void wait_exit(const char *id, struct rt_container_state *st, int timeout_ms)
-{
-        struct cb_error err = {0};
-        int fd;
-        ck_assert_msg(rt_container_exit_fd(root, id, &fd, &err) == 0, "exit fd: %s", err.msg);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int n = poll(&p, 1, timeout_ms);
-        close(fd);
-        ck_assert_msg(n == 1, "container %s did not exit in %d ms", id, timeout_ms);
-        ck_assert_msg(rt_container_state(root, id, st, &err) == 0, "state: %s", err.msg);
-        ck_assert_int_eq(st->status, RT_CONTAINER_EXITED);
 }
 
 /* Not exited within ms. */
@@ -269,7 +238,7 @@ START_TEST(test_stdin_pipe)
         ck_assert(still_running("pipe", 200)); /* it waits for input */
         int fd = attach("pipe");
         send_in(fd, "hello\n");
-        wait_exit("pipe", &st, 30000);
+        th_wait_exit("pipe", &st, 30000);
         ck_assert_int_eq(st.exit_code, 0);
         ck_assert(hung_up(fd, 5000));
         close(fd);
@@ -315,7 +284,7 @@ START_TEST(test_stdin_stays_open)
         struct cb_error err = {0};
         ck_assert_int_eq(rt_attach_close_stdin(b, &err), 0);
         struct rt_container_state st;
-        wait_exit("open", &st, 30000);
+        th_wait_exit("open", &st, 30000);
         ck_assert_int_eq(st.exit_code, 0); /* cat saw EOF */
         ck_assert(hung_up(b2, 5000));
         close(b);
@@ -354,7 +323,7 @@ START_TEST(test_stdin_once)
         second = attach("once");
         close(first); /* the first session ends: stdin closes for good */
         struct rt_container_state st;
-        wait_exit("once", &st, 30000);
+        th_wait_exit("once", &st, 30000);
         ck_assert_int_eq(st.exit_code, 0);
         ck_assert(hung_up(second, 5000));
         close(second);
@@ -452,7 +421,7 @@ START_TEST(test_tty)
         ck_assert_msg(wait_log("tty", "out:typed", 10000), "log: %s", read_log("tty"));
         /* CLOSE on a terminal: VEOF, so cat ends */
         ck_assert_int_eq(rt_attach_close_stdin(fd, &err), 0);
-        wait_exit("tty", &st, 30000);
+        th_wait_exit("tty", &st, 30000);
         ck_assert_int_eq(st.exit_code, 0);
         close(fd);
         const char *log = read_log("tty");
@@ -492,42 +461,12 @@ START_TEST(test_backpressure)
         /* a resize is input too: queued behind, not lost, no crash */
         stop_checked("slow");
         struct rt_container_state st;
-        wait_exit("slow", &st, 30000);
+        th_wait_exit("slow", &st, 30000);
         ck_assert(hung_up(fd, 5000) || true);
         close(fd);
         remove_checked("slow");
 }
 END_TEST
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char cmd[4096];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof(cmd), fmt, ap);
-        va_end(ap);
-        int r = system(cmd);
-        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
-static void sweep(void)
-{
-        struct cb_error err;
-        char **ids;
-        size_t n;
-        if (rt_container_list(root, &ids, &n, &err) == 0) {
-                for (size_t i = 0; i < n; i++) {
-                        (void)rt_container_kill_all(root, ids[i], &err);
-                        (void)rt_container_stop(root, ids[i], SIGKILL, 0, &err);
-                        (void)rt_container_remove(root, ids[i], &err);
-                }
-                rt_container_list_free(ids, n);
-        }
-        (void)cg_kill_all(cgparent, SIGKILL, &err);
-        (void)cg_destroy(cgparent, &err);
-        (void)rt_rm_rf(root, &err);
-}
 
 int main(void)
 {
@@ -536,28 +475,10 @@ int main(void)
         tcase_add_test(tc, test_encode_decode);
         tcase_add_test(tc, test_decode_rejects);
         suite_add_tcase(s, tc);
-        bool live = geteuid() == 0;
-        struct cb_error err;
-        if (!live)
-                fprintf(stderr, "test_attach: not root, live tests skipped\n");
-        else if (cg_init(&err) < 0) {
-                fprintf(stderr, "test_attach: no cgroups (%s), live tests skipped\n", err.msg);
-                live = false;
-        }
+        bool live = th_need_root_cgroups("test_attach: live tests") == 0;
         if (live) {
-                snprintf(root, sizeof(root), "/tmp/cubelet-at-%d", (int)getpid());
-                snprintf(rootfs, sizeof(rootfs), "%s/rootfs", root);
-                snprintf(cgparent, sizeof(cgparent), "cubelet-attach-%d", (int)getpid());
-                if (sh("set -e; R=%s; mkdir -p %s/logs $R/bin $R/proc $R/sys $R/dev $R/tmp; "
-                       "cp /bin/busybox $R/bin/busybox; "
-                       "for a in $(/bin/busybox --list-full); do [ -e $R/$a ] || "
-                       "{ mkdir -p $R/$(dirname $a); ln -s /bin/busybox $R/$a; }; done",
-                       rootfs, root) != 0 ||
-                    cg_create(cgparent, NULL, &err) < 0) {
-                        fprintf(stderr, "test_attach: cannot set up %s\n", root);
-                        sweep();
+                if (th_live_setup("test_attach", "at") < 0)
                         return 1;
-                }
                 TCase *lt = tcase_create("live");
                 tcase_set_timeout(lt, 120);
                 tcase_add_test(lt, test_stdin_pipe);
@@ -569,12 +490,8 @@ int main(void)
                 tcase_add_test(lt, test_backpressure);
                 suite_add_tcase(s, lt);
         }
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         if (live)
-                sweep();
+                th_sweep();
         return failed == 0 ? 0 : 1;
 }

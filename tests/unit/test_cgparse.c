@@ -12,6 +12,8 @@
 
 #include "cgroups/cgroup.h"
 
+#include "helpers.h"
+
 static const struct {
         const char *buf, *key;
         int rc;
@@ -277,10 +279,5 @@ int main(void)
         tcase_add_test(tm, test_mode_names);
         tcase_add_test(tm, test_detect_mode);
         suite_add_tcase(s, tm);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return th_run(s) == 0 ? 0 : 1;
 }

@@ -7,6 +7,8 @@
 
 #include "cgroups/plan.h"
 
+#include "helpers.h"
+
 START_TEST(test_shares_table)
 {
         static const struct {
@@ -193,10 +195,5 @@ int main(void)
         tcase_add_test(tc, test_tier_dir_and_pod_path);
         tcase_add_test(tc, test_render_files);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

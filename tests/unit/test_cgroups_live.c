@@ -26,6 +26,8 @@
 #include "cgroups/cgroup.h"
 #include "lib/file.h"
 
+#include "helpers.h"
+
 static char parent[64];
 
 static const struct cg_limits burstable = {
@@ -509,15 +511,9 @@ static void teardown(void)
 
 int main(void)
 {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test_cgroups_live: needs root; skipped\n");
+        if (th_need_root_cgroups("test_cgroups_live") != 0)
                 return 77;
-        }
         struct cb_error err = {0};
-        if (cg_init(&err) < 0) {
-                fprintf(stderr, "test_cgroups_live: no usable cgroups (%s); skipped\n", err.msg);
-                return 77;
-        }
         snprintf(parent, sizeof(parent), "cubelet-test-%d", (int)getpid());
         const char *const *ctrl;
         size_t nc = needed(&ctrl);
@@ -543,11 +539,7 @@ int main(void)
         tcase_add_test(tc, test_update);
         tcase_add_test(tc, test_recursive_destroy_and_paths);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         /* the fixture removed the parent; a leftover is a failure */
         int left = cleanup_parent();
         bool exists = true;

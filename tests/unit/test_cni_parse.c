@@ -25,6 +25,8 @@
 #include "runtime/cni.h"
 #include "runtime/sandbox.h"
 
+#include "helpers.h"
+
 /* top: made by main() and removed there (a failing test skips its
  * teardown); base: one fresh dir per test under it. */
 static char top[256], base[300];
@@ -567,11 +569,7 @@ int main(void)
         tcase_add_test(tc, test_hosts_content);
         tcase_add_test(tc, test_resolv_filter);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
         if (system(cmd) != 0)

@@ -9,6 +9,8 @@
 
 #include "agent/cmd/config.h"
 
+#include "helpers.h"
+
 #define HEAD "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
 
 static int apply(struct ag_config *c, const char *text, struct cb_error *err)
@@ -427,10 +429,5 @@ int main(void)
         tcase_add_test(tc, test_help_and_twice);
         tcase_add_test(tc, test_usage_lists_every_flag);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

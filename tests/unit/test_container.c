@@ -32,36 +32,11 @@
 #include "runtime/container.h"
 #include "runtime/image.h"
 
-static char root[256];   /* --root-dir of the runtime */
-static char rootfs[300]; /* busybox rootfs */
-static char cgparent[64];
+#include "helpers.h"
+
+/* th_live_setup's: the runtime's --root-dir, the busybox rootfs, the cgroup parent */
+static char *const root = th_root, *const rootfs = th_rootfs, *const cgparent = th_cgparent;
 static bool have_keyprobe;
-
-static const char *const path_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", NULL};
-
-static void base(struct rt_container_config *c, const char *id, const char *const *argv)
-{
-        static char cg[128], log[400];
-        memset(c, 0, sizeof(*c));
-        snprintf(cg, sizeof(cg), "%s/%s", cgparent, id);
-        snprintf(log, sizeof(log), "%s/logs/%s.log", root, id);
-        size_t ncaps;
-        c->id = id;
-        c->name = id;
-        c->root_dir = root;
-        c->monitor_path = CUBELET_BINARY;
-        c->hostname = "ctest";
-        c->rootfs_dir = rootfs;
-        c->argv = argv;
-        c->env = path_env;
-        c->cwd = "/";
-        c->caps = rt_caps_default(&ncaps);
-        c->n_caps = ncaps;
-        c->no_new_privs = true;
-        c->seccomp = RT_SECCOMP_RUNTIME_DEFAULT;
-        c->cgroup_path = cg;
-        c->log_path = log;
-}
 
 struct logs {
         char out[65536];
@@ -96,20 +71,6 @@ static bool mounted_under(const char *dir)
         return false;
 }
 
-/* Waits on the exit fd (poll, no sleep loop) and returns the final state. */
-static void wait_exit(const char *id, struct rt_container_state *st, int timeout_ms)
-{
-        struct cb_error err = {0};
-        int fd;
-        ck_assert_msg(rt_container_exit_fd(root, id, &fd, &err) == 0, "exit fd: %s", err.msg);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        ck_assert_msg(poll(&p, 1, timeout_ms) == 1, "container %s did not exit in %d ms", id,
-                      timeout_ms);
-        close(fd);
-        ck_assert_msg(rt_container_state(root, id, st, &err) == 0, "state: %s", err.msg);
-        ck_assert_int_eq(st->status, RT_CONTAINER_EXITED);
-}
-
 static void remove_checked(const char *id, const char *cgroup)
 {
         struct cb_error err = {0};
@@ -136,7 +97,7 @@ static void run(struct rt_container_config *c, struct rt_container_state *st, st
         ck_assert_msg(s0.status == RT_CONTAINER_RUNNING || s0.status == RT_CONTAINER_EXITED,
                       "state after start: %d", s0.status);
         ck_assert_int_gt(s0.pid, 0);
-        wait_exit(c->id, st, 60000);
+        th_wait_exit(c->id, st, 60000);
         memset(l, 0, sizeof(*l));
         ck_assert_msg(rt_crilog_read(c->log_path, collect, l, &err) == 0, "log: %s", err.msg);
         if (getenv("CT_DEBUG") != NULL) /* CT_DEBUG=1 shows what each container wrote */
@@ -151,7 +112,7 @@ static void run_sh(const char *id, const char *script, struct rt_container_state
 {
         const char *argv[] = {"sh", "-c", script, NULL};
         struct rt_container_config c;
-        base(&c, id, argv);
+        th_base_config(&c, id, argv);
         run(&c, st, l);
 }
 
@@ -208,7 +169,7 @@ START_TEST(test_sandbox_uts)
         snprintf(sb.utsns_path, sizeof(sb.utsns_path), "%s", nsfile);
         const char *argv[] = {"hostname", NULL};
         struct rt_container_config c;
-        base(&c, "sbuts", argv);
+        th_base_config(&c, "sbuts", argv);
         c.sandbox = &sb;
         struct rt_container_state st;
         static struct logs l;
@@ -245,7 +206,7 @@ START_TEST(test_caps_nnp_seccomp_mode)
                                       "^(CapEff|CapBnd|NoNewPrivs|Seccomp):", "/proc/self/status",
                                       NULL};
                 struct rt_container_config c;
-                base(&c, cases[i].id, argv);
+                th_base_config(&c, cases[i].id, argv);
                 uint64_t want = cases[i].want;
                 if (!cases[i].dflt) {
                         c.caps = cases[i].caps;
@@ -276,7 +237,7 @@ START_TEST(test_seccomp_refuses)
                              "if [ -x /bin/keyprobe ]; then /bin/keyprobe; fi";
         const char *argv[] = {"sh", "-c", script, NULL};
         struct rt_container_config c;
-        base(&c, "scdef", argv);
+        th_base_config(&c, "scdef", argv);
         struct rt_container_state st;
         static struct logs l;
         run(&c, &st, &l);
@@ -287,7 +248,7 @@ START_TEST(test_seccomp_refuses)
                 ck_assert_msg(strstr(l.out, "add_key: EPERM") != NULL, "%s", l.out);
         }
 
-        base(&c, "scunc", argv);
+        th_base_config(&c, "scunc", argv);
         c.seccomp = RT_SECCOMP_UNCONFINED;
         run(&c, &st, &l);
         ck_assert_msg(strstr(l.out, "rc=0") != NULL, "unconfined: %s / %s", l.out, l.err);
@@ -311,7 +272,7 @@ START_TEST(test_seccomp_localhost)
         const char *argv[] = {"sh", "-c", "mkdir /tmp/d; echo rc=$?; touch /tmp/f; echo t=$?",
                               NULL};
         struct rt_container_config c;
-        base(&c, "sclocal", argv);
+        th_base_config(&c, "sclocal", argv);
         c.seccomp = RT_SECCOMP_LOCALHOST;
         c.seccomp_profile = "nomkdir.json";
         struct rt_container_state st;
@@ -320,7 +281,7 @@ START_TEST(test_seccomp_localhost)
         ck_assert_msg(strstr(l.out, "rc=1") != NULL && strstr(l.out, "t=0") != NULL, "%s", l.out);
         ck_assert_msg(strstr(l.err, "Permission denied") != NULL, "%s", l.err);
         /* a profile outside <root>/seccomp is refused before anything runs */
-        base(&c, "scbad", argv);
+        th_base_config(&c, "scbad", argv);
         c.seccomp = RT_SECCOMP_LOCALHOST;
         c.seccomp_profile = "../etc/passwd";
         ck_assert(rt_container_create_start(&c, &st, &err) < 0);
@@ -333,7 +294,7 @@ START_TEST(test_user_groups)
         const char *argv[] = {"sh", "-c", "id; grep CapEff /proc/self/status", NULL};
         static const uint32_t groups[] = {1000, 2000};
         struct rt_container_config c;
-        base(&c, "user", argv);
+        th_base_config(&c, "user", argv);
         c.uid = 1000;
         c.gid = 1001;
         c.groups = groups;
@@ -350,7 +311,7 @@ START_TEST(test_user_groups)
          * uid change and the capability drop (a non-root process without
          * NO_NEW_PRIVS cannot load one): it is there, NNP is not */
         const char *argv2[] = {"grep", "-E", "^(NoNewPrivs|Seccomp):", "/proc/self/status", NULL};
-        base(&c, "usernnp", argv2);
+        th_base_config(&c, "usernnp", argv2);
         c.uid = 1000;
         c.gid = 1000;
         c.no_new_privs = false;
@@ -364,7 +325,7 @@ START_TEST(test_oom_killed)
 {
         const char *argv[] = {"sh", "-c", "x=a; while :; do x=$x$x; done", NULL};
         struct rt_container_config c;
-        base(&c, "oom", argv);
+        th_base_config(&c, "oom", argv);
         c.limits.memory_limit = 32 << 20;
         struct rt_container_state st;
         static struct logs l;
@@ -383,7 +344,7 @@ START_TEST(test_pids_limit)
                               "echo forked $i; done",
                               NULL};
         struct rt_container_config c;
-        base(&c, "pids", argv);
+        th_base_config(&c, "pids", argv);
         c.limits.pids_limit = 20;
         struct rt_container_state st;
         static struct logs l;
@@ -415,7 +376,7 @@ START_TEST(test_cpu_quota_and_stop)
 {
         const char *argv[] = {"sleep", "1000", NULL};
         struct rt_container_config c;
-        base(&c, "cpu", argv);
+        th_base_config(&c, "cpu", argv);
         c.limits.cpu_quota_us = 50000;
         c.limits.cpu_period_us = 100000;
         struct cb_error err = {0};
@@ -465,7 +426,7 @@ START_TEST(test_readonly_and_volumes)
                               "echo hi > /data/rw/f; echo rw=$?; touch /data/ro/f; echo ro=$?",
                               NULL};
         struct rt_container_config c;
-        base(&c, "ro", argv);
+        th_base_config(&c, "ro", argv);
         c.read_only_rootfs = true;
         c.mounts = mounts;
         c.n_mounts = CB_ARRAY_SIZE(mounts);
@@ -499,13 +460,13 @@ START_TEST(test_overlay_rootfs)
         const char *lowers[] = {rootfs, layer};
         const char *argv[] = {"sh", "-c", "cat /etc/motd; echo new > /newfile; echo w=$?", NULL};
         struct rt_container_config c;
-        base(&c, "overlay", argv);
+        th_base_config(&c, "overlay", argv);
         c.rootfs_dir = NULL;
         c.lower_dirs = lowers;
         c.n_lower = 2;
         struct rt_container_state st0, st;
         ck_assert_msg(rt_container_create_start(&c, &st0, &err) == 0, "%s", err.msg);
-        wait_exit("overlay", &st, 30000);
+        th_wait_exit("overlay", &st, 30000);
         ck_assert_int_eq(st.exit_code, 0);
         snprintf(f, sizeof(f), "%s/containers/overlay/upper/newfile", root);
         ck_assert_msg(access(f, F_OK) == 0, "write did not land in the upper dir");
@@ -554,7 +515,7 @@ START_TEST(test_exit_codes)
         sb.host_pid = true;
         const char *argv[] = {"sh", "-c", "kill -TERM $$; sleep 5", NULL};
         struct rt_container_config c;
-        base(&c, "term", argv);
+        th_base_config(&c, "term", argv);
         c.sandbox = &sb;
         run(&c, &st, &l);
         ck_assert_int_eq(st.exit_code, 143);
@@ -566,7 +527,7 @@ START_TEST(test_exec_failure)
 {
         const char *argv[] = {"nosuch", NULL};
         struct rt_container_config c;
-        base(&c, "nosuch", argv);
+        th_base_config(&c, "nosuch", argv);
         struct cb_error err = {0};
         struct rt_container_state st;
         ck_assert(rt_container_create_start(&c, &st, &err) < 0);
@@ -582,7 +543,7 @@ START_TEST(test_exec_failure)
         remove_checked("nosuch", c.cgroup_path);
 
         const char *argv2[] = {"true", NULL};
-        base(&c, "badcwd", argv2);
+        th_base_config(&c, "badcwd", argv2);
         c.cwd = "/does/not/exist";
         ck_assert(rt_container_create_start(&c, &st, &err) < 0);
         ck_assert_msg(strstr(err.msg, "working directory \"/does/not/exist\"") != NULL, "%s",
@@ -602,10 +563,10 @@ START_TEST(test_readopt_after_agent_death)
                 struct rt_container_config c;
                 struct rt_container_state st;
                 struct cb_error err;
-                base(&c, "short", a1);
+                th_base_config(&c, "short", a1);
                 if (rt_container_create_start(&c, &st, &err) < 0)
                         _exit(1);
-                base(&c, "long", a2);
+                th_base_config(&c, "long", a2);
                 if (rt_container_create_start(&c, &st, &err) < 0)
                         _exit(2);
                 _exit(0); /* all in-memory state and fds die with us */
@@ -633,11 +594,11 @@ START_TEST(test_readopt_after_agent_death)
         ck_assert(getppid() != st.monitor_pid);
 
         /* the short one ends while nobody watches; its record is there */
-        wait_exit("short", &st, 30000);
+        th_wait_exit("short", &st, 30000);
         ck_assert_int_eq(st.exit_code, 5);
 
         ck_assert_msg(rt_container_signal(root, "long", SIGKILL, &err) == 0, "%s", err.msg);
-        wait_exit("long", &st, 30000);
+        th_wait_exit("long", &st, 30000);
         ck_assert_int_eq(st.exit_code, 137);
         ck_assert_int_eq(st.signal, SIGKILL);
         char cg[128];
@@ -648,18 +609,6 @@ START_TEST(test_readopt_after_agent_death)
 }
 END_TEST
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char cmd[4096];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof(cmd), fmt, ap);
-        va_end(ap);
-        int r = system(cmd);
-        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
 static const char keyprobe_src[] =
     "#include <errno.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/syscall.h>\n"
     "static void p(const char *n, long r) {\n"
@@ -669,16 +618,9 @@ static const char keyprobe_src[] =
     "  p(\"add_key\", syscall(SYS_add_key, \"user\", \"k\", \"v\", 1, -3));\n"
     "  return 0; }\n";
 
-static int build_rootfs(void)
+/* keyprobe: a static helper in the rootfs (when gcc can build one). */
+static int build_keyprobe(void)
 {
-        if (sh("set -e; R=%s; mkdir -p $R/bin $R/proc $R/sys $R/dev $R/tmp $R/etc $R/root; "
-               "cp /bin/busybox $R/bin/busybox; "
-               "for a in $(/bin/busybox --list-full); do [ -e $R/$a ] || "
-               "{ mkdir -p $R/$(dirname $a); ln -s /bin/busybox $R/$a; }; done; "
-               "chmod 1777 $R/tmp; echo 'root:x:0:0:root:/root:/bin/sh' > $R/etc/passwd; "
-               "echo 'root:x:0:' > $R/etc/group",
-               rootfs) != 0)
-                return -1;
         char src[400];
         snprintf(src, sizeof(src), "%s/keyprobe.c", root);
         FILE *f = fopen(src, "we");
@@ -686,52 +628,20 @@ static int build_rootfs(void)
                 return -1;
         fputs(keyprobe_src, f);
         fclose(f);
-        have_keyprobe = sh("gcc -static -O1 -o %s/bin/keyprobe %s 2>/dev/null", rootfs, src) == 0;
+        have_keyprobe =
+            th_sh("gcc -static -O1 -o %s/bin/keyprobe %s 2>/dev/null", rootfs, src) == 0;
         return 0;
-}
-
-static void sweep(void)
-{
-        struct cb_error err;
-        char **ids;
-        size_t n;
-        if (rt_container_list(root, &ids, &n, &err) == 0) {
-                for (size_t i = 0; i < n; i++) {
-                        (void)rt_container_kill_all(root, ids[i], &err);
-                        (void)rt_container_stop(root, ids[i], SIGKILL, 0, &err);
-                        (void)rt_container_remove(root, ids[i], &err);
-                }
-                rt_container_list_free(ids, n);
-        }
-        (void)cg_kill_all(cgparent, SIGKILL, &err);
-        (void)cg_destroy(cgparent, &err);
-        (void)rt_rm_rf(root, &err);
 }
 
 int main(void)
 {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test_container: needs root, skipping\n");
+        if (th_need_root_cgroups("test_container") != 0)
                 return 77;
-        }
-        struct cb_error err;
-        if (cg_init(&err) < 0) {
-                fprintf(stderr, "test_container: no cgroups (%s), skipping\n", err.msg);
-                return 77;
-        }
-        snprintf(root, sizeof(root), "/tmp/cubelet-ct-%d", (int)getpid());
-        snprintf(rootfs, sizeof(rootfs), "%s/rootfs", root);
-        snprintf(cgparent, sizeof(cgparent), "cubelet-test-%d", (int)getpid());
-        char logs[300];
-        snprintf(logs, sizeof(logs), "%s/logs", root);
-        if (mkdir(root, 0755) < 0 || mkdir(logs, 0755) < 0 || build_rootfs() < 0) {
-                fprintf(stderr, "test_container: cannot build the rootfs in %s\n", root);
-                sweep();
+        if (th_live_setup("test_container", "ct") < 0)
                 return 1;
-        }
-        if (cg_create(cgparent, NULL, &err) < 0) {
-                fprintf(stderr, "test_container: %s\n", err.msg);
-                sweep();
+        if (build_keyprobe() < 0) {
+                fprintf(stderr, "test_container: cannot build the rootfs in %s\n", root);
+                th_sweep();
                 return 1;
         }
         Suite *s = suite_create("container");
@@ -753,13 +663,9 @@ int main(void)
         tcase_add_test(tc, test_exec_failure);
         tcase_add_test(tc, test_readopt_after_agent_death);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         bool leftover_mounts = mounted_under(root);
-        sweep();
+        th_sweep();
         if (leftover_mounts) {
                 fprintf(stderr, "test_container: mounts left under %s\n", root);
                 failed++;

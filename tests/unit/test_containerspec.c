@@ -8,6 +8,8 @@
 #include "agent/pods/containerspec.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static struct cb_arena *arena;
 
 static void setup(void)
@@ -427,9 +429,5 @@ int main(void)
         tcase_add_test(tc, test_seccomp_and_flags);
         tcase_add_test(tc, test_stdin_tty);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -15,6 +15,8 @@
 #include "lib/file.h"
 #include "runtime/container.h"
 
+#include "helpers.h"
+
 static char path[64];
 
 static int open_log(void)
@@ -220,10 +222,5 @@ int main(void)
         tcase_add_test(tc, test_long_lines);
         tcase_add_test(tc, test_read_bad_file);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return th_run(s) == 0 ? 0 : 1;
 }

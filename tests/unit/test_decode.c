@@ -9,6 +9,8 @@
 #include "agent/k8s/k8s.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 #define FX(rel) CUBELET_FIXTURES "/" rel
 
 static cJSON *load(const char *path)
@@ -1154,10 +1156,5 @@ int main(void)
         tcase_add_test(te, test_parse_file_errors);
         tcase_add_test(te, test_lookups);
         suite_add_tcase(s, te);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

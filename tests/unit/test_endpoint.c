@@ -17,6 +17,8 @@
 #include "agent/core/loop.h"
 #include "agent/core/metrics.h"
 
+#include "helpers.h"
+
 /* The sources: what the agent would give the endpoint. */
 struct state {
         struct ag_metrics *metrics;
@@ -446,10 +448,5 @@ int main(void)
         tcase_add_test(tc, test_refuses_beyond_loopback);
         tcase_add_test(tc, test_loopback_addresses);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -10,19 +10,9 @@
 #include "agent/node/pressure.h"
 #include "cgroups/cgroup.h"
 
-#define MI (1024LL * 1024)
+#include "helpers.h"
 
-static struct k8s_pod *pod_json(const char *text)
-{
-        cJSON *j = cJSON_Parse(text);
-        ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
-        struct k8s_pod *p = NULL;
-        struct cb_error err = {0};
-        int rc = k8s_pod_from_json(j, &p, &err);
-        cJSON_Delete(j);
-        ck_assert_msg(rc == 0, "decode: %s", err.msg);
-        return p;
-}
+#define MI (1024LL * 1024)
 
 /* name, extra metadata, extra spec, the container's resources. */
 static struct k8s_pod *mkpod(const char *name, const char *meta, const char *spec,
@@ -35,7 +25,7 @@ static struct k8s_pod *mkpod(const char *name, const char *meta, const char *spe
                  "\"resources\":%s}]}}",
                  name, name, meta[0] ? "," : "", meta, spec, spec[0] ? "," : "",
                  resources[0] ? resources : "{}");
-        return pod_json(buf);
+        return th_pod_json(buf);
 }
 
 #define GUARANTEED(mem)                                                                            \
@@ -406,7 +396,7 @@ END_TEST
 
 START_TEST(test_messages)
 {
-        struct k8s_pod *p = pod_json(
+        struct k8s_pod *p = th_pod_json(
             "{\"metadata\":{\"name\":\"m\",\"uid\":\"u\"},\"spec\":{\"initContainers\":[{"
             "\"name\":\"init\",\"image\":\"x\"}],\"containers\":[{\"name\":\"web\",\"image\":\"x\","
             "\"resources\":{\"requests\":{\"memory\":\"5Mi\"}}},{\"name\":\"side\",\"image\":\"x\"}"
@@ -608,10 +598,5 @@ int main(void)
         tcase_add_test(tc, test_measure_live);
         tcase_add_test(tc, test_disk_usage);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

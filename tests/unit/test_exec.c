@@ -28,9 +28,9 @@
 #include "runtime/container.h"
 #include "runtime/image.h"
 
-static char root[256];
-static char rootfs[300];
-static char cgparent[64];
+#include "helpers.h"
+
+static char *const root = th_root, *const cgparent = th_cgparent;
 
 static const char *const path_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
                                        "EXTEST=from-config", NULL};
@@ -38,26 +38,10 @@ static const char *const sleeper[] = {"sleep", "1000", NULL};
 
 static void base(struct rt_container_config *c, const char *id)
 {
-        static char cg[128], log[400];
-        memset(c, 0, sizeof(*c));
-        snprintf(cg, sizeof(cg), "%s/%s", cgparent, id);
-        snprintf(log, sizeof(log), "%s/logs/%s.log", root, id);
-        size_t ncaps;
-        c->id = id;
-        c->name = id;
-        c->root_dir = root;
-        c->monitor_path = CUBELET_BINARY;
+        th_base_config(c, id, sleeper);
         c->hostname = "exhost";
-        c->rootfs_dir = rootfs;
-        c->argv = sleeper;
         c->env = path_env;
         c->cwd = "/tmp";
-        c->caps = rt_caps_default(&ncaps);
-        c->n_caps = ncaps;
-        c->no_new_privs = true;
-        c->seccomp = RT_SECCOMP_RUNTIME_DEFAULT;
-        c->cgroup_path = cg;
-        c->log_path = log;
 }
 
 static void start(struct rt_container_config *c, struct rt_container_state *st)
@@ -327,63 +311,12 @@ START_TEST(test_errors)
 }
 END_TEST
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-        char cmd[4096];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(cmd, sizeof(cmd), fmt, ap);
-        va_end(ap);
-        int r = system(cmd);
-        return WIFEXITED(r) ? WEXITSTATUS(r) : -1;
-}
-
-static void sweep(void)
-{
-        struct cb_error err;
-        char **ids;
-        size_t n;
-        if (rt_container_list(root, &ids, &n, &err) == 0) {
-                for (size_t i = 0; i < n; i++) {
-                        (void)rt_container_kill_all(root, ids[i], &err);
-                        (void)rt_container_stop(root, ids[i], SIGKILL, 0, &err);
-                        (void)rt_container_remove(root, ids[i], &err);
-                }
-                rt_container_list_free(ids, n);
-        }
-        (void)cg_kill_all(cgparent, SIGKILL, &err);
-        (void)cg_destroy(cgparent, &err);
-        (void)rt_rm_rf(root, &err);
-}
-
 int main(void)
 {
-        if (geteuid() != 0) {
-                fprintf(stderr, "test_exec: needs root, skipping\n");
+        if (th_need_root_cgroups("test_exec") != 0)
                 return 77;
-        }
-        struct cb_error err;
-        if (cg_init(&err) < 0) {
-                fprintf(stderr, "test_exec: no cgroups (%s), skipping\n", err.msg);
-                return 77;
-        }
-        snprintf(root, sizeof(root), "/tmp/cubelet-ex-%d", (int)getpid());
-        snprintf(rootfs, sizeof(rootfs), "%s/rootfs", root);
-        snprintf(cgparent, sizeof(cgparent), "cubelet-extest-%d", (int)getpid());
-        if (mkdir(root, 0755) < 0 ||
-            sh("set -e; R=%s; mkdir -p $R/bin $R/proc $R/sys $R/dev $R/tmp $R/etc $R/root "
-               "%s/logs; cp /bin/busybox $R/bin/busybox; "
-               "for a in $(/bin/busybox --list-full); do [ -e $R/$a ] || "
-               "{ mkdir -p $R/$(dirname $a); ln -s /bin/busybox $R/$a; }; done; "
-               "chmod 1777 $R/tmp; echo 'root:x:0:0:root:/root:/bin/sh' > $R/etc/passwd; "
-               "echo 'root:x:0:' > $R/etc/group",
-               rootfs, root) != 0 ||
-            cg_create(cgparent, NULL, &err) < 0) {
-                fprintf(stderr, "test_exec: cannot set up %s / %s\n", root, cgparent);
-                sweep();
+        if (th_live_setup("test_exec", "ex") < 0)
                 return 1;
-        }
         Suite *s = suite_create("exec");
         TCase *tc = tcase_create("live");
         tcase_set_timeout(tc, 120);
@@ -393,11 +326,7 @@ int main(void)
         tcase_add_test(tc, test_timeout_kills);
         tcase_add_test(tc, test_errors);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        sweep();
+        int failed = th_run(s);
+        th_sweep();
         return failed == 0 ? 0 : 1;
 }

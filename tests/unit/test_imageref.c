@@ -7,6 +7,8 @@
 
 #include "runtime/image.h"
 
+#include "helpers.h"
+
 #define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 static const struct {
@@ -135,10 +137,5 @@ int main(void)
         tcase_add_test(tc, test_ref_lengths);
         tcase_add_test(tc, test_digest_valid);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

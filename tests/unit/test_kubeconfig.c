@@ -8,6 +8,8 @@
 
 #include "agent/client/kubeconfig.h"
 
+#include "helpers.h"
+
 /* "hello" and "-----BEGIN" in base64. */
 #define B64_HELLO "aGVsbG8="
 #define B64_PEM   "LS0tLS1CRUdJTg=="
@@ -222,10 +224,5 @@ int main(void)
         tcase_add_test(tc, test_errors);
         tcase_add_test(tc, test_base64);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

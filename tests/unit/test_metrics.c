@@ -7,6 +7,8 @@
 
 #include "agent/core/metrics.h"
 
+#include "helpers.h"
+
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 START_TEST(test_counter_and_gauge_rendering)
@@ -221,10 +223,5 @@ int main(void)
         tcase_add_test(tc, test_format_value);
         tcase_add_test(tc, test_invalid_uses);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

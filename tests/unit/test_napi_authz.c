@@ -14,6 +14,8 @@
 #include "agent/nodeapi/authz.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static const struct {
         const char *method, *path, *verb, *sub;
 } attrs[] = {
@@ -306,10 +308,5 @@ int main(void)
         tcase_add_test(tc, test_config_keys);
         tcase_add_test(tc, test_config_bad);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return th_run(s) == 0 ? 0 : 1;
 }

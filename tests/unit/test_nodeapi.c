@@ -25,6 +25,8 @@
 #include "agent/pods/stats.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static const struct {
         const char *path;
         enum ag_napi_route route;
@@ -198,9 +200,9 @@ START_TEST(test_exec_options)
 {
         const char *args[] = {"command=sh", "command=-c",  "command=echo a&b", "stdin=true",
                               "stdout=1",   "stderr=true", "container=x"};
-        struct ag_exec_options o;
+        struct ag_napi_exec_options o;
         struct cb_error err = {0};
-        ck_assert_int_eq(ag_exec_options_parse(args, 7, true, &o, &err), 0);
+        ck_assert_int_eq(ag_napi_exec_options_parse(args, 7, true, &o, &err), 0);
         ck_assert_int_eq(o.argc, 3);
         ck_assert_str_eq(o.argv[0], "sh");
         ck_assert_str_eq(o.argv[2], "echo a&b");
@@ -209,46 +211,46 @@ START_TEST(test_exec_options)
         free(o.argv);
         /* the legacy names, tty drops stderr */
         const char *legacy[] = {"command=ls", "input=1", "output=1", "error=1", "tty=1"};
-        ck_assert_int_eq(ag_exec_options_parse(legacy, 5, true, &o, &err), 0);
+        ck_assert_int_eq(ag_napi_exec_options_parse(legacy, 5, true, &o, &err), 0);
         ck_assert(o.in && o.out && !o.err && o.tty);
         free(o.argv);
         /* no stream */
         const char *none[] = {"command=ls"};
-        ck_assert_int_eq(ag_exec_options_parse(none, 1, true, &o, &err), -1);
+        ck_assert_int_eq(ag_napi_exec_options_parse(none, 1, true, &o, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "at least 1 of stdin, stdout, stderr"));
         /* no command */
         const char *nocmd[] = {"stdout=1"};
-        ck_assert_int_eq(ag_exec_options_parse(nocmd, 1, true, &o, &err), -1);
+        ck_assert_int_eq(ag_napi_exec_options_parse(nocmd, 1, true, &o, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "command"));
-        ck_assert_int_eq(ag_exec_options_parse(nocmd, 1, false, &o, &err), 0);
+        ck_assert_int_eq(ag_napi_exec_options_parse(nocmd, 1, false, &o, &err), 0);
         free(o.argv);
         const char *bad[] = {"command=ls", "stdout=yes"};
-        ck_assert_int_eq(ag_exec_options_parse(bad, 2, true, &o, &err), -1);
+        ck_assert_int_eq(ag_napi_exec_options_parse(bad, 2, true, &o, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "stdout"));
 }
 END_TEST
 
 START_TEST(test_channels)
 {
-        ck_assert_int_eq(ag_channel_proto_from_name("v5.channel.k8s.io"), AG_CHANNEL_V5);
-        ck_assert_int_eq(ag_channel_proto_from_name("v4.channel.k8s.io"), AG_CHANNEL_V4);
-        ck_assert_int_eq(ag_channel_proto_from_name("channel.k8s.io"), AG_CHANNEL_V1);
-        ck_assert_int_eq(ag_channel_proto_from_name("base64.channel.k8s.io"), 0);
-        ck_assert_int_eq(ag_channel_proto_from_name(NULL), 0);
+        ck_assert_int_eq(ag_napi_channel_proto_from_name("v5.channel.k8s.io"), AG_NAPI_CHANNEL_V5);
+        ck_assert_int_eq(ag_napi_channel_proto_from_name("v4.channel.k8s.io"), AG_NAPI_CHANNEL_V4);
+        ck_assert_int_eq(ag_napi_channel_proto_from_name("channel.k8s.io"), AG_NAPI_CHANNEL_V1);
+        ck_assert_int_eq(ag_napi_channel_proto_from_name("base64.channel.k8s.io"), 0);
+        ck_assert_int_eq(ag_napi_channel_proto_from_name(NULL), 0);
         uint8_t ch;
         const uint8_t *p;
         size_t n;
         const uint8_t msg[] = {0, 'h', 'i'};
-        ck_assert_int_eq(ag_channel_split(msg, 3, &ch, &p, &n), 0);
+        ck_assert_int_eq(ag_napi_channel_split(msg, 3, &ch, &p, &n), 0);
         ck_assert_int_eq(ch, 0);
         ck_assert_int_eq(n, 2);
         ck_assert(p[0] == 'h');
         const uint8_t closemsg[] = {255, 0};
-        ck_assert_int_eq(ag_channel_split(closemsg, 2, &ch, &p, &n), 0);
-        ck_assert_int_eq(ch, AG_CH_CLOSE);
+        ck_assert_int_eq(ag_napi_channel_split(closemsg, 2, &ch, &p, &n), 0);
+        ck_assert_int_eq(ch, AG_NAPI_CH_CLOSE);
         ck_assert_int_eq(n, 1);
-        ck_assert_int_eq(p[0], AG_CH_STDIN);
-        ck_assert_int_eq(ag_channel_split(msg, 0, &ch, &p, &n), -1);
+        ck_assert_int_eq(p[0], AG_NAPI_CH_STDIN);
+        ck_assert_int_eq(ag_napi_channel_split(msg, 0, &ch, &p, &n), -1);
 }
 END_TEST
 
@@ -257,23 +259,24 @@ START_TEST(test_resize)
         uint16_t w, h;
         struct cb_error err = {0};
         const char *ok = "{\"Width\":120,\"Height\":40}";
-        ck_assert_int_eq(ag_parse_resize((const uint8_t *)ok, strlen(ok), &w, &h, &err), 0);
+        ck_assert_int_eq(ag_napi_parse_resize((const uint8_t *)ok, strlen(ok), &w, &h, &err), 0);
         ck_assert_int_eq(w, 120);
         ck_assert_int_eq(h, 40);
         const char *bad[] = {"{\"Width\":-1,\"Height\":2}", "{\"Width\":1}", "[1,2]",
                              "{\"Width\":70000,\"Height\":1}", "{"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 ck_assert_int_eq(
-                    ag_parse_resize((const uint8_t *)bad[i], strlen(bad[i]), &w, &h, &err), -1);
+                    ag_napi_parse_resize((const uint8_t *)bad[i], strlen(bad[i]), &w, &h, &err),
+                    -1);
 }
 END_TEST
 
 START_TEST(test_exec_status)
 {
-        _cleanup_free_ char *ok = ag_exec_status_json(0, NULL);
+        _cleanup_free_ char *ok = ag_napi_exec_status_json(0, NULL);
         _cleanup_cjson_ cJSON *o = cJSON_Parse(ok);
         ck_assert_str_eq(cJSON_GetObjectItem(o, "status")->valuestring, "Success");
-        _cleanup_free_ char *f = ag_exec_status_json(3, NULL);
+        _cleanup_free_ char *f = ag_napi_exec_status_json(3, NULL);
         _cleanup_cjson_ cJSON *s = cJSON_Parse(f);
         ck_assert_str_eq(cJSON_GetObjectItem(s, "status")->valuestring, "Failure");
         ck_assert_str_eq(cJSON_GetObjectItem(s, "reason")->valuestring, "NonZeroExitCode");
@@ -281,7 +284,7 @@ START_TEST(test_exec_status)
             cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "details"), "causes"), 0);
         ck_assert_str_eq(cJSON_GetObjectItem(cause, "reason")->valuestring, "ExitCode");
         ck_assert_str_eq(cJSON_GetObjectItem(cause, "message")->valuestring, "3");
-        _cleanup_free_ char *e = ag_exec_status_json(0, "cannot allocate a terminal");
+        _cleanup_free_ char *e = ag_napi_exec_status_json(0, "cannot allocate a terminal");
         _cleanup_cjson_ cJSON *es = cJSON_Parse(e);
         ck_assert_str_eq(cJSON_GetObjectItem(es, "message")->valuestring,
                          "cannot allocate a terminal");
@@ -418,9 +421,10 @@ START_TEST(test_query_split)
         char **v;
         size_t n;
         struct cb_error err = {0};
-        ck_assert_int_eq(ag_query_split("command=sh&command=-c&command=echo+a%0Ab%26c&stdout=1&&x",
-                                        16, &v, &n, &err),
-                         0);
+        ck_assert_int_eq(
+            ag_napi_query_split("command=sh&command=-c&command=echo+a%0Ab%26c&stdout=1&&x", 16, &v,
+                                &n, &err),
+            0);
         ck_assert_uint_eq(n, 5);
         ck_assert_str_eq(v[0], "command=sh");
         ck_assert_str_eq(v[1], "command=-c");
@@ -430,15 +434,15 @@ START_TEST(test_query_split)
         for (size_t i = 0; i < n; i++)
                 free(v[i]);
         free(v);
-        ck_assert_int_eq(ag_query_split("", 4, &v, &n, &err), 0);
+        ck_assert_int_eq(ag_napi_query_split("", 4, &v, &n, &err), 0);
         ck_assert_uint_eq(n, 0);
         free(v);
         /* a bad escape, a NUL byte, too many parameters */
-        ck_assert_int_eq(ag_query_split("a=%zz", 4, &v, &n, &err), -1);
+        ck_assert_int_eq(ag_napi_query_split("a=%zz", 4, &v, &n, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "invalid escape"));
-        ck_assert_int_eq(ag_query_split("a=%00", 4, &v, &n, &err), -1);
-        ck_assert_int_eq(ag_query_split("a=%4", 4, &v, &n, &err), -1);
-        ck_assert_int_eq(ag_query_split("a&b&c", 2, &v, &n, &err), -1);
+        ck_assert_int_eq(ag_napi_query_split("a=%00", 4, &v, &n, &err), -1);
+        ck_assert_int_eq(ag_napi_query_split("a=%4", 4, &v, &n, &err), -1);
+        ck_assert_int_eq(ag_napi_query_split("a&b&c", 2, &v, &n, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "at most 2"));
 }
 END_TEST
@@ -447,27 +451,27 @@ START_TEST(test_ws_accept_negotiate)
 {
         char acc[32];
         /* RFC 6455 section 1.3's example */
-        ck_assert_int_eq(ag_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", acc), 0);
+        ck_assert_int_eq(ag_napi_ws_accept("dGhlIHNhbXBsZSBub25jZQ==", acc), 0);
         ck_assert_str_eq(acc, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
         static const char *const sup[] = {"v5.channel.k8s.io", "v4.channel.k8s.io", NULL};
         /* the client's order wins; repeated headers arrive joined by ',' */
-        ck_assert_str_eq(ag_negotiate("v4.channel.k8s.io, v5.channel.k8s.io", sup),
+        ck_assert_str_eq(ag_napi_negotiate("v4.channel.k8s.io, v5.channel.k8s.io", sup),
                          "v4.channel.k8s.io");
-        ck_assert_str_eq(ag_negotiate("base64.channel.k8s.io,v5.channel.k8s.io", sup),
+        ck_assert_str_eq(ag_napi_negotiate("base64.channel.k8s.io,v5.channel.k8s.io", sup),
                          "v5.channel.k8s.io");
-        ck_assert_ptr_null(ag_negotiate("v4.channel.k8s.io.x", sup));
-        ck_assert_ptr_null(ag_negotiate("", sup));
-        ck_assert_ptr_null(ag_negotiate(NULL, sup));
+        ck_assert_ptr_null(ag_napi_negotiate("v4.channel.k8s.io.x", sup));
+        ck_assert_ptr_null(ag_napi_negotiate("", sup));
+        ck_assert_ptr_null(ag_napi_negotiate(NULL, sup));
 }
 END_TEST
 
 START_TEST(test_json_object_len)
 {
         const char *s = "{\"Width\":80,\"Height\":24}{\"Width\":1";
-        ck_assert_uint_eq(ag_json_object_len((const uint8_t *)s, strlen(s)), 24);
-        ck_assert_uint_eq(ag_json_object_len((const uint8_t *)s + 24, strlen(s) - 24), 0);
+        ck_assert_uint_eq(ag_napi_json_object_len((const uint8_t *)s, strlen(s)), 24);
+        ck_assert_uint_eq(ag_napi_json_object_len((const uint8_t *)s + 24, strlen(s) - 24), 0);
         const char *q = "{\"a\":\"}{\\\"\"}";
-        ck_assert_uint_eq(ag_json_object_len((const uint8_t *)q, strlen(q)), strlen(q));
+        ck_assert_uint_eq(ag_napi_json_object_len((const uint8_t *)q, strlen(q)), strlen(q));
 }
 END_TEST
 
@@ -495,10 +499,5 @@ int main(void)
         tcase_add_test(tc, test_ws_accept_negotiate);
         tcase_add_test(tc, test_json_object_len);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return th_run(s) == 0 ? 0 : 1;
 }

@@ -10,6 +10,8 @@
 #include "lib/cleanup.h"
 #include "status/podstatus.h"
 
+#include "helpers.h"
+
 #define NOW    1800000000 /* 2027-01-15T08:00:00Z */
 #define NOW_S  "2027-01-15T08:00:00Z"
 #define T0     1700000000 /* 2023-11-14T22:13:20Z */
@@ -1057,10 +1059,6 @@ static Suite *podstatus_suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(podstatus_suite());
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(podstatus_suite());
         return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -28,6 +28,8 @@
 #include "runtime/container.h"
 #include "runtime/image.h"
 
+#include "helpers.h"
+
 /* ---- recording updates ---------------------------------------------------- */
 
 struct rec {
@@ -422,29 +424,18 @@ END_TEST
 
 /* ---- exec (root) ---------------------------------------------------------------- */
 
-static char root[256], rootfs[300], cgparent[64];
+static char *const root = th_root, *const cgparent = th_cgparent;
 static const char *const path_env[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
 
 static void start_container(const char *id)
 {
         static const char *const argv[] = {"sleep", "1000", NULL};
-        static char cg[128];
-        size_t ncaps;
-        struct rt_container_config c = {0};
-        snprintf(cg, sizeof(cg), "%s/%s", cgparent, id);
-        c.id = id;
-        c.name = id;
-        c.root_dir = root;
-        c.monitor_path = CUBELET_BINARY;
+        struct rt_container_config c;
+        th_base_config(&c, id, argv);
         c.hostname = "probed";
-        c.rootfs_dir = rootfs;
-        c.argv = argv;
         c.env = path_env;
-        c.caps = rt_caps_default(&ncaps);
-        c.n_caps = ncaps;
-        c.no_new_privs = true;
-        c.seccomp = RT_SECCOMP_RUNTIME_DEFAULT;
-        c.cgroup_path = cg;
+        c.cwd = NULL;
+        c.log_path = NULL;
         struct rt_container_state st;
         struct cb_error err = {0};
         ck_assert_msg(rt_container_create_start(&c, &st, &err) == 0, "start: %s", err.msg);
@@ -523,41 +514,10 @@ START_TEST(test_exec_probes)
 }
 END_TEST
 
-static void sweep(void)
-{
-        struct cb_error err;
-        char **ids;
-        size_t n;
-        if (rt_container_list(root, &ids, &n, &err) == 0) {
-                for (size_t i = 0; i < n; i++) {
-                        (void)rt_container_kill_all(root, ids[i], &err);
-                        (void)rt_container_stop(root, ids[i], SIGKILL, 0, &err);
-                        (void)rt_container_remove(root, ids[i], &err);
-                }
-                rt_container_list_free(ids, n);
-        }
-        (void)cg_kill_all(cgparent, SIGKILL, &err);
-        (void)cg_destroy(cgparent, &err);
-        (void)rt_rm_rf(root, &err);
-}
-
 static bool setup_exec_env(void)
 {
-        struct cb_error err;
-        if (geteuid() != 0 || cg_init(&err) < 0)
-                return false;
-        snprintf(root, sizeof(root), "/tmp/cubelet-pr-%d", (int)getpid());
-        snprintf(rootfs, sizeof(rootfs), "%s/rootfs", root);
-        snprintf(cgparent, sizeof(cgparent), "cubelet-prtest-%d", (int)getpid());
-        char cmd[2048];
-        snprintf(cmd, sizeof(cmd),
-                 "set -e; R=%s; mkdir -p $R/bin $R/proc $R/sys $R/dev $R/tmp $R/etc; "
-                 "cp /bin/busybox $R/bin/busybox; "
-                 "for a in $(/bin/busybox --list-full); do [ -e $R/$a ] || "
-                 "{ mkdir -p $R/$(dirname $a); ln -s /bin/busybox $R/$a; }; done",
-                 rootfs);
-        int r = system(cmd);
-        return WIFEXITED(r) && WEXITSTATUS(r) == 0 && cg_create(cgparent, NULL, &err) == 0;
+        return th_need_root_cgroups("test_prober: exec probes") == 0 &&
+               th_live_setup("test_prober", "pr") == 0;
 }
 
 int main(void)
@@ -585,12 +545,8 @@ int main(void)
         } else {
                 fprintf(stderr, "test_prober: not root or no cgroups: exec probes skipped\n");
         }
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         if (exec_env)
-                sweep();
+                th_sweep();
         return failed == 0 ? 0 : 1;
 }

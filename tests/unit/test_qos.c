@@ -6,21 +6,11 @@
 
 #include "agent/k8s/qos.h"
 
+#include "helpers.h"
+
 #define GI  1073741824LL
 #define MI  1048576LL
 #define CAP (4 * GI)
-
-static struct k8s_pod *pod_json(const char *text)
-{
-        cJSON *j = cJSON_Parse(text);
-        ck_assert_msg(j != NULL, "bad JSON in test: %s", text);
-        struct k8s_pod *p = NULL;
-        struct cb_error err = {0};
-        int rc = k8s_pod_from_json(j, &p, &err);
-        cJSON_Delete(j);
-        ck_assert_msg(rc == 0, "decode: %s", err.msg);
-        return p;
-}
 
 /* A pod with the given containers / initContainers JSON arrays. */
 static struct k8s_pod *pod_with(const char *extra_spec, const char *containers,
@@ -33,7 +23,7 @@ static struct k8s_pod *pod_with(const char *extra_spec, const char *containers,
                  "\"initContainers\":%s}}",
                  extra_spec, extra_spec[0] ? "," : "", containers,
                  init_containers ? init_containers : "[]");
-        return pod_json(buf);
+        return th_pod_json(buf);
 }
 
 #define C(name, res) "{\"name\":\"" name "\",\"image\":\"busybox\",\"resources\":" res "}"
@@ -209,24 +199,24 @@ START_TEST(test_oom_score_adj)
 
         /* Node-critical (static pod, system-node-critical) Burstable -> -997;
          * the class name alone on an API pod without critical priority is not. */
-        struct k8s_pod *crit =
-            pod_json("{\"metadata\":{\"name\":\"etcd\",\"uid\":\"u\",\"annotations\":{"
-                     "\"kubernetes.io/config.source\":\"file\"}},\"spec\":{\"priorityClassName\":"
-                     "\"system-node-critical\",\"containers\":[" C(
-                         "a", "{\"requests\":{\"memory\":\"1Gi\"}}") "]}}");
+        struct k8s_pod *crit = th_pod_json(
+            "{\"metadata\":{\"name\":\"etcd\",\"uid\":\"u\",\"annotations\":{"
+            "\"kubernetes.io/config.source\":\"file\"}},\"spec\":{\"priorityClassName\":"
+            "\"system-node-critical\",\"containers\":[" C(
+                "a", "{\"requests\":{\"memory\":\"1Gi\"}}") "]}}");
         ck_assert(k8s_pod_is_node_critical(crit));
         ck_assert_int_eq(k8s_oom_score_adj(crit, &crit->spec.containers[0], CAP), -997);
         k8s_pod_free(crit);
-        struct k8s_pod *prio =
-            pod_json("{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"},\"spec\":{\"priorityClassName\":"
-                     "\"system-node-critical\",\"priority\":2000001000,\"containers\":[" C(
-                         "a", "{\"requests\":{\"memory\":\"1Gi\"}}") "]}}");
+        struct k8s_pod *prio = th_pod_json(
+            "{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"},\"spec\":{\"priorityClassName\":"
+            "\"system-node-critical\",\"priority\":2000001000,\"containers\":[" C(
+                "a", "{\"requests\":{\"memory\":\"1Gi\"}}") "]}}");
         ck_assert_int_eq(k8s_oom_score_adj(prio, &prio->spec.containers[0], CAP), -997);
         k8s_pod_free(prio);
-        struct k8s_pod *notcrit =
-            pod_json("{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"},\"spec\":{\"priorityClassName\":"
-                     "\"system-node-critical\",\"priority\":1000,\"containers\":[" C(
-                         "a", "{\"requests\":{\"memory\":\"1Gi\"}}") "]}}");
+        struct k8s_pod *notcrit = th_pod_json(
+            "{\"metadata\":{\"name\":\"x\",\"uid\":\"u\"},\"spec\":{\"priorityClassName\":"
+            "\"system-node-critical\",\"priority\":1000,\"containers\":[" C(
+                "a", "{\"requests\":{\"memory\":\"1Gi\"}}") "]}}");
         ck_assert(!k8s_pod_is_node_critical(notcrit));
         ck_assert_int_eq(k8s_oom_score_adj(notcrit, &notcrit->spec.containers[0], CAP), 750);
         k8s_pod_free(notcrit);
@@ -347,13 +337,13 @@ START_TEST(test_cgroup_plan_besteffort_and_errors)
         k8s_pod_free(p);
 
         /* No uid, or a uid that is a path. */
-        p = pod_json(
+        p = th_pod_json(
             "{\"metadata\":{\"name\":\"x\"},\"spec\":{\"containers\":[" C("a", NONE) "]}}");
         ck_assert_int_eq(k8s_pod_cgroup_plan(p, CAP, 0, "", &plan, &err), -1);
         ck_assert_msg(strstr(err.msg, "metadata.uid") != NULL, "%s", err.msg);
         k8s_pod_free(p);
-        p = pod_json("{\"metadata\":{\"name\":\"x\",\"uid\":\"../../etc\"},\"spec\":{"
-                     "\"containers\":[" C("a", NONE) "]}}");
+        p = th_pod_json("{\"metadata\":{\"name\":\"x\",\"uid\":\"../../etc\"},\"spec\":{"
+                        "\"containers\":[" C("a", NONE) "]}}");
         ck_assert_int_eq(k8s_pod_cgroup_plan(p, CAP, 0, "", &plan, &err), -1);
         k8s_pod_free(p);
 
@@ -380,10 +370,5 @@ int main(void)
         tcase_add_test(tc, test_cgroup_plan_burstable);
         tcase_add_test(tc, test_cgroup_plan_besteffort_and_errors);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -7,6 +7,8 @@
 
 #include "agent/k8s/quantity.h"
 
+#include "helpers.h"
+
 struct qcase {
         const char *in;
         int64_t value;
@@ -188,10 +190,5 @@ int main(void)
         tcase_add_test(tc, test_format_buffer);
         tcase_add_test(tc, test_milli_vs_mega);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

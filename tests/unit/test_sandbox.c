@@ -30,6 +30,8 @@
 #include "runtime/nsutil.h"
 #include "runtime/sandbox.h"
 
+#include "helpers.h"
+
 static char base[256], root[300], conf[300], conf_noport[300], conf_bad[300], conf_fake[300],
     ipam[300];
 static char bridge[16], subnet_prefix[32]; /* "10.x.y." */
@@ -552,11 +554,7 @@ int main(void)
         tcase_add_test(tc, test_host_network);
         tcase_add_test(tc, test_refusals);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
+        int failed = th_run(s);
         int left = sweep(chains_before, fwd);
         if (left > 0)
                 fprintf(stderr, "test_sandbox: %d kinds of leftovers (see above)\n", left);

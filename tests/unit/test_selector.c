@@ -4,6 +4,8 @@
 
 #include "agent/k8s/selector.h"
 
+#include "helpers.h"
+
 static struct k8s_kv node_labels[] = {
     {"kubernetes.io/os", "linux"}, {"zone", "a"}, {"cores", "16"}, {"gen", "v3"}, {"empty", ""},
 };
@@ -206,10 +208,5 @@ int main(void)
         tcase_add_test(tc, test_terms);
         tcase_add_test(tc, test_pod_selector_and_affinity);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -26,6 +26,8 @@
 #include "cgroups/cgroup.h"
 #include "lib/file.h"
 
+#include "helpers.h"
+
 struct plan_case {
         const char *text;
         const char *leaf_name;
@@ -394,10 +396,5 @@ int main(void)
         tcase_add_test(live, test_live_namespace_root);
         tcase_add_test(live, test_live_real_root);
         suite_add_tcase(s, live);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? 0 : 1;
+        return th_run(s) == 0 ? 0 : 1;
 }

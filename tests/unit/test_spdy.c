@@ -14,6 +14,8 @@
 
 #include "agent/nodeapi/spdy.h"
 
+#include "helpers.h"
+
 #define MAXEV 4096
 
 struct event {
@@ -25,7 +27,7 @@ struct event {
 };
 
 struct peer {
-        struct spdy_session *s;
+        struct ag_spdy_session *s;
         struct event ev[MAXEV];
         size_t n;
         uint8_t *data[8]; /* received DATA per stream id (id < 8) */
@@ -34,7 +36,7 @@ struct peer {
         bool rst_in_data; /* on_data resets the stream it is called for */
 };
 
-static void add_headers(struct event *e, const struct spdy_header *h, size_t n)
+static void add_headers(struct event *e, const struct ag_spdy_header *h, size_t n)
 {
         e->headers[0] = '\0';
         for (size_t i = 0; i < n; i++) {
@@ -53,7 +55,7 @@ static struct event *push(struct peer *p, char kind, uint32_t id)
         return e;
 }
 
-static int on_stream(void *d, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int on_stream(void *d, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         struct event *e = push(d, 's', id);
         e->fin = fin;
@@ -61,7 +63,7 @@ static int on_stream(void *d, uint32_t id, const struct spdy_header *h, size_t n
         return 0;
 }
 
-static int on_reply(void *d, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int on_reply(void *d, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         struct event *e = push(d, 'r', id);
         e->fin = fin;
@@ -83,7 +85,7 @@ static int on_data(void *d, uint32_t id, const uint8_t *buf, size_t len, bool fi
                 push(p, 'd', id)->fin = true;
         if (p->rst_in_data) {
                 struct cb_error err = {0};
-                ck_assert_int_eq(spdy_rst(p->s, id, SPDY_CANCEL, &err), 0);
+                ck_assert_int_eq(ag_spdy_rst(p->s, id, AG_SPDY_CANCEL, &err), 0);
         }
         return 0;
 }
@@ -98,20 +100,20 @@ static void on_goaway(void *d, uint32_t last, uint32_t status)
         push(d, 'g', last)->status = status;
 }
 
-static const struct spdy_callbacks cbs = {on_stream, on_reply, on_data, on_reset, on_goaway};
+static const struct ag_spdy_callbacks cbs = {on_stream, on_reply, on_data, on_reset, on_goaway};
 
 static struct peer *peer_new(bool server)
 {
         struct peer *p = calloc(1, sizeof(*p));
         struct cb_error err = {0};
         ck_assert_ptr_nonnull(p);
-        ck_assert_msg(spdy_session_new(server, &cbs, p, &p->s, &err) == 0, "%s", err.msg);
+        ck_assert_msg(ag_spdy_session_new(server, &cbs, p, &p->s, &err) == 0, "%s", err.msg);
         return p;
 }
 
 static void peer_free(struct peer *p)
 {
-        spdy_session_free(p->s);
+        ag_spdy_session_free(p->s);
         for (int i = 0; i < 8; i++)
                 free(p->data[i]);
         free(p);
@@ -124,7 +126,7 @@ static void pipe_to(struct peer *from, struct peer *to, size_t chunk)
         size_t len;
         const uint8_t *out;
         unsigned seed = 7;
-        while ((out = spdy_output(from->s, &len)) != NULL) {
+        while ((out = ag_spdy_output(from->s, &len)) != NULL) {
                 size_t n = chunk;
                 if (n == 0) {
                         seed = seed * 1103515245u + 12345u;
@@ -133,20 +135,20 @@ static void pipe_to(struct peer *from, struct peer *to, size_t chunk)
                 if (n > len)
                         n = len;
                 struct cb_error err = {0};
-                ck_assert_msg(spdy_session_feed(to->s, out, n, &err) == 0, "feed: %s", err.msg);
-                spdy_consumed(from->s, n);
+                ck_assert_msg(ag_spdy_session_feed(to->s, out, n, &err) == 0, "feed: %s", err.msg);
+                ag_spdy_consumed(from->s, n);
         }
 }
 
 static void pump(struct peer *a, struct peer *b, size_t chunk)
 {
-        while (spdy_output_len(a->s) > 0 || spdy_output_len(b->s) > 0) {
+        while (ag_spdy_output_len(a->s) > 0 || ag_spdy_output_len(b->s) > 0) {
                 pipe_to(a, b, chunk);
                 pipe_to(b, a, chunk);
         }
 }
 
-static const struct spdy_header exec_headers[] = {
+static const struct ag_spdy_header exec_headers[] = {
     {"streamType", "stdout"}, /* spdystream lower-cases names on the wire */
     {"port", "8080"},
     {"requestid", "0"},
@@ -156,7 +158,7 @@ static uint32_t open_stream(struct peer *client, struct peer *server, bool fin)
 {
         struct cb_error err = {0};
         uint32_t id = 0;
-        ck_assert_msg(spdy_syn_stream(client->s, exec_headers, 3, fin, &id, &err) == 0, "%s",
+        ck_assert_msg(ag_spdy_syn_stream(client->s, exec_headers, 3, fin, &id, &err) == 0, "%s",
                       err.msg);
         pump(client, server, 0);
         return id;
@@ -165,8 +167,8 @@ static uint32_t open_stream(struct peer *client, struct peer *server, bool fin)
 static void reply(struct peer *server, struct peer *client, uint32_t id)
 {
         struct cb_error err = {0};
-        const struct spdy_header h[] = {{"status", "200"}};
-        ck_assert_msg(spdy_reply(server->s, id, h, 1, false, &err) == 0, "%s", err.msg);
+        const struct ag_spdy_header h[] = {{"status", "200"}};
+        ck_assert_msg(ag_spdy_reply(server->s, id, h, 1, false, &err) == 0, "%s", err.msg);
         pump(server, client, 0);
 }
 
@@ -195,7 +197,7 @@ static void f_put32(struct frame *f, uint32_t v)
 static void zinit(z_stream *z)
 {
         size_t dl;
-        const uint8_t *dict = spdy_header_dictionary(&dl);
+        const uint8_t *dict = ag_spdy_header_dictionary(&dl);
         memset(z, 0, sizeof(*z));
         ck_assert_int_eq(deflateInit(z, Z_BEST_COMPRESSION), Z_OK);
         ck_assert_int_eq(deflateSetDictionary(z, dict, (uInt)dl), Z_OK);
@@ -279,7 +281,7 @@ static size_t plain_block(uint8_t *b, uint32_t count, const char *const *nv, siz
 static int feed(struct peer *p, const void *b, size_t len, struct cb_error *err)
 {
         memset(err, 0, sizeof(*err));
-        return spdy_session_feed(p->s, b, len, err);
+        return ag_spdy_session_feed(p->s, b, len, err);
 }
 
 /* ---- tests ---- */
@@ -287,7 +289,7 @@ static int feed(struct peer *p, const void *b, size_t len, struct cb_error *err)
 START_TEST(dictionary_is_spdy3s)
 {
         size_t len;
-        const uint8_t *d = spdy_header_dictionary(&len);
+        const uint8_t *d = ag_spdy_header_dictionary(&len);
         ck_assert_uint_eq(len, 1423);
         /* the DICTID a SPDY/3 peer's zlib stream carries (RFC 1950 2.2),
          * here 0xe3c6a7c2 as node's spdy-transport writes it */
@@ -324,7 +326,7 @@ START_TEST(reply_and_data_both_ways)
         uint32_t id = open_stream(c, s, false);
 
         /* the client's stdin may come before the reply: it is delivered */
-        ck_assert_int_eq(spdy_data(c->s, id, "early", 5, false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, "early", 5, false, &err), 0);
         pump(c, s, chunk);
         ck_assert_uint_eq(s->data_len[id], 5);
 
@@ -332,12 +334,12 @@ START_TEST(reply_and_data_both_ways)
         ck_assert_int_eq(last(c)->kind, 'r');
         ck_assert_str_eq(last(c)->headers, "status=200;");
 
-        size_t big = _i == 0 ? 200000 : 70000; /* over SPDY_DATA_CHUNK: several frames */
+        size_t big = _i == 0 ? 200000 : 70000; /* over AG_SPDY_DATA_CHUNK: several frames */
         uint8_t *payload = malloc(big);
         for (size_t i = 0; i < big; i++)
                 payload[i] = (uint8_t)(i * 7 + i / 251);
-        ck_assert_int_eq(spdy_data(s->s, id, payload, big, false, &err), 0);
-        ck_assert_int_eq(spdy_data(c->s, id, payload, 1000, false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(s->s, id, payload, big, false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, payload, 1000, false, &err), 0);
         pump(s, c, chunk);
         ck_assert_uint_eq(c->data_len[id], big);
         ck_assert_mem_eq(c->data[id], payload, big);
@@ -357,25 +359,25 @@ START_TEST(fin_half_closes)
         reply(s, c, id);
 
         /* the client is done sending (Stream.Close: an empty DATA with FIN) */
-        ck_assert_int_eq(spdy_data(c->s, id, NULL, 0, true, &err), 0);
-        ck_assert_int_eq(spdy_data(c->s, id, "x", 1, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, NULL, 0, true, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, "x", 1, false, &err), -1);
         ck_assert_msg(strstr(err.msg, "after our FIN") != NULL, "%s", err.msg);
         pump(c, s, 1);
         ck_assert_int_eq(last(s)->kind, 'd');
         ck_assert(last(s)->fin);
 
         /* the other half still carries data */
-        ck_assert_int_eq(spdy_data(s->s, id, "out", 3, false, &err), 0);
-        ck_assert_int_eq(spdy_data(s->s, id, "put", 3, true, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(s->s, id, "out", 3, false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(s->s, id, "put", 3, true, &err), 0);
         pump(s, c, 1);
         ck_assert_uint_eq(c->data_len[id], 6);
         ck_assert_mem_eq(c->data[id], "output", 6);
         ck_assert_int_eq(last(c)->kind, 'd');
 
         /* both halves closed: the stream is forgotten on both sides */
-        ck_assert_int_eq(spdy_data(s->s, id, "x", 1, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_data(s->s, id, "x", 1, false, &err), -1);
         ck_assert_msg(strstr(err.msg, "not open") != NULL, "%s", err.msg);
-        ck_assert_int_eq(spdy_rst(c->s, id, SPDY_CANCEL, &err), 0); /* any id may be reset */
+        ck_assert_int_eq(ag_spdy_rst(c->s, id, AG_SPDY_CANCEL, &err), 0); /* any id may be reset */
         peer_free(c);
         peer_free(s);
 }
@@ -387,18 +389,18 @@ START_TEST(rst_closes_both_halves)
         struct cb_error err = {0};
         uint32_t id = open_stream(c, s, false);
         reply(s, c, id);
-        ck_assert_int_eq(spdy_rst(c->s, id, SPDY_CANCEL, &err), 0);
+        ck_assert_int_eq(ag_spdy_rst(c->s, id, AG_SPDY_CANCEL, &err), 0);
         pump(c, s, 0);
         ck_assert_int_eq(last(s)->kind, 'x');
-        ck_assert_uint_eq(last(s)->status, SPDY_CANCEL);
-        ck_assert_int_eq(spdy_data(s->s, id, "x", 1, false, &err), -1);
+        ck_assert_uint_eq(last(s)->status, AG_SPDY_CANCEL);
+        ck_assert_int_eq(ag_spdy_data(s->s, id, "x", 1, false, &err), -1);
         size_t n = s->n;
         /* a late RST for a stream that is gone is not answered */
         uint8_t rst[] = {0x80, 0x03, 0x00, 0x03, 0x00, 0x00, 0x00, 0x08,
                          0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05};
         ck_assert_int_eq(feed(s, rst, sizeof(rst), &err), 0);
         ck_assert_uint_eq(s->n, n);
-        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 0);
         peer_free(c);
         peer_free(s);
 }
@@ -410,13 +412,13 @@ START_TEST(goaway)
         struct cb_error err = {0};
         open_stream(c, s, false);
         open_stream(c, s, false);
-        ck_assert_int_eq(spdy_goaway(s->s, 0, &err), 0);
+        ck_assert_int_eq(ag_spdy_goaway(s->s, 0, &err), 0);
         pump(s, c, 0);
         ck_assert_int_eq(last(c)->kind, 'g');
         ck_assert_uint_eq(last(c)->id, 3); /* the last stream the server accepted */
         ck_assert_uint_eq(last(c)->status, 0);
         uint32_t id;
-        ck_assert_int_eq(spdy_syn_stream(c->s, exec_headers, 1, false, &id, &err), -1);
+        ck_assert_int_eq(ag_spdy_syn_stream(c->s, exec_headers, 1, false, &id, &err), -1);
         ck_assert_msg(strstr(err.msg, "GOAWAY") != NULL, "%s", err.msg);
         peer_free(c);
         peer_free(s);
@@ -427,16 +429,16 @@ START_TEST(refused_after_goaway_sent)
 {
         struct peer *c = peer_new(false), *s = peer_new(true);
         struct cb_error err = {0};
-        ck_assert_int_eq(spdy_goaway(s->s, 0, &err), 0);
-        spdy_consumed(s->s, spdy_output_len(s->s));
+        ck_assert_int_eq(ag_spdy_goaway(s->s, 0, &err), 0);
+        ag_spdy_consumed(s->s, ag_spdy_output_len(s->s));
         uint32_t id;
-        ck_assert_int_eq(spdy_syn_stream(c->s, exec_headers, 1, false, &id, &err), 0);
+        ck_assert_int_eq(ag_spdy_syn_stream(c->s, exec_headers, 1, false, &id, &err), 0);
         pipe_to(c, s, 0); /* the client has not read the GOAWAY yet */
         ck_assert_uint_eq(s->n, 0);
         uint8_t want[] = {0x80, 0x03, 0x00, 0x03, 0x00, 0x00, 0x00, 0x08,
                           0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x03};
         size_t len;
-        const uint8_t *out = spdy_output(s->s, &len);
+        const uint8_t *out = ag_spdy_output(s->s, &len);
         ck_assert_uint_eq(len, sizeof(want));
         ck_assert_mem_eq(out, want, sizeof(want));
         peer_free(c);
@@ -454,15 +456,15 @@ START_TEST(ping_literal_answered)
         for (size_t i = 0; i < sizeof(ping); i++) /* one byte at a time */
                 ck_assert_int_eq(feed(s, ping + i, 1, &err), 0);
         size_t len;
-        const uint8_t *out = spdy_output(s->s, &len);
+        const uint8_t *out = ag_spdy_output(s->s, &len);
         ck_assert_uint_eq(len, sizeof(ping));
         ck_assert_mem_eq(out, ping, sizeof(ping));
-        spdy_consumed(s->s, len);
+        ag_spdy_consumed(s->s, len);
         /* an even id is the server's own: a reply, not answered */
         const uint8_t pong[] = {0x80, 0x03, 0x00, 0x06, 0x00, 0x00,
                                 0x00, 0x04, 0x00, 0x00, 0x00, 0x02};
         ck_assert_int_eq(feed(s, pong, sizeof(pong), &err), 0);
-        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 0);
         peer_free(s);
 }
 END_TEST
@@ -498,7 +500,7 @@ START_TEST(literal_data_and_rst)
         const uint8_t cred[] = {0x80, 0x03, 0x00, 0x0a, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00};
         ck_assert_int_eq(feed(s, cred, sizeof(cred), &err), 0);
         ck_assert_uint_eq(s->n, n);
-        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 0);
         peer_free(c);
         peer_free(s);
 }
@@ -511,22 +513,22 @@ START_TEST(window_update_after_data)
         uint32_t id = open_stream(c, s, false);
         reply(s, c, id);
         uint8_t buf[1000] = {0};
-        ck_assert_int_eq(spdy_data(c->s, id, buf, sizeof(buf), false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, buf, sizeof(buf), false, &err), 0);
         pipe_to(c, s, 0);
         /* WINDOW_UPDATE (type 9, length 8) for stream 1 and for the session, 1000 each */
         const uint8_t want[] = {0x80, 0x03, 0x00, 0x09, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00,
                                 0x01, 0x00, 0x00, 0x03, 0xe8, 0x80, 0x03, 0x00, 0x09, 0x00, 0x00,
                                 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xe8};
         size_t len;
-        const uint8_t *out = spdy_output(s->s, &len);
+        const uint8_t *out = ag_spdy_output(s->s, &len);
         ck_assert_uint_eq(len, sizeof(want));
         ck_assert_mem_eq(out, want, sizeof(want));
         /* the client reads them without complaint */
         pump(s, c, 0);
         /* nothing is owed for data that ends the stream */
-        ck_assert_int_eq(spdy_data(c->s, id, buf, 10, true, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, buf, 10, true, &err), 0);
         pipe_to(c, s, 0);
-        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 0);
         peer_free(c);
         peer_free(s);
 }
@@ -542,7 +544,7 @@ START_TEST(data_on_unknown_stream_resets_it)
         const uint8_t want[] = {0x80, 0x03, 0x00, 0x03, 0x00, 0x00, 0x00, 0x08,
                                 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x02};
         size_t len;
-        const uint8_t *out = spdy_output(s->s, &len);
+        const uint8_t *out = ag_spdy_output(s->s, &len);
         ck_assert_uint_eq(len, sizeof(want));
         ck_assert_mem_eq(out, want, sizeof(want));
         /* the session goes on */
@@ -561,7 +563,7 @@ START_TEST(data_after_fin_resets_stream)
         ck_assert_int_eq(feed(s, data, sizeof(data), &err), 0);
         ck_assert_uint_eq(s->data_calls, 0);
         ck_assert_int_eq(last(s)->kind, 'x');
-        ck_assert_uint_eq(last(s)->status, SPDY_STREAM_ALREADY_CLOSED);
+        ck_assert_uint_eq(last(s)->status, AG_SPDY_STREAM_ALREADY_CLOSED);
         peer_free(c);
         peer_free(s);
 }
@@ -574,13 +576,13 @@ START_TEST(callback_may_reset_mid_frame)
         uint32_t id = open_stream(c, s, false);
         reply(s, c, id);
         char buf[5000] = {0};
-        ck_assert_int_eq(spdy_data(c->s, id, buf, sizeof(buf), false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(c->s, id, buf, sizeof(buf), false, &err), 0);
         s->rst_in_data = true;
         pipe_to(c, s, 100); /* the frame arrives in 50 pieces; the first resets */
         ck_assert_int_eq(s->data_calls, 1);
         ck_assert_uint_eq(s->data_len[id], 100 - 8); /* the first piece held the frame header */
         /* and no WINDOW_UPDATE for a stream that is gone: only the RST_STREAM */
-        ck_assert_uint_eq(spdy_output_len(s->s), 16);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 16);
         peer_free(c);
         peer_free(s);
 }
@@ -592,11 +594,11 @@ START_TEST(compression_context_persists)
         struct cb_error err = {0};
         uint32_t id;
         size_t l1, l2;
-        ck_assert_int_eq(spdy_syn_stream(c->s, exec_headers, 3, false, &id, &err), 0);
-        l1 = spdy_output_len(c->s);
+        ck_assert_int_eq(ag_spdy_syn_stream(c->s, exec_headers, 3, false, &id, &err), 0);
+        l1 = ag_spdy_output_len(c->s);
         pipe_to(c, s, 0);
-        ck_assert_int_eq(spdy_syn_stream(c->s, exec_headers, 3, false, &id, &err), 0);
-        const uint8_t *second = spdy_output(c->s, &l2);
+        ck_assert_int_eq(ag_spdy_syn_stream(c->s, exec_headers, 3, false, &id, &err), 0);
+        const uint8_t *second = ag_spdy_output(c->s, &l2);
         /* the same headers again mostly refer back into the first block */
         ck_assert_uint_lt(l2, l1);
         uint8_t *copy = malloc(l2);
@@ -772,7 +774,7 @@ START_TEST(header_block_bomb_is_bounded)
         struct peer *s = peer_new(true);
         zinit(&z);
         syn_frame(&f, &z, 1, plain, hdr.len + vl, NULL);
-        ck_assert_uint_lt(f.len, SPDY_MAX_CONTROL_FRAME);
+        ck_assert_uint_lt(f.len, AG_SPDY_MAX_CONTROL_FRAME);
         ck_assert_int_eq(feed(s, f.b, f.len, &err), -1);
         ck_assert_msg(strstr(err.msg, "more than") != NULL, "%s", err.msg);
         deflateEnd(&z);
@@ -816,19 +818,19 @@ END_TEST
 START_TEST(too_many_streams_refused)
 {
         struct peer *c = peer_new(false), *s = peer_new(true);
-        for (unsigned i = 0; i < SPDY_MAX_STREAMS; i++)
+        for (unsigned i = 0; i < AG_SPDY_MAX_STREAMS; i++)
                 open_stream(c, s, false);
-        ck_assert_uint_eq(s->n, SPDY_MAX_STREAMS);
+        ck_assert_uint_eq(s->n, AG_SPDY_MAX_STREAMS);
         /* the client forgets one stream without telling, to open one more */
         struct cb_error err = {0};
-        ck_assert_int_eq(spdy_rst(c->s, 1, SPDY_CANCEL, &err), 0);
-        spdy_consumed(c->s, spdy_output_len(c->s));
+        ck_assert_int_eq(ag_spdy_rst(c->s, 1, AG_SPDY_CANCEL, &err), 0);
+        ag_spdy_consumed(c->s, ag_spdy_output_len(c->s));
         uint32_t id = open_stream(c, s, false);
-        ck_assert_uint_eq(s->n, SPDY_MAX_STREAMS); /* not delivered */
+        ck_assert_uint_eq(s->n, AG_SPDY_MAX_STREAMS); /* not delivered */
         /* the server refused it: the client learns through RST_STREAM */
         ck_assert_int_eq(last(c)->kind, 'x');
         ck_assert_uint_eq(last(c)->id, id);
-        ck_assert_uint_eq(last(c)->status, SPDY_REFUSED_STREAM);
+        ck_assert_uint_eq(last(c)->status, AG_SPDY_REFUSED_STREAM);
         peer_free(c);
         peer_free(s);
 }
@@ -840,22 +842,22 @@ START_TEST(api_misuse_is_refused)
         struct cb_error err = {0};
         uint32_t id = open_stream(c, s, false);
         /* DATA on the peer's stream before its SYN_REPLY: spdystream would drop it */
-        ck_assert_int_eq(spdy_data(s->s, id, "x", 1, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_data(s->s, id, "x", 1, false, &err), -1);
         ck_assert_msg(strstr(err.msg, "before its SYN_REPLY") != NULL, "%s", err.msg);
-        ck_assert_int_eq(spdy_reply(s->s, 99, NULL, 0, false, &err), -1);
-        ck_assert_int_eq(spdy_reply(c->s, id, NULL, 0, false, &err), -1); /* the client's own */
-        const struct spdy_header dup[] = {{"a", "1"}, {"A", "2"}};
-        ck_assert_int_eq(spdy_reply(s->s, id, dup, 2, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_reply(s->s, 99, NULL, 0, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_reply(c->s, id, NULL, 0, false, &err), -1); /* the client's own */
+        const struct ag_spdy_header dup[] = {{"a", "1"}, {"A", "2"}};
+        ck_assert_int_eq(ag_spdy_reply(s->s, id, dup, 2, false, &err), -1);
         ck_assert_msg(strstr(err.msg, "twice") != NULL, "%s", err.msg);
-        const struct spdy_header empty[] = {{"", "1"}};
-        ck_assert_int_eq(spdy_reply(s->s, id, empty, 1, false, &err), -1);
-        ck_assert_int_eq(spdy_reply(s->s, id, NULL, 0, false, &err), 0);
-        ck_assert_int_eq(spdy_reply(s->s, id, NULL, 0, false, &err), -1);
-        ck_assert_int_eq(spdy_rst(s->s, 0, SPDY_CANCEL, &err), -1);
-        ck_assert_int_eq(spdy_rst(s->s, id, 0, &err), -1);
+        const struct ag_spdy_header empty[] = {{"", "1"}};
+        ck_assert_int_eq(ag_spdy_reply(s->s, id, empty, 1, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_reply(s->s, id, NULL, 0, false, &err), 0);
+        ck_assert_int_eq(ag_spdy_reply(s->s, id, NULL, 0, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_rst(s->s, 0, AG_SPDY_CANCEL, &err), -1);
+        ck_assert_int_eq(ag_spdy_rst(s->s, id, 0, &err), -1);
         /* a server's own streams are even */
         uint32_t sid;
-        ck_assert_int_eq(spdy_syn_stream(s->s, NULL, 0, false, &sid, &err), 0);
+        ck_assert_int_eq(ag_spdy_syn_stream(s->s, NULL, 0, false, &sid, &err), 0);
         ck_assert_uint_eq(sid, 2);
         pump(s, c, 0);
         ck_assert_int_eq(last(c)->kind, 's');
@@ -884,30 +886,30 @@ START_TEST(headers_frame_and_flags)
         ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
         ck_assert_int_eq(last(s)->kind, 'd');
         ck_assert(last(s)->fin);
-        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 0);
         /* HEADERS on a stream that was never opened: that stream is reset */
         hdr_frame(&f, &z, 8, 0, 7, plain, pl);
         ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
         size_t len;
-        const uint8_t *out = spdy_output(s->s, &len);
+        const uint8_t *out = ag_spdy_output(s->s, &len);
         ck_assert_uint_eq(len, 16);
         ck_assert_uint_eq(out[11], 7);
-        ck_assert_uint_eq(out[15], SPDY_INVALID_STREAM);
-        spdy_consumed(s->s, len);
+        ck_assert_uint_eq(out[15], AG_SPDY_INVALID_STREAM);
+        ag_spdy_consumed(s->s, len);
         /* a SYN_REPLY to a server for its peer's stream is not the peer's to send */
         hdr_frame(&f, &z, 2, 0, 1, plain, pl);
         ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
-        out = spdy_output(s->s, &len);
+        out = ag_spdy_output(s->s, &len);
         ck_assert_uint_eq(len, 16);
-        ck_assert_uint_eq(out[15], SPDY_INVALID_STREAM);
-        spdy_consumed(s->s, len);
+        ck_assert_uint_eq(out[15], AG_SPDY_INVALID_STREAM);
+        ag_spdy_consumed(s->s, len);
         /* a unidirectional stream: the server may not send on it */
         hdr_frame(&f, &z, 1, 0x02, 3, plain, pl);
         ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
         ck_assert_int_eq(last(s)->kind, 's');
         ck_assert_uint_eq(last(s)->id, 3);
-        ck_assert_int_eq(spdy_reply(s->s, 3, NULL, 0, false, &err), 0);
-        ck_assert_int_eq(spdy_data(s->s, 3, "x", 1, false, &err), -1);
+        ck_assert_int_eq(ag_spdy_reply(s->s, 3, NULL, 0, false, &err), 0);
+        ck_assert_int_eq(ag_spdy_data(s->s, 3, "x", 1, false, &err), -1);
         /* the context is intact after all that: the same block decodes again */
         hdr_frame(&f, &z, 1, 0, 5, plain, pl);
         ck_assert_int_eq(feed(s, f.b, f.len, &err), 0);
@@ -921,12 +923,12 @@ START_TEST(no_resets_after_goaway_sent)
 {
         struct peer *s = peer_new(true);
         struct cb_error err = {0};
-        ck_assert_int_eq(spdy_goaway(s->s, 0, &err), 0);
-        spdy_consumed(s->s, spdy_output_len(s->s));
+        ck_assert_int_eq(ag_spdy_goaway(s->s, 0, &err), 0);
+        ag_spdy_consumed(s->s, ag_spdy_output_len(s->s));
         /* late DATA for streams it never accepted: dropped quietly */
         const uint8_t data[] = {0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x02, 'h', 'i'};
         ck_assert_int_eq(feed(s, data, sizeof(data), &err), 0);
-        ck_assert_uint_eq(spdy_output_len(s->s), 0);
+        ck_assert_uint_eq(ag_spdy_output_len(s->s), 0);
         ck_assert_int_eq(s->data_calls, 0);
         peer_free(s);
 }
@@ -965,9 +967,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-        SRunner *sr = srunner_create(suite());
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(suite()) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -24,6 +24,8 @@
 
 #include "agent/nodeapi/spdy.h"
 
+#include "helpers.h"
+
 static char module_dir[4096];
 
 static bool node_in_path(void)
@@ -43,13 +45,13 @@ static bool node_in_path(void)
 }
 
 struct server {
-        struct spdy_session *s;
+        struct ag_spdy_session *s;
         char headers[1024];
         size_t echoed;
         bool fin_seen, goaway_seen;
 };
 
-static int on_stream(void *d, uint32_t id, const struct spdy_header *h, size_t n, bool fin)
+static int on_stream(void *d, uint32_t id, const struct ag_spdy_header *h, size_t n, bool fin)
 {
         struct server *sv = d;
         struct cb_error err = {0};
@@ -60,9 +62,9 @@ static int on_stream(void *d, uint32_t id, const struct spdy_header *h, size_t n
                 if (strcmp(h[i].name, "streamtype") == 0)
                         st = h[i].value;
         }
-        const struct spdy_header reply[] = {
+        const struct ag_spdy_header reply[] = {
             {":status", "200"}, {":version", "HTTP/1.1"}, {"X-Echo", st}};
-        ck_assert_msg(spdy_reply(sv->s, id, reply, 3, false, &err) == 0, "%s", err.msg);
+        ck_assert_msg(ag_spdy_reply(sv->s, id, reply, 3, false, &err) == 0, "%s", err.msg);
         return 0;
 }
 
@@ -70,7 +72,7 @@ static int on_data(void *d, uint32_t id, const uint8_t *buf, size_t len, bool fi
 {
         struct server *sv = d;
         struct cb_error err = {0};
-        ck_assert_msg(spdy_data(sv->s, id, buf, len, fin, &err) == 0, "%s", err.msg);
+        ck_assert_msg(ag_spdy_data(sv->s, id, buf, len, fin, &err) == 0, "%s", err.msg);
         sv->echoed += len;
         if (fin)
                 sv->fin_seen = true;
@@ -85,12 +87,12 @@ static void on_goaway(void *d, uint32_t last, uint32_t status)
 
 START_TEST(spdy_transport_client)
 {
-        static const struct spdy_callbacks cb = {on_stream, NULL, on_data, NULL, on_goaway};
+        static const struct ag_spdy_callbacks cb = {on_stream, NULL, on_data, NULL, on_goaway};
         struct server sv = {0};
         struct cb_error err = {0};
         int in[2], out[2];
 
-        ck_assert_msg(spdy_session_new(true, &cb, &sv, &sv.s, &err) == 0, "%s", err.msg);
+        ck_assert_msg(ag_spdy_session_new(true, &cb, &sv, &sv.s, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(pipe2(in, O_CLOEXEC), 0);
         ck_assert_int_eq(pipe2(out, O_CLOEXEC), 0);
         pid_t pid = fork();
@@ -110,17 +112,17 @@ START_TEST(spdy_transport_client)
         bool eof = false;
         while (!eof) {
                 struct pollfd p[2] = {{from_node, POLLIN, 0},
-                                      {to_node, spdy_output_len(sv.s) ? POLLOUT : 0, 0}};
+                                      {to_node, ag_spdy_output_len(sv.s) ? POLLOUT : 0, 0}};
                 int r = poll(p, 2, 30000);
                 ck_assert_msg(r > 0, "the node client went quiet");
-                if ((p[1].revents & (POLLOUT | POLLERR)) && spdy_output_len(sv.s) > 0) {
+                if ((p[1].revents & (POLLOUT | POLLERR)) && ag_spdy_output_len(sv.s) > 0) {
                         size_t len;
-                        const uint8_t *o = spdy_output(sv.s, &len);
+                        const uint8_t *o = ag_spdy_output(sv.s, &len);
                         ssize_t w = write(to_node, o, len);
                         if (w > 0)
-                                spdy_consumed(sv.s, (size_t)w);
+                                ag_spdy_consumed(sv.s, (size_t)w);
                         else if (errno == EPIPE) /* it is done: the rest is our WINDOW_UPDATEs */
-                                spdy_consumed(sv.s, len);
+                                ag_spdy_consumed(sv.s, len);
                         else
                                 ck_assert_msg(errno == EAGAIN, "write: %s", strerror(errno));
                 }
@@ -131,7 +133,7 @@ START_TEST(spdy_transport_client)
                                 eof = true;
                                 break;
                         }
-                        ck_assert_msg(spdy_session_feed(sv.s, buf, (size_t)n, &err) == 0, "%s",
+                        ck_assert_msg(ag_spdy_session_feed(sv.s, buf, (size_t)n, &err) == 0, "%s",
                                       err.msg);
                 }
         }
@@ -149,7 +151,7 @@ START_TEST(spdy_transport_client)
         ck_assert_uint_eq(sv.echoed, 300u << 10);
         ck_assert(sv.fin_seen);
         ck_assert(sv.goaway_seen);
-        spdy_session_free(sv.s);
+        ag_spdy_session_free(sv.s);
 }
 END_TEST
 
@@ -176,9 +178,5 @@ int main(void)
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, spdy_transport_client);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -9,6 +9,8 @@
 #include "agent/pods/mirror.h"
 #include "agent/pods/staticpods.h"
 
+#include "helpers.h"
+
 static const char *web = "apiVersion: v1\n"
                          "kind: Pod\n"
                          "metadata:\n"
@@ -214,10 +216,5 @@ int main(void)
         tcase_add_test(tc, test_errors);
         tcase_add_test(tc, test_mirror_object);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -7,6 +7,8 @@
 #include "agent/pods/statusgen.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static struct k8s_pod *pod_from(const char *json)
 {
         _cleanup_cjson_ cJSON *j = cJSON_Parse(json);
@@ -247,9 +249,5 @@ int main(void)
         tcase_add_test(tc, test_terminal_phase_kept);
         tcase_add_test(tc, test_extra_condition_replaces);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

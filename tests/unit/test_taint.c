@@ -4,6 +4,8 @@
 
 #include "agent/k8s/taint.h"
 
+#include "helpers.h"
+
 #define NS  K8S_EFFECT_NO_SCHEDULE
 #define NE  K8S_EFFECT_NO_EXECUTE
 #define PNS K8S_EFFECT_PREFER_NO_SCHEDULE
@@ -229,10 +231,5 @@ int main(void)
         tcase_add_test(tc, test_noexecute_verdict);
         tcase_add_test(tc, test_taint_verdict);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -23,6 +23,8 @@
 
 #include "runtime/image.h"
 
+#include "helpers.h"
+
 struct tent {
         const char *path;
         int type;            /* AE_IFREG, AE_IFDIR, AE_IFLNK; 0 = hardlink */
@@ -412,10 +414,5 @@ int main(void)
         tcase_add_test(tc, test_archive_overlay_xattr_dropped);
         tcase_add_test(tc, test_rm_rf_no_follow);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

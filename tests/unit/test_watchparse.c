@@ -11,6 +11,8 @@
 #include "agent/client/reflector.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 /* ---- collecting objects from the parser ---- */
 
 struct collected {
@@ -128,6 +130,8 @@ START_TEST(test_event_parse)
             {"{\"type\":\"ADDED\"", -1, 0, "not valid JSON"},
             {"{\"type\":\"ADDED\",\"object\":[]}", -1, 0, "object"},
             {"{\"object\":{}}", -1, 0, "type"},
+            {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\\u0000../x\"}}}", -1, 0,
+             "a NUL character"},
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 struct k8s_watch_event ev = {0};
@@ -429,10 +433,5 @@ int main(void)
         tcase_add_test(tc, test_labels_taints);
         tcase_add_test(tc, test_status_differs);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+        return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/*
+ * The names of a pod that become path components on the node (its uid,
+ * namespace and name in <root>/pods/<uid>, /var/log/pods/<ns>_<name>_<uid>,
+ * cgroup paths; container and volume names below them), checked against
+ * the shapes kube-apiserver's validation enforces, so an apiserver that
+ * sends something else (a uid of "../../x", a name with a NUL or a '/')
+ * cannot make the agent write, mount or delete outside its directories.
+ * The messages are kube-apiserver's: `metadata.uid: Invalid value: "..":
+ * ...`. Pure.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/k8s/k8s.h"
+#include "lib/error.h"
+
+/* A DNS-1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63. */
+bool k8s_is_dns1123_label(const char *s);
+/* A DNS-1123 subdomain: labels joined by '.', at most 253. */
+bool k8s_is_dns1123_subdomain(const char *s);
+
+/* metadata.uid (1..128 of [A-Za-z0-9._-], not "." or ".."), namespace
+ * (label), name (subdomain), every container's name (label, unique across
+ * init and regular containers), every volume's name (label, unique), every
+ * volumeMount's name (label) and mountPath (absolute), hostPath paths
+ * (absolute). -1 with the first violation. */
+int k8s_pod_validate_paths(const struct k8s_pod *p, struct cb_error *err);
+
+/* True when JSON text holds a \u0000 escape inside a string: cJSON would
+ * cut the string there, so "web\u0000../x" would read as "web". Such a
+ * response or watch event is refused whole. */
+bool k8s_json_has_nul(const char *text, size_t len);

@@ -11,195 +11,26 @@
 # pods from real clusters (image swapped for the test image). Exit 77 when
 # not root or a tool is missing.
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci ip iptables busybox kubectl openssl python3 md5sum /usr/bin/etcd
+need_cni bridge host-local
+harness_init workloads
 # Everything a real cluster does is on: ServiceAccount admission (every
 # pod gets kube-api-access-*), Node authorization and NodeRestriction.
 export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-}
-: "${CUBELET:?path of the cubelet binary}" "${SOURCE_DIR:?}"
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root"; exit 77; }
-for t in jq umoci ip iptables busybox kubectl openssl python3 /usr/bin/etcd; do
-        command -v "$t" >/dev/null || { echo "SKIP: $t missing"; exit 77; }
-done
-[ -x /usr/lib/cni/bridge ] && [ -x /usr/lib/cni/host-local ] && [ -x /usr/lib/cni/portmap ] ||
-        { echo "SKIP: CNI plugins missing"; exit 77; }
-[ -d /sys/fs/cgroup/memory ] || { echo "SKIP: needs the cgroup v1 memory hierarchy"; exit 77; }
 
-tmp=$(mktemp -d /tmp/cubelet-workloads.XXXXXX)
-data=$tmp/data
-root=$tmp/root
-logs=$tmp/logs
-cgroot=cubelet-it-$$
-bridge=cbl$$
-NODE=it-node-$$
-# A /24 that no route on this machine covers.
-for x in $(seq 40 250); do
-        subnet=10.$x.$(($$ % 200 + 20)).0/24
-        ip route | grep -q "^10\.$x\." || break
-done
-server_pid=""
-agent_pid=""
-bg_pids=()
-port=""
-T0=$(date +%s)
-
-. "$SOURCE_DIR/tests/integration/lib/sanitizers.sh"
-cleanup() {
-        local rc=$? p h
-        set +e
-        for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-        if [ -n "$agent_pid" ]; then
-                kill -TERM "$agent_pid" 2>/dev/null
-                for _ in $(seq 50); do kill -0 "$agent_pid" 2>/dev/null || break; sleep 0.1; done
-                kill -KILL "$agent_pid" 2>/dev/null
-                wait "$agent_pid" 2>/dev/null
-        fi
-        # Whatever a failed check left: container processes (their monitors
-        # exit with them), mounts, cgroups.
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] || continue
-                find "$h" -depth -type d | while read -r d; do
-                        for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-                done
-        done
-        if [ -n "$server_pid" ]; then
-                kill -TERM "$server_pid" 2>/dev/null
-                wait "$server_pid" 2>/dev/null
-        fi
-        sleep 0.3
-        grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-        for h in /sys/fs/cgroup/*/"$cgroot"; do
-                [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null
-        done
-        ip link del "$bridge" 2>/dev/null
-        if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$tmp/agent.log" ]; then
-                echo "--- agent log (tail)"
-                tail -n 30 "$tmp/agent.log"
-        fi
-        sanitizer_findings "$tmp"/*.log || { [ "$rc" -ne 0 ] || rc=1; }
-        rm -rf "$tmp"
-        exit "$rc"
-}
-trap cleanup EXIT
-
-fails=0
-xfails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-pass() { echo "ok   [$(($(date +%s) - T0))s] $*"; }
-die() { echo "FATAL: $*"; fails=$((fails + 1)); exit 1; }
-# known_bug WHAT REPRO: a check that fails because of a reported bug in the
-# agent; printed as XFAIL, does not fail the suite.
-known_bug() { echo "XFAIL (known bug): $1"; echo "      repro: $2"; xfails=$((xfails + 1)); }
-
-now() { date +%s.%N; }
-since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-# fle A B: A <= B (decimals)
-fle() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
-
-k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
-# poll SECONDS CMD...: until CMD succeeds (every 0.2 s); 1 on timeout.
-poll() {
-        local end=$(($(date +%s%N) + ${1%.*} * 1000000000))
-        shift
-        while :; do
-                "$@" && return 0
-                [ "$(date +%s%N)" -lt "$end" ] || return 1
-                sleep 0.2
-        done
-}
-pj() { k get pod "$1" -o jsonpath="$2" 2>/dev/null; }
-# The STATUS and RESTARTS columns of `kubectl get pod -o wide`.
 col() { k get pod "$1" -o wide --no-headers 2>/dev/null | awk -v c="$2" '{print $c}'; }
-status_is() { [ "$(col "$1" 3)" = "$2" ]; }
-phase_is() { [ "$(pj "$1" '{.status.phase}')" = "$2" ]; }
-gone() { ! k get pod "$1" >/dev/null 2>&1; }
-# events NAME REASON: "type|message" lines of the pod's events with REASON.
-events() {
-        k get events --field-selector "involvedObject.name=$1,reason=$2" \
-                -o jsonpath='{range .items[*]}{.type}|{.message}{"\n"}{end}' 2>/dev/null
-}
+events() { events_of "" "$1" "$2"; }
 has_event() { events "$1" "$2" | grep -qF -- "$3"; }
-# mkpod NAME [restartPolicy] [grace]: the pod spec's containers/volumes on stdin
-# (indented by 2), bound to this node.
-mkpod() {
-        {
-                printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec:\n' "$1"
-                printf '  nodeName: %s\n  restartPolicy: %s\n  terminationGracePeriodSeconds: %s\n' \
-                        "$NODE" "${2:-Always}" "${3:-2}"
-                cat
-        } | k create -f - >/dev/null || fail "$1: kubectl create failed"
-}
-# sleeper NAME: a running pod that exits on SIGTERM at once.
-sleeper() {
-        mkpod "$1" Always "${2:-5}" <<'EOF'
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: [sh, -c, 'trap "echo bye; exit 0" TERM; echo up; while :; do sleep 0.2; done']
-EOF
-}
-wait_running() { poll "${2:-30}" phase_is "$1" Running || fail "$1: not Running after ${2:-30}s (status $(col "$1" 3))"; }
 pod_log() { cat "$logs"/default_"$1"_"$2"/"$3"/"${4:-0}".log 2>/dev/null; }
-# clear_pods: deletes every pod and waits until they are gone.
-# The pod pullfail (section 6, it lives from section 2 on) is kept unless
-# "all" is given.
-clear_pods() {
-        local sel=(--field-selector "metadata.name!=pullfail")
-        [ "${1:-}" = all ] && sel=(--all)
-        k delete pods "${sel[@]}" --grace-period=1 --wait=false >/dev/null 2>&1
-        poll 40 eval '[ -z "$(k get pods "${sel[@]}" -o name 2>/dev/null)" ]' ||
-                fail "pods not gone 40 s after delete: $(k get pods --no-headers 2>&1 | paste -sd';')"
-}
-# pod_cgroup_procs UID: processes left in the pod's cgroups.
-pod_cgroup_procs() {
-        find /sys/fs/cgroup/memory/"$cgroot" -type d -name "*$1*" 2>/dev/null |
-                while read -r d; do find "$d" -name cgroup.procs -exec cat {} +; done
-}
-watch_bg() { # FILE kubectl-args...: a background watch
-        local f=$1
-        shift
-        k "$@" >"$f" 2>/dev/null &
-        bg_pids+=($!)
-}
 
-# ---- setup -------------------------------------------------------------------
-mkdir -p "$data" "$root" "$logs" "$tmp/cni"
-bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
-"$CUBELET" --root-dir "$root" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
-        die "image import failed"
-cat >"$tmp/cni/10-it.conflist" <<EOF
-{"cniVersion":"1.0.0","name":"cubelet-it-$$","plugins":[
- {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"$subnet"}]],"dataDir":"$tmp/ipam"}},
- {"type":"portmap","capabilities":{"portMappings":true}}]}
-EOF
-
-# start_server N: starts the stand-in (on $port once known); waits for the
-# N-th "ready" line of the server log.
-start_server() {
-        local args=(--data "$data" --node-name "$NODE")
-        [ -n "$port" ] && args+=(--port "$port")
-        "$SOURCE_DIR/tests/apiserver/run.sh" "${args[@]}" >>"$tmp/server.log" 2>&1 &
-        server_pid=$!
-        for _ in $(seq 150); do
-                if [ "$(grep -c '^ready ' "$tmp/server.log")" -ge "$1" ]; then
-                        port=$(grep '^ready ' "$tmp/server.log" | tail -n1 | sed 's/.*://')
-                        return 0
-                fi
-                kill -0 "$server_pid" 2>/dev/null || die "the stand-in exited at start: $(tail -3 "$tmp/server.log")"
-                sleep 0.2
-        done
-        die "the stand-in did not become ready"
-}
-start_server 1
-hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-start_agent() {
-        "$CUBELET" -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni" --kubeconfig "$data/node.kubeconfig" \
-                --healthz-port "$hport" \
-                --hostname-override "$NODE" --node-ip 10.0.0.5 --pod-logs-dir "$logs" --cgroup-root "$cgroot" \
-                --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
-                --node-lease-duration-seconds 4 >>"$tmp/agent.log" 2>&1 &
-        agent_pid=$!
-}
-start_agent
+import_busybox
+write_cni_conf
+start_standin
+start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$(free_port)" --node-ip 10.0.0.5 \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+        --node-lease-duration-seconds 4
 
 uid_of() { pj "$1" '{.metadata.uid}'; }
 # plog POD [CONTAINER] [RESTART]: the container's log lines (CRI prefix cut).
@@ -207,8 +38,7 @@ plog() { pod_log "$1" "$(uid_of "$1")" "${2:-main}" "${3:-0}" | cut -d' ' -f4-; 
 has_log() { plog "$1" "${3:-main}" | grep -qF -- "$2"; }
 waiting_is() { [ "$(pj "$1" '{.status.containerStatuses[0].state.waiting.reason}')" = "$2" ]; }
 
-poll 30 eval 'k get node "$NODE" >/dev/null 2>&1' || die "node $NODE not registered after 30 s"
-k wait --for=condition=Ready "node/$NODE" --timeout=30s >/dev/null || die "node $NODE not Ready"
+node_ready
 pass "node Ready"
 
 # ---- 1. a plain pod: the kube-api-access volume ---------------------------------------
@@ -458,13 +288,6 @@ poll 20 eval '[ -z "$(ls "$root/pods" 2>/dev/null)" ]' || fail "pod directories 
 grep -q " $root/pods/" /proc/self/mountinfo && fail "mounts left: $(grep " $root/pods/" /proc/self/mountinfo | head -3)"
 grep -E 'eyJ[A-Za-z0-9_-]{20,}' "$tmp/agent.log" >/dev/null && fail "a token in the agent log"
 kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
-kill -TERM "$agent_pid"
-poll 10 eval '! kill -0 "$agent_pid" 2>/dev/null' || { fail "the agent still runs 10 s after SIGTERM"; kill -KILL "$agent_pid"; }
-rc=0
-wait "$agent_pid" || rc=$?
-agent_pid=""
-[ "$rc" -eq 0 ] || fail "the agent exited $rc on SIGTERM"
-grep -E -m3 'AddressSanitizer|LeakSanitizer|runtime error:' "$tmp/agent.log" && fail "sanitizer reports in the agent log"
-echo "workloads: $fails failure(s), $(($(date +%s) - T0))s"
-[ "$fails" -eq 0 ] || exit 1
-echo "workloads: all checks passed"
+stop_agent 10
+sanitizer_findings "$tmp/agent.log" || fail "sanitizer reports in the agent log"
+finish

@@ -465,7 +465,46 @@ struct ag_pod_volumes {
         struct vjob *job;
         bool dirty;
         bool token_pending;
+        uint64_t wait_since_ms;  /* not every volume set up since then */
+        uint64_t wait_report_ms; /* the last "timed out waiting" event */
 };
+
+/* The kubelet's WaitForAttachAndMount gives up after 2 min 3 s and says so
+ * (then tries again). */
+#define MOUNT_WAIT_MS 123000
+
+static void report_wait(struct ag_pod_volumes *pv, uint64_t now)
+{
+        bool all = true;
+        char names[512] = "";
+        size_t o = 0;
+        for (size_t i = 0; i < pv->n; i++) {
+                if (pv->vols[i].state == V_READY)
+                        continue;
+                all = false;
+                int k = snprintf(names + o, sizeof(names) - o, "%s%s", o ? " " : "",
+                                 pv->vols[i].spec->name);
+                if (k > 0 && (size_t)k < sizeof(names) - o)
+                        o += (size_t)k;
+        }
+        if (all) {
+                pv->wait_since_ms = 0;
+                return;
+        }
+        if (pv->wait_since_ms == 0)
+                pv->wait_since_ms = now;
+        if (now - pv->wait_since_ms < MOUNT_WAIT_MS ||
+            (pv->wait_report_ms && now - pv->wait_report_ms < MOUNT_WAIT_MS))
+                return;
+        pv->wait_report_ms = now;
+        char msg[768];
+        snprintf(msg, sizeof(msg),
+                 "Unable to attach or mount volumes: unmounted volumes=[%s], unattached "
+                 "volumes=[], failed to process volumes=[]: timed out waiting for the condition",
+                 names);
+        if (pv->ops.event)
+                pv->ops.event(pv->data, "Warning", "FailedMount", msg);
+}
 
 struct vjob_vol {
         struct vol *v; /* NULL once the pod's volumes are gone */
@@ -691,6 +730,7 @@ static void sync_now(struct ag_pod_volumes *pv)
                         next = d < next ? d : next;
                 }
         }
+        report_wait(pv, now);
         schedule(pv, next);
         if (j->n == 0) {
                 cb_arena_free(a);

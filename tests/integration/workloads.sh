@@ -244,6 +244,38 @@ case "$m3" in *"failed to prepare subPath for volumeMount \"shared\" of containe
 phase_is escape Pending || fail "escape: phase $(pj escape '{.status.phase}')"
 pass "6 a subPath through a symlink planted by another container refused: '$m3'"
 
+# A container swaps a symlink between a directory inside the volume and
+# one leading out of it, while the other container (restarting every
+# second) mounts it as its subPath: each start either gets the directory
+# inside (its marker file) or is refused, never the host's root.
+mkpod swap Always <<'EOF'
+  volumes: [{name: shared, emptyDir: {}}]
+  initContainers:
+  - name: prep
+    image: busybox:1.36
+    command: [sh, -c, 'mkdir -p /s/real && touch /s/real/marker && ln -s real /s/dir']
+    volumeMounts: [{name: shared, mountPath: /s}]
+  containers:
+  - name: swapper
+    image: busybox:1.36
+    command: [sh, -c, 'while :; do ln -sfn real /s/dir; ln -sfn ../../../../../../../../.. /s/dir; done']
+    volumeMounts: [{name: shared, mountPath: /s}]
+  - name: victim
+    image: busybox:1.36
+    command: [sh, -c, 'if [ -f /m/marker ]; then echo INSIDE; else echo "OUTSIDE $(ls /m | head -5 | paste -sd,)"; fi; sleep 0.3; exit 1']
+    volumeMounts: [{name: shared, mountPath: /m, subPath: dir}]
+EOF
+sleep 25
+vuid=$(uid_of swap)
+inside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep -c INSIDE)
+outside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep OUTSIDE | head -3)
+refused=$(k get events --field-selector involvedObject.name=swap,reason=Failed -o jsonpath='{range .items[*]}{.count}|{.message}{"\n"}{end}' |
+        grep 'failed to prepare subPath for volumeMount "shared" of container "victim"' | cut -d'|' -f1 | head -1)
+[ -z "$outside" ] || fail "swap: the victim saw outside the volume: $outside"
+[ "$inside" -gt 0 ] || [ -n "$refused" ] || fail "swap: the victim never started nor was refused"
+pass "6 subPath under a symlink swap by another container: $inside start(s) inside, ${refused:-0} refused, none outside"
+k delete pod swap --grace-period=1 --wait=false >/dev/null
+
 # ---- 7. real pods from real clusters, the image swapped -----------------------------------
 k create namespace kube-system >/dev/null 2>&1 || true
 poll 20 eval 'k -n kube-system get configmap kube-root-ca.crt >/dev/null 2>&1' || fail "no kube-root-ca.crt in kube-system"

@@ -344,6 +344,10 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
 {
         if (c->start_job != NULL)
                 return;
+        /* A worker that re-adopted its sandbox after an agent restart has
+         * its volumes set up again first (the volumes kick it). */
+        if (!pw_volumes_ready(w))
+                return;
         struct rt_image *img = NULL;
         c->wait_reason[0] = c->wait_message[0] = '\0';
         if (ensure_image(w, c, &img) != 0)

@@ -312,6 +312,17 @@ for p in $(jq -r '.items[].metadata.name' "$tmp/real.json"); do
 done
 pass "7 real pods running: $(jq -r '.items[].metadata.name' "$tmp/real.json" | paste -sd' ')"
 
+# ---- 8. an agent restart: the volumes are taken up again, edits still arrive ------------
+stop_agent 10
+k patch configmap app-cfg --type merge -p '{"data":{"mode":"three"}}' >/dev/null
+start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$(free_port)" --node-ip 10.0.0.5 \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+        --node-lease-duration-seconds 4
+poll 30 has_log files "cfg=three sec=p2" || fail "files: the edit made while the agent was down did not arrive: $(plog files | tail -2)"
+[ "$(pj files '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "files: restarted by the agent restart"
+phase_is plain Running || fail "plain: $(pj plain '{.status.phase}') after the agent restart"
+pass "8 after an agent restart the edit made meanwhile reached the files, no container restarted"
+
 # ---- the end ------------------------------------------------------------------------
 k delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1
 k -n kube-system delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1

@@ -693,9 +693,14 @@ static void sync_now(struct ag_pod_volumes *pv)
                         vv->tmpfs_opts =
                             cb_arena_printf(a, "size=%" PRId64, v->spec->size_limit.value);
                 struct cb_error err = {0};
+                const char *vn = v->spec->name ? v->spec->name : "";
                 int r = vv->write ? ag_volume_payload(a, pv->pod, v->spec, &lk, &pv->ctx,
                                                       &vv->files, &vv->n, &err)
                                   : 1;
+                /* The name becomes a directory: one path component. */
+                if (vn[0] == '\0' || strchr(vn, '/') != NULL || strcmp(vn, ".") == 0 ||
+                    strcmp(vn, "..") == 0 || strlen(vn) > 253)
+                        r = cb_error_set(&err, 0, "invalid volume name \"%s\"", vn);
                 if (vv->dir == NULL) {
                         r = cb_error_set(&err, ENOMEM, "out of memory");
                 }

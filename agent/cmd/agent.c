@@ -13,6 +13,8 @@
 #include "agent/client/apiclient.h"
 #include "agent/cmd/config.h"
 #include "agent/client/kubeconfig.h"
+#include "agent/client/objmanager.h"
+#include "agent/client/tokenmgr.h"
 #include "agent/core/log.h"
 #include "agent/core/loop.h"
 #include "agent/node/nodeinfo.h"
@@ -499,6 +501,10 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0 ||
             ag_probe_http_new(a->loop, &a->env.probe_http, err) < 0)
                 return -1;
+        /* The pods' ConfigMaps, Secrets and service-account tokens. */
+        if (!a->standalone && (ag_objmgr_new(a->loop, a->api, NULL, &a->env.objects, err) < 0 ||
+                               ag_tokenmgr_new(a->loop, a->api, NULL, &a->env.tokens, err) < 0))
+                return -1;
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
@@ -614,6 +620,9 @@ static void stop_agent(struct agent *a)
         ag_pressure_free(a->pressure);
         ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);
+        /* After the workers, which let go of their objects and tokens. */
+        ag_objmgr_free(a->env.objects);
+        ag_tokenmgr_free(a->env.tokens);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);

@@ -120,8 +120,3 @@ int cb_arena_over_limit(const struct cb_arena *a)
 {
         return a->over;
 }
-
-size_t cb_arena_used(const struct cb_arena *a)
-{
-        return a->used;
-}

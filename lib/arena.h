@@ -25,7 +25,6 @@ char *cb_arena_strndup(struct cb_arena *a, const char *s, size_t n);
 char *cb_arena_printf(struct cb_arena *a, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int cb_arena_over_limit(const struct cb_arena *a);
-size_t cb_arena_used(const struct cb_arena *a);
 
 static inline void cb_arena_freep(struct cb_arena **a)
 {

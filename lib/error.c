@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int cb_error_setv(struct cb_error *err, int errnum, const char *fmt, va_list ap)
+int(cb_error_setv)(struct cb_error *err, int errnum, const char *fmt, va_list ap)
 {
         if (err == NULL)
                 return -1;
@@ -19,7 +19,7 @@ int cb_error_setv(struct cb_error *err, int errnum, const char *fmt, va_list ap)
         return -1;
 }
 
-int cb_error_set(struct cb_error *err, int errnum, const char *fmt, ...)
+int(cb_error_set)(struct cb_error *err, int errnum, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
@@ -28,7 +28,7 @@ int cb_error_set(struct cb_error *err, int errnum, const char *fmt, ...)
         return -1;
 }
 
-int cb_error_prefix(struct cb_error *err, const char *fmt, ...)
+int(cb_error_prefix)(struct cb_error *err, const char *fmt, ...)
 {
         if (err == NULL)
                 return -1;

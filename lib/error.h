@@ -35,3 +35,16 @@ int cb_error_prefix(struct cb_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 void cb_error_clear(struct cb_error *err);
+
+/*
+ * The three setters always return -1, but in another translation unit: a
+ * caller's optimiser cannot see it and assumes `return cb_error_set(...)` may
+ * return 0, so at -O3 it reports "maybe uninitialized" for every output
+ * parameter that is set only on success (`if (parse(v, &n, err) < 0) return
+ * -1; use(n);`). These wrappers make the -1 visible at each call site, so the
+ * compiler knows what the contract says. A parenthesised name, as in
+ * `(cb_error_set)(...)` or the definitions in lib/error.c, is the function.
+ */
+#define cb_error_set(...)    ({ (cb_error_set)(__VA_ARGS__), -1; })
+#define cb_error_setv(...)   ({ (cb_error_setv)(__VA_ARGS__), -1; })
+#define cb_error_prefix(...) ({ (cb_error_prefix)(__VA_ARGS__), -1; })

@@ -347,7 +347,8 @@ void rt_cni_describe_failure(const char *out, const char *errout, int status, ch
 
 /* ---- plugin execution ----------------------------------------------------- */
 
-int rt_cni_find_plugin(const char *bin_dirs, const char *type, char *buf, size_t size,
+/* Finds the plugin type along the colon-separated bin_dirs. */
+static int find_plugin(const char *bin_dirs, const char *type, char *buf, size_t size,
                        struct cb_error *err)
 {
         const char *dirs = bin_dirs != NULL && bin_dirs[0] ? bin_dirs : RT_CNI_DEFAULT_BIN_DIRS;
@@ -618,7 +619,8 @@ int rt_cni_exec(const char *path, char *const env[], const char *stdin_data, int
 
 /* ---- cache ----------------------------------------------------------------- */
 
-int rt_cni_cache_path(const char *cache_dir, const char *network, const char *container_id,
+/* Path of the cache entry for a container. */
+static int cache_path(const char *cache_dir, const char *network, const char *container_id,
                       char *buf, size_t size)
 {
         int n = snprintf(buf, size, "%s/results/%s-%s-%s", cache_dir, network, container_id,
@@ -695,7 +697,7 @@ static int run_plugin(const struct invocation *inv, const struct rt_cni_netconf 
                                    ? inv->ctx->bin_dirs
                                    : RT_CNI_DEFAULT_BIN_DIRS;
         char path[RT_PATH_MAX];
-        if (rt_cni_find_plugin(bin_dirs, type, path, sizeof(path), err) < 0) {
+        if (find_plugin(bin_dirs, type, path, sizeof(path), err) < 0) {
                 *ret_code = -ENOENT; /* no binary: nothing of it can exist */
                 return -1;
         }
@@ -762,8 +764,7 @@ int rt_cni_add(const struct rt_cni_ctx *ctx, const struct rt_cni_pod *pod,
         int rc = -1;
         if (rt_cni_build_args(pod, cni_args, sizeof(cni_args), err) < 0 || caps == NULL)
                 goto out;
-        if (rt_cni_cache_path(ctx->cache_dir, nc.name, pod->container_id, cache, sizeof(cache)) <
-            0) {
+        if (cache_path(ctx->cache_dir, nc.name, pod->container_id, cache, sizeof(cache)) < 0) {
                 cb_error_set(err, ENAMETOOLONG, "CNI cache path under %s", ctx->cache_dir);
                 goto out;
         }

@@ -84,10 +84,6 @@ int rt_cni_parse_result(const cJSON *result, struct rt_cni_result *ret, struct c
 void rt_cni_describe_failure(const char *out, const char *errout, int status, char *buf,
                              size_t size, int *ret_code);
 
-/* Finds the plugin type along the colon-separated bin_dirs. */
-int rt_cni_find_plugin(const char *bin_dirs, const char *type, char *buf, size_t size,
-                       struct cb_error *err);
-
 /* Runs a plugin: env is the complete environment (NULL-terminated), stdin
  * the input. Succeeds only on exit status 0; *ret_out (malloc'd) is its
  * stdout. On failure *ret_cni_code (may be NULL) is the code of the CNI
@@ -111,7 +107,3 @@ int rt_cni_check(const struct rt_cni_ctx *ctx, const struct rt_cni_pod *pod, str
  * "not found" outcomes (CNI error code 3, a missing plugin binary, messages
  * saying the thing does not exist); the cache entry goes only on success. */
 int rt_cni_del(const struct rt_cni_ctx *ctx, const struct rt_cni_pod *pod, struct cb_error *err);
-
-/* Path of the cache entry for a container. */
-int rt_cni_cache_path(const char *cache_dir, const char *network, const char *container_id,
-                      char *buf, size_t size);

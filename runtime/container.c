@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/sendfile.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -33,106 +35,6 @@
 #include "runtime/syscalls.h"
 
 #define START_TIMEOUT_MS 120000
-
-/* ---- sync protocol ------------------------------------------------------- */
-
-int rt_sync_send(int fd, int type, int64_t value, int64_t value2)
-{
-        struct rt_sync_msg m = {.type = type, .value = value, .value2 = value2};
-        ssize_t n;
-        do
-                n = send(fd, &m, offsetof(struct rt_sync_msg, msg), MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -1 : 0;
-}
-
-int rt_sync_send_error(int fd, const struct cb_error *err)
-{
-        struct rt_sync_msg m = {.type = RT_SYNC_ERROR, .code = err->code};
-        snprintf(m.msg, sizeof(m.msg), "%s", err->msg);
-        ssize_t n;
-        do
-                n = send(fd, &m, sizeof(m), MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -1 : 0;
-}
-
-int rt_sync_recv(int fd, struct rt_sync_msg *ret, struct cb_error *err)
-{
-        memset(ret, 0, sizeof(*ret));
-        ssize_t n;
-        do
-                n = recv(fd, ret, sizeof(*ret), 0);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return cb_error_set(err, errno, "sync socket");
-        if (n == 0)
-                return 0;
-        if ((size_t)n < offsetof(struct rt_sync_msg, msg))
-                return cb_error_set(err, EPROTO, "sync socket: short message of %zd bytes", n);
-        ret->msg[sizeof(ret->msg) - 1] = '\0';
-        return 1;
-}
-
-int rt_sync_send_fd(int fd, int type, int passed_fd)
-{
-        struct rt_sync_msg m = {.type = type};
-        struct iovec iov = {.iov_base = &m, .iov_len = offsetof(struct rt_sync_msg, msg)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = u.buf,
-                            .msg_controllen = sizeof(u.buf)};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &passed_fd, sizeof(int));
-        ssize_t n;
-        do
-                n = sendmsg(fd, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n < 0 ? -1 : 0;
-}
-
-int rt_sync_recv_fd(int fd, struct rt_sync_msg *ret, int *ret_fd, struct cb_error *err)
-{
-        memset(ret, 0, sizeof(*ret));
-        *ret_fd = -1;
-        struct iovec iov = {.iov_base = ret, .iov_len = sizeof(*ret)};
-        union {
-                char buf[CMSG_SPACE(sizeof(int))];
-                struct cmsghdr align;
-        } u;
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = u.buf,
-                            .msg_controllen = sizeof(u.buf)};
-        ssize_t n;
-        do
-                n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                return cb_error_set(err, errno, "sync socket");
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm))
-                if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-                    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-                        memcpy(ret_fd, CMSG_DATA(cm), sizeof(int));
-        if (n == 0)
-                return 0;
-        if ((size_t)n < offsetof(struct rt_sync_msg, msg)) {
-                if (*ret_fd >= 0)
-                        close(*ret_fd);
-                *ret_fd = -1;
-                return cb_error_set(err, EPROTO, "sync socket: short message of %zd bytes", n);
-        }
-        ret->msg[sizeof(ret->msg) - 1] = '\0';
-        return 1;
-}
 
 /* ---- helpers ----------------------------------------------------------------- */
 
@@ -338,6 +240,9 @@ static const char *const *jstrv(struct cb_arena *a, const cJSON *o, const char *
         return v;
 }
 
+/* Checks ids, paths and required fields before anything is created. */
+static int config_validate(const struct rt_container_config *c, struct cb_error *err);
+
 int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_container_config *ret,
                         struct cb_error *err)
 {
@@ -443,13 +348,35 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
         }
         if (cb_arena_over_limit(a) || groups == NULL || mounts == NULL)
                 return cb_error_set(err, ENOMEM, "container config: out of memory");
-        if (rt_config_validate(&c, err) < 0)
+        if (config_validate(&c, err) < 0)
                 return -1;
         *ret = c;
         return 0;
 }
 
-int rt_config_validate(const struct rt_container_config *c, struct cb_error *err)
+/* dest is /dev itself, /proc or anything in /proc ("//proc/./sys/" too).
+ * The runtime checks the resolved target again when it mounts
+ * (runtime/mounts.c), which also catches an image's symlink to them. */
+static bool covers_dev_or_proc(const char *dest)
+{
+        char first[16] = "";
+        size_t n = 0;
+        const char *p = dest;
+        for (;;) {
+                while (*p == '/' || (p[0] == '.' && (p[1] == '/' || p[1] == '\0')))
+                        p++;
+                if (*p == '\0')
+                        break;
+                size_t len = strcspn(p, "/");
+                if (n == 0 && len < sizeof(first))
+                        snprintf(first, sizeof(first), "%.*s", (int)len, p);
+                n++;
+                p += len;
+        }
+        return (strcmp(first, "dev") == 0 && n == 1) || strcmp(first, "proc") == 0;
+}
+
+static int config_validate(const struct rt_container_config *c, struct cb_error *err)
 {
         char dir[RT_PATH_MAX];
         if (rt_container_dir(c->root_dir, c->id, dir, sizeof(dir), err) < 0)
@@ -498,6 +425,12 @@ int rt_config_validate(const struct rt_container_config *c, struct cb_error *err
                                             "container %s: mounts[%zu]: unknown "
                                             "type %d",
                                             id, i, (int)m->type);
+                if (!c->privileged && covers_dev_or_proc(m->destination))
+                        return cb_error_set(err, EPERM,
+                                            "container %s: mounts[%zu]: destination %s covers "
+                                            "the runtime's /dev or /proc, which only a "
+                                            "privileged container may replace",
+                                            id, i, m->destination);
         }
         if (c->seccomp != RT_SECCOMP_RUNTIME_DEFAULT && c->seccomp != RT_SECCOMP_UNCONFINED &&
             c->seccomp != RT_SECCOMP_LOCALHOST)
@@ -508,6 +441,21 @@ int rt_config_validate(const struct rt_container_config *c, struct cb_error *err
                                     "container %s: oom_score_adj %d is outside "
                                     "-1000..1000",
                                     id, c->oom_score_adj);
+        return 0;
+}
+
+/* The config as <state dir>/config.json, which exec (runtime/exec.c) reads. */
+int rt_container_save_config(const struct rt_container_config *c, struct cb_error *err)
+{
+        char dir[RT_PATH_MAX], path[RT_PATH_MAX + 16];
+        if (rt_container_dir(c->root_dir, c->id, dir, sizeof(dir), err) < 0)
+                return -1;
+        _cleanup_free_ char *json = NULL;
+        if (rt_config_to_json(c, &json, err) < 0)
+                return cb_error_prefix(err, "container %s", c->id);
+        snprintf(path, sizeof(path), "%s/config.json", dir);
+        if (cb_write_file_atomic(path, json, strlen(json), 0600, err) < 0)
+                return cb_error_prefix(err, "container %s", c->id);
         return 0;
 }
 
@@ -736,6 +684,78 @@ int rt_high_fd(int fd, struct cb_error *err)
 }
 
 /*
+ * The runtime's hidden modes (__monitor, __exec, __pause) run from a sealed
+ * memfd copy of the cubelet binary, never from the file on the host (runc's
+ * answer to CVE-2019-5736, its cloned binary): the container's first
+ * process and every exec'd command are forks of those modes, so before
+ * their execve /proc/<pid>/exe is the copy, which nobody can write
+ * (F_SEAL_WRITE, _GROW, _SHRINK, _SEAL), and the host binary is reachable
+ * from nothing in a container. Made once per binary (path, inode, mtime)
+ * and kept for the life of the process; thread-safe. The fd is the cache's:
+ * callers do not close it.
+ */
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+static pthread_mutex_t exe_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+        int fd;
+        char path[RT_PATH_MAX];
+        dev_t dev;
+        ino_t ino;
+        struct timespec mtime;
+} exe_clone = {.fd = -1};
+
+static int make_exe_clone(const char *exe, const struct stat *st, struct cb_error *err)
+{
+        _cleanup_close_ int src = open(exe, O_RDONLY | O_CLOEXEC);
+        if (src < 0)
+                return cb_error_set(err, errno, "cannot open %s", exe);
+        _cleanup_close_ int fd =
+            memfd_create("cubelet", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+        if (fd < 0 && errno == EINVAL) /* before Linux 6.3: executable anyway */
+                fd = memfd_create("cubelet", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return cb_error_set(err, errno, "cannot create a memfd for the runtime's binary");
+        off_t off = 0;
+        while (off < st->st_size) {
+                ssize_t n = sendfile(fd, src, &off, (size_t)(st->st_size - off));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return cb_error_set(err, n < 0 ? errno : EIO, "cannot copy %s", exe);
+        }
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return cb_error_set(err, errno, "cannot seal the copy of %s", exe);
+        return take_fd(&fd);
+}
+
+int rt_exe_clone(const char *exe, struct cb_error *err)
+{
+        struct stat st;
+        if (stat(exe, &st) < 0)
+                return cb_error_set(err, errno, "cannot stat %s", exe);
+        pthread_mutex_lock(&exe_lock);
+        int fd = exe_clone.fd;
+        if (fd < 0 || strcmp(exe_clone.path, exe) != 0 || exe_clone.dev != st.st_dev ||
+            exe_clone.ino != st.st_ino || exe_clone.mtime.tv_sec != st.st_mtim.tv_sec ||
+            exe_clone.mtime.tv_nsec != st.st_mtim.tv_nsec) {
+                fd = make_exe_clone(exe, &st, err);
+                if (fd >= 0) {
+                        /* an older copy stays open: a spawn of another
+                         * thread may still be using it */
+                        exe_clone.fd = fd;
+                        snprintf(exe_clone.path, sizeof(exe_clone.path), "%s", exe);
+                        exe_clone.dev = st.st_dev;
+                        exe_clone.ino = st.st_ino;
+                        exe_clone.mtime = st.st_mtim;
+                }
+        }
+        pthread_mutex_unlock(&exe_lock);
+        return fd;
+}
+
+/*
  * posix_spawn (clone(CLONE_VM|CLONE_VFORK) in glibc): nothing of the
  * multi-threaded agent runs in the child between fork and exec. fd 3: the
  * config memfd, 4: the seccomp memfd, 5: the sync socket; every other fd
@@ -756,7 +776,19 @@ int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_
         for (size_t i = 0; i < n_fds; i++)
                 if (fds[i] >= 0)
                         posix_spawn_file_actions_adddup2(&fa, fds[i], 3 + (int)i);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 3 + (int)n_fds);
+        /* the sealed copy as the fd after the child's own, executed as
+         * /proc/self/fd/N; the mode closes it first thing (rt_*_main) */
+        int clone = rt_exe_clone(exe, err);
+        if (clone < 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+                return -1;
+        }
+        int slot = 3 + (int)n_fds;
+        posix_spawn_file_actions_adddup2(&fa, clone, slot);
+        posix_spawn_file_actions_addclosefrom_np(&fa, slot + 1);
+        char path[32];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", slot);
         sigset_t all, none;
         sigfillset(&all);
         sigemptyset(&none);
@@ -765,7 +797,7 @@ int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
                                             POSIX_SPAWN_SETSIGMASK);
         char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-        int rc = posix_spawn(ret, exe, &fa, &attr, argv, envp);
+        int rc = posix_spawn(ret, path, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         if (rc != 0)
@@ -825,7 +857,7 @@ static int wait_running(int fd, const char *id, struct cb_error *err)
 int rt_container_create_start(const struct rt_container_config *config,
                               struct rt_container_state *ret_state, struct cb_error *err)
 {
-        if (rt_config_validate(config, err) < 0)
+        if (config_validate(config, err) < 0)
                 return -1;
         if (config->monitor_path == NULL || config->monitor_path[0] != '/')
                 return cb_error_set(err, EINVAL,
@@ -924,8 +956,10 @@ int rt_container_create_start(const struct rt_container_config *config,
 /* ---- signals, exit fd, stop ------------------------------------------------------ */
 
 /* pidfd of pid, only if it is still the process that started at start_time:
- * open first, check second, so a recycled pid cannot slip in between. */
-static int open_checked(pid_t pid, uint64_t start_time, int *ret, struct cb_error *err)
+ * open first, check second, so a recycled pid cannot slip in between.
+ * Returns the pidfd, or -1 with err set. The fd is the return value rather
+ * than an output parameter, so no caller can read one that was never set. */
+static int open_checked(pid_t pid, uint64_t start_time, struct cb_error *err)
 {
         if (pid <= 0)
                 return cb_error_set(err, ESRCH, "no process");
@@ -939,8 +973,7 @@ static int open_checked(pid_t pid, uint64_t start_time, int *ret, struct cb_erro
                 close(fd);
                 return cb_error_set(err, ESRCH, "process %d is gone (pid reused)", (int)pid);
         }
-        *ret = fd;
-        return 0;
+        return fd;
 }
 
 int rt_container_exit_fd(const char *root_dir, const char *id, int *ret_fd, struct cb_error *err)
@@ -950,9 +983,9 @@ int rt_container_exit_fd(const char *root_dir, const char *id, int *ret_fd, stru
         bool has_exit;
         if (load_state(root_dir, id, dir, sizeof(dir), &s, &has_exit, err) < 0)
                 return -1;
-        int fd;
         struct cb_error e;
-        if (open_checked(s.monitor_pid, s.monitor_start_time, &fd, &e) == 0) {
+        int fd = open_checked(s.monitor_pid, s.monitor_start_time, &e);
+        if (fd >= 0) {
                 *ret_fd = fd;
                 return 0;
         }
@@ -976,8 +1009,8 @@ int rt_container_signal(const char *root_dir, const char *id, int sig, struct cb
                 return -1;
         if (s.status != RT_CONTAINER_RUNNING)
                 return cb_error_set(err, ESRCH, "container %s is not running", id);
-        _cleanup_close_ int fd = -1;
-        if (open_checked(s.pid, s.start_time, &fd, err) < 0)
+        _cleanup_close_ int fd = open_checked(s.pid, s.start_time, err);
+        if (fd < 0)
                 return cb_error_prefix(err, "container %s is not running", id);
         if (rt_pidfd_send_signal(fd, sig, NULL, 0) < 0) {
                 if (errno == ESRCH)

@@ -11,46 +11,9 @@
 
 #include "lib/error.h"
 #include "runtime/container.h"
+#include "runtime/sync.h"
 
 struct cb_arena;
-
-/* ---- the sync protocol (pattern 5) ---------------------------------------
- * One SOCK_SEQPACKET|SOCK_CLOEXEC socketpair per hop; every message is one
- * struct rt_sync_msg (message boundaries kept by the socket type; a short
- * read is an error, EOF means the peer exited or exec'd).
- *   monitor <-> init:
- *     sync 1  GO      monitor -> C0: placed in the cgroup, oom_score_adj set
- *     sync 2  PID     C0 -> monitor: host pid of C (pid 1 of the new pid ns)
- *     sync 3  EXEC    C -> monitor: setup done, execve() next; then EOF
- *                     (CLOEXEC) means the exec succeeded
- *     ERROR   C0/C -> monitor at any point: errno + message, then exit
- *   monitor -> agent:
- *     RUNNING value = pid, value2 = start time; or ERROR. */
-enum rt_sync_type {
-        RT_SYNC_GO = 1,
-        RT_SYNC_PID = 2,
-        RT_SYNC_EXEC = 3,
-        RT_SYNC_RUNNING = 4,
-        RT_SYNC_ERROR = 5,
-        RT_SYNC_PTY = 6, /* C -> monitor, with tty: the terminal's master fd (SCM_RIGHTS) */
-};
-
-struct rt_sync_msg {
-        int32_t type;
-        int32_t code; /* errno for ERROR */
-        int64_t value;
-        int64_t value2;
-        char msg[CB_ERROR_MSG_MAX];
-};
-
-int rt_sync_send(int fd, int type, int64_t value, int64_t value2);
-int rt_sync_send_error(int fd, const struct cb_error *err);
-/* Receives one message: 1 on a message, 0 on EOF, -1 on error. */
-int rt_sync_recv(int fd, struct rt_sync_msg *ret, struct cb_error *err);
-/* A message carrying one fd (SCM_RIGHTS), and receiving one: *ret_fd is
- * the fd that came with it (O_CLOEXEC) or -1. */
-int rt_sync_send_fd(int fd, int type, int passed_fd);
-int rt_sync_recv_fd(int fd, struct rt_sync_msg *ret, int *ret_fd, struct cb_error *err);
 
 /* ---- the attach socket (attach.c, monitor.c) ------------------------------ */
 
@@ -65,8 +28,6 @@ int rt_config_to_json(const struct rt_container_config *c, char **ret_json, stru
 /* Strings and arrays live in arena. */
 int rt_config_from_json(struct cb_arena *arena, const char *json, struct rt_container_config *ret,
                         struct cb_error *err);
-/* Checks ids, paths and required fields before anything is created. */
-int rt_config_validate(const struct rt_container_config *c, struct cb_error *err);
 
 /* <root_dir>/containers/<id> */
 int rt_container_dir(const char *root_dir, const char *id, char *buf, size_t size,
@@ -143,6 +104,9 @@ void rt_reset_signals(void);
  * a close-on-exec duplicate of fd numbered 10 or above. */
 int rt_memfd_with(const char *name, const char *data, struct cb_error *err);
 int rt_high_fd(int fd, struct cb_error *err);
+/* A sealed memfd copy of the binary exe, made once and cached (do not close
+ * it): what the hidden modes are executed from (runtime/container.c). */
+int rt_exe_clone(const char *exe, struct cb_error *err);
 /* posix_spawn of the cubelet binary in one of its hidden modes: a new
  * session, every signal default and unblocked, stdin/stdout/stderr on
  * /dev/null, fds[i] (callers pass fds numbered 10 or above, see

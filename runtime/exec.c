@@ -20,7 +20,7 @@
  *      argv[0] through the container's PATH, seccomp last, execve.
  *
  * The container's settings come from <state dir>/config.json
- * (rt_container_save_config); the seccomp program is compiled (and cached)
+ * (rt_container_save_config, runtime/container.c); the seccomp program is compiled (and cached)
  * by the agent from it, as at the container's start.
  *
  * Exit codes: the command's; 126 when it cannot be executed (EACCES,
@@ -60,22 +60,6 @@
 #include "runtime/syscalls.h"
 
 #define CONFIG_MAX (16 << 20)
-
-/* ---- the saved config ----------------------------------------------------- */
-
-int rt_container_save_config(const struct rt_container_config *c, struct cb_error *err)
-{
-        char dir[RT_PATH_MAX], path[RT_PATH_MAX + 16];
-        if (rt_container_dir(c->root_dir, c->id, dir, sizeof(dir), err) < 0)
-                return -1;
-        _cleanup_free_ char *json = NULL;
-        if (rt_config_to_json(c, &json, err) < 0)
-                return cb_error_prefix(err, "container %s", c->id);
-        snprintf(path, sizeof(path), "%s/config.json", dir);
-        if (cb_write_file_atomic(path, json, strlen(json), 0600, err) < 0)
-                return cb_error_prefix(err, "container %s", c->id);
-        return 0;
-}
 
 /* ---- agent side ------------------------------------------------------------ */
 
@@ -183,7 +167,15 @@ int rt_container_exec_start_stdio(const char *root_dir, const char *id, const ch
         posix_spawn_file_actions_adddup2(&fa, hc, 3);
         if (hb >= 0)
                 posix_spawn_file_actions_adddup2(&fa, hb, 4);
-        posix_spawn_file_actions_addclosefrom_np(&fa, 5);
+        /* from the sealed copy of the binary, as fd 5 (rt_spawn_self) */
+        int clone = rt_exe_clone(monitor_path, err);
+        if (clone < 0) {
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+                return cb_error_prefix(err, "exec in container %s", id);
+        }
+        posix_spawn_file_actions_adddup2(&fa, clone, 5);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 6);
         sigset_t all, none;
         sigfillset(&all);
         sigemptyset(&none);
@@ -202,7 +194,7 @@ int rt_container_exec_start_stdio(const char *root_dir, const char *id, const ch
                          io->tty ? "tty" : NULL, NULL};
         char *envp[] = {"PATH=" RT_DEFAULT_PATH, NULL};
         pid_t pid;
-        int rc = posix_spawn(&pid, monitor_path, &fa, &attr, hargv, envp);
+        int rc = posix_spawn(&pid, "/proc/self/fd/5", &fa, &attr, hargv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         if (rc != 0)
@@ -367,6 +359,11 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
         if (rt_caps_drop_bounding(caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
             rt_caps_set(caps, &err) < 0)
                 fail(126, &err);
+        /* the uid change reset it to fs.suid_dumpable */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                cb_error_set(&err, errno, "PR_SET_DUMPABLE");
+                fail(126, &err);
+        }
         if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 cb_error_set(&err, errno, "PR_SET_NO_NEW_PRIVS failed");
                 fail(126, &err);
@@ -415,6 +412,8 @@ int rt_exec_main(int argc, char **argv)
                 return 2;
         bool tty = argc == 6;
         struct cb_error err = {0};
+        /* fd 5 is the sealed binary this mode was executed from */
+        (void)rt_close_range(5, ~0U, 0);
         int cfg_fd = (int)strtol(argv[1], NULL, 10);
         int bpf_fd = strcmp(argv[2], "none") == 0 ? -1 : (int)strtol(argv[2], NULL, 10);
         pid_t cpid = (pid_t)strtol(argv[3], NULL, 10);
@@ -488,6 +487,15 @@ int rt_exec_main(int argc, char **argv)
         sigaddset(&term, SIGINT);
         sigaddset(&term, SIGHUP);
         sigprocmask(SIG_BLOCK, &term, &old);
+        /* G is visible in the container's PID namespace from its fork on,
+         * with the host's root and cwd until its setns: non-dumpable from
+         * birth (inherited), so no container process can open
+         * /proc/<G>/{cwd,root,fd} (the CVE-2024-21626 pattern); its execve
+         * makes the command dumpable again */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                cb_error_set(&err, errno, "exec: PR_SET_DUMPABLE");
+                fail(126, &err);
+        }
         pid_t g = fork();
         if (g < 0) {
                 cb_error_set(&err, errno, "exec: cannot fork");

@@ -81,10 +81,6 @@ struct rt_image_config {
         char *architecture;
 };
 
-/* Parses a config JSON; strings live in arena. */
-int rt_image_config_parse(struct cb_arena *arena, const char *json, size_t len,
-                          struct rt_image_config *ret, struct cb_error *err);
-
 /* ---- the store --------------------------------------------------------- */
 
 struct rt_image {

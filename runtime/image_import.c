@@ -41,10 +41,38 @@ struct import_ctx {
         size_t nrefs;
 };
 
+/*
+ * The archive file rel, opened for reading only if it is a regular file of
+ * at most max bytes (0: no cap here; the sink has its own) (issue 15 item 5): a manifest.json or
+ * layer that is a FIFO would block the import forever, a device node would be read from the host, a
+ * symlink could lead anywhere. Looked at through an O_PATH fd first (opening a FIFO or device has
+ * effects), no symlink followed on the way (rt_open_beneath), then reopened through that fd.
+ */
+static int open_regular(int dirfd, const char *rel, uint64_t max, struct cb_error *err)
+{
+        _cleanup_close_ int p = rt_open_beneath(dirfd, rel, O_PATH, err);
+        if (p < 0)
+                return -1;
+        struct stat st;
+        if (fstat(p, &st) < 0)
+                return cb_error_set(err, errno, "cannot stat \"%s\"", rel);
+        if (!S_ISREG(st.st_mode))
+                return cb_error_set(err, EINVAL, "\"%s\" is not a regular file", rel);
+        if (max > 0 && (uint64_t)st.st_size > max)
+                return cb_error_set(err, EFBIG, "\"%s\" is larger than %llu bytes", rel,
+                                    (unsigned long long)max);
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", p);
+        int fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return cb_error_set(err, errno, "cannot open \"%s\"", rel);
+        return fd;
+}
+
 static int read_beneath(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len,
                         struct cb_error *err)
 {
-        _cleanup_close_ int fd = rt_open_beneath(dirfd, rel, O_RDONLY, err);
+        _cleanup_close_ int fd = open_regular(dirfd, rel, max, err);
         if (fd < 0)
                 return -1;
         char path[64];
@@ -58,9 +86,9 @@ static int read_beneath(int dirfd, const char *rel, size_t max, char **ret, size
 static int stage_file(struct import_ctx *c, const char *rel, const char *expected, int64_t size,
                       uint64_t limit, char ret_digest[RT_DIGEST_LEN + 1], struct cb_error *err)
 {
-        _cleanup_close_ int fd = rt_open_beneath(c->archfd, rel, O_RDONLY, err);
+        _cleanup_close_ int fd = open_regular(c->archfd, rel, limit, err);
         if (fd < 0)
-                return cb_error_prefix(err, "the archive lacks a file it names");
+                return cb_error_prefix(err, "archive file %s", rel);
         if (rt_stage_fd(c->store, fd, expected, size, limit, ret_digest, err) < 0)
                 return cb_error_prefix(err, "archive file %s", rel);
         return 0;
@@ -325,7 +353,8 @@ static int import_docker(struct import_ctx *c, struct cb_error *err)
 static int exists_beneath(int dirfd, const char *rel)
 {
         struct cb_error ignored = {0};
-        int fd = rt_open_beneath(dirfd, rel, O_RDONLY, &ignored);
+        /* O_PATH: a FIFO by that name must not block the import */
+        int fd = rt_open_beneath(dirfd, rel, O_PATH, &ignored);
         if (fd < 0)
                 return 0;
         close(fd);

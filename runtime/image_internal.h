@@ -31,8 +31,6 @@ int rt_store_open(const char *root_dir, struct rt_store *s, struct cb_error *err
 /* Removes the staging dir and releases the lock. */
 void rt_store_close(struct rt_store *s);
 
-/* <images>/blobs/sha256/<hex> of a verified digest. */
-void rt_store_blob_path(const struct rt_store *s, const char *digest, char *buf, size_t size);
 /* The staged copy <stage>/blobs/<hex>, or the stored one if present. */
 int rt_store_find_blob(const struct rt_store *s, const char *digest, char *buf, size_t size);
 

@@ -40,7 +40,8 @@ static const char *hex_of(const char *digest)
         return digest + strlen("sha256:");
 }
 
-void rt_store_blob_path(const struct rt_store *s, const char *digest, char *buf, size_t size)
+/* <images>/blobs/sha256/<hex> of a verified digest. */
+static void blob_path(const struct rt_store *s, const char *digest, char *buf, size_t size)
 {
         snprintf(buf, size, "%s/blobs/sha256/%s", s->images, hex_of(digest));
 }
@@ -52,7 +53,7 @@ int rt_store_find_blob(const struct rt_store *s, const char *digest, char *buf, 
                 if (access(buf, F_OK) == 0)
                         return 0;
         }
-        rt_store_blob_path(s, digest, buf, size);
+        blob_path(s, digest, buf, size);
         if (access(buf, F_OK) == 0)
                 return 0;
         return -1;
@@ -501,7 +502,7 @@ static uint64_t blob_size(const struct rt_store *s, const char *digest)
 {
         char p[4200];
         struct stat st;
-        rt_store_blob_path(s, digest, p, sizeof(p));
+        blob_path(s, digest, p, sizeof(p));
         return stat(p, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
@@ -509,7 +510,7 @@ static int move_blob(const struct rt_store *s, const char *digest, struct cb_err
 {
         char src[4200], dst[4200];
         snprintf(src, sizeof(src), "%s/blobs/%s", s->stage, hex_of(digest));
-        rt_store_blob_path(s, digest, dst, sizeof(dst));
+        blob_path(s, digest, dst, sizeof(dst));
         if (access(dst, F_OK) == 0)
                 return 0;
         if (rename(src, dst) < 0)
@@ -631,6 +632,21 @@ static int gc(const struct rt_store *s, const cJSON *root, struct cb_error *err)
         return gc_dir(root, p, err);
 }
 
+/* Drops ref from the index of an open store and collects what it alone used. */
+static int remove_from_store(const struct rt_store *s, const char *canon, struct cb_error *err)
+{
+        _cleanup_cjson_ cJSON *root = NULL;
+        if (index_read(s->images, &root, err) < 0)
+                return -1;
+        int pos;
+        if (index_find(root, canon, &pos) == NULL)
+                return cb_error_set(err, ENOENT, "image %s is not in the store", canon);
+        cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "images"), pos);
+        if (index_write(s->images, root, err) < 0)
+                return -1;
+        return gc(s, root, err);
+}
+
 int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err)
 {
         struct rt_image_ref r;
@@ -641,16 +657,7 @@ int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err)
         struct rt_store s;
         if (rt_store_open(root_dir, &s, err) < 0)
                 return -1;
-        _cleanup_cjson_ cJSON *root = NULL;
-        int pos, ret = index_read(s.images, &root, err);
-        if (ret == 0 && index_find(root, canon, &pos) == NULL)
-                ret = cb_error_set(err, ENOENT, "image %s is not in the store", canon);
-        if (ret == 0) {
-                cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(root, "images"), pos);
-                ret = index_write(s.images, root, err);
-        }
-        if (ret == 0)
-                ret = gc(&s, root, err);
+        int ret = remove_from_store(&s, canon, err);
         rt_store_close(&s);
         return ret;
 }
@@ -698,8 +705,9 @@ static int str_from_json(struct cb_arena *a, const cJSON *o, const char *key, ch
         return 0;
 }
 
-int rt_image_config_parse(struct cb_arena *arena, const char *json, size_t len,
-                          struct rt_image_config *ret, struct cb_error *err)
+/* Parses a config JSON; strings live in arena. */
+static int image_config_parse(struct cb_arena *arena, const char *json, size_t len,
+                              struct rt_image_config *ret, struct cb_error *err)
 {
         _cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(json, len);
         if (!cJSON_IsObject(root))
@@ -782,7 +790,7 @@ static struct rt_image *image_from_json(const char *images, const cJSON *it, int
                 size_t len;
                 snprintf(p, sizeof(p), "%s/blobs/sha256/%s", images, c + 7);
                 if (cb_read_file(p, RT_CONFIG_MAX, &buf, &len, err) < 0 ||
-                    rt_image_config_parse(a, buf, len, &img->config, err) < 0) {
+                    image_config_parse(a, buf, len, &img->config, err) < 0) {
                         cb_error_prefix(err, "image %s", ref);
                         goto fail;
                 }

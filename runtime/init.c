@@ -21,6 +21,7 @@
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/sync.h"
 #include "runtime/syscalls.h"
 
 __attribute__((noreturn)) static void die(int sync_fd, const struct cb_error *err)
@@ -153,6 +154,64 @@ static int open_terminal(const struct rt_init_args *a, int *ret_slave, struct cb
         return 0;
 }
 
+/*
+ * C0 and C keep exactly stdin/stdout/stderr and the sync socket, moved to
+ * fd 3 and close-on-exec: everything else the monitor had open (its state
+ * directory, log pipes' other ends, epoll, signalfd) is closed, not just
+ * marked close-on-exec, before any step another process could observe: a
+ * sibling in a shared PID namespace reading /proc/<C>/fd/N must find no
+ * host directory to walk from (the CVE-2024-21626 pattern). Non-dumpable
+ * as well, so /proc/<C>/{fd,cwd,root,exe,mem} need ptrace rights over C;
+ * the final execve makes the container's program dumpable again.
+ */
+static int keep_only_needed_fds(struct rt_init_args *a, struct cb_error *err)
+{
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return cb_error_set(err, errno, "PR_SET_DUMPABLE");
+        if (dup2(a->stdin_fd, 0) < 0 || dup2(a->stdout_fd, 1) < 0 || dup2(a->stderr_fd, 2) < 0)
+                return cb_error_set(err, errno, "cannot set up stdio");
+        a->stdin_fd = 0;
+        a->stdout_fd = 1;
+        a->stderr_fd = 2;
+        if (a->sync_fd != 3) {
+                if (dup3(a->sync_fd, 3, O_CLOEXEC) < 0)
+                        return cb_error_set(err, errno, "cannot move the sync socket");
+                a->sync_fd = 3;
+        } else if (fcntl(3, F_SETFD, FD_CLOEXEC) < 0) {
+                return cb_error_set(err, errno, "cannot mark the sync socket close-on-exec");
+        }
+        if (rt_close_range(4, ~0U, 0) == 0)
+                return 0;
+        /* before close_range (Linux 5.9): every fd listed in /proc/self/fd */
+        DIR *d = opendir("/proc/self/fd");
+        if (d == NULL)
+                return cb_error_set(err, errno, "cannot list /proc/self/fd");
+        int fds[1024];
+        size_t n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL && n < CB_ARRAY_SIZE(fds)) {
+                char *end;
+                long fd = strtol(de->d_name, &end, 10);
+                if (*end == '\0' && fd > 3 && fd != dirfd(d))
+                        fds[n++] = (int)fd;
+        }
+        closedir(d);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        return 0;
+}
+
+/* True when path is the binary this process runs: the runtime's own (the
+ * sealed copy it was started from, runtime/container.c). A container's
+ * command may not be the runtime (ENTRYPOINT ["/proc/self/exe"], the
+ * CVE-2019-5736 family). */
+static bool is_own_binary(const char *path)
+{
+        struct stat a, b;
+        return stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
+               a.st_ino == b.st_ino;
+}
+
 static int safe_chdir(const char *cwd, struct cb_error *err)
 {
         if (chdir(cwd) < 0)
@@ -234,7 +293,8 @@ int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
  *     (effective = permitted = caps, inheritable empty) -> ambient cleared.
  *  8. NO_NEW_PRIVS when asked.
  *  9. every signal disposition reset to SIG_DFL, the mask emptied.
- * 10. every fd >= 3 close-on-exec (close_range; /proc/self/fd fallback).
+ * 10. every fd >= 3 close-on-exec (close_range; /proc/self/fd fallback);
+ *     C0 already closed all but the sync socket: keep_only_needed_fds.
  * 11. chdir(cwd), verified with getcwd; argv[0] resolved with the
  *     container's PATH (so a missing binary is reported by name).
  * 12. seccomp LAST when no_new_privs is on (no capability needed), so the
@@ -248,11 +308,8 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
         const struct rt_container_config *c = a->config;
         struct cb_error err = {0};
         int sfd = a->sync_fd;
-        /* 1 */
-        if (dup2(a->stdin_fd, 0) < 0 || dup2(a->stdout_fd, 1) < 0 || dup2(a->stderr_fd, 2) < 0) {
-                cb_error_set(&err, errno, "cannot set up stdio");
-                die(sfd, &err);
-        }
+        /* 1: stdio and the sync socket were set up by C0
+         * (keep_only_needed_fds), every other fd is closed */
         /* 2, 3 */
         if (join_namespaces(c, &err) < 0 || rt_mounts_setup(c, a->state_dir, &err) < 0)
                 die(sfd, &err);
@@ -283,6 +340,12 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
         if (rt_caps_drop_bounding(a->caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
             rt_caps_set(a->caps, &err) < 0)
                 die(sfd, &err);
+        /* a uid change resets dumpable to fs.suid_dumpable: non-dumpable
+         * again, whatever that sysctl says, until the execve */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                cb_error_set(&err, errno, "PR_SET_DUMPABLE");
+                die(sfd, &err);
+        }
         /* 8 */
         if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
                 cb_error_set(&err, errno, "PR_SET_NO_NEW_PRIVS failed");
@@ -301,6 +364,11 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
                 cb_error_set(&err, rr, "exec \"%s\"", c->argv[0]);
                 die(sfd, &err);
         }
+        if (is_own_binary(exe)) {
+                cb_error_set(&err, EPERM, "exec \"%s\": the container may not run the runtime",
+                             c->argv[0]);
+                die(sfd, &err);
+        }
         /* 12 */
         if (a->bpf != NULL && !seccomp_done && rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
                 die(sfd, &err);
@@ -313,9 +381,13 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
         _exit(127);
 }
 
-void rt_init_run(const struct rt_init_args *a)
+void rt_init_run(const struct rt_init_args *args)
 {
         struct cb_error err = {0};
+        struct rt_init_args copy = *args;
+        struct rt_init_args *a = &copy;
+        if (keep_only_needed_fds(a, &err) < 0)
+                die(a->sync_fd, &err);
         struct rt_sync_msg m;
         /* sync 1: wait until the monitor placed us in the cgroup */
         int r = rt_sync_recv(a->sync_fd, &m, &err);

@@ -45,6 +45,8 @@
 #include "runtime/attach.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/sync.h"
+#include "runtime/syscalls.h"
 
 #define MAX_CLIENTS 32
 
@@ -725,6 +727,8 @@ int rt_monitor_main(int argc, char **argv)
         /* "none" rather than -1: nothing that looks like a flag */
         int bpf_fd = strcmp(argv[2], "none") == 0 ? -1 : (int)strtol(argv[2], NULL, 10);
         int agent_fd = (int)strtol(argv[3], NULL, 10);
+        /* fd 6 is the sealed binary this mode was executed from */
+        (void)rt_close_range(6, ~0U, 0);
         /* nothing we were given may reach the container */
         (void)fcntl(cfg_fd, F_SETFD, FD_CLOEXEC);
         (void)fcntl(agent_fd, F_SETFD, FD_CLOEXEC);

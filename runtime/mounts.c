@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -45,16 +46,18 @@ static void fd_path(char *buf, size_t size, int fd)
         snprintf(buf, size, "/proc/self/fd/%d", fd);
 }
 
-/* Opens rel (relative to the rootfs, symlinks resolved inside it) as O_PATH. */
+#define PROC_SUPER_MAGIC_ 0x9fa0
+
+/* Opens rel (relative to the rootfs, symlinks resolved inside it) as O_PATH.
+ * There is no path-based fallback: a kernel without openat2 (before 5.6) is
+ * refused by rt_mounts_setup, because an O_NOFOLLOW open checks only the
+ * last component and would follow an image's intermediate symlinks against
+ * the host's root. */
 static int open_in_root(int rootfd, const char *rel)
 {
         struct rt_open_how how = {.flags = O_PATH | O_CLOEXEC,
                                   .resolve = RT_RESOLVE_IN_ROOT | RT_RESOLVE_NO_MAGICLINKS};
-        int fd = rt_openat2(rootfd, rel, &how);
-        if (fd >= 0 || errno != ENOSYS)
-                return fd;
-        /* old kernel: refuse symlinks altogether rather than follow them */
-        return openat(rootfd, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        return rt_openat2(rootfd, rel, &how);
 }
 
 /*
@@ -140,14 +143,38 @@ static int mount_at(int rootfd, const char *dest, bool is_file, const char *src,
         return 0;
 }
 
-/* Remounts the mount now on dest read-only, keeping nosuid/nodev/noexec. */
-static int remount_ro(int rootfd, const char *dest, struct cb_error *err)
+/* Attaches the detached mount tree on the O_PATH fd target. */
+static int attach_tree(int tree, int target, const char *what, const char *dest,
+                       struct cb_error *err)
 {
-        _cleanup_close_ int fd = open_in_root(rootfd, dest + 1);
-        if (fd < 0)
-                return cb_error_set(err, errno, "cannot open %s to make it read-only", dest);
+        if (rt_move_mount(tree, "", target, "",
+                          RT_MOVE_MOUNT_F_EMPTY_PATH | RT_MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return cb_error_set(err, errno, "cannot mount %s on %s", what, dest);
+        return 0;
+}
+
+/*
+ * Gives the detached tree (or, after the fact, the attached mount whose
+ * root is tree) the attributes in set. Recursive when rec (the whole tree,
+ * submounts included); without mount_setattr (before Linux 5.12) only the
+ * top mount can be changed, by a remount through the tree's own fd, never by
+ * a path a container could have swapped meanwhile (issue 15 item 6).
+ */
+static int set_attrs(int tree, uint64_t set, bool rec, bool attached, struct cb_error *err)
+{
+        struct rt_mount_attr attr = {.attr_set = set};
+        if (rt_mount_setattr(tree, "", AT_EMPTY_PATH | (rec ? RT_AT_RECURSIVE : 0), &attr) == 0)
+                return 0;
+        if (errno != ENOSYS)
+                return cb_error_set(err, errno, "mount_setattr");
+        if (rec)
+                return cb_error_set(err, ENOSYS,
+                                    "cannot make a mount tree read-only recursively "
+                                    "(mount_setattr needs Linux 5.12)");
+        if (!attached)
+                return 1; /* the caller remounts after the attach */
         char target[64];
-        fd_path(target, sizeof(target), fd);
+        fd_path(target, sizeof(target), tree);
         struct statvfs sv;
         unsigned long keep = 0;
         if (statvfs(target, &sv) == 0) {
@@ -158,9 +185,47 @@ static int remount_ro(int rootfd, const char *dest, struct cb_error *err)
                 if (sv.f_flag & ST_NOEXEC)
                         keep |= MS_NOEXEC;
         }
-        if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep, NULL) < 0)
-                return cb_error_set(err, errno, "cannot remount %s read-only", dest);
+        unsigned long fl = keep | ((set & RT_MOUNT_ATTR_RDONLY) ? MS_RDONLY : 0) |
+                           ((set & RT_MOUNT_ATTR_NOSUID) ? MS_NOSUID : 0) |
+                           ((set & RT_MOUNT_ATTR_NODEV) ? MS_NODEV : 0) |
+                           ((set & RT_MOUNT_ATTR_NOEXEC) ? MS_NOEXEC : 0);
+        if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | fl, NULL) < 0)
+                return cb_error_set(err, errno, "cannot remount read-only");
         return 0;
+}
+
+/*
+ * Binds the tree at src_fd/src (src_fd AT_FDCWD: a path; src "": the fd
+ * itself) on target: cloned detached, made read-only (attrs) before it is
+ * reachable, attached through fds.
+ */
+static int bind_tree(int src_fd, const char *src, int target, bool rec, uint64_t attrs,
+                     bool attrs_rec, const char *dest, struct cb_error *err)
+{
+        unsigned fl = RT_OPEN_TREE_CLONE | O_CLOEXEC | (rec ? RT_AT_RECURSIVE : 0) |
+                      (src[0] == '\0' ? AT_EMPTY_PATH : 0);
+        _cleanup_close_ int tree = rt_open_tree(src_fd, src, fl);
+        if (tree < 0)
+                return cb_error_set(err, errno, "cannot clone the mount %s for %s",
+                                    src[0] != '\0' ? src : "(fd)", dest);
+        int later = 0;
+        if (attrs != 0 && (later = set_attrs(tree, attrs, attrs_rec, false, err)) < 0)
+                return cb_error_prefix(err, "%s", dest);
+        if (attach_tree(tree, target, src[0] != '\0' ? src : "a bind", dest, err) < 0)
+                return -1;
+        if (later == 1 && set_attrs(tree, attrs, attrs_rec, true, err) < 0)
+                return cb_error_prefix(err, "%s", dest);
+        return 0;
+}
+
+/* A bind of the host path src on dest (inside the rootfs). */
+static int bind_at(int rootfd, const char *dest, bool is_file, const char *src, bool rec,
+                   uint64_t attrs, struct cb_error *err)
+{
+        _cleanup_close_ int fd = create_in_root(rootfd, dest, is_file, err);
+        if (fd < 0)
+                return -1;
+        return bind_tree(AT_FDCWD, src, fd, rec, attrs, rec, dest, err);
 }
 
 static int setup_rootfs(const struct rt_container_config *c, const char *state_dir, char *mnt,
@@ -255,6 +320,27 @@ static int copy_host_devices(int hostfd, int devfd, int depth, struct cb_error *
         return rc;
 }
 
+/* The /dev/null setup_dev just made (or bound), checked to be the null
+ * device, as an O_PATH fd: the source of every file mask. Opened before any
+ * volume exists, so a volume on /dev/null later cannot change what the
+ * masks are made of. */
+static int open_null(int rootfd, struct cb_error *err)
+{
+        int fd = open_in_root(rootfd, "dev/null");
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return cb_error_set(err, e, "cannot open the container's /dev/null");
+        }
+        if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != 1 || minor(st.st_rdev) != 3) {
+                close(fd);
+                return cb_error_set(err, EPERM, "/dev/null is not the null device (char 1:3)");
+        }
+        return fd;
+}
+
 static int setup_dev(int rootfd, bool privileged, struct cb_error *err)
 {
         if (mount_at(rootfd, "/dev", false, "tmpfs", "tmpfs", MS_NOSUID | MS_STRICTATIME,
@@ -284,7 +370,7 @@ static int setup_dev(int rootfd, bool privileged, struct cb_error *err)
                         snprintf(host, sizeof(host), "/dev/%s", devs[i].name);
                         char dest[64];
                         snprintf(dest, sizeof(dest), "/dev/%s", devs[i].name);
-                        if (mount_at(rootfd, dest, true, host, NULL, MS_BIND, NULL, err) < 0)
+                        if (bind_at(rootfd, dest, true, host, false, 0, err) < 0)
                                 return -1;
                         continue;
                 }
@@ -315,24 +401,67 @@ static int setup_dev(int rootfd, bool privileged, struct cb_error *err)
         return 0;
 }
 
+/*
+ * An unprivileged container's volume may not cover the /dev or /proc the
+ * runtime built (issue 15 item 1, the CVE-2025-31133 pattern): a volume on
+ * /dev would let the container choose what /dev/null is, one in /proc what
+ * the masks and read-only paths cover. Checked on the resolved target, so
+ * an image symlink (/data -> /proc) is caught as well as the plain path.
+ */
+static int check_target(int fd, const struct stat *dev_root, const char *dest, struct cb_error *err)
+{
+        struct statfs sf;
+        struct stat st;
+        if (fstatfs(fd, &sf) < 0 || fstat(fd, &st) < 0)
+                return cb_error_set(err, errno, "cannot inspect the mount target %s", dest);
+        if (sf.f_type == PROC_SUPER_MAGIC_)
+                return cb_error_set(err, EPERM,
+                                    "mount destination %s is in /proc: refused for an "
+                                    "unprivileged container",
+                                    dest);
+        if (st.st_dev == dev_root->st_dev && st.st_ino == dev_root->st_ino)
+                return cb_error_set(err, EPERM,
+                                    "mount destination %s is /dev: refused for an unprivileged "
+                                    "container",
+                                    dest);
+        return 0;
+}
+
 static int setup_volumes(const struct rt_container_config *c, int rootfd, struct cb_error *err)
 {
+        struct stat dev_root;
+        {
+                _cleanup_close_ int d = open_in_root(rootfd, "dev");
+                if (d < 0 || fstat(d, &dev_root) < 0)
+                        return cb_error_set(err, errno, "cannot open the container's /dev");
+        }
         for (size_t i = 0; i < c->n_mounts; i++) {
                 const struct rt_mount *m = &c->mounts[i];
-                int r;
-                if (m->type == RT_MOUNT_TMPFS) {
-                        r = mount_at(rootfd, m->destination, false, "tmpfs", "tmpfs",
-                                     MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0),
-                                     m->options != NULL ? m->options : "mode=1777", err);
-                } else {
-                        struct stat st;
+                bool is_file = false;
+                struct stat st;
+                if (m->type != RT_MOUNT_TMPFS) {
                         if (stat(m->source, &st) < 0)
                                 return cb_error_set(err, errno, "mounts[%zu]: source %s", i,
                                                     m->source);
-                        r = mount_at(rootfd, m->destination, !S_ISDIR(st.st_mode), m->source, NULL,
-                                     MS_BIND | MS_REC, NULL, err);
-                        if (r == 0 && m->read_only)
-                                r = remount_ro(rootfd, m->destination, err);
+                        is_file = !S_ISDIR(st.st_mode);
+                }
+                _cleanup_close_ int fd = create_in_root(rootfd, m->destination, is_file, err);
+                int r = fd < 0 ? -1 : 0;
+                if (r == 0 && !c->privileged)
+                        r = check_target(fd, &dev_root, m->destination, err);
+                if (r == 0 && m->type == RT_MOUNT_TMPFS) {
+                        char target[64];
+                        fd_path(target, sizeof(target), fd);
+                        if (mount("tmpfs", target, "tmpfs",
+                                  MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0),
+                                  m->options != NULL ? m->options : "mode=1777") < 0)
+                                r = cb_error_set(err, errno, "cannot mount a tmpfs on %s",
+                                                 m->destination);
+                } else if (r == 0) {
+                        /* read-only as runc's "ro": the top mount */
+                        r = bind_tree(AT_FDCWD, m->source, fd, true,
+                                      m->read_only ? RT_MOUNT_ATTR_RDONLY : 0, false,
+                                      m->destination, err);
                 }
                 if (r < 0)
                         return cb_error_prefix(err, "mounts[%zu] (%s)", i, m->destination);
@@ -340,9 +469,24 @@ static int setup_volumes(const struct rt_container_config *c, int rootfd, struct
         return 0;
 }
 
-/* After pivot_root: hide kernel interfaces an unprivileged container has
- * no business with (containerd's default masked and read-only paths). */
-static void mask_paths(void)
+/* A path of the container's /proc or /sys as O_PATH, no symlink followed
+ * anywhere on the way; -1 with errno ENOENT when it does not exist. */
+static int open_kernel_path(const char *path)
+{
+        struct rt_open_how how = {.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                                  .resolve = RT_RESOLVE_NO_SYMLINKS | RT_RESOLVE_NO_MAGICLINKS};
+        return rt_openat2(AT_FDCWD, path, &how);
+}
+
+/*
+ * After pivot_root: hide kernel interfaces an unprivileged container has
+ * no business with (containerd's default masked and read-only paths).
+ * Files are covered with null_fd, the /dev/null the runtime made, opened and
+ * checked (char 1:3) before any volume was mounted, so nothing the container
+ * controls can become a mask's source (runc CVE-2025-31133).
+ * A path that exists but cannot be masked fails the start.
+ */
+static int mask_paths(int null_fd, struct cb_error *err)
 {
         static const char *const masked[] = {
             "/proc/acpi",
@@ -360,21 +504,35 @@ static void mask_paths(void)
         static const char *const readonly[] = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
                                                "/proc/sysrq-trigger"};
         for (size_t i = 0; i < CB_ARRAY_SIZE(masked); i++) {
+                _cleanup_close_ int fd = open_kernel_path(masked[i]);
                 struct stat st;
-                if (lstat(masked[i], &st) < 0)
+                if (fd < 0 && errno == ENOENT)
                         continue;
-                if (S_ISDIR(st.st_mode))
-                        (void)mount("tmpfs", masked[i], "tmpfs", MS_RDONLY, "size=0");
-                else
-                        (void)mount("/dev/null", masked[i], NULL, MS_BIND, NULL);
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return cb_error_set(err, errno, "cannot open %s to mask it", masked[i]);
+                if (S_ISDIR(st.st_mode)) {
+                        char target[64];
+                        fd_path(target, sizeof(target), fd);
+                        if (mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+                                  "size=0") < 0)
+                                return cb_error_set(err, errno, "cannot mask %s", masked[i]);
+                } else if (bind_tree(null_fd, "", fd, false, 0, false, masked[i], err) < 0) {
+                        return cb_error_prefix(err, "cannot mask %s", masked[i]);
+                }
         }
         for (size_t i = 0; i < CB_ARRAY_SIZE(readonly); i++) {
-                if (mount(readonly[i], readonly[i], NULL, MS_BIND | MS_REC, NULL) == 0)
-                        (void)mount(NULL, readonly[i], NULL,
-                                    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV |
-                                        MS_NOEXEC,
-                                    NULL);
+                _cleanup_close_ int fd = open_kernel_path(readonly[i]);
+                if (fd < 0 && errno == ENOENT)
+                        continue;
+                if (fd < 0)
+                        return cb_error_set(err, errno, "cannot open %s", readonly[i]);
+                if (bind_tree(fd, "", fd, true,
+                              RT_MOUNT_ATTR_RDONLY | RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV |
+                                  RT_MOUNT_ATTR_NOEXEC,
+                              false, readonly[i], err) < 0)
+                        return cb_error_prefix(err, "cannot make %s read-only", readonly[i]);
         }
+        return 0;
 }
 
 int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
@@ -390,18 +548,37 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
         _cleanup_close_ int rootfd = open(mnt, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return cb_error_set(err, errno, "cannot open the rootfs %s", mnt);
+        {
+                /* issue 15 item 8: no openat2, no start (see open_in_root) */
+                _cleanup_close_ int probe = open_in_root(rootfd, ".");
+                if (probe < 0)
+                        return cb_error_set(err, errno,
+                                            errno == ENOSYS
+                                                ? "this kernel has no openat2 (Linux 5.6 or "
+                                                  "later is needed to resolve mount targets "
+                                                  "inside the rootfs)"
+                                                : "cannot open the rootfs %s",
+                                            mnt);
+        }
         if (mount_at(rootfd, "/proc", false, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
                      err) < 0)
                 return -1;
         unsigned long sysflags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (c->privileged ? 0 : MS_RDONLY);
         if (mount_at(rootfd, "/sys", false, "sysfs", "sysfs", sysflags, NULL, err) < 0) {
-                /* sysfs of a network namespace we do not own: bind the host's */
-                if (mount_at(rootfd, "/sys", false, "/sys", NULL, MS_BIND | MS_REC, NULL, err) <
-                        0 ||
-                    (!c->privileged && remount_ro(rootfd, "/sys", err) < 0))
-                        return -1;
+                /* sysfs of a network namespace we do not own: bind the
+                 * host's, read-only through every submount (cgroupfs, ...)
+                 * or not at all (issue 15 item 9) */
+                uint64_t ro = RT_MOUNT_ATTR_RDONLY | RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV |
+                              RT_MOUNT_ATTR_NOEXEC;
+                if (bind_at(rootfd, "/sys", false, "/sys", true, c->privileged ? 0 : ro, err) < 0)
+                        return cb_error_prefix(err, "cannot bind the host's /sys");
         }
-        if (setup_dev(rootfd, c->privileged, err) < 0 || setup_volumes(c, rootfd, err) < 0)
+        if (setup_dev(rootfd, c->privileged, err) < 0)
+                return -1;
+        _cleanup_close_ int null_fd = c->privileged ? -1 : open_null(rootfd, err);
+        if (!c->privileged && null_fd < 0)
+                return -1;
+        if (setup_volumes(c, rootfd, err) < 0)
                 return -1;
         if (chdir(mnt) < 0)
                 return cb_error_set(err, errno, "cannot chdir to the rootfs %s", mnt);
@@ -412,8 +589,8 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
                 return cb_error_set(err, errno, "cannot detach the old root");
         if (chdir("/") < 0)
                 return cb_error_set(err, errno, "cannot chdir to the new /");
-        if (!c->privileged)
-                mask_paths();
+        if (!c->privileged && mask_paths(null_fd, err) < 0)
+                return -1;
         if (c->read_only_rootfs &&
             mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
                 return cb_error_set(err, errno, "cannot remount / read-only");

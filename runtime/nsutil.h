@@ -37,10 +37,3 @@ int rt_ns_unpin(const char *path, struct cb_error *err);
 
 /* True when path is a mounted namespace file (nsfs). */
 bool rt_ns_is_pinned(const char *path);
-
-/* Runs fn(arg) in a child process that joined the namespace at ns_path
- * (any type: setns() with nstype 0); returns fn's return value (0..255
- * as the child's exit status), or -1 with err on a setup failure. fn runs
- * after fork in a possibly multi-threaded parent: async-signal-safe calls
- * only. */
-int rt_ns_enter_run(const char *ns_path, int (*fn)(void *arg), void *arg, struct cb_error *err);

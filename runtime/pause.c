@@ -13,6 +13,14 @@
  * P0 reports P's pid (as the agent sees it) on fd 3 and exits; the agent
  * checks P's start time, moves it into the pod cgroup and pins its PID
  * namespace at <sandbox>/ns/pid, which containers join with setns().
+ *
+ * P is reachable from every container of the pod (/proc/1/...), some of
+ * which may have CAP_SYS_PTRACE, so it holds nothing worth reaching (issue
+ * 15 item 3): its own mount namespace whose root is an empty read-only
+ * tmpfs (P0 makes it before the fork: /proc/1/root and /proc/1/cwd lead
+ * nowhere), no capabilities in any set, no_new_privs, non-dumpable, and a
+ * seccomp filter that allows only what its loop needs (even code injected
+ * with ptrace can do nothing else).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <seccomp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,9 +46,53 @@
 
 struct pause_report {
         int errnum; /* 0 = ok */
-        int step;   /* 1 = unshare, 2 = fork */
+        int step;   /* 1 = unshare, 2 = fork, 3 = the empty root, 4 = P's confinement */
         pid_t pid;
 };
+
+/* P0, in its new mount namespace: an empty, read-only tmpfs becomes the
+ * root (mounted on /proc, which every system has, and pivoted to), the
+ * host's tree detached. */
+static int empty_root(void)
+{
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,nr_inodes=4,mode=0555") < 0 ||
+            chdir("/proc") < 0 || rt_pivot_root(".", ".") < 0 || umount2(".", MNT_DETACH) < 0 ||
+            chdir("/") < 0 ||
+            mount(NULL, "/", NULL,
+                  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return -1;
+        return 0;
+}
+
+/* P: no capabilities, no_new_privs, non-dumpable, and the filter. */
+static int confine(void)
+{
+        struct cb_error err;
+        if (rt_caps_drop_bounding(0, &err) < 0 || rt_caps_set(0, &err) < 0)
+                return errno != 0 ? errno : EPERM;
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return errno;
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+        if (ctx == NULL)
+                return ENOMEM;
+        static const char *const allow[] = {
+            "rt_sigtimedwait", "rt_sigprocmask", "rt_sigreturn", "restart_syscall",
+            "wait4",           "waitid",         "exit",         "exit_group",
+            "write",           "close",          "close_range",
+        };
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < CB_ARRAY_SIZE(allow); i++) {
+                int nr = seccomp_syscall_resolve_name(allow[i]);
+                if (nr != __NR_SCMP_ERROR)
+                        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+        }
+        if (rc == 0)
+                rc = seccomp_load(ctx);
+        seccomp_release(ctx);
+        return rc < 0 ? -rc : 0;
+}
 
 static void write_report(int fd, const struct pause_report *r)
 {
@@ -48,19 +102,25 @@ static void write_report(int fd, const struct pause_report *r)
         while (n < 0 && errno == EINTR);
 }
 
-/* pid 1 of the pod's PID namespace. */
-static _Noreturn void pause_init(void)
+/* pid 1 of the pod's PID namespace; ready_fd tells P0 whether it is
+ * confined (an errno, 0 = yes). */
+static _Noreturn void pause_init(int ready_fd)
 {
         (void)prctl(PR_SET_NAME, "pause", 0, 0, 0);
-        (void)rt_close_range(3, ~0U, 0);
-        if (chdir("/") < 0)
-                _exit(1);
         sigset_t set;
         sigemptyset(&set);
         sigaddset(&set, SIGCHLD);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
         sigprocmask(SIG_SETMASK, &set, NULL);
+        int e = confine();
+        ssize_t n;
+        do
+                n = write(ready_fd, &e, sizeof(e));
+        while (n < 0 && errno == EINTR);
+        if (e != 0)
+                _exit(1);
+        (void)rt_close_range(3, ~0U, 0);
         for (;;) {
                 siginfo_t si;
                 int sig = sigwaitinfo(&set, &si);
@@ -83,8 +143,19 @@ int rt_pause_main(int argc, char **argv)
         }
         (void)rt_close_range(4, ~0U, 0);
         struct pause_report r = {0, 0, 0};
-        if (unshare(CLONE_NEWPID) < 0) {
+        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0) {
                 r = (struct pause_report){errno, 1, 0};
+                write_report(3, &r);
+                _exit(1);
+        }
+        if (empty_root() < 0) {
+                r = (struct pause_report){errno, 3, 0};
+                write_report(3, &r);
+                _exit(1);
+        }
+        int ready[2];
+        if (pipe2(ready, O_CLOEXEC) < 0) {
+                r = (struct pause_report){errno, 2, 0};
                 write_report(3, &r);
                 _exit(1);
         }
@@ -94,8 +165,24 @@ int rt_pause_main(int argc, char **argv)
                 write_report(3, &r);
                 _exit(1);
         }
-        if (pid == 0)
-                pause_init();
+        if (pid == 0) {
+                close(ready[0]);
+                pause_init(ready[1]);
+        }
+        close(ready[1]);
+        int e = EPIPE;
+        ssize_t n;
+        do
+                n = read(ready[0], &e, sizeof(e));
+        while (n < 0 && errno == EINTR);
+        if (n != (ssize_t)sizeof(e))
+                e = EPIPE;
+        if (e != 0) {
+                kill(pid, SIGKILL);
+                r = (struct pause_report){e, 4, 0};
+                write_report(3, &r);
+                _exit(1);
+        }
         r.pid = pid;
         write_report(3, &r);
         /* _exit, not return: nothing may run at exit in a process whose
@@ -139,7 +226,10 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
                 return cb_error_set(err, 0, "the pause process exited before reporting");
         if (r.errnum != 0)
                 return cb_error_set(err, r.errnum, "the pause process cannot %s",
-                                    r.step == 1 ? "create the PID namespace" : "fork its init");
+                                    r.step == 1   ? "create its PID and mount namespaces"
+                                    : r.step == 3 ? "make its empty root"
+                                    : r.step == 4 ? "confine itself"
+                                                  : "fork its init");
         uint64_t start = 0;
         if (rt_proc_start_time(r.pid, &start, err) < 0)
                 return cb_error_prefix(err, "the pause process");

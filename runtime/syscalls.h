@@ -95,6 +95,7 @@ struct rt_open_how {
         uint64_t resolve;
 };
 #define RT_RESOLVE_NO_MAGICLINKS 0x02
+#define RT_RESOLVE_NO_SYMLINKS   0x04
 #define RT_RESOLVE_IN_ROOT       0x10
 
 static inline int rt_openat2(int dirfd, const char *path, struct rt_open_how *how)
@@ -105,6 +106,70 @@ static inline int rt_openat2(int dirfd, const char *path, struct rt_open_how *ho
         (void)dirfd;
         (void)path;
         (void)how;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+/* The new mount API (Linux 5.2; mount_setattr 5.12): a bind is cloned as a
+ * detached tree (open_tree), given its attributes while nobody can reach
+ * it (mount_setattr, recursively), and attached through fds (move_mount),
+ * so no step re-resolves a path a container could have changed. */
+#define RT_OPEN_TREE_CLONE         1
+#define RT_AT_RECURSIVE            0x8000
+#define RT_MOVE_MOUNT_F_EMPTY_PATH 0x04
+#define RT_MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define RT_MOUNT_ATTR_RDONLY       0x01
+#define RT_MOUNT_ATTR_NOSUID       0x02
+#define RT_MOUNT_ATTR_NODEV        0x04
+#define RT_MOUNT_ATTR_NOEXEC       0x08
+
+struct rt_mount_attr {
+        uint64_t attr_set;
+        uint64_t attr_clr;
+        uint64_t propagation;
+        uint64_t userns_fd;
+};
+
+static inline int rt_open_tree(int dirfd, const char *path, unsigned int flags)
+{
+#ifdef SYS_open_tree
+        return (int)syscall(SYS_open_tree, dirfd, path, flags);
+#else
+        (void)dirfd;
+        (void)path;
+        (void)flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_move_mount(int from_dirfd, const char *from_path, int to_dirfd,
+                                const char *to_path, unsigned int flags)
+{
+#ifdef SYS_move_mount
+        return (int)syscall(SYS_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags);
+#else
+        (void)from_dirfd;
+        (void)from_path;
+        (void)to_dirfd;
+        (void)to_path;
+        (void)flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_mount_setattr(int dirfd, const char *path, unsigned int flags,
+                                   struct rt_mount_attr *attr)
+{
+#ifdef SYS_mount_setattr
+        return (int)syscall(SYS_mount_setattr, dirfd, path, flags, attr, sizeof(*attr));
+#else
+        (void)dirfd;
+        (void)path;
+        (void)flags;
+        (void)attr;
         errno = ENOSYS;
         return -1;
 #endif

@@ -158,8 +158,8 @@ bold "kubectl get pods -o wide"
 kubectl get pods -o wide
 bold "Events (kubectl get events)"
 kubectl get events --sort-by=.lastTimestamp | tail -25
-bold "cubelet's phase-transition timelines (http://127.0.0.1:$hport/timelines), ms since each pod's worker started"
-curl -fsS "http://127.0.0.1:$hport/timelines" | jq -r '.pods[] |
+bold "cubelet's phase-transition timelines (http://127.0.0.1:$hport/timelines?token=$(cat $tmp/root/endpoint.token)), ms since each pod's worker started"
+curl -fsS -H "Authorization: Bearer $(cat "$tmp/root/endpoint.token")" "http://127.0.0.1:$hport/timelines" | jq -r '.pods[] |
   "  \(.name | . + (" " * (11 - length))) " +
   ([.timeline[] | select(.step | test("^(sandboxReady|containerStarted|phase|statusDelivered|containerExited)")) |
     "\(.step) \(.offsetUs / 1000 | floor)"] | join(", "))'

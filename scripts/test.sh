@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds cubelet twice (warnings are errors; then
-# with ASan+UBSan), and runs every test: Check unit suites, the layering
+# with ASan+UBSan) and runs every test on both; compiles (no tests) the other
+# build types a packager or a developer uses — Release with gcc and clang,
+# Debug with clang — so an -O3-only or clang-only warning fails here, not
+# downstream. The tests: Check unit suites, the layering
 # checks, the integration tests (as root), a bounded fuzz run and the
 # formatting check. Exits non-zero on any failure.
 set -euo pipefail
@@ -28,6 +31,22 @@ if bash scripts/check-hygiene.sh; then :; else failed+=("hygiene gates"); fi
 step "build (-Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
+
+step "compile only: Release (gcc, clang), Debug (clang)"
+# Each in its own directory, so an incremental run rebuilds only what
+# changed. Compile errors are collected like test failures.
+compile_only() { # dir compiler build-type
+  if CC=$2 cmake -S . -B "$1" -DCMAKE_BUILD_TYPE="$3" >/dev/null &&
+      cmake --build "$1" -j"$jobs" >"$1/build.log" 2>&1; then
+    printf '%s: %s %s ok\n' "$1" "$2" "$3"
+  else
+    grep -E 'error|Error' "$1/build.log" | head -20 || true
+    failed+=("compile: $3 with $2 (log in $1/build.log)")
+  fi
+}
+compile_only build-release gcc Release
+compile_only build-clang clang Release
+compile_only build-clang-debug clang Debug
 
 step "tests"
 if ! ctest --test-dir build -j"$jobs" --output-on-failure; then

@@ -72,19 +72,21 @@ static bool last_terminated(const struct st_container *c)
         return c->last_state.kind == ST_STATE_TERMINATED;
 }
 
-bool st_container_started(const struct st_container *c)
+/* started/ready of one container as the prober reports them. init: the
+ * container is in spec.initContainers. */
+static bool container_started(const struct st_container *c)
 {
         if (effective_kind(c) != ST_STATE_RUNNING)
                 return false;
         return !c->has_startup_probe || c->startup_succeeded;
 }
 
-bool st_container_ready(const struct st_container *c, bool init)
+static bool container_ready(const struct st_container *c, bool init)
 {
         if (init && !c->is_sidecar)
                 return effective_kind(c) == ST_STATE_TERMINATED && c->state.exit_code == 0;
         /* ready is only evaluated once started, and started implies running */
-        if (!st_container_started(c))
+        if (!container_started(c))
                 return false;
         return !c->has_readiness_probe || c->readiness_succeeded;
 }
@@ -131,7 +133,7 @@ static void count_sidecar(const struct st_container *c, struct phase_counts *n)
 {
         switch (effective_kind(c)) {
         case ST_STATE_RUNNING:
-                if (!st_container_started(c))
+                if (!container_started(c))
                         n->pending_init++;
                 n->running++;
                 break;
@@ -489,8 +491,7 @@ static bool gen_initialized(const struct st_pod_input *in, enum st_phase phase,
                 return true;
         for (size_t i = 0; i < in->n_init_containers; i++) {
                 const struct st_container *ic = &in->init_containers[i];
-                bool done =
-                    ic->is_sidecar ? st_container_started(ic) : st_container_ready(ic, true);
+                bool done = ic->is_sidecar ? container_started(ic) : container_ready(ic, true);
                 if (!done)
                         name_list_add(&incomplete, ic->name);
         }
@@ -523,10 +524,10 @@ static bool gen_containers_ready(const struct st_pod_input *in, enum st_phase ph
         }
         for (size_t i = 0; i < in->n_init_containers; i++)
                 if (in->init_containers[i].is_sidecar &&
-                    !st_container_ready(&in->init_containers[i], true))
+                    !container_ready(&in->init_containers[i], true))
                         name_list_add(&unready, in->init_containers[i].name);
         for (size_t i = 0; i < in->n_containers; i++)
-                if (!st_container_ready(&in->containers[i], false))
+                if (!container_ready(&in->containers[i], false))
                         name_list_add(&unready, in->containers[i].name);
         if (unready.oom) {
                 name_list_free(&unready);
@@ -655,7 +656,8 @@ cJSON *st_conditions_json(const struct st_pod_input *in, enum st_phase phase, in
 
 /* ---- container statuses ------------------------------------------------------------- */
 
-cJSON *st_container_state_json(const struct st_container_state *s)
+/* One v1.ContainerState object; kind NONE gives {}. NULL on out of memory. */
+static cJSON *container_state_json(const struct st_container_state *s)
 {
         _cleanup_cjson_ cJSON *o = cJSON_CreateObject();
         cJSON *inner = NULL;
@@ -713,19 +715,19 @@ static cJSON *container_status_json(const struct st_container *c, bool init,
         /* the field order of v1.ContainerStatus */
         if (o == NULL || !cJSON_AddStringToObject(o, "name", str_or_empty(c->name)))
                 return NULL;
-        if ((sub = st_container_state_json(&state)) == NULL)
+        if ((sub = container_state_json(&state)) == NULL)
                 return NULL;
         cJSON_AddItemToObject(o, "state", sub);
-        if ((sub = st_container_state_json(&c->last_state)) == NULL)
+        if ((sub = container_state_json(&c->last_state)) == NULL)
                 return NULL;
         cJSON_AddItemToObject(o, "lastState", sub);
-        if (!cJSON_AddBoolToObject(o, "ready", st_container_ready(c, init)) ||
+        if (!cJSON_AddBoolToObject(o, "ready", container_ready(c, init)) ||
             !cJSON_AddNumberToObject(o, "restartCount", c->restart_count) ||
             !cJSON_AddStringToObject(o, "image", str_or_empty(c->image)) ||
             !cJSON_AddStringToObject(o, "imageID", str_or_empty(c->image_id)) ||
             (str_set(c->container_id) &&
              !cJSON_AddStringToObject(o, "containerID", c->container_id)) ||
-            !cJSON_AddBoolToObject(o, "started", st_container_started(c)))
+            !cJSON_AddBoolToObject(o, "started", container_started(c)))
                 return NULL;
         return steal_pointer(&o);
 }

@@ -128,11 +128,6 @@ const char *st_phase_name(enum st_phase phase);
 /* The inverse; NULL or an unknown string gives ST_PHASE_NONE. */
 enum st_phase st_phase_from_name(const char *name);
 
-/* started/ready of one container as the prober reports them. init: the
- * container is in spec.initContainers. */
-bool st_container_started(const struct st_container *c);
-bool st_container_ready(const struct st_container *c, bool init);
-
 /* getPhase (v1.29-1.31 shape, as the reference describes it) followed by
  * generateAPIPodStatus's rule that a terminal phase (cached or API) never
  * changes. */
@@ -153,9 +148,6 @@ cJSON *st_conditions_json(const struct st_pod_input *in, enum st_phase phase, in
  * Returns NULL only when out of memory. */
 cJSON *st_container_statuses_json(const struct st_container *cs, size_t n, bool init,
                                   bool has_init_containers);
-
-/* One v1.ContainerState object; kind NONE gives {}. NULL on out of memory. */
-cJSON *st_container_state_json(const struct st_container_state *s);
 
 /* Terminated reason as containerd sets it: "OOMKilled" when the OOM killer
  * hit the container, else "Completed" for exit code 0, else "Error". */

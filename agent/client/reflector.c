@@ -250,8 +250,9 @@ static int object_new(enum ag_kind kind, cJSON *json, struct ag_object **ret, st
         o->resource_version = dup_or_null(meta_string(json, "resourceVersion"));
         /* The one decode of this version of the object: the pod keeps its
          * JSON, and both go on by reference (agent/pods/pods.c). */
-        int r = kind == AG_KIND_POD ? k8s_pod_decode(json, &o->pod, err)
-                                    : k8s_node_from_json(json, &o->node, err);
+        int r = kind == AG_KIND_POD    ? k8s_pod_decode(json, &o->pod, err)
+                : kind == AG_KIND_NODE ? k8s_node_from_json(json, &o->node, err)
+                                       : 0; /* AG_KIND_RAW: the consumer decodes */
         if (r < 0 || o->uid == NULL) {
                 object_free(o);
                 return cb_error_prefix(err, "%s", ref[0] ? ref : uid);

@@ -65,7 +65,9 @@ int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *e
 
 /* ---- the store (pure; unit tested) ---- */
 
-enum ag_kind { AG_KIND_POD, AG_KIND_NODE };
+/* AG_KIND_RAW keeps the JSON only (ConfigMaps, Secrets: the consumer
+ * decodes what it needs). */
+enum ag_kind { AG_KIND_POD, AG_KIND_NODE, AG_KIND_RAW };
 enum ag_change { AG_ADDED, AG_UPDATED, AG_DELETED };
 
 /* One version of an object, decoded once. A pod's json belongs to the pod

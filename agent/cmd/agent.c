@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "agent/client/apiclient.h"
 #include "agent/cmd/config.h"
 #include "agent/client/kubeconfig.h"
+#include "agent/client/objmanager.h"
+#include "agent/client/tokenmgr.h"
 #include "agent/core/log.h"
 #include "agent/core/loop.h"
 #include "agent/node/nodeinfo.h"
@@ -32,6 +35,7 @@
 #include "status/podstatus.h"
 #include "agent/core/offload.h"
 #include "lib/cleanup.h"
+#include "lib/file.h"
 
 #include <systemd/sd-daemon.h>
 
@@ -356,6 +360,23 @@ static int standalone_node(struct agent *a, const struct ag_config *fl,
         return 0;
 }
 
+/* A fresh token for the local endpoint's /pods and /timelines, readable by
+ * root alone (written atomically: tmp, fsync, rename). */
+static int endpoint_token(const char *root_dir, char token[65], struct cb_error *err)
+{
+        unsigned char r[32];
+        if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+                return cb_error_set(err, errno, "the local endpoint's token: getrandom");
+        for (size_t i = 0; i < sizeof(r); i++)
+                snprintf(token + 2 * i, 3, "%02x", r[i]);
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/endpoint.token", root_dir);
+        if (cb_mkdir_p(root_dir, 0700, 0700, err) < 0 ||
+            cb_write_file_atomic(path, token, 64, 0600, err) < 0)
+                return cb_error_prefix(err, "the local endpoint's token");
+        return 0;
+}
+
 /* ---- setup ---- */
 
 static int make_node_config(const struct ag_config *fl, const struct cb_global_opts *opts,
@@ -469,6 +490,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .pod_pids_limit = fl->pod_pids_limit > 0 ? fl->pod_pids_limit : 0,
             .insecure_registries = (const char *const *)fl->insecure_registries,
             .n_insecure_registries = fl->n_insecure_registries,
+            .seccomp_default = fl->seccomp_default,
             .backoff_base = fl->crash_loop_backoff_initial_s,
             .backoff_cap = fl->crash_loop_backoff_max_s,
             .pull_backoff_base = 10,
@@ -478,6 +500,10 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0 ||
             ag_probe_http_new(a->loop, &a->env.probe_http, err) < 0)
+                return -1;
+        /* The pods' ConfigMaps, Secrets and service-account tokens. */
+        if (!a->standalone && (ag_objmgr_new(a->loop, a->api, NULL, &a->env.objects, err) < 0 ||
+                               ag_tokenmgr_new(a->loop, a->api, NULL, &a->env.tokens, err) < 0))
                 return -1;
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
@@ -499,13 +525,17 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (ag_pressure_new(a->loop, &pc, a->ns, a->pod_mgr, a->events, &a->pressure, err) < 0)
                 return -1;
         if (fl->healthz_port > 0) {
+                char token[65];
+                if (endpoint_token(a->root_dir, token, err) < 0)
+                        return -1;
                 struct ag_endpoint_sources src = {src_pods, src_timelines, src_metrics, src_healthy,
-                                                  a};
+                                                  a,        token};
                 if (ag_endpoint_start(a->loop, fl->healthz_bind_address, fl->healthz_port, &src,
                                       &a->endpoint, err) < 0)
                         return cb_error_prefix(err, "--healthz-bind-address/--healthz-port");
-                log_info("serving /healthz /metrics /pods /timelines on %s:%d",
-                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint));
+                log_info("serving /healthz /metrics on %s:%d, and /pods /timelines with the token "
+                         "in %s/endpoint.token",
+                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint), a->root_dir);
         }
         if (start_node_api(a, fl, nc, err) < 0)
                 return -1;
@@ -590,6 +620,9 @@ static void stop_agent(struct agent *a)
         ag_pressure_free(a->pressure);
         ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);
+        /* After the workers, which let go of their objects and tokens. */
+        ag_objmgr_free(a->env.objects);
+        ag_tokenmgr_free(a->env.tokens);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);

@@ -64,6 +64,8 @@ static const struct opt opts[] = {
      "rescan of the static pod directory (changes are also seen at "
      "once through inotify)"},
     {"maxPods", "--max-pods", OPT_INT, OFF(max_pods), 1, 10000, "N", "110", "pod capacity"},
+    {"seccompDefault", "--seccomp-default", OPT_BOOL, OFF(seccomp_default), 0, 0, "[=BOOL]",
+     "false", "containers without a seccomp profile run with RuntimeDefault instead of Unconfined"},
     {"podPidsLimit", "--pod-max-pids", OPT_INT64, OFF(pod_pids_limit), -1, 4194304, "N",
      "-1 (none)", "most processes in one pod (pids.max of its cgroup)"},
     {"nodeStatusUpdateFrequency", "--node-status-update-frequency", OPT_DUR_MS,

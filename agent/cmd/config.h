@@ -43,6 +43,7 @@ struct ag_config {
         char *static_pod_path;            /* staticPodPath, --pod-manifest-path; NULL: none */
         uint64_t file_check_frequency_ms; /* fileCheckFrequency, --file-check-frequency: 20s */
         int max_pods;                     /* maxPods, --max-pods: 110 */
+        bool seccomp_default;             /* seccompDefault, --seccomp-default: false */
         int64_t pod_pids_limit;           /* podPidsLimit, --pod-max-pids: -1 (none) */
         uint64_t node_status_update_ms;   /* nodeStatusUpdateFrequency: 10s */
         uint64_t node_status_report_ms;   /* nodeStatusReportFrequency: 5m (or the update

@@ -26,6 +26,7 @@ struct ag_endpoint {
         struct ag_io *io;       /* MHD's epoll fd */
         struct ag_timer *timer; /* MHD_get_timeout: idle connections, pending work */
         struct ag_endpoint_sources src;
+        char token[128]; /* src.token copied; "" = none */
         int port;
 };
 
@@ -72,6 +73,27 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, const char *route, c
         return reply(c, MHD_HTTP_OK, CONTENT_JSON, body, strlen(body));
 }
 
+/* Constant time in the length of the token. */
+static bool token_equal(const char *a, const char *b)
+{
+        size_t na = strlen(a), nb = strlen(b);
+        unsigned char d = na != nb;
+        for (size_t i = 0; i < nb; i++)
+                d |= (unsigned char)(i < na ? a[i] : 0) ^ (unsigned char)b[i];
+        return d == 0;
+}
+
+static bool authorized(const struct ag_endpoint *ep, struct MHD_Connection *c)
+{
+        if (ep->token[0] == '\0')
+                return false;
+        const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        if (h != NULL && strncmp(h, "Bearer ", 7) == 0 && token_equal(h + 7, ep->token))
+                return true;
+        const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+        return q != NULL && token_equal(q, ep->token);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
@@ -90,6 +112,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
                 return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "405 method not allowed\n");
 
+        if ((pods || timelines) && !authorized(ep, c))
+                return reply_text(c, MHD_HTTP_UNAUTHORIZED,
+                                  "401 Unauthorized: this path needs the token in "
+                                  "<root-dir>/endpoint.token\n");
         if (healthz) {
                 char why[512] = "";
                 if (src->healthy == NULL || src->healthy(src->data, why, sizeof(why)))
@@ -178,6 +204,8 @@ int ag_endpoint_start(struct ag_loop *loop, const char *bind_address, int port,
                 return cb_error_set(err, ENOMEM, "cannot allocate the endpoint");
         ep->loop = loop;
         ep->src = *src;
+        snprintf(ep->token, sizeof(ep->token), "%s", src->token != NULL ? src->token : "");
+        ep->src.token = NULL;
 
         /* MHD_USE_EPOLL without MHD_USE_INTERNAL_POLLING_THREAD: no threads,
          * MHD_run() is called from the loop when its epoll fd is readable.

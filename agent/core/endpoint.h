@@ -16,8 +16,12 @@
  * except /healthz, which then always answers "ok"; a source returning
  * NULL answers 500.
  *
- * The endpoint has no authentication and no TLS, so it only binds to
- * loopback addresses (127.0.0.0/8, ::1); anything else is refused.
+ * The endpoint has no TLS, so it only binds to loopback addresses
+ * (127.0.0.0/8, ::1); anything else is refused. Loopback is not a boundary
+ * (a hostNetwork pod is on it too), so only /healthz and /metrics are open:
+ * /pods and /timelines (every pod's spec, env included) need the token the
+ * agent writes to <root-dir>/endpoint.token (0600), as "Authorization:
+ * Bearer TOKEN" or "?token=TOKEN" (a browser); 401 otherwise.
  */
 
 #include <stdbool.h>
@@ -38,6 +42,9 @@ struct ag_endpoint_sources {
         /* false = unhealthy, with the reason written to why. */
         bool (*healthy)(void *data, char *why, size_t size);
         void *data;
+        /* The token of /pods and /timelines (NULL: those routes answer 401
+         * to everyone). Copied. */
+        const char *token;
 };
 
 struct ag_endpoint;

@@ -684,14 +684,58 @@ static int env_item(struct dec *d, const cJSON *it, void *out)
                 return -1;
         if (ref != NULL) {
                 size_t o2 = path_field(d, "resourceFieldRef");
+                const cJSON *dv = field(ref, "divisor");
                 if (d_string(d, ref, "resource", &e->resource_field_ref) < 0 ||
                     d_string(d, ref, "containerName", &e->resource_field_container) < 0)
                         return -1;
+                if (dv != NULL) {
+                        size_t o3 = path_field(d, "divisor");
+                        if (quantity_value(d, dv, &e->resource_field_divisor) < 0)
+                                return -1;
+                        e->has_divisor = true;
+                        path_pop(d, o3);
+                }
                 path_pop(d, o2);
         }
-        if (field(vf, "configMapKeyRef") != NULL || field(vf, "secretKeyRef") != NULL ||
-            field(vf, "fileKeyRef") != NULL)
+        static const char *const key_refs[] = {"configMapKeyRef", "secretKeyRef"};
+        for (int k = 0; k < 2; k++) {
+                if (d_object(d, vf, key_refs[k], &ref) < 0)
+                        return -1;
+                if (ref == NULL)
+                        continue;
+                size_t o2 = path_field(d, key_refs[k]);
+                e->key_ref = k == 0 ? K8S_KEY_REF_CONFIG_MAP : K8S_KEY_REF_SECRET;
+                if (d_string(d, ref, "name", &e->key_ref_name) < 0 ||
+                    d_string(d, ref, "key", &e->key_ref_key) < 0 ||
+                    d_bool(d, ref, "optional", NULL, &e->key_ref_optional) < 0)
+                        return -1;
+                if (e->key_ref_key == NULL)
+                        return fail(d, "key: required field is missing");
+                path_pop(d, o2);
+        }
+        if (field(vf, "fileKeyRef") != NULL)
                 e->has_value_from_other = true;
+        path_pop(d, old);
+        return 0;
+}
+
+static int env_from_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_env_from *e = out;
+        const cJSON *cm, *sec;
+        if (d_string(d, it, "prefix", &e->prefix) < 0 || d_object(d, it, "configMapRef", &cm) < 0 ||
+            d_object(d, it, "secretRef", &sec) < 0)
+                return -1;
+        /* Both at once is refused by the apiserver's validation; the API's
+         * round-trip fixtures carry both: configMapRef is taken then. */
+        if (cm == NULL && sec == NULL)
+                return fail(d, "one of configMapRef and secretRef is required");
+        e->secret = cm == NULL;
+        size_t old = path_field(d, e->secret ? "secretRef" : "configMapRef");
+        const cJSON *ref = e->secret ? sec : cm;
+        if (d_string(d, ref, "name", &e->name) < 0 ||
+            d_bool(d, ref, "optional", NULL, &e->optional) < 0)
+                return -1;
         path_pop(d, old);
         return 0;
 }
@@ -896,6 +940,7 @@ static int mount_item(struct dec *d, const cJSON *it, void *out)
         return d_string(d, it, "name", &m->name) < 0 ||
                        d_string(d, it, "mountPath", &m->mount_path) < 0 ||
                        d_string(d, it, "subPath", &m->sub_path) < 0 ||
+                       d_string(d, it, "subPathExpr", &m->sub_path_expr) < 0 ||
                        d_bool(d, it, "readOnly", NULL, &m->read_only) < 0
                    ? -1
                    : 0;
@@ -922,6 +967,8 @@ static int container_item(struct dec *d, const cJSON *it, void *out)
             d_string(d, it, "workingDir", &c->working_dir) < 0 ||
             d_items(d, it, "env", K8S_MAX_ARRAY_ITEMS, sizeof(*c->env), true, env_item,
                     (void **)&c->env, &c->n_env) < 0 ||
+            d_items(d, it, "envFrom", K8S_MAX_ARRAY_ITEMS, sizeof(*c->env_from), true,
+                    env_from_item, (void **)&c->env_from, &c->n_env_from) < 0 ||
             d_items(d, it, "ports", K8S_MAX_ARRAY_ITEMS, sizeof(*c->ports), true, port_item,
                     (void **)&c->ports, &c->n_ports) < 0 ||
             d_object(d, it, "resources", &res) < 0)
@@ -982,6 +1029,161 @@ static int container_item(struct dec *d, const cJSON *it, void *out)
 
 /* ---- volumes ---- */
 
+/* A file mode: 0..0777 (the API's validation). */
+static int d_mode(struct dec *d, const cJSON *obj, const char *key, bool *has, int32_t *out)
+{
+        int32_t m = *out;
+        bool h = false;
+        if (d_int32(d, obj, key, &h, &m) < 0)
+                return -1;
+        if (!h)
+                return 0;
+        if (m < 0 || m > 0777) {
+                size_t old = path_field(d, key);
+                fail(d, "must be a number between 0 and 0777 (octal), both inclusive");
+                path_pop(d, old);
+                return -1;
+        }
+        *out = m;
+        if (has != NULL)
+                *has = true;
+        return 0;
+}
+
+/* A relative path inside a volume: not absolute, no ".." element, not
+ * empty (the API's validateLocalDescendingPath). */
+static int check_rel_path(struct dec *d, const char *key, const char *path)
+{
+        bool bad = path == NULL || path[0] == '\0' || path[0] == '/';
+        for (const char *p = path; !bad && p && *p;) {
+                const char *e = strchr(p, '/');
+                size_t n = e ? (size_t)(e - p) : strlen(p);
+                bad = n == 2 && p[0] == '.' && p[1] == '.';
+                p = e ? e + 1 : p + n;
+        }
+        if (!bad)
+                return 0;
+        size_t old = path_field(d, key);
+        if (path == NULL || path[0] == '\0')
+                fail(d, "required field is missing");
+        else
+                fail(d, "\"%s\": must be a relative path without '..'", path);
+        path_pop(d, old);
+        return -1;
+}
+
+static int key_to_path_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_key_to_path *k = out;
+        if (d_string(d, it, "key", &k->key) < 0 || d_string(d, it, "path", &k->path) < 0 ||
+            d_mode(d, it, "mode", &k->has_mode, &k->mode) < 0)
+                return -1;
+        if (k->key == NULL)
+                return fail(d, "key: required field is missing");
+        return check_rel_path(d, "path", k->path);
+}
+
+static int keyed_source(struct dec *d, const cJSON *src, const char *name_key,
+                        struct k8s_keyed_source *ks)
+{
+        return d_string(d, src, name_key, &ks->name) < 0 ||
+                       d_bool(d, src, "optional", NULL, &ks->optional) < 0 ||
+                       d_items(d, src, "items", K8S_MAX_ARRAY_ITEMS, sizeof(*ks->items), true,
+                               key_to_path_item, (void **)&ks->items, &ks->n_items) < 0
+                   ? -1
+                   : 0;
+}
+
+static int downward_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_downward_item *w = out;
+        const cJSON *ref;
+        if (d_string(d, it, "path", &w->path) < 0 ||
+            d_mode(d, it, "mode", &w->has_mode, &w->mode) < 0 ||
+            check_rel_path(d, "path", w->path) < 0 || d_object(d, it, "fieldRef", &ref) < 0)
+                return -1;
+        if (ref != NULL) {
+                size_t old = path_field(d, "fieldRef");
+                if (d_string(d, ref, "fieldPath", &w->field_path) < 0)
+                        return -1;
+                path_pop(d, old);
+        }
+        if (d_object(d, it, "resourceFieldRef", &ref) < 0)
+                return -1;
+        if (ref != NULL) {
+                size_t old = path_field(d, "resourceFieldRef");
+                const cJSON *dv = field(ref, "divisor");
+                if (d_string(d, ref, "resource", &w->resource) < 0 ||
+                    d_string(d, ref, "containerName", &w->container_name) < 0)
+                        return -1;
+                if (dv != NULL) {
+                        size_t o2 = path_field(d, "divisor");
+                        if (quantity_value(d, dv, &w->divisor) < 0)
+                                return -1;
+                        w->has_divisor = true;
+                        path_pop(d, o2);
+                }
+                path_pop(d, old);
+        }
+        if ((w->field_path == NULL) == (w->resource == NULL))
+                return fail(d, "exactly one of fieldRef and resourceFieldRef is required");
+        return 0;
+}
+
+static int projection_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_projection *p = out;
+        const cJSON *src;
+        static const char *const kinds[] = {"serviceAccountToken", "configMap", "secret",
+                                            "downwardAPI", "clusterTrustBundle"};
+        static const enum k8s_projection_kind values[] = {
+            K8S_PROJ_SERVICE_ACCOUNT_TOKEN, K8S_PROJ_CONFIG_MAP, K8S_PROJ_SECRET,
+            K8S_PROJ_DOWNWARD_API, K8S_PROJ_CLUSTER_TRUST_BUNDLE};
+        for (int k = 0; k < 5; k++) {
+                if (d_object(d, it, kinds[k], &src) < 0)
+                        return -1;
+                if (src == NULL)
+                        continue;
+                size_t old = path_field(d, kinds[k]);
+                p->kind = values[k];
+                int r = 0;
+                if (k == 0) {
+                        p->expiration_seconds = 3600;
+                        r = d_string(d, src, "audience", &p->audience) < 0 ||
+                                    d_int64(d, src, "expirationSeconds", NULL,
+                                            &p->expiration_seconds) < 0 ||
+                                    d_string(d, src, "path", &p->path) < 0 ||
+                                    check_rel_path(d, "path", p->path) < 0
+                                ? -1
+                                : 0;
+                        if (r == 0 && p->expiration_seconds < 600)
+                                r = fail(d, "expirationSeconds: may not specify a duration less "
+                                            "than 10 minutes");
+                        else if (r == 0 && p->expiration_seconds > (int64_t)1 << 32)
+                                r = fail(d, "expirationSeconds: may not specify a duration "
+                                            "larger than 2^32 seconds");
+                } else if (k == 1 || k == 2) {
+                        r = keyed_source(d, src, "name", &p->keyed);
+                } else if (k == 3) {
+                        r = d_items(d, src, "items", K8S_MAX_ARRAY_ITEMS, sizeof(*p->dw_items),
+                                    true, downward_item, (void **)&p->dw_items, &p->n_dw_items);
+                } else {
+                        r = d_string(d, src, "path", &p->path);
+                }
+                if (r < 0)
+                        return -1;
+                path_pop(d, old);
+                return 0;
+        }
+        for (const cJSON *m = it->child; m != NULL; m = m->next)
+                if (m->string != NULL && !cJSON_IsNull(m)) {
+                        if ((p->other_kind = cb_arena_strdup(d->a, m->string)) == NULL)
+                                return oom(d);
+                        break;
+                }
+        return 0;
+}
+
 static int volume_item(struct dec *d, const cJSON *it, void *out)
 {
         struct k8s_volume *v = out;
@@ -1011,6 +1213,35 @@ static int volume_item(struct dec *d, const cJSON *it, void *out)
                 v->kind = K8S_VOLUME_HOST_PATH;
                 if (d_string(d, src, "path", &v->host_path) < 0 ||
                     d_string(d, src, "type", &v->host_path_type) < 0)
+                        return -1;
+                path_pop(d, old);
+                return 0;
+        }
+        v->default_mode = 0644;
+        static const char *const keyed[] = {"configMap", "secret", "downwardAPI", "projected"};
+        static const enum k8s_volume_kind keyed_kinds[] = {K8S_VOLUME_CONFIG_MAP, K8S_VOLUME_SECRET,
+                                                           K8S_VOLUME_DOWNWARD_API,
+                                                           K8S_VOLUME_PROJECTED};
+        for (int k = 0; k < 4; k++) {
+                if (d_object(d, it, keyed[k], &src) < 0)
+                        return -1;
+                if (src == NULL)
+                        continue;
+                size_t old = path_field(d, keyed[k]);
+                v->kind = keyed_kinds[k];
+                if (d_mode(d, src, "defaultMode", NULL, &v->default_mode) < 0)
+                        return -1;
+                int r = 0;
+                if (k == 0 || k == 1)
+                        r = keyed_source(d, src, k == 1 ? "secretName" : "name", &v->keyed);
+                else if (k == 2)
+                        r = d_items(d, src, "items", K8S_MAX_ARRAY_ITEMS, sizeof(*v->dw_items),
+                                    true, downward_item, (void **)&v->dw_items, &v->n_dw_items);
+                else
+                        r = d_items(d, src, "sources", K8S_MAX_ARRAY_ITEMS, sizeof(*v->projections),
+                                    true, projection_item, (void **)&v->projections,
+                                    &v->n_projections);
+                if (r < 0)
                         return -1;
                 path_pop(d, old);
                 return 0;
@@ -1094,6 +1325,7 @@ static int decode_pod_spec(struct dec *d, const cJSON *spec, struct k8s_pod_spec
             d_bool(d, spec, "hostIPC", NULL, &s->host_ipc) < 0 ||
             d_bool(d, spec, "shareProcessNamespace", NULL, &s->share_process_namespace) < 0 ||
             d_string(d, spec, "dnsPolicy", &s->dns_policy) < 0 ||
+            d_string(d, spec, "serviceAccountName", &s->service_account_name) < 0 ||
             decode_pod_sc(d, spec, &s->security_context) < 0 ||
             d_items(d, spec, "volumes", K8S_MAX_ARRAY_ITEMS, sizeof(*s->volumes), true, volume_item,
                     (void **)&s->volumes, &s->n_volumes) < 0 ||
@@ -1106,6 +1338,9 @@ static int decode_pod_spec(struct dec *d, const cJSON *spec, struct k8s_pod_spec
             d_resource_list(d, spec, "overhead", &s->overhead) < 0)
                 return -1;
         s->restart_policy = (enum k8s_restart_policy)restart;
+        if ((s->service_account_name == NULL || s->service_account_name[0] == '\0') &&
+            d_string(d, spec, "serviceAccount", &s->service_account_name) < 0)
+                return -1;
         if (os != NULL) {
                 size_t old = path_field(d, "os");
                 if (d_string(d, os, "name", &s->os_name) < 0)
@@ -1435,6 +1670,178 @@ int k8s_status_from_json(const cJSON *json, struct k8s_status **ret, struct cb_e
 fail:
         cb_arena_free(d.a);
         return -1;
+}
+
+/* ---- ConfigMaps and Secrets ---- */
+
+bool k8s_valid_data_key(const char *key)
+{
+        size_t n = key ? strlen(key) : 0;
+        if (n == 0 || n > 253 || strcmp(key, ".") == 0 || strncmp(key, "..", 2) == 0)
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = key[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_' || c == '.'))
+                        return false;
+        }
+        return true;
+}
+
+static int b64_value(char c)
+{
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Standard base64 with padding, as encoding/json decodes []byte. */
+static int b64_decode(struct dec *d, const char *in, char **out, size_t *out_len)
+{
+        size_t n = strlen(in);
+        if (n % 4 != 0)
+                return fail(d, "illegal base64 data at input byte %zu", n - n % 4);
+        char *buf = cb_arena_alloc(d->a, n / 4 * 3 + 1);
+        if (buf == NULL)
+                return oom(d);
+        size_t o = 0;
+        for (size_t i = 0; i < n; i += 4) {
+                int v[4];
+                for (int k = 0; k < 4; k++) {
+                        v[k] = b64_value(in[i + k]);
+                        bool pad = in[i + k] == '=' && i + 4 == n && k >= 2 &&
+                                   (k == 3 || in[i + 3] == '=');
+                        if (v[k] < 0 && !pad)
+                                return fail(d, "illegal base64 data at input byte %zu", i + k);
+                }
+                buf[o++] = (char)(v[0] << 2 | v[1] >> 4);
+                if (v[2] >= 0)
+                        buf[o++] = (char)((v[1] & 15) << 4 | v[2] >> 2);
+                if (v[2] >= 0 && v[3] >= 0)
+                        buf[o++] = (char)((v[2] & 3) << 6 | v[3]);
+        }
+        buf[o] = '\0';
+        *out = buf;
+        *out_len = o;
+        return 0;
+}
+
+static int data_cmp(const void *x, const void *y)
+{
+        return strcmp(((const struct k8s_data_item *)x)->key,
+                      ((const struct k8s_data_item *)y)->key);
+}
+
+/* Adds obj.key's entries; base64 ones are decoded. */
+static int data_field(struct dec *d, const cJSON *obj, const char *key, bool base64,
+                      struct k8s_keyed_data *kd, size_t cap)
+{
+        const cJSON *m;
+        if (d_object(d, obj, key, &m) < 0)
+                return -1;
+        if (m == NULL)
+                return 0;
+        size_t old = path_field(d, key);
+        for (const cJSON *it = m->child; it != NULL; it = it->next) {
+                const char *k = it->string ? it->string : "";
+                size_t o2 = path_push(d, "[%s]", k);
+                if (!k8s_valid_data_key(k))
+                        return fail(d, "a valid config key must consist of alphanumeric "
+                                       "characters, '-', '_' or '.'");
+                for (size_t i = 0; i < kd->n; i++)
+                        if (strcmp(kd->items[i].key, k) == 0)
+                                return fail(d, "duplicate of key present in data");
+                if (kd->n >= cap)
+                        return fail(d, "more than %zu keys", cap);
+                struct k8s_data_item *di = &kd->items[kd->n];
+                char *v;
+                if (str_value(d, it, &v) < 0)
+                        return -1;
+                di->binary = base64 && !kd->secret;
+                if (base64) {
+                        if (b64_decode(d, v, &di->value, &di->len) < 0)
+                                return -1;
+                } else {
+                        di->value = v;
+                        di->len = strlen(v);
+                }
+                if ((di->key = cb_arena_strdup(d->a, k)) == NULL)
+                        return oom(d);
+                kd->n++;
+                path_pop(d, o2);
+        }
+        path_pop(d, old);
+        return 0;
+}
+
+static int keyed_data_from_json(const cJSON *json, bool secret, struct k8s_keyed_data **ret,
+                                struct cb_error *err)
+{
+        struct dec d = {.err = err};
+        struct k8s_keyed_data *kd;
+        *ret = NULL;
+        if (not_object(&d, json, secret ? "a Secret" : "a ConfigMap") < 0)
+                return -1;
+        if ((d.a = cb_arena_new(DECODE_ARENA_LIMIT)) == NULL ||
+            (kd = cb_arena_calloc(d.a, 1, sizeof(*kd))) == NULL) {
+                cb_arena_free(d.a);
+                return cb_error_set(err, 0, "out of memory");
+        }
+        kd->arena = d.a;
+        kd->secret = secret;
+        size_t cap = 0;
+        const char *fields[2] = {"data", "binaryData"};
+        for (int f = 0; f < (secret ? 1 : 2); f++) {
+                const cJSON *m = field(json, fields[f]);
+                for (const cJSON *it = cJSON_IsObject(m) ? m->child : NULL; it; it = it->next)
+                        cap++;
+        }
+        if (cap > K8S_MAX_ARRAY_ITEMS) {
+                fail(&d, "data: %zu keys exceed the limit of %d", cap, K8S_MAX_ARRAY_ITEMS);
+                goto fail;
+        }
+        if (cap > 0 && (kd->items = alloc_array(&d, cap, sizeof(*kd->items))) == NULL)
+                goto fail;
+        if (decode_meta(&d, json, &kd->meta) < 0 ||
+            (secret && d_string(&d, json, "type", &kd->type) < 0) ||
+            data_field(&d, json, "data", secret, kd, cap) < 0 ||
+            (!secret && data_field(&d, json, "binaryData", true, kd, cap) < 0))
+                goto fail;
+        if (kd->n > 1)
+                qsort(kd->items, kd->n, sizeof(*kd->items), data_cmp);
+        *ret = kd;
+        return 0;
+fail:
+        cb_arena_free(d.a);
+        return -1;
+}
+
+int k8s_configmap_from_json(const cJSON *json, struct k8s_keyed_data **ret, struct cb_error *err)
+{
+        return keyed_data_from_json(json, false, ret, err);
+}
+
+int k8s_secret_from_json(const cJSON *json, struct k8s_keyed_data **ret, struct cb_error *err)
+{
+        return keyed_data_from_json(json, true, ret, err);
+}
+
+void k8s_keyed_data_free(struct k8s_keyed_data *kd)
+{
+        if (kd != NULL)
+                cb_arena_free(kd->arena);
+}
+
+const struct k8s_data_item *k8s_keyed_data_get(const struct k8s_keyed_data *kd, const char *key)
+{
+        if (kd == NULL || key == NULL)
+                return NULL;
+        struct k8s_data_item probe = {.key = (char *)key};
+        return bsearch(&probe, kd->items, kd->n, sizeof(*kd->items), data_cmp);
 }
 
 /* ---- lists ---- */

@@ -138,7 +138,25 @@ struct k8s_env_var {
         char *field_ref_api_version; /* valueFrom.fieldRef.apiVersion */
         char *resource_field_ref;    /* valueFrom.resourceFieldRef.resource */
         char *resource_field_container;
-        bool has_value_from_other; /* configMapKeyRef / secretKeyRef (not supported yet) */
+        struct k8s_quantity resource_field_divisor; /* has_divisor: given */
+        bool has_divisor;
+        /* valueFrom.configMapKeyRef / secretKeyRef */
+        enum k8s_key_ref_kind {
+                K8S_KEY_REF_NONE = 0,
+                K8S_KEY_REF_CONFIG_MAP,
+                K8S_KEY_REF_SECRET
+        } key_ref;
+        char *key_ref_name, *key_ref_key;
+        bool key_ref_optional;
+        bool has_value_from_other; /* fileKeyRef (not supported) */
+};
+
+/* envFrom[]: every key of a ConfigMap or Secret, with a prefix. */
+struct k8s_env_from {
+        char *prefix;
+        bool secret; /* secretRef, else configMapRef */
+        char *name;
+        bool optional;
 };
 
 enum k8s_protocol { K8S_PROTO_TCP, K8S_PROTO_UDP, K8S_PROTO_SCTP };
@@ -264,6 +282,7 @@ struct k8s_volume_mount {
         char *name;
         char *mount_path;
         char *sub_path;
+        char *sub_path_expr; /* subPathExpr: $(VAR) expanded with the container's env */
         bool read_only;
 };
 
@@ -291,6 +310,8 @@ struct k8s_container {
         char *working_dir;
         struct k8s_env_var *env;
         size_t n_env;
+        struct k8s_env_from *env_from;
+        size_t n_env_from;
         struct k8s_container_port *ports;
         size_t n_ports;
         struct k8s_resources resources;
@@ -312,11 +333,69 @@ enum k8s_volume_kind {
         K8S_VOLUME_OTHER = 0, /* a source cubelet does not support (kept by name) */
         K8S_VOLUME_EMPTY_DIR,
         K8S_VOLUME_HOST_PATH,
+        K8S_VOLUME_CONFIG_MAP,
+        K8S_VOLUME_SECRET,
+        K8S_VOLUME_DOWNWARD_API,
+        K8S_VOLUME_PROJECTED,
+};
+
+/* items[] of a configMap/secret source: a key to a relative path. */
+struct k8s_key_to_path {
+        char *key;
+        char *path;
+        bool has_mode;
+        int32_t mode;
+};
+
+/* A configMap or secret volume source or projection. */
+struct k8s_keyed_source {
+        char *name; /* configMap.name / secret.secretName (projection: secret.name) */
+        struct k8s_key_to_path *items;
+        size_t n_items;
+        bool optional;
+};
+
+/* items[] of a downwardAPI source. */
+struct k8s_downward_item {
+        char *path;
+        char *field_path; /* fieldRef.fieldPath, or NULL */
+        char *resource;   /* resourceFieldRef.resource, or NULL */
+        char *container_name;
+        bool has_divisor;
+        struct k8s_quantity divisor;
+        bool has_mode;
+        int32_t mode;
+};
+
+enum k8s_projection_kind {
+        K8S_PROJ_OTHER = 0, /* unknown: other_kind names it */
+        K8S_PROJ_SERVICE_ACCOUNT_TOKEN,
+        K8S_PROJ_CONFIG_MAP,
+        K8S_PROJ_SECRET,
+        K8S_PROJ_DOWNWARD_API,
+        K8S_PROJ_CLUSTER_TRUST_BUNDLE, /* decoded by name only: cubelet refuses it */
+};
+
+struct k8s_projection {
+        enum k8s_projection_kind kind;
+        struct k8s_keyed_source keyed; /* configMap, secret */
+        struct k8s_downward_item *dw_items;
+        size_t n_dw_items;
+        char *audience;             /* serviceAccountToken */
+        int64_t expiration_seconds; /* default 3600 */
+        char *path;
+        char *other_kind;
 };
 
 struct k8s_volume {
         char *name;
         enum k8s_volume_kind kind;
+        struct k8s_keyed_source keyed;      /* configMap, secret */
+        struct k8s_downward_item *dw_items; /* downwardAPI */
+        size_t n_dw_items;
+        struct k8s_projection *projections; /* projected.sources */
+        size_t n_projections;
+        int32_t default_mode;   /* defaultMode, 0644 when not given */
         char *empty_dir_medium; /* "" or "Memory" */
         bool has_size_limit;
         struct k8s_quantity size_limit;
@@ -385,6 +464,7 @@ struct k8s_pod_spec {
         char *hostname, *subdomain;
         bool host_network, host_pid, host_ipc, share_process_namespace;
         char *dns_policy;
+        char *service_account_name; /* "" or NULL: "default" */
         struct k8s_pod_security_context security_context;
         struct k8s_volume *volumes;
         size_t n_volumes;
@@ -522,6 +602,35 @@ void k8s_pod_free(struct k8s_pod *p);
 void k8s_node_free(struct k8s_node *n);
 void k8s_status_free(struct k8s_status *s);
 void k8s_pod_list_free(struct k8s_pod_list *l);
+
+/* A ConfigMap (data, binaryData) or a Secret (data, base64-decoded; type),
+ * decoded from its JSON. Values are bytes with their length (NUL-terminated
+ * too). Keys are checked as the apiserver validates them (a key that is
+ * not a valid file name is an error naming it), so they can become file
+ * names. Immutable once decoded; free with k8s_keyed_data_free. */
+struct k8s_data_item {
+        char *key;
+        char *value;
+        size_t len;
+        bool binary; /* a ConfigMap's binaryData (env ignores it) */
+};
+
+struct k8s_keyed_data {
+        struct cb_arena *arena;
+        struct k8s_object_meta meta;
+        bool secret;
+        char *type;                  /* Secret type */
+        struct k8s_data_item *items; /* sorted by key */
+        size_t n;
+};
+
+int k8s_configmap_from_json(const cJSON *json, struct k8s_keyed_data **ret, struct cb_error *err);
+int k8s_secret_from_json(const cJSON *json, struct k8s_keyed_data **ret, struct cb_error *err);
+void k8s_keyed_data_free(struct k8s_keyed_data *d);
+const struct k8s_data_item *k8s_keyed_data_get(const struct k8s_keyed_data *d, const char *key);
+/* A ConfigMap/Secret key as the apiserver allows it: [-._a-zA-Z0-9]+, at
+ * most 253 bytes, not "." or "..", not starting with "..". */
+bool k8s_valid_data_key(const char *key);
 
 /* ---- Small lookups used across the agent. ---- */
 const char *k8s_map_get(const struct k8s_map *m, const char *key);

@@ -50,11 +50,15 @@ void ag_format_time(char *buf, size_t size, bool micro)
         gettimeofday(&tv, NULL);
         struct tm tm;
         gmtime_r(&tv.tv_sec, &tm);
-        if (micro)
-                snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
-                         tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                         (long)tv.tv_usec);
-        else
+        if (micro) {
+                /* a truncated time is no time: empty (checking the length also
+                 * tells gcc -O3 the truncation is handled) */
+                int n = snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
+                                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                                 tm.tm_min, tm.tm_sec, (long)tv.tv_usec);
+                if ((n < 0 || (size_t)n >= size) && size > 0)
+                        buf[0] = '\0';
+        } else
                 strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 

@@ -9,6 +9,7 @@
  */
 
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,6 +46,8 @@ struct ag_napi {
         char cert_path[4096], key_path[4096];
         int port;
         struct conn *conns;
+        size_t n_conns;
+        size_t max_conns;       /* AG_NAPI_MAX_CONNS, or less with a low RLIMIT_NOFILE */
         struct reaper *reapers; /* killed execs waiting to be reaped */
 };
 
@@ -77,6 +80,8 @@ struct conn {
         struct conn *next;
         struct ag_napi *srv;
         int fd;
+        struct sockaddr_storage peer; /* for the per-address cap */
+        socklen_t peer_len;
         SSL *ssl;
         struct ag_io *io;
         struct ag_timer *timer;

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +51,17 @@
 
 #define MAX_HEAD        (64 * 1024) /* request line + headers */
 #define HEAD_TIMEOUT_MS 30000       /* TLS handshake + request head */
+/* Connections at once, and from one client address: idle or slow clients
+ * (a slowloris) cannot take every fd of the agent, and one address cannot
+ * take them all from the others. Over either, a new connection is closed
+ * at once. */
+#define AG_NAPI_MAX_CONNS          4096
+#define AG_NAPI_MAX_CONNS_PER_PEER 256
+/* TLS 1.2 suites: forward-secret AEAD only, as Go's default list (1.3 has
+ * only such suites). */
+#define TLS12_CIPHERS                                                                              \
+        "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:" \
+        "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
 static void conn_free(struct conn *c);
 static void conn_flush(struct conn *c);
@@ -329,17 +341,56 @@ static void on_conn_io(struct ag_io *io, int fd, uint32_t events, void *data)
         ag_napi_conn_update(c);
 }
 
+static bool same_address(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+        if (a->ss_family != b->ss_family)
+                return false;
+        if (a->ss_family == AF_INET)
+                return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+                       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+        if (a->ss_family == AF_INET6)
+                return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                              &((const struct sockaddr_in6 *)b)->sin6_addr,
+                              sizeof(struct in6_addr)) == 0;
+        return false;
+}
+
+/* True (and logged once in a while) when a new connection from peer would
+ * go over AG_NAPI_MAX_CONNS or AG_NAPI_MAX_CONNS_PER_PEER. */
+static bool over_cap(struct ag_napi *s, const struct sockaddr_storage *peer, socklen_t len)
+{
+        static uint64_t refused;
+        size_t from_peer = 0;
+        for (const struct conn *c = s->conns; c != NULL && len > 0; c = c->next)
+                from_peer += !c->dead && same_address(&c->peer, peer);
+        bool over = s->n_conns >= s->max_conns || from_peer >= AG_NAPI_MAX_CONNS_PER_PEER;
+        if (over && refused++ % 1000 == 0)
+                log_warning(
+                    "node API: refusing connections: %zu connections (at most %zu), %zu from "
+                    "one client address (at most %d); %llu refused so far",
+                    s->n_conns, s->max_conns, from_peer, AG_NAPI_MAX_CONNS_PER_PEER,
+                    (unsigned long long)refused);
+        return over;
+}
+
 static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
 {
         (void)io;
         (void)events;
         struct ag_napi *s = data;
         for (int i = 0; i < 16; i++) {
-                int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                struct sockaddr_storage peer;
+                socklen_t peer_len = sizeof(peer);
+                int cfd =
+                    accept4(fd, (struct sockaddr *)&peer, &peer_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (cfd < 0) {
                         if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
                                 log_warning("node API: accept: %s", strerror(errno));
                         return;
+                }
+                if (over_cap(s, &peer, peer_len)) {
+                        close(cfd);
+                        continue;
                 }
                 struct cb_error err = {0};
                 struct conn *c = calloc(1, sizeof(*c));
@@ -349,6 +400,8 @@ static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
                 }
                 c->srv = s;
                 c->fd = cfd;
+                c->peer = peer;
+                c->peer_len = peer_len;
                 c->mode = C_HANDSHAKE;
                 c->ssl = SSL_new(s->ssl_ctx);
                 if (c->ssl == NULL || SSL_set_fd(c->ssl, cfd) != 1 ||
@@ -366,6 +419,7 @@ static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
                 ag_timer_arm(c->timer, HEAD_TIMEOUT_MS);
                 c->next = s->conns;
                 s->conns = c;
+                s->n_conns++;
         }
 }
 
@@ -764,8 +818,10 @@ static void conn_free(struct conn *c)
         struct conn **pp = &c->srv->conns;
         while (*pp != NULL && *pp != c)
                 pp = &(*pp)->next;
-        if (*pp == c)
+        if (*pp == c) {
                 *pp = c->next;
+                c->srv->n_conns--;
+        }
         ag_napi_review_cancel(c->review);
         cJSON_Delete(c->id.groups);
         free(c->held);
@@ -825,6 +881,8 @@ static int tls_context(struct ag_napi *s, struct cb_error *err)
         if (s->ssl_ctx == NULL)
                 return cb_error_set(err, ENOMEM, "node API: TLS context");
         SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
+        if (SSL_CTX_set_cipher_list(s->ssl_ctx, TLS12_CIPHERS) != 1)
+                return cb_error_set(err, EINVAL, "node API: the TLS 1.2 cipher list");
         SSL_CTX_set_mode(s->ssl_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                          SSL_MODE_RELEASE_BUFFERS);
@@ -868,6 +926,12 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
         s->loop = loop;
         s->cfg = *cfg;
         s->listen_fd = -1;
+        /* Half the fd limit at most: the agent's own work needs the rest. */
+        struct rlimit rl;
+        s->max_conns = AG_NAPI_MAX_CONNS;
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            rl.rlim_cur / 2 < s->max_conns)
+                s->max_conns = rl.rlim_cur / 2 > 16 ? (size_t)(rl.rlim_cur / 2) : 16;
         if (cfg->token_file != NULL && ag_napi_tokens_load(cfg->token_file, &s->tokens, err) < 0)
                 goto fail;
         struct ag_napi_authz_config zc = {

@@ -286,9 +286,122 @@ static int resource_field_ref(struct cb_arena *a, const struct k8s_pod *pod,
         return 0;
 }
 
-static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_container *c,
-                     const struct ag_env_context *ctx, struct envset *out, struct cb_error *err)
+static const struct ag_env_object *env_object(const struct ag_env_context *ctx, bool secret,
+                                              const char *name)
 {
+        for (size_t i = 0; ctx && name && i < ctx->n_objects; i++)
+                if (ctx->objects[i].secret == secret && ctx->objects[i].name &&
+                    strcmp(ctx->objects[i].name, name) == 0)
+                        return &ctx->objects[i];
+        return NULL;
+}
+
+/* validation.IsEnvVarName: [-._a-zA-Z][-._a-zA-Z0-9]* */
+static bool env_name_ok(const char *s)
+{
+        if (s == NULL || *s == '\0' || (*s >= '0' && *s <= '9'))
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+                      (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' || *s == '_'))
+                        return false;
+        return true;
+}
+
+static int kv_key_cmp(const void *x, const void *y)
+{
+        return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+static int env_from(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_container *c,
+                    const struct ag_env_context *ctx, struct envset *out,
+                    struct ag_container_spec *spec, struct cb_error *err)
+{
+        const char *ns = pod->meta.namespace_ ? pod->meta.namespace_ : "default";
+        for (size_t i = 0; i < c->n_env_from; i++) {
+                const struct k8s_env_from *ef = &c->env_from[i];
+                const struct ag_env_object *o = env_object(ctx, ef->secret, ef->name);
+                if (o == NULL || o->data == NULL) {
+                        if (ef->optional)
+                                continue;
+                        return cb_error_set(err, 0, "%s \"%s\" not found",
+                                            ef->secret ? "secret" : "configmap",
+                                            ef->name ? ef->name : "");
+                }
+                const struct k8s_keyed_data *kd = o->data;
+                char **invalid = cb_arena_calloc(a, kd->n + 1, sizeof(char *));
+                size_t n_invalid = 0;
+                if (invalid == NULL)
+                        return cb_error_set(err, ENOMEM, "env");
+                for (size_t k = 0; k < kd->n; k++) {
+                        if (kd->items[k].binary)
+                                continue; /* only a ConfigMap's data */
+                        char *name = cb_arena_printf(a, "%s%s", ef->prefix ? ef->prefix : "",
+                                                     kd->items[k].key);
+                        if (name == NULL)
+                                return cb_error_set(err, ENOMEM, "env");
+                        if (!env_name_ok(name)) {
+                                invalid[n_invalid++] = name;
+                                continue;
+                        }
+                        if (env_set(out, name, kd->items[k].value) < 0)
+                                return cb_error_set(err, ENOMEM, "env");
+                }
+                if (n_invalid == 0)
+                        continue;
+                qsort(invalid, n_invalid, sizeof(*invalid), kv_key_cmp);
+                char *keys = cb_arena_strdup(a, "");
+                for (size_t k = 0; keys && k < n_invalid; k++)
+                        keys = cb_arena_printf(a, "%s%s%s", keys, k ? ", " : "", invalid[k]);
+                char **w = cb_arena_calloc(a, spec->n_env_warnings + 1, sizeof(char *));
+                if (keys == NULL || w == NULL)
+                        return cb_error_set(err, ENOMEM, "env");
+                if (spec->n_env_warnings)
+                        memcpy(w, spec->env_warnings, spec->n_env_warnings * sizeof(char *));
+                w[spec->n_env_warnings] = cb_arena_printf(
+                    a,
+                    "Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered "
+                    "invalid environment variable names.",
+                    keys, ef->secret ? "secret" : "configMap", ns, ef->name);
+                if (w[spec->n_env_warnings] == NULL)
+                        return cb_error_set(err, ENOMEM, "env");
+                spec->env_warnings = w;
+                spec->n_env_warnings++;
+        }
+        return 0;
+}
+
+/* 1: *ret set; 0: optional and absent (the variable is not set). */
+static int key_ref(const struct k8s_pod *pod, const struct k8s_env_var *ev,
+                   const struct ag_env_context *ctx, const char **ret, struct cb_error *err)
+{
+        bool secret = ev->key_ref == K8S_KEY_REF_SECRET;
+        const char *ns = pod->meta.namespace_ ? pod->meta.namespace_ : "default";
+        const char *name = ev->key_ref_name ? ev->key_ref_name : "";
+        const struct ag_env_object *o = env_object(ctx, secret, name);
+        if (o == NULL || o->data == NULL) {
+                if (ev->key_ref_optional)
+                        return 0;
+                return cb_error_set(err, 0, "%s \"%s\" not found", secret ? "secret" : "configmap",
+                                    name);
+        }
+        const struct k8s_data_item *di = k8s_keyed_data_get(o->data, ev->key_ref_key);
+        if (di == NULL || di->binary) {
+                if (ev->key_ref_optional)
+                        return 0;
+                return cb_error_set(err, 0, "couldn't find key %s in %s %s/%s", ev->key_ref_key,
+                                    secret ? "Secret" : "ConfigMap", ns, name);
+        }
+        *ret = di->value;
+        return 1;
+}
+
+static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_container *c,
+                     const struct ag_env_context *ctx, struct envset *out,
+                     struct ag_container_spec *spec, struct cb_error *err)
+{
+        if (env_from(a, pod, c, ctx, out, spec, err) < 0)
+                return -1;
         for (size_t i = 0; i < c->n_env; i++) {
                 const struct k8s_env_var *ev = &c->env[i];
                 const char *v = NULL;
@@ -303,11 +416,15 @@ static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct
                 } else if (ev->resource_field_ref != NULL) {
                         if (resource_field_ref(a, pod, c, ev, ctx, &v, err) < 0)
                                 return -1;
+                } else if (ev->key_ref != K8S_KEY_REF_NONE) {
+                        int r = key_ref(pod, ev, ctx, &v, err);
+                        if (r < 0)
+                                return -1;
+                        if (r == 0)
+                                continue;
                 } else if (ev->has_value_from_other) {
-                        return cb_error_set(err, 0,
-                                            "env %s: configMapKeyRef and secretKeyRef are not "
-                                            "supported by cubelet yet; set the value directly",
-                                            ev->name);
+                        return cb_error_set(
+                            err, 0, "env %s: fileKeyRef is not supported by cubelet", ev->name);
                 } else {
                         v = "";
                 }
@@ -509,7 +626,8 @@ static int resolve_caps(struct cb_arena *a, const struct k8s_container *c,
 /* ---- seccomp ---------------------------------------------------------------------- */
 
 static int resolve_seccomp(const struct k8s_pod *pod, const struct k8s_container *c,
-                           struct ag_container_spec *s, struct cb_error *err)
+                           const struct ag_env_context *ctx, struct ag_container_spec *s,
+                           struct cb_error *err)
 {
         const struct k8s_seccomp_profile *p = &c->security_context.seccomp;
         const char *field = "securityContext.seccompProfile";
@@ -523,6 +641,9 @@ static int resolve_seccomp(const struct k8s_pod *pod, const struct k8s_container
         }
         switch (p->type) {
         case K8S_SECCOMP_UNSET:
+                s->seccomp = ctx != NULL && ctx->seccomp_default ? AG_SECCOMP_RUNTIME_DEFAULT
+                                                                 : AG_SECCOMP_UNCONFINED;
+                return 0;
         case K8S_SECCOMP_UNCONFINED:
                 s->seccomp = AG_SECCOMP_UNCONFINED;
                 return 0;
@@ -602,7 +723,7 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
         s.tty = c->tty;
 
         struct envset env = {.a = a};
-        if (build_env(a, pod, c, ctx, &env, err) < 0)
+        if (build_env(a, pod, c, ctx, &env, &s, err) < 0)
                 return -1;
         /* Image env first; the container's overrides it. */
         struct envset all = {.a = a};
@@ -648,7 +769,7 @@ int ag_container_spec_build(struct cb_arena *a, const struct k8s_pod *pod,
                 s.groups[s.n_groups++] = psc->supplemental_groups[i];
         if (psc->has_fs_group)
                 s.groups[s.n_groups++] = psc->fs_group;
-        if (resolve_caps(a, c, &s, err) < 0 || resolve_seccomp(pod, c, &s, err) < 0)
+        if (resolve_caps(a, c, &s, err) < 0 || resolve_seccomp(pod, c, ctx, &s, err) < 0)
                 return -1;
         *ret = s;
         return 0;
@@ -771,9 +892,54 @@ static const struct ag_volume_source *find_source(const struct ag_container_inpu
         return NULL;
 }
 
+static const char *spec_env_lookup(void *ctx, const char *name, size_t len)
+{
+        const struct ag_container_spec *s = ctx;
+        for (size_t i = 0; i < s->n_env; i++)
+                if (strncmp(s->env[i], name, len) == 0 && s->env[i][len] == '=')
+                        return s->env[i] + len + 1;
+        return NULL;
+}
+
+/* subPath / subPathExpr of volumeMounts[i] with the kubelet's checks:
+ * NULL when there is none. */
+static int sub_path(struct cb_arena *a, const struct k8s_volume_mount *vm,
+                    const struct ag_container_spec *s, const char **ret, struct cb_error *err)
+{
+        const char *p = vm->sub_path && vm->sub_path[0] ? vm->sub_path : NULL;
+        *ret = NULL;
+        if (p == NULL && vm->sub_path_expr && vm->sub_path_expr[0]) {
+                p = ag_expand(a, vm->sub_path_expr, spec_env_lookup, (void *)s);
+                if (p == NULL)
+                        return cb_error_set(err, ENOMEM, "subPathExpr");
+                if (strstr(p, "$(") != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to expand subPath \"%s\" for volumeMount %s: "
+                                            "missing value for %s",
+                                            vm->sub_path_expr, vm->name, p);
+        }
+        if (p == NULL)
+                return 0;
+        if (p[0] == '/')
+                return cb_error_set(err, 0, "error SubPath `%s` must not be an absolute path", p);
+        for (const char *q = p; *q;) {
+                const char *e = strchr(q, '/');
+                size_t n = e ? (size_t)(e - q) : strlen(q);
+                if (n == 2 && q[0] == '.' && q[1] == '.')
+                        return cb_error_set(err, 0,
+                                            "unable to provision SubPath `%s`: must not contain "
+                                            "'..'",
+                                            p);
+                q += n + (e != NULL);
+        }
+        *ret = p;
+        return 0;
+}
+
 /* The sandbox's /etc files, then the volume mounts in order. */
 static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in,
-                        struct rt_mount **ret, size_t *ret_n, struct cb_error *err)
+                        struct ag_container_spec *s, struct rt_mount **ret, size_t *ret_n,
+                        struct cb_error *err)
 {
         const struct k8s_container *c = in->container;
         struct rt_mount *m = cb_arena_calloc(a, c->n_volume_mounts + 4, sizeof(*m));
@@ -796,10 +962,27 @@ static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in
                 if (v == NULL)
                         return cb_error_set(err, 0, "volumeMounts[%zu]: volume \"%s\" not found", i,
                                             vm->name);
+                const char *sp;
+                if (sub_path(a, vm, s, &sp, err) < 0)
+                        return -1;
+                if (sp != NULL) {
+                        if (v->type != RT_MOUNT_BIND)
+                                return cb_error_set(err, 0,
+                                                    "volumeMounts[%zu]: subPath of a volume "
+                                                    "that is not a directory on the node",
+                                                    i);
+                        struct ag_subpath *g = cb_arena_calloc(a, s->n_subpaths + 1, sizeof(*g));
+                        if (g == NULL)
+                                return cb_error_set(err, ENOMEM, "mounts");
+                        if (s->n_subpaths)
+                                memcpy(g, s->subpaths, s->n_subpaths * sizeof(*g));
+                        g[s->n_subpaths++] = (struct ag_subpath){n, i, vm->name, v->source, sp};
+                        s->subpaths = g;
+                }
                 m[n++] = (struct rt_mount){.type = v->type,
                                            .source = v->source,
                                            .destination = vm->mount_path,
-                                           .read_only = vm->read_only,
+                                           .read_only = vm->read_only || v->read_only,
                                            .options = v->options};
         }
         /* The termination message file last, as the kubelet's makeMounts
@@ -838,7 +1021,7 @@ int ag_container_config_build(struct cb_arena *a, const struct ag_container_inpu
         size_t n_mounts = 0;
         if (ag_container_spec_build(a, pod, in->container, &defs, in->ctx, &s, err) < 0 ||
             resolve_ids(in, &s, &uid, &gid, err) < 0 ||
-            build_mounts(a, in, &mounts, &n_mounts, err) < 0)
+            build_mounts(a, in, &s, &mounts, &n_mounts, err) < 0)
                 return -1;
         uint32_t *groups = cb_arena_calloc(a, s.n_groups + 1, sizeof(uint32_t));
         char dir[4096];

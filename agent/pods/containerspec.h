@@ -15,7 +15,8 @@
  *    supplementalGroups plus fsGroup;
  *  - capabilities: containerd's default set, add/drop with "ALL" applied
  *    first, privileged = every capability;
- *  - seccomp (container over pod; unset = Unconfined, the kubelet default),
+ *  - seccomp (container over pod; unset = Unconfined, the kubelet default,
+ *    or RuntimeDefault with --seccomp-default),
  *    no_new_privs (allowPrivilegeEscalation: false), readOnlyRootFilesystem;
  *  - stdin, stdinOnce, tty as they are (stdinOnce only with stdin); with
  *    tty, TERM=xterm unless the environment sets TERM (containerd's
@@ -34,6 +35,14 @@
 #include "runtime/container.h"
 #include "runtime/image.h"
 
+/* A ConfigMap or Secret the container's env refers to, as the caller
+ * read it (agent/client/objmanager.h): data NULL when it does not exist. */
+struct ag_env_object {
+        bool secret;
+        const char *name;
+        const struct k8s_keyed_data *data;
+};
+
 /* Values the downward API needs that are not in the pod spec. */
 struct ag_env_context {
         const char *node_name;
@@ -47,6 +56,11 @@ struct ag_env_context {
         int64_t node_allocatable_milli_cpu; /* resourceFieldRef default for limits */
         int64_t node_allocatable_memory;
         int64_t node_allocatable_ephemeral;
+        bool seccomp_default; /* the kubelet's --seccomp-default: Unset is RuntimeDefault */
+        /* configMapKeyRef, secretKeyRef, envFrom: the objects, resolved;
+         * one missing from the list counts as not found. */
+        const struct ag_env_object *objects;
+        size_t n_objects;
 };
 
 /* The image's config, as far as it matters here (runtime/image.h fills it). */
@@ -89,6 +103,21 @@ struct ag_container_spec {
         const char *seccomp_localhost;    /* relative to <root-dir>/seccomp/ */
         enum k8s_pull_policy pull_policy; /* never K8S_PULL_DEFAULT */
         bool stdin_open, stdin_once, tty; /* spec.containers[].stdin, stdinOnce, tty */
+        /* InvalidEnvironmentVariableNames events (Warning) to record:
+         * envFrom keys skipped, in the kubelet's words. */
+        char **env_warnings;
+        size_t n_env_warnings;
+        /* volumeMounts with subPath/subPathExpr (ag_container_config_build):
+         * the caller resolves each inside its volume (agent/pods/subpath.h)
+         * and replaces the mount's source before the start. */
+        struct ag_subpath {
+                size_t mount;            /* index in rt_container_config.mounts */
+                size_t volume_mount;     /* index in the container's volumeMounts */
+                const char *volume_name; /* spec.volumes[].name */
+                const char *volume_dir;  /* the volume on the node */
+                const char *path;        /* relative, checked: no "..", not absolute */
+        } * subpaths;
+        size_t n_subpaths;
 };
 
 /* `$(VAR)` expansion as Kubernetes does it: `$$` is a literal `$`, an
@@ -106,7 +135,10 @@ const char *ag_pull_policy_name(enum k8s_pull_policy p);
  * Builds the spec. init tells whether c is an init container (used in
  * error messages). Errors (-1) are the kubelet's CreateContainerConfigError
  * cases, with its messages: an unresolvable fieldRef/resourceFieldRef, a
- * configMap/secret reference (not supported by cubelet yet), runAsNonRoot
+ * ConfigMap/Secret or key that does not exist (`configmap "x" not found`,
+ * `couldn't find key k in ConfigMap ns/x`; optional ones are skipped; envFrom
+ * first, env over it, keys that are no valid names skipped with a warning
+ * in env_warnings; values are the objects' at this start), runAsNonRoot
  * violated ("container has runAsNonRoot and image will run as root (pod:
  * "web_default(uid)", container: app)"), an unknown capability name, a
  * Localhost seccomp profile that escapes its directory.
@@ -125,6 +157,7 @@ struct ag_volume_source {
         enum rt_mount_type type; /* RT_MOUNT_BIND or RT_MOUNT_TMPFS */
         const char *source;      /* the host path of a bind */
         const char *options;     /* tmpfs options (NULL: the runtime's default) */
+        bool read_only;          /* always read-only (configMap, secret, projected, ...) */
 };
 
 /* Everything a container start depends on, already read from disk. */

@@ -948,6 +948,8 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
         w->grace = ag_timer_new(env->loop, on_grace, w, err);
         if (!w->kick || !w->sandbox_timer || !w->deadline || !w->grace)
                 goto fail;
+        if (pw_volumes_start(w, err) < 0)
+                goto fail;
         w->start_time = pw_now_s();
         if (pod->status.start_time != NULL)
                 st_time_parse(pod->status.start_time, &w->start_time, NULL);
@@ -990,6 +992,7 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                         ag_timer_free(w->ctrs[i].hook_timer);
         }
         free(w->ctrs);
+        pw_volumes_stop(w);
         if (w->kick)
                 ag_timer_free(w->kick);
         if (w->sandbox_timer)

@@ -53,6 +53,7 @@ struct ag_node_env {
         int64_t node_memory_capacity;
         int64_t alloc_milli_cpu, alloc_memory, alloc_ephemeral;
         int64_t pod_pids_limit; /* 0 = none */
+        bool seccomp_default;   /* --seccomp-default: Unset means RuntimeDefault */
         const char *const *insecure_registries;
         size_t n_insecure_registries;
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
@@ -61,9 +62,13 @@ struct ag_node_env {
         struct ag_offload *sandboxes; /* sandbox creation, container starts */
         struct ag_offload *hooks;     /* httpGet lifecycle hooks */
         struct ag_curl *probe_http;   /* httpGet probes (ag_probe_http_new) */
+        struct ag_objmgr *objects;    /* ConfigMaps/Secrets of the pods (NULL: no apiserver) */
+        struct ag_tokenmgr *tokens;   /* service-account tokens (NULL: no apiserver) */
 };
 
 struct ag_pod_worker;
+struct ag_objmgr;
+struct ag_tokenmgr;
 
 struct ag_pod_worker_ops {
         /* The pod's status changed (newest wins); status is borrowed. */

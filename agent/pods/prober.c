@@ -533,7 +533,9 @@ static int setup_http(struct ag_prober *p, const struct k8s_handler *h,
                 return cb_error_set(err, ENAMETOOLONG, "httpGet.path \"%s\" is too long", path);
         char ua[64];
         /* "kube-probe/1.32" from "v1.32.0" */
-        const char *v = AG_KUBELET_VERSION[0] == 'v' ? AG_KUBELET_VERSION + 1 : AG_KUBELET_VERSION;
+        const char *v = AG_KUBELET_VERSION;
+        if (v[0] == 'v')
+                v++;
         const char *dot2 = strchr(v, '.');
         dot2 = dot2 != NULL ? strchr(dot2 + 1, '.') : NULL;
         snprintf(ua, sizeof(ua), "User-Agent: kube-probe/%.*s",

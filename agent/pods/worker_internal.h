@@ -33,6 +33,8 @@
 #include "runtime/image.h"
 #include "runtime/sandbox.h"
 #include "agent/pods/stats.h"
+#include "agent/pods/subpath.h"
+#include "agent/pods/volumes.h"
 #include "status/podstatus.h"
 
 #define REASON_MAX  64
@@ -102,6 +104,7 @@ struct ag_pod_worker {
         bool cgroup_created;
         bool sandbox_ready;
         struct sandbox_job *sandbox_job; /* being made, off the loop */
+        struct ag_pod_volumes *volumes;  /* configMap/secret/projected/... (worker_volumes.c) */
         struct rt_sandbox sandbox;
         char pod_ip_buf[2][64];
         const char *pod_ips[2];
@@ -153,6 +156,14 @@ struct start_job {
         int rc;
         struct cb_error err;
         struct rt_container_state state;
+        /* subPaths to bind before the start (agent/pods/subpath.h); a
+         * failure is a CreateContainerConfigError, not a start error. */
+        struct ag_subpath *subpaths;
+        const char **subpath_targets;
+        size_t n_subpaths;
+        bool config_error;
+        char err_detail[sizeof(((struct cb_error *)0)->msg)];
+        const char *container_name;
 };
 
 struct sandbox_job {
@@ -196,3 +207,11 @@ bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c);
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
                             char *buf, size_t size);
 void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c);
+/* worker_volumes.c */
+int pw_volumes_start(struct ag_pod_worker *w, struct cb_error *err);
+bool pw_volumes_ready(struct ag_pod_worker *w);
+void pw_volumes_stop(struct ag_pod_worker *w);
+int pw_env_objects(struct ag_pod_worker *w, const struct ctr *c, struct cb_arena *a,
+                   struct ag_env_context *ctx, struct cb_error *err);
+int pw_volume_source(struct ag_pod_worker *w, const struct k8s_volume *v, struct cb_arena *a,
+                     struct ag_volume_source *ret, struct cb_error *err);

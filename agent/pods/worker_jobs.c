@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
 
+#include "agent/core/log.h"
+
 static void start_done(void *data, bool cancelled);
 static void sandbox_done(void *data, bool cancelled);
 
@@ -199,12 +201,9 @@ static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_are
                 if (v == NULL || seen)
                         continue; /* the builder names a missing one */
                 struct ag_volume_source src = {.name = v->name};
-                if (v->kind == K8S_VOLUME_EMPTY_DIR && v->empty_dir_medium &&
-                    strcmp(v->empty_dir_medium, "Memory") == 0) {
-                        src.type = RT_MOUNT_TMPFS;
-                        if (v->has_size_limit)
-                                src.options = cb_arena_printf(a, "size=%" PRId64 ",mode=1777",
-                                                              v->size_limit.value);
+                if (ag_volume_managed(v)) {
+                        if (pw_volume_source(w, v, a, &src, err) < 0)
+                                return -1;
                 } else if (v->kind == K8S_VOLUME_EMPTY_DIR) {
                         char *dir =
                             cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~empty-dir/%s",
@@ -287,6 +286,24 @@ static void start_job_free(struct start_job *j)
 static void start_work(void *data)
 {
         struct start_job *j = data;
+        for (size_t i = 0; i < j->n_subpaths; i++) {
+                const struct ag_subpath *sp = &j->subpaths[i];
+                struct cb_error detail = {0};
+                if (ag_subpath_prepare(sp->volume_dir, sp->path, j->subpath_targets[i], &detail) <
+                    0) {
+                        /* The kubelet keeps the detail (host paths) out of
+                         * the status; it is in the Failed event's text. */
+                        j->rc = cb_error_set(&j->err, 0,
+                                             "failed to prepare subPath for volumeMount \"%s\" of "
+                                             "container \"%s\"",
+                                             sp->volume_name, j->container_name);
+                        snprintf(j->err_detail, sizeof(j->err_detail), "%s", detail.msg);
+                        j->config_error = true;
+                        return;
+                }
+                /* the job's own arena holds the mounts it built */
+                ((struct rt_mount *)j->cfg.mounts)[sp->mount].source = j->subpath_targets[i];
+        }
         j->rc = rt_container_create_start(&j->cfg, &j->state, &j->err);
 }
 
@@ -322,9 +339,46 @@ static bool create_termination_log(struct ag_pod_worker *w, struct ctr *c, const
         return true;
 }
 
+/* A name that becomes one path component. */
+static bool path_component_ok(const char *s)
+{
+        return s && s[0] && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0 &&
+               strlen(s) <= 253;
+}
+
+static int plan_subpaths(struct ag_pod_worker *w, struct ctr *c, struct cb_arena *a,
+                         struct start_job *j, const struct ag_container_spec *spec,
+                         struct cb_error *err)
+{
+        j->subpaths = spec->subpaths;
+        j->n_subpaths = spec->n_subpaths;
+        j->container_name = cb_arena_strdup(a, c->spec->name);
+        if (spec->n_subpaths == 0)
+                return 0;
+        j->subpath_targets = cb_arena_calloc(a, spec->n_subpaths, sizeof(char *));
+        if (j->subpath_targets == NULL || j->container_name == NULL)
+                return cb_error_set(err, ENOMEM, "subPath");
+        for (size_t i = 0; i < spec->n_subpaths; i++) {
+                const struct ag_subpath *sp = &spec->subpaths[i];
+                if (!path_component_ok(sp->volume_name) || !path_component_ok(c->spec->name))
+                        return cb_error_set(err, 0, "volumeMounts[%zu]: invalid name \"%s\"",
+                                            sp->volume_mount, sp->volume_name);
+                j->subpath_targets[i] = cb_arena_printf(
+                    a, "%s/pods/%s/volume-subpaths/%s/%s/%zu", w->env->root_dir, w->pod->meta.uid,
+                    sp->volume_name, c->spec->name, sp->volume_mount);
+                if (j->subpath_targets[i] == NULL)
+                        return cb_error_set(err, ENOMEM, "subPath");
+        }
+        return 0;
+}
+
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
 {
         if (c->start_job != NULL)
+                return;
+        /* A worker that re-adopted its sandbox after an agent restart has
+         * its volumes set up again first (the volumes kick it). */
+        if (!pw_volumes_ready(w))
                 return;
         struct rt_image *img = NULL;
         c->wait_reason[0] = c->wait_message[0] = '\0';
@@ -336,6 +390,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
 
         struct cb_arena *a = cb_arena_new(0);
         struct cb_error err = {0};
+        _cleanup_free_ char *passwd = NULL, *group = NULL;
         struct ag_env_context ctx = {
             .node_name = w->env->node_name,
             .pod_ip = w->n_pod_ips ? w->pod_ips[0] : "",
@@ -347,6 +402,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
             .node_allocatable_milli_cpu = w->env->alloc_milli_cpu,
             .node_allocatable_memory = w->env->alloc_memory,
             .node_allocatable_ephemeral = w->env->alloc_ephemeral,
+            .seccomp_default = w->env->seccomp_default,
         };
         struct start_job *j = calloc(1, sizeof(*j));
         if (j == NULL || a == NULL) {
@@ -361,7 +417,6 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
          * image (its layer dirs) and a copy of the sandbox. */
         j->c = c;
         j->sandbox = w->sandbox;
-        _cleanup_free_ char *passwd = NULL, *group = NULL;
         struct ag_volume_source *vols = NULL;
         size_t n_vols = 0;
         char log_dir[4096];
@@ -389,7 +444,11 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         in.group = group;
         in.volumes = vols;
         in.n_volumes = n_vols;
-        if (r < 0 || ag_container_config_build(a, &in, &j->cfg, NULL, &err) < 0) {
+        if (r == 0)
+                r = pw_env_objects(w, c, a, &ctx, &err);
+        struct ag_container_spec spec = {0};
+        if (r < 0 || ag_container_config_build(a, &in, &j->cfg, &spec, &err) < 0 ||
+            plan_subpaths(w, c, a, j, &spec, &err) < 0) {
                 pw_set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
                 pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
                 free(j);
@@ -403,6 +462,9 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 free(j);
                 goto out;
         }
+        for (size_t i = 0; i < spec.n_env_warnings; i++)
+                pw_emit_event(w, NULL, "Warning", "InvalidEnvironmentVariableNames", "%s",
+                              spec.env_warnings[i]);
         c->stop_signal = j->cfg.stop_signal;
         pw_emit_event(w, c, "Normal", "Created", "Created container: %s", c->spec->name);
         j->arena = a;
@@ -439,6 +501,17 @@ static void start_done(void *data, bool cancelled)
         snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
         struct rt_container_state st = j->state;
         struct cb_error err = j->err;
+        if (j->rc < 0 && j->config_error) {
+                c->id[0] = c->cid[0] = '\0';
+                pw_set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
+                /* The detail names host paths: the log has it, the pod not. */
+                log_warning("pod %s/%s: %s: %s", pw_pod_ns(w->pod), w->pod->meta.name, err.msg,
+                            j->err_detail);
+                pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
+                start_job_free(j);
+                pw_arm_ctr_timer(c, 5); /* the pod's next sync */
+                return;
+        }
         if (j->rc < 0) {
                 /* containerd reports a failed start as terminated StartError / 128. */
                 c->running = false;
@@ -543,6 +616,10 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
         if (w->sandbox_ready)
                 return 0;
         if (w->sandbox_job != NULL)
+                return 1;
+        /* The kubelet mounts the pod's volumes before it makes the sandbox;
+         * the volumes kick the worker when they are set up. */
+        if (!pw_volumes_ready(w))
                 return 1;
         if (ag_timer_armed(w->sandbox_timer))
                 return -1;

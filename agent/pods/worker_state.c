@@ -226,6 +226,11 @@ void pw_teardown(struct ag_pod_worker *w)
                               "error removing the pod cgroup: %s", err.msg);
         char dir[RT_PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
+        /* The volumes' tmpfs and subPath binds go before the directory. */
+        pw_volumes_stop(w);
+        if (ag_pod_volumes_unmount_all(w->env->root_dir, uid, &err) < 0)
+                pw_emit_event(w, NULL, "Warning", "FailedKillPod",
+                              "error unmounting the pod's volumes: %s", err.msg);
         rt_rm_rf(dir, NULL);
         w->sandbox_ready = false;
         ag_pod_worker_mark(w, "tornDown", NULL);
@@ -250,6 +255,8 @@ void pw_finish(struct ag_pod_worker *w)
         for (size_t i = 0; i < w->n; i++)
                 if (w->ctrs[i].start_job != NULL)
                         return; /* start_done() kicks the worker again */
+        if (ag_pod_volumes_busy(w->volumes))
+                return; /* the volume job's end kicks the worker again */
         for (size_t i = 0; i < w->n; i++)
                 if (w->ctrs[i].timer)
                         ag_timer_disarm(w->ctrs[i].timer);

@@ -269,6 +269,47 @@ curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret"
         fail "the node API stopped answering"
 pass "4 dropped exec killed its command; dropped logs -f; fds $fds0 -> $(agent_fds); still serving"
 
+# ---- 4b. idle connections (a slowloris) ------------------------------------------------
+# 300 TCP connections from one address that never start TLS: the node API
+# keeps at most 256 of them (AG_NAPI_MAX_CONNS_PER_PEER) and closes the rest
+# at once; the agent's loop goes on (its Lease is renewed meanwhile); once
+# they go, it serves again and its fds return to where they were.
+fds0=$(agent_fds)
+lease_rt() { k -n kube-node-lease get lease "$NODE" -o jsonpath='{.spec.renewTime}' 2>/dev/null; }
+rt0=$(lease_rt)
+python3 - "$nodeip" 300 12 >"$tmp/slowloris.out" 2>&1 <<'EOF2' &
+import socket, sys, time, select
+host, n, hold = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+socks = []
+for _ in range(n):
+    s = socket.create_connection((host, 10250), timeout=5)
+    socks.append(s)
+time.sleep(1.5)
+closed = 0
+for s in socks:
+    r, _, _ = select.select([s], [], [], 0)
+    if r and s.recv(1) == b"":
+        closed += 1
+print("closed", closed, flush=True)
+time.sleep(hold)
+for s in socks:
+    s.close()
+print("released", flush=True)
+EOF2
+sl=$!
+track "$sl"
+poll 20 grep -q '^closed' "$tmp/slowloris.out" || fail "slowloris: no report ($(cat "$tmp/slowloris.out"))"
+closed=$(sed -n 's/^closed //p' "$tmp/slowloris.out")
+[ "${closed:-0}" -eq 44 ] || fail "slowloris: $closed of 300 idle connections closed at once, want 44 (256 kept)"
+poll 30 eval '[ "$(lease_rt)" != "$rt0" ]' || fail "slowloris: the Lease was not renewed while 256 idle connections were held"
+poll 30 grep -q '^released' "$tmp/slowloris.out" || fail "slowloris: the client never let go"
+t=$(now)
+poll 10 eval 'curl -sk -o /dev/null -w "%{http_code}" -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200' ||
+        fail "slowloris: the node API does not answer after the idle connections went"
+t_ok=$(since "$t")
+poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "slowloris: agent fds $fds0 -> $(agent_fds) after the idle connections went"
+pass "4b 300 idle connections from one address: 44 closed at once, Lease renewed meanwhile, serving ${t_ok}s after they went, fds back to $fds0"
+
 # ---- 5. /stats/summary ---------------------------------------------------------------
 summary() { curl -sk -H "Authorization: Bearer tok-$$-secret" "$api/stats/summary"; }
 # jq on the pod "two"'s entry

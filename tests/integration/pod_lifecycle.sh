@@ -438,7 +438,11 @@ k create -f "$tmp/many.yaml" >/dev/null || fail "many: kubectl create failed"
 poll 180 eval '[ "$(count_phase Running)" -eq $many ]' || fail "many: only $(count_phase Running)/$many Running after 180 s"
 t_run=$(since "$t")
 # The local endpoint: health, the node's pods, metrics and timelines.
-ep() { curl -fsS "http://127.0.0.1:$hport/$1"; }
+# /pods and /timelines need the agent's token; /healthz and /metrics are open.
+ep() { curl -fsS -H "Authorization: Bearer $(cat "$root/endpoint.token")" "http://127.0.0.1:$hport/$1"; }
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/pods")
+[ "$code" = 401 ] || fail "endpoint: /pods without the token answered $code, want 401 (anyone on loopback, a hostNetwork pod too, would read every pod's env)"
+[ "$(stat -c %a "$root/endpoint.token")" = 600 ] || fail "endpoint: endpoint.token is mode $(stat -c %a "$root/endpoint.token"), want 600"
 [ "$(ep healthz)" == "ok" ] || fail "endpoint: /healthz did not answer ok"
 n_ep=$(ep pods | jq '[.items[] | select(.metadata.labels.batch == "many" and .status.phase == "Running")] | length')
 [ "$n_ep" == $many ] || fail "endpoint: /pods shows $n_ep of the $many pods Running"

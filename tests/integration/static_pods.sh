@@ -63,7 +63,8 @@ manifest api v1 | python3 -c 'import json, sys, yaml; print(json.dumps(yaml.safe
 manifest hidden v1 >"$tmp/manifests/.hidden.yaml"
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: broken\n' >"$tmp/manifests/broken.yaml"
 
-pods() { curl -sf "http://127.0.0.1:$port/pods"; }
+# /pods of the local endpoint needs the agent's token (<root-dir>/endpoint.token).
+pods() { curl -sf -H "Authorization: Bearer $(cat "$root/endpoint.token" 2>/dev/null)" "http://127.0.0.1:$port/pods"; }
 # pod_field NAME JQ: from the local /pods.
 pod_field() { pods | jq -r --arg n "$1" ".items[] | select(.metadata.name == \$n) | $2"; }
 running() { [ "$(pod_field "$1" .status.phase)" = Running ]; }

@@ -52,12 +52,14 @@ static void write_file(const char *dir, const char *name, const char *text, int 
         ck_assert_msg(cb_write_file_atomic(p, text, strlen(text), mode, &err) == 0, "%s", err.msg);
 }
 
-static char *read_all(const char *path)
+/* The buffer goes straight into the caller's variable: returned from a local
+ * whose address cb_read_file had, gcc -O3 takes every pointer into it for a
+ * dangling pointer to that local (-Wdangling-pointer). */
+static void read_all(const char *path, char **ret)
 {
-        char *buf = NULL;
         struct cb_error err;
-        ck_assert_msg(cb_read_file(path, 1 << 20, &buf, NULL, &err) == 0, "%s", err.msg);
-        return buf;
+        *ret = NULL;
+        ck_assert_msg(cb_read_file(path, 1 << 20, ret, NULL, &err) == 0, "%s", err.msg);
 }
 
 /* ---- configuration ---- */
@@ -259,8 +261,9 @@ END_TEST
 
 /* ---- execution ---- */
 
-static char *run_script(const char *body, const char *input, int timeout_ms, int *ret_rc,
-                        struct cb_error *err)
+/* Runs body as a plugin; its output goes into *ret_out (see read_all). */
+static int run_script(const char *body, const char *input, int timeout_ms, char **ret_out,
+                      struct cb_error *err)
 {
         char script[4096];
         snprintf(script, sizeof(script), "#!/bin/sh\n%s\n", body);
@@ -268,17 +271,16 @@ static char *run_script(const char *body, const char *input, int timeout_ms, int
         char path[400];
         snprintf(path, sizeof(path), "%s/plugin", base);
         char *env[] = {"CNI_COMMAND=ADD", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL};
-        char *out = NULL;
-        *ret_rc = rt_cni_exec(path, env, input, timeout_ms, &out, NULL, err);
-        return out;
+        *ret_out = NULL;
+        return rt_cni_exec(path, env, input, timeout_ms, ret_out, NULL, err);
 }
 
 START_TEST(test_exec_roundtrip)
 {
         struct cb_error err;
         int rc;
-        _cleanup_free_ char *out =
-            run_script("cat; echo \" $CNI_COMMAND\"", "{\"a\":1}", 5000, &rc, &err);
+        _cleanup_free_ char *out = NULL;
+        rc = run_script("cat; echo \" $CNI_COMMAND\"", "{\"a\":1}", 5000, &out, &err);
         ck_assert_msg(rc == 0, "%s", err.msg);
         ck_assert_str_eq(out, "{\"a\":1} ADD\n");
         /* failure with the CNI error JSON */
@@ -312,13 +314,13 @@ START_TEST(test_exec_hygiene)
         signal(SIGPIPE, SIG_IGN);
         struct cb_error err;
         int rc;
-        _cleanup_free_ char *out =
-            /* no fork in the script: dash blocks every signal around a
-             * fork, and a child reading /proc/$$/status could see that */
-            run_script("for f in /proc/$$/fd/*; do echo \"fd ${f##*/}\"; done; "
-                       "while read -r k v; do case $k in SigBlk:|SigIgn:) "
-                       "printf '%s\\t%s\\n' \"$k\" \"$v\";; esac; done </proc/$$/status",
-                       "", 5000, &rc, &err);
+        _cleanup_free_ char *out = NULL;
+        /* no fork in the script: dash blocks every signal around a
+         * fork, and a child reading /proc/$$/status could see that */
+        rc = run_script("for f in /proc/$$/fd/*; do echo \"fd ${f##*/}\"; done; "
+                        "while read -r k v; do case $k in SigBlk:|SigIgn:) "
+                        "printf '%s\\t%s\\n' \"$k\" \"$v\";; esac; done </proc/$$/status",
+                        "", 5000, &out, &err);
         ck_assert_msg(rc == 0, "%s", err.msg);
         char needle[32];
         snprintf(needle, sizeof(needle), "fd %d\n", leak);
@@ -341,9 +343,11 @@ START_TEST(test_exec_timeout_and_sigpipe)
         int rc;
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
-        _cleanup_free_ char *out = run_script("exec sleep 30", "", 300, &rc, &err);
+        _cleanup_free_ char *out = NULL;
+        rc = run_script("exec sleep 30", "", 300, &out, &err);
         clock_gettime(CLOCK_MONOTONIC, &b);
         ck_assert_int_eq(rc, -1);
+        ck_assert_ptr_null(out);
         ck_assert_int_eq(err.code, ETIMEDOUT);
         ck_assert_int_lt(b.tv_sec - a.tv_sec, 5);
         /* A plugin exiting without reading 4 MiB of input: no SIGPIPE. */
@@ -351,12 +355,15 @@ START_TEST(test_exec_timeout_and_sigpipe)
         _cleanup_free_ char *big = malloc(n + 1);
         memset(big, 'x', n);
         big[n] = '\0';
-        _cleanup_free_ char *o2 = run_script("echo done", big, 5000, &rc, &err);
+        _cleanup_free_ char *o2 = NULL;
+        rc = run_script("echo done", big, 5000, &o2, &err);
         ck_assert_msg(rc == 0, "%s", err.msg);
         ck_assert_str_eq(o2, "done\n");
         /* Output over the limit is refused. */
-        _cleanup_free_ char *o3 = run_script("head -c 3000000 /dev/zero", "", 5000, &rc, &err);
+        _cleanup_free_ char *o3 = NULL;
+        rc = run_script("head -c 3000000 /dev/zero", "", 5000, &o3, &err);
         ck_assert_int_eq(rc, -1);
+        ck_assert_ptr_null(o3);
         ck_assert_ptr_nonnull(strstr(err.msg, "more than"));
 }
 END_TEST
@@ -422,7 +429,8 @@ START_TEST(test_add_check_del_sequence)
         ck_assert_int_eq(access(p, F_OK), 0);
         /* fb got fa's result as prevResult and the port mappings */
         snprintf(p, sizeof(p), "%s/fb.ADD.json", base);
-        _cleanup_free_ char *fb_in = read_all(p);
+        _cleanup_free_ char *fb_in = NULL;
+        read_all(p, &fb_in);
         _cleanup_cjson_ cJSON *j = cJSON_Parse(fb_in);
         cJSON *prev = cJSON_GetObjectItem(j, "prevResult");
         ck_assert_str_eq(
@@ -438,7 +446,8 @@ START_TEST(test_add_check_del_sequence)
         snprintf(p, sizeof(p), "%s/results/fake-sb-1-eth0", cache);
         ck_assert_int_eq(access(p, F_OK), -1);
         snprintf(p, sizeof(p), "%s/log", base);
-        _cleanup_free_ char *log = read_all(p);
+        _cleanup_free_ char *log = NULL;
+        read_all(p, &log);
         char expect[8192];
         const char *args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=prod;K8S_POD_NAME=web;"
                            "K8S_POD_INFRA_CONTAINER_ID=sb-1;K8S_POD_UID=uid-1";
@@ -450,7 +459,8 @@ START_TEST(test_add_check_del_sequence)
         ck_assert_str_eq(log, expect);
         /* DEL got the cached result as prevResult */
         snprintf(p, sizeof(p), "%s/fa.DEL.json", base);
-        _cleanup_free_ char *fa_del = read_all(p);
+        _cleanup_free_ char *fa_del = NULL;
+        read_all(p, &fa_del);
         ck_assert_ptr_nonnull(strstr(fa_del, "10.9.1.2/24"));
         /* a second DEL without cache nor config: nothing to do */
         ck_assert_msg(rt_cni_del(&ctx, &pod, &err) == 0, "%s", err.msg);
@@ -475,13 +485,15 @@ START_TEST(test_partial_add_then_del)
          * fa's partial result. */
         ck_assert_msg(rt_cni_del(&ctx, &pod, &err) == 0, "%s", err.msg);
         snprintf(p, sizeof(p), "%s/log", base);
-        _cleanup_free_ char *log = read_all(p);
+        _cleanup_free_ char *log = NULL;
+        read_all(p, &log);
         const char *fb_del = strstr(log, "fb DEL"), *fa_del = strstr(log, "fa DEL");
         ck_assert_ptr_nonnull(fb_del);
         ck_assert_ptr_nonnull(fa_del);
         ck_assert((uintptr_t)fb_del < (uintptr_t)fa_del);
         snprintf(p, sizeof(p), "%s/fa.DEL.json", base);
-        _cleanup_free_ char *fa_in = read_all(p);
+        _cleanup_free_ char *fa_in = NULL;
+        read_all(p, &fa_in);
         ck_assert_ptr_nonnull(strstr(fa_in, "10.9.0.2/24"));
         /* A DEL failure that is not "not found" is reported and keeps the
          * cache for a retry; the other plugins still run. */
@@ -491,7 +503,8 @@ START_TEST(test_partial_add_then_del)
         unlink(p);
         ck_assert_int_eq(rt_cni_del(&ctx, &pod, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "CNI plugin fb failed to delete pod team/api"));
-        _cleanup_free_ char *log2 = read_all(p);
+        _cleanup_free_ char *log2 = NULL;
+        read_all(p, &log2);
         ck_assert_ptr_nonnull(strstr(log2, "fa DEL"));
         snprintf(p, sizeof(p), "%s/results/fake-sb-2-eth0", cache);
         ck_assert_int_eq(access(p, F_OK), 0);

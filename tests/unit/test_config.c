@@ -55,6 +55,35 @@ START_TEST(test_defaults)
 }
 END_TEST
 
+/* The node API's authorization defaults (issue 15): from flags only
+ * AlwaysAllow and no webhook, as the kubelet's flags; from a config file
+ * with a kubeconfig -- the systemd unit's own config.yaml -- Webhook
+ * authentication and authorization, as the kubelet's file defaults. */
+START_TEST(test_authorization_defaults)
+{
+        struct ag_config c;
+        struct cb_error err = {0};
+        char *flags[] = {"--kubeconfig", "/etc/cubelet/kubeconfig", NULL};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_msg(ag_config_parse_flags(&c, 2, flags, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_str_eq(c.authz_mode, "AlwaysAllow");
+        ck_assert(!c.authz_webhook && !c.authn_webhook);
+        ag_config_clear(&c);
+
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_msg(
+            ag_config_load_file(&c, CUBELET_FIXTURES "/../../systemd/config.yaml", &err) == 0, "%s",
+            err.msg);
+        ck_assert_msg(ag_config_parse_flags(&c, 2, flags, &err) == 0, "%s", err.msg);
+        ck_assert_msg(ag_config_finish(&c, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(c.authz_mode, "Webhook");
+        ck_assert(c.authz_webhook && c.authn_webhook);
+        ck_assert(!c.anonymous);
+        ag_config_clear(&c);
+}
+END_TEST
+
 START_TEST(test_full_file)
 {
         static const char *text = HEAD "staticPodPath: /etc/kubernetes/manifests\n"
@@ -421,6 +450,7 @@ int main(void)
         Suite *s = suite_create("config");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_defaults);
+        tcase_add_test(tc, test_authorization_defaults);
         tcase_add_test(tc, test_full_file);
         tcase_add_test(tc, test_json_and_nulls);
         tcase_add_test(tc, test_file_errors);

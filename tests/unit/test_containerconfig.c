@@ -68,6 +68,8 @@ static const char *const passwd = "root:x:0:0:root:/root:/bin/sh\n"
                                   "app:x:1000:1001::/home/app:/bin/sh";
 static const char *const group = "root:x:0:\nstaff:x:50:\napp:x:1001:\n";
 
+static bool build_seccomp_default;
+
 struct built {
         struct rt_container_config cfg;
         struct ag_container_spec spec;
@@ -76,6 +78,9 @@ struct built {
 };
 
 static const char *term_log; /* the termination message file, for build() */
+/* The ConfigMaps/Secrets the env sees (test_env_from_objects). */
+static const struct ag_env_object *env_objects;
+static size_t n_env_objects;
 
 static struct built build(const struct k8s_pod *pod, size_t container, const struct rt_image *img,
                           const struct ag_volume_source *vols, size_t n_vols,
@@ -90,7 +95,10 @@ static struct built build(const struct k8s_pod *pod, size_t container, const str
                                      .pod_ip = "10.0.0.7",
                                      .pod_ips = pod_ips,
                                      .n_pod_ips = 1,
-                                     .host_ip = "192.0.2.1"};
+                                     .host_ip = "192.0.2.1",
+                                     .seccomp_default = build_seccomp_default,
+                                     .objects = env_objects,
+                                     .n_objects = n_env_objects};
         struct ag_container_inputs in = {
             .pod = pod,
             .container = &pod->spec.containers[container],
@@ -154,6 +162,97 @@ START_TEST(test_env_argv_and_paths)
         ck_assert_int_eq(b.cfg.uid, 0);
         ck_assert_int_eq(b.cfg.gid, 0);
         ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_UNCONFINED);
+}
+END_TEST
+
+static struct k8s_keyed_data *keyed(const char *json, bool secret)
+{
+        cJSON *j = cJSON_Parse(json);
+        struct k8s_keyed_data *kd = NULL;
+        struct cb_error err = {0};
+        int r = secret ? k8s_secret_from_json(j, &kd, &err) : k8s_configmap_from_json(j, &kd, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        cJSON_Delete(j);
+        return kd;
+}
+
+/* makeEnvironmentVariables: envFrom first (prefix, invalid names skipped
+ * with the kubelet's event text), env over it, $(VAR) sees envFrom,
+ * optional absent refs skipped, the kubelet's errors otherwise. */
+START_TEST(test_env_from_objects)
+{
+        struct k8s_keyed_data *cm =
+            keyed("{\"metadata\":{\"name\":\"cfg\"},\"data\":{\"MODE\":\"cm\",\"1BAD\":\"x\",\"bad-"
+                  "ok\":\"y\",\"URL\":\"http://h\"},\"binaryData\":{\"BIN\":\"AAE=\"}}",
+                  false);
+        struct k8s_keyed_data *sec =
+            keyed("{\"metadata\":{\"name\":\"creds\"},\"data\":{\"pass\":\"czNjcmV0\"}}", true);
+        struct ag_env_object objs[] = {{false, "cfg", cm}, {true, "creds", sec}};
+        env_objects = objs;
+        n_env_objects = 2;
+        _cleanup_(pod_freep) struct k8s_pod *p = pod_from(POD(
+            "{\"containers\":[{\"name\":\"app\",\"image\":\"web\",\"envFrom\":[{\"configMapRef\":"
+            "{\"name\":\"cfg\"}},{\"prefix\":\"S_\",\"secretRef\":{\"name\":\"creds\"}},{"
+            "\"configMapRef\":{\"name\":\"nope\",\"optional\":true}}],\"env\":[{\"name\":\"MODE\","
+            "\"value\":\"env-$(URL)\"},{\"name\":\"PASS\",\"valueFrom\":{\"secretKeyRef\":{"
+            "\"name\":\"creds\",\"key\":\"pass\"}}},{\"name\":\"OPT\",\"valueFrom\":{"
+            "\"configMapKeyRef\":{\"name\":\"cfg\",\"key\":\"missing\",\"optional\":true}}},{"
+            "\"name\":\"B\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cfg\",\"key\":"
+            "\"URL\"}}}]}]}"));
+        struct rt_image img = image("");
+        struct built b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_msg(b.rc == 0, "%s", b.err.msg);
+        ck_assert(has_env(&b.cfg, "MODE=env-http://h"));
+        ck_assert(has_env(&b.cfg, "URL=http://h"));
+        ck_assert(has_env(&b.cfg, "bad-ok=y"));
+        ck_assert(has_env(&b.cfg, "S_pass=s3cret"));
+        ck_assert(has_env(&b.cfg, "PASS=s3cret"));
+        ck_assert(has_env(&b.cfg, "B=http://h"));
+        for (size_t i = 0; b.cfg.env[i]; i++) {
+                ck_assert(strncmp(b.cfg.env[i], "OPT=", 4) != 0);
+                ck_assert(strncmp(b.cfg.env[i], "BIN=", 4) != 0);
+                ck_assert(strncmp(b.cfg.env[i], "1BAD=", 5) != 0);
+        }
+        ck_assert_uint_eq(b.spec.n_env_warnings, 1);
+        ck_assert_str_eq(b.spec.env_warnings[0],
+                         "Keys [1BAD] from the EnvFrom configMap ns1/cfg were skipped since they "
+                         "are considered invalid environment variable names.");
+
+        static const struct {
+                const char *env, *want;
+        } errs[] = {
+            {"\"envFrom\":[{\"configMapRef\":{\"name\":\"nope\"}}]",
+             "configmap \"nope\" not found"},
+            {"\"envFrom\":[{\"secretRef\":{\"name\":\"nope\"}}]", "secret \"nope\" not found"},
+            {"\"env\":[{\"name\":\"X\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cfg\","
+             "\"key\":\"k\"}}}]",
+             "couldn't find key k in ConfigMap ns1/cfg"},
+            {"\"env\":[{\"name\":\"X\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cfg\","
+             "\"key\":\"BIN\"}}}]",
+             "couldn't find key BIN in ConfigMap ns1/cfg"},
+            {"\"env\":[{\"name\":\"X\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"creds\","
+             "\"key\":\"k\"}}}]",
+             "couldn't find key k in Secret ns1/creds"},
+            {"\"env\":[{\"name\":\"X\",\"valueFrom\":{\"secretKeyRef\":{\"name\":\"x\","
+             "\"key\":\"k\"}}}]",
+             "secret \"x\" not found"},
+        };
+        for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+                char buf[1024];
+                snprintf(buf, sizeof(buf),
+                         "{\"metadata\":{\"name\":\"web\",\"namespace\":\"ns1\",\"uid\":"
+                         "\"u-1\"},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
+                         "\"web\",%s}]}}",
+                         errs[i].env);
+                _cleanup_(pod_freep) struct k8s_pod *q = pod_from(buf);
+                struct built e = build(q, 0, &img, NULL, 0, NULL);
+                ck_assert_int_eq(e.rc, -1);
+                ck_assert_msg(strstr(e.err.msg, errs[i].want), "%zu: %s", i, e.err.msg);
+        }
+        env_objects = NULL;
+        n_env_objects = 0;
+        k8s_keyed_data_free(cm);
+        k8s_keyed_data_free(sec);
 }
 END_TEST
 
@@ -294,6 +393,26 @@ START_TEST(test_security_and_resources)
 }
 END_TEST
 
+/* --seccomp-default: a container without a profile gets RuntimeDefault;
+ * an explicit Unconfined stays Unconfined. */
+START_TEST(test_seccomp_default)
+{
+        _cleanup_(pod_freep) struct k8s_pod *p =
+            pod_from(POD("{\"containers\":[{\"name\":\"app\",\"image\":\"web\"},{\"name\":"
+                         "\"loose\",\"image\":\"web\",\"securityContext\":{\"seccompProfile\":{"
+                         "\"type\":\"Unconfined\"}}}]}"));
+        struct rt_image img = image("");
+        struct built b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_UNCONFINED);
+        build_seccomp_default = true;
+        b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_RUNTIME_DEFAULT);
+        b = build(p, 1, &img, NULL, 0, NULL);
+        ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_UNCONFINED);
+        build_seccomp_default = false;
+}
+END_TEST
+
 START_TEST(test_helpers)
 {
         char buf[128];
@@ -327,8 +446,10 @@ int main(void)
         tcase_add_test(tc, test_env_argv_and_paths);
         tcase_add_test(tc, test_mounts);
         tcase_add_test(tc, test_termination_log_mount);
+        tcase_add_test(tc, test_env_from_objects);
         tcase_add_test(tc, test_users_and_groups);
         tcase_add_test(tc, test_security_and_resources);
+        tcase_add_test(tc, test_seccomp_default);
         tcase_add_test(tc, test_helpers);
         suite_add_tcase(s, tc);
         SRunner *sr = srunner_create(s);

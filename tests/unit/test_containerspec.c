@@ -189,7 +189,7 @@ START_TEST(test_env_errors)
         ck_assert_msg(strstr(err.msg, "env X: unsupported fieldRef fieldPath \"spec.nosuch\""),
                       "%s", err.msg);
         ck_assert_int_eq(build(p, 1, NULL, &s, &err), -1);
-        ck_assert_msg(strstr(err.msg, "env S: configMapKeyRef and secretKeyRef"), "%s", err.msg);
+        ck_assert_msg(strstr(err.msg, "secret \"s\" not found"), "%s", err.msg);
         k8s_pod_free(p);
 }
 END_TEST

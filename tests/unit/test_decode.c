@@ -453,8 +453,7 @@ START_TEST(test_status_pending_init)
         ck_assert_str_eq(p->spec.node_name, "kind-worker6");
         ck_assert_str_eq(p->spec.dns_policy, "ClusterFirst");
         ck_assert(p->spec.has_priority && p->spec.priority == 0);
-        ck_assert_int_eq(p->spec.volumes[0].kind, K8S_VOLUME_OTHER);
-        ck_assert_str_eq(p->spec.volumes[0].other_kind, "configMap");
+        ck_assert_int_eq(p->spec.volumes[0].kind, K8S_VOLUME_CONFIG_MAP);
         ck_assert_str_eq(p->status.phase, "Pending");
         ck_assert_str_eq(p->status.qos_class, "Burstable");
         ck_assert_int_eq(p->status.n_container_statuses, 2);
@@ -480,7 +479,7 @@ START_TEST(test_status_running_restarted)
         ck_assert_str_eq(c->image, "some-image-name");
         ck_assert_int_eq(c->n_args, 9);
         ck_assert_str_eq(c->args[8], "nine");
-        ck_assert(c->env[0].has_value_from_other);
+        ck_assert_int_eq(c->env[0].key_ref, K8S_KEY_REF_SECRET);
         ck_assert_int_eq(res(&c->resources.requests, "cpu")->milli, 0);
         ck_assert(p->spec.has_termination_grace_period);
         ck_assert_int_eq(p->spec.termination_grace_period_seconds, 30);

@@ -108,12 +108,31 @@ static size_t collect(char *ptr, size_t size, size_t nmemb, void *data)
 struct request {
         const char *method;
         const char *path;
+        const char *auth; /* an Authorization header, or NULL */
 };
 
+#define TOKEN  "0123456789abcdef"
+#define BEARER "Authorization: Bearer " TOKEN
+
 static const struct request requests[] = {
-    {"GET", "/healthz"},   {"GET", "/healthz"},   {"GET", "/metrics"},   {"HEAD", "/metrics"},
-    {"GET", "/pods"},      {"GET", "/timelines"}, {"GET", "/timelines"}, {"GET", "/nope"},
-    {"GET", "/healthz/x"}, {"DELETE", "/pods"},   {"POST", "/metrics"},  {"GET", "/healthz"},
+    {"GET", "/healthz", NULL},
+    {"GET", "/healthz", NULL},
+    {"GET", "/metrics", NULL},
+    {"HEAD", "/metrics", NULL},
+    {"GET", "/pods", BEARER},
+    {"GET", "/timelines", BEARER},
+    {"GET", "/timelines", BEARER},
+    {"GET", "/nope", NULL},
+    {"GET", "/healthz/x", NULL},
+    {"DELETE", "/pods", NULL},
+    {"POST", "/metrics", NULL},
+    {"GET", "/healthz", NULL},
+    /* /pods and /timelines only with the token (12..16) */
+    {"GET", "/pods", NULL},
+    {"GET", "/pods", "Authorization: Bearer 0123456789abcdeX"},
+    {"GET", "/pods", "Authorization: Bearer " TOKEN "0"},
+    {"GET", "/pods?token=" TOKEN, NULL},
+    {"GET", "/pods?token=nope", NULL},
 };
 #define NREQUESTS (sizeof(requests) / sizeof(requests[0]))
 
@@ -135,6 +154,9 @@ static void client(int port, int fd)
                 curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
                 curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
                 curl_easy_setopt(c, CURLOPT_HEADERDATA, &headers);
+                struct curl_slist *hdr =
+                    requests[i].auth != NULL ? curl_slist_append(NULL, requests[i].auth) : NULL;
+                curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
                 if (strcmp(requests[i].method, "HEAD") == 0)
                         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
                 else if (strcmp(requests[i].method, "POST") == 0)
@@ -142,6 +164,7 @@ static void client(int port, int fd)
                 else if (strcmp(requests[i].method, "GET") != 0)
                         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, requests[i].method);
                 CURLcode rc = curl_easy_perform(c);
+                curl_slist_free_all(hdr);
                 long status = 0;
                 char *ctype = NULL;
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
@@ -231,6 +254,7 @@ START_TEST(test_serves_routes)
             .metrics = src_metrics,
             .healthy = src_healthy,
             .data = &st,
+            .token = TOKEN,
         };
         struct ag_endpoint *ep = NULL;
         ck_assert_msg(ag_endpoint_start(loop, "127.0.0.1", 0, &src, &ep, &err) == 0, "%s", err.msg);
@@ -316,6 +340,14 @@ START_TEST(test_serves_routes)
         ck_assert_ptr_nonnull(strstr(field(a, 9, "headers"), "Allow: GET, HEAD\r\n"));
         ck_assert_int_eq(status_of(a, 10), 405);
         ck_assert_int_eq(status_of(a, 11), 500); /* the server still answers after a 405 */
+
+        /* Without the token (or with a wrong one) /pods and /timelines are
+         * 401; the token in the query (a browser) works. */
+        for (size_t i = 12; i <= 14; i++)
+                ck_assert_msg(status_of(a, i) == 401, "request %zu: %d", i, status_of(a, i));
+        ck_assert_ptr_nonnull(strstr(field(a, 12, "body"), "endpoint.token"));
+        ck_assert_int_eq(status_of(a, 15), 200);
+        ck_assert_int_eq(status_of(a, 16), 401);
         cJSON_Delete(a);
 
         /* The endpoint's fds are all close-on-exec (seen while serving). */

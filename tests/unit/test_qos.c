@@ -230,7 +230,10 @@ static void render(const struct cg_limits *l, enum cg_version v, char *out, size
         out[0] = '\0';
         for (size_t i = 0; i < n; i++) {
                 size_t len = strlen(out);
-                snprintf(out + len, size - len, "%s%s=%s", i ? ";" : "", f[i].name, f[i].value);
+                int w =
+                    snprintf(out + len, size - len, "%s%s=%s", i ? ";" : "", f[i].name, f[i].value);
+                ck_assert_msg(w >= 0 && (size_t)w < size - len, "render: %zu bytes are too few",
+                              size);
         }
 }
 

@@ -284,15 +284,16 @@ add_node_ip() {
 # ---- the stand-in apiserver (tests/apiserver, real etcd) -------------------------
 # start_standin [run.sh flags...]: starts it on $data for node $NODE (on the
 # same port as before when restarted) and waits until it is ready: sets
-# $server_pid, $standin_port, $standin_url. The ServiceAccount admission
-# plugin is off unless CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS says
-# otherwise (set it to "" to have every plugin).
+# $server_pid, $standin_port, $standin_url. Every admission plugin is on,
+# ServiceAccount admission too (cubelet mounts the kube-api-access-*
+# volume, issue 14), unless CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS names
+# plugins to turn off (e.g. ServiceAccount).
 standin_port=""
 standin_url=""
 H_STANDIN_STARTS=0
 start_standin() {
         local args=(--data "$data" --node-name "$NODE") i
-        export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-ServiceAccount}
+        export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-}
         [ -n "$standin_port" ] && args+=(--port "$standin_port")
         mkdir -p "$data"
         H_STARTED=1

@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# The escape suite (issue 15): each attempt repeats a known container escape
+# or hostile input from inside a pod run by the real `cubelet run-pod` (or
+# against `cubelet image import`) and checks that it fails for the attacker.
+# Every attempt is named by the CVE or pattern it repeats; docs/security.md
+# lists them with their defences. The pods use hostNetwork, so no CNI
+# network is made (this test needs no RESOURCE_LOCK).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci busybox python3
+need_cubelet
+harness_init escapes
+
+tried=0
+refused=0
+fails=0
+# attempt NAME: starts an attempt; refused/escaped record its outcome.
+attempt() { tried=$((tried + 1)); cur=$1; }
+refused() { refused=$((refused + 1)); echo "refused: $cur${1:+ ($1)}"; }
+escaped() { fails=$((fails + 1)); echo "FAIL: $cur: $*"; }
+
+import_busybox
+
+# run NAME: runs $tmp/NAME.yaml (hostNetwork pods, restartPolicy Never); rc,
+# $tmp/NAME.jsonl (status lines), $tmp/NAME.err (events, errors).
+run() {
+  local name=$1
+  set +e
+  run_pod_cmd "$tmp/$name.yaml"
+  timeout 60 "${pod_argv[@]}" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
+  rc=$?
+  set -e
+}
+pod_log() { cat "$logs"/default_"$1"_*/main/0.log 2>/dev/null | sed 's/^[^ ]* std[a-z]* [FP] //'; }
+# said NAME TEXT: the pod's status lines or events contain TEXT
+said() { grep -qF -- "$2" "$tmp/$1.jsonl" "$tmp/$1.err"; }
+# pod NAME SPEC-FRAGMENT: a pod whose one container "main" runs busybox; the
+# fragment is YAML for the container (indented 4) after "image:".
+pod() {
+  cat >"$tmp/$1.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  restartPolicy: Never
+  hostNetwork: true
+${3:-}
+  containers:
+  - name: main
+    image: busybox:1.36
+$2
+EOF
+}
+
+# --- item 1: the masked-path source (runc CVE-2025-31133) ------------------------------
+attempt "CVE-2025-31133: a volume over /dev"
+pod vol-dev "    command: [sh, -c, 'echo started']
+    volumeMounts: [{name: v, mountPath: /dev}]" "  volumes: [{name: v, emptyDir: {}}]"
+run vol-dev
+if pod_log vol-dev | grep -q started; then escaped "the container ran with a volume on /dev"
+elif said vol-dev "covers the runtime's /dev or /proc"; then refused "the start is refused"
+else escaped "no refusal message: $(tail -3 "$tmp/vol-dev.err")"; fi
+
+attempt "CVE-2025-31133: a volume in /proc"
+pod vol-proc "    command: [sh, -c, 'echo started']
+    volumeMounts: [{name: v, mountPath: /proc/sys}]" "  volumes: [{name: v, emptyDir: {}}]"
+run vol-proc
+if pod_log vol-proc | grep -q started; then escaped "the container ran with a volume on /proc/sys"
+elif said vol-proc "covers the runtime's /dev or /proc"; then refused "the start is refused"
+else escaped "no refusal message: $(tail -3 "$tmp/vol-proc.err")"; fi
+
+attempt "CVE-2025-31133: a volume reaching /proc through a symlink in another volume"
+mkdir -p "$tmp/linkvol"
+ln -s /proc "$tmp/linkvol/p"
+pod vol-link "    command: [sh, -c, 'echo started']
+    volumeMounts: [{name: l, mountPath: /l}, {name: v, mountPath: /l/p/sys}]" \
+  "  volumes: [{name: l, hostPath: {path: $tmp/linkvol}}, {name: v, emptyDir: {}}]"
+run vol-link
+if pod_log vol-link | grep -q started; then escaped "the container ran with a volume on /proc/sys"
+elif said vol-link "is in /proc: refused"; then refused "the resolved target is refused"
+else escaped "no refusal message: $(tail -3 "$tmp/vol-link.err")"; fi
+
+attempt "CVE-2025-31133: /dev/null replaced by a host file before the masks"
+printf 'SECRET\n' >"$tmp/victim"
+pod null-swap "    command: [sh, -c, 'echo pwned > /proc/timer_list; echo pwned > /proc/keys; echo keys=\$(stat -c %t:%T /proc/keys) timer=\$(stat -c %t:%T /proc/timer_list) \$(cat /proc/timer_list /proc/keys | head -c 20)']
+    volumeMounts: [{name: v, mountPath: /dev/null}]" \
+  "  volumes: [{name: v, hostPath: {path: $tmp/victim, type: File}}]"
+run null-swap
+out=$(pod_log null-swap)
+if [ "$(cat "$tmp/victim")" != SECRET ]; then escaped "the host file was written through a mask: $(cat "$tmp/victim")"
+elif ! grep -qE '^keys=1:3 timer=1:3 *$' <<<"$out"; then escaped "the masks are not the null device: $out $(tail -2 "$tmp/null-swap.err")"
+else refused "masks are the runtime's /dev/null"; fi
+
+# --- item 2: host fds and dumpability in the setup window (CVE-2024-21626) -------------
+attempt "CVE-2024-21626: workingDir through a leaked fd (/proc/self/fd/N)"
+# every fd the monitor had open (its state dir among them) is closed
+# before the setup, so no N leads to the host
+ok=1
+for n in 3 4 5 6 7 8 9; do
+  pod wd$n "    command: [sh, -c, 'echo cwd=\$(pwd); ls /..']
+    workingDir: /proc/self/fd/$n"
+  run wd$n
+  if pod_log wd$n | grep -q cwd=; then ok=0; escaped "started in /proc/self/fd/$n: $(pod_log wd$n | head -3)"; fi
+done
+[ $ok -eq 0 ] || refused "no fd 3..9 to chdir into"
+
+attempt "CVE-2024-21626: fds the container's first process inherits"
+# (ls in a child of pid 1: a command substitution would give the shell a pipe)
+pod fds "    command: [sh, -c, 'ls -l /proc/1/fd; echo done']"
+run fds
+out=$(pod_log fds | grep -- '->' || true)
+extra=$(grep -vE ' [012] -> ' <<<"$out" || true)
+if [ -z "$out" ]; then escaped "no output: $(tail -3 "$tmp/fds.err")"
+elif [ -n "$extra" ]; then escaped "pid 1 holds more than stdio: $extra"
+else refused "pid 1 has only 0, 1, 2"; fi
+
+# --- items 3 and 4: the pause process; /proc/self/exe (CVE-2019-5736) -------------------
+sha_before=$(sha256sum "$CUBELET" | cut -d' ' -f1)
+attempt "pause: /proc/1/root of the shared PID namespace with SYS_PTRACE"
+pod pause "    command: [sh, -c, 'echo root=\$(ls -A /proc/1/root | wc -l); grep -E \"^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):\" /proc/1/status; echo exe=\$(readlink /proc/1/exe); cat /proc/1/root/etc/hostname && echo READ-HOST-FILE; echo x >> /proc/1/exe && echo WROTE-EXE; echo done']
+    securityContext: {capabilities: {add: [SYS_PTRACE]}}" "  shareProcessNamespace: true"
+run pause
+out=$(pod_log pause)
+if ! grep -q '^done' <<<"$out"; then escaped "the probe did not run: $(tail -3 "$tmp/pause.err")"
+elif grep -qE 'READ-HOST-FILE|WROTE-EXE' <<<"$out"; then escaped "$out"
+elif ! grep -q '^root=0$' <<<"$out"; then escaped "/proc/1/root is not empty: $out"
+elif ! grep -qE '^CapEff:\s+0+$' <<<"$out" || ! grep -qE '^CapBnd:\s+0+$' <<<"$out" ||
+  ! grep -qE '^NoNewPrivs:\s+1$' <<<"$out" || ! grep -qE '^Seccomp:\s+2$' <<<"$out"; then
+  escaped "the pause process is not confined: $out"
+else refused "empty root, no caps, no_new_privs, seccomp"; fi
+
+attempt "CVE-2019-5736: write the runtime binary through /proc/<pid>/exe"
+if grep -q '^exe=/memfd:cubelet' <<<"$out" && ! grep -q WROTE-EXE <<<"$out" &&
+  [ "$(sha256sum "$CUBELET" | cut -d' ' -f1)" == "$sha_before" ]; then
+  refused "the runtime runs from a sealed copy ($(grep '^exe=' <<<"$out"))"
+else escaped "exe: $(grep '^exe=' <<<"$out"), binary unchanged: $([ "$(sha256sum "$CUBELET" | cut -d' ' -f1)" == "$sha_before" ] && echo yes || echo NO)"; fi
+
+attempt "CVE-2019-5736: ENTRYPOINT [/proc/self/exe]"
+pod selfexe "    command: [/proc/self/exe, version]"
+run selfexe
+if pod_log selfexe | grep -q cubelet; then escaped "the container ran the runtime: $(pod_log selfexe)"
+elif said selfexe "may not run the runtime"; then refused "the exec is refused"
+else escaped "no refusal message: $(tail -3 "$tmp/selfexe.err")"; fi
+
+# --- item 6: read-only volumes; item 9: /sys -------------------------------------------
+attempt "read-only volume stays read-only (remount through the mount's fd)"
+mkdir -p "$tmp/rovol"
+pod rovol "    command: [sh, -c, 'touch /ro/x 2>/dev/null && echo WROTE; mount -o remount,rw /ro 2>/dev/null && echo REMOUNTED; echo done']
+    volumeMounts: [{name: v, mountPath: /ro, readOnly: true}]" \
+  "  volumes: [{name: v, hostPath: {path: $tmp/rovol}}]"
+run rovol
+out=$(pod_log rovol)
+if ! grep -q done <<<"$out"; then escaped "did not run: $(tail -3 "$tmp/rovol.err")"
+elif grep -qE 'WROTE|REMOUNTED' <<<"$out" || [ -e "$tmp/rovol/x" ]; then escaped "$out"
+else refused "writes fail"; fi
+
+attempt "sysfs: write the host's cgroupfs or sysfs"
+pod sysfs "    command: [sh, -c, 'mkdir /sys/fs/cgroup/esc 2>/dev/null && echo MKDIR; echo 1 > /sys/kernel/mm/ksm/run 2>/dev/null && echo WROTE; grep -E \" /sys \" /proc/self/mounts; echo done']"
+run sysfs
+out=$(pod_log sysfs)
+if ! grep -q done <<<"$out"; then escaped "did not run: $(tail -3 "$tmp/sysfs.err")"
+elif grep -qE 'MKDIR|WROTE' <<<"$out" || ! grep -qE ' /sys sysfs ro,' <<<"$out"; then escaped "$out"
+else refused "/sys is read-only"; fi
+
+# --- item 15: io_uring under RuntimeDefault ---------------------------------------------
+attempt "io_uring: io_uring_setup under seccomp RuntimeDefault"
+mkdir -p "$tmp/bin"
+if cat >"$tmp/uring.c" <<'EOF' && gcc -static -O1 -o "$tmp/bin/uring" "$tmp/uring.c" 2>/dev/null; then
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void)
+{
+        unsigned char params[120] = {0};
+        long r = syscall(425 /* io_uring_setup */, 4, params);
+        printf("io_uring_setup: %s\n", r < 0 ? strerror(errno) : "ok");
+        return 0;
+}
+EOF
+  pod uring "    command: [/t/uring]
+    securityContext: {seccompProfile: {type: RuntimeDefault}}
+    volumeMounts: [{name: t, mountPath: /t, readOnly: true}]" \
+    "  volumes: [{name: t, hostPath: {path: $tmp/bin}}]"
+  run uring
+  out=$(pod_log uring)
+  if grep -q 'io_uring_setup: Operation not permitted' <<<"$out"; then refused "EPERM"
+  else escaped "got: $out $(tail -2 "$tmp/uring.err")"; fi
+else
+  echo "skipped: io_uring (no static libc to build the probe)"
+  tried=$((tried - 1))
+fi
+
+# --- item 5 (archive half): hostile image archives ---------------------------------------
+# tar NAME KIND: an archive whose manifest.json is a FIFO, a device or a
+# symlink to a host file
+hostile_tar() {
+  python3 - "$tmp/$1.tar" "$2" <<'EOF'
+import sys, tarfile, io
+path, kind = sys.argv[1], sys.argv[2]
+with tarfile.open(path, "w") as t:
+    ti = tarfile.TarInfo("manifest.json")
+    if kind == "fifo":
+        ti.type = tarfile.FIFOTYPE
+    elif kind == "device":
+        ti.type, ti.devmajor, ti.devminor = tarfile.CHRTYPE, 1, 5
+    else:
+        ti.type, ti.linkname = tarfile.SYMTYPE, "/etc/shadow"
+    t.addfile(ti)
+EOF
+}
+for kind in fifo device symlink; do
+  attempt "image import: manifest.json is a $kind"
+  hostile_tar "$kind" "$kind"
+  set +e
+  timeout 20 "$CUBELET" --root-dir "$root" image import "$tmp/$kind.tar" --name evil:1 \
+    >"$tmp/import-$kind.out" 2>"$tmp/import-$kind.err"
+  rc=$?
+  set -e
+  if [ $rc -eq 124 ]; then escaped "the import hangs"
+  elif [ $rc -eq 0 ]; then escaped "the import succeeded"
+  elif grep -qE 'not a regular file|not a file name|cannot open|refus|symlink|unsupported|not allowed' \
+      "$tmp/import-$kind.err"; then refused "$(head -c 150 "$tmp/import-$kind.err")"
+  else escaped "unexpected error: $(cat "$tmp/import-$kind.err")"; fi
+done
+
+sanitizer_findings "$tmp"/*.err || fails=$((fails + 1))
+echo "escape attempts: $tried tried, $refused refused"
+if [ $fails -gt 0 ] || [ $refused -ne $tried ]; then
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "escapes: all attempts refused"

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# The pods a real cluster sends (issue 14), through kubectl against the
+# stand-in with ServiceAccount admission on: the kube-api-access-* volume
+# (the token's JWT names the pod, namespace, ca.crt is the stand-in's CA,
+# read-only, on tmpfs); ConfigMap and Secret edits reaching the files; an
+# optional ConfigMap deleted emptying its volume; a required one missing
+# keeping the pod ContainerCreating with the kubelet's FailedMount text;
+# env from configMapKeyRef/secretKeyRef/envFrom and the kubelet's errors;
+# subPath (and an escape through a symlink swapped in by another container
+# refused); emptyDir medium Memory kept across a container restart; real
+# pods from real clusters (image swapped for the test image). Exit 77 when
+# not root or a tool is missing.
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+need_root
+need_tools jq umoci ip iptables busybox kubectl openssl python3 md5sum /usr/bin/etcd
+need_cni bridge host-local
+harness_init workloads
+# Everything a real cluster does is on: ServiceAccount admission (every
+# pod gets kube-api-access-*), Node authorization and NodeRestriction.
+export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS-}
+
+col() { k get pod "$1" -o wide --no-headers 2>/dev/null | awk -v c="$2" '{print $c}'; }
+events() { events_of "" "$1" "$2"; }
+has_event() { events "$1" "$2" | grep -qF -- "$3"; }
+pod_log() { cat "$logs"/default_"$1"_"$2"/"$3"/"${4:-0}".log 2>/dev/null; }
+
+import_busybox
+write_cni_conf
+start_standin
+start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$(free_port)" --node-ip 10.0.0.5 \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+        --node-lease-duration-seconds 4
+
+uid_of() { pj "$1" '{.metadata.uid}'; }
+# plog POD [CONTAINER] [RESTART]: the container's log lines (CRI prefix cut).
+plog() { pod_log "$1" "$(uid_of "$1")" "${2:-main}" "${3:-0}" | cut -d' ' -f4-; }
+has_log() { plog "$1" "${3:-main}" | grep -qF -- "$2"; }
+waiting_is() { [ "$(pj "$1" '{.status.containerStatuses[0].state.waiting.reason}')" = "$2" ]; }
+
+node_ready
+pass "node Ready"
+
+# ---- 1. a plain pod: the kube-api-access volume ---------------------------------------
+SA=/var/run/secrets/kubernetes.io/serviceaccount
+mkpod plain <<EOF
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'echo "ns=\$(cat $SA/namespace)"; md5sum $SA/token $SA/ca.crt; ls -la $SA; touch $SA/x 2>/dev/null || echo "ro=yes"; grep " $SA " /proc/self/mountinfo; sleep 3600']
+EOF
+wait_running plain 60
+vol=$(pj plain '{.spec.volumes[0].name}')
+case "$vol" in kube-api-access-?????) pass "1 admission added $vol" ;; *) fail "plain: volume '$vol'" ;; esac
+poll 10 has_log plain "ro=yes" || fail "plain: log: $(plog plain | head -20)"
+has_log plain "ns=default" || fail "plain: namespace file: $(plog plain | head -3)"
+puid=$(uid_of plain)
+vdir=$root/pods/$puid/volumes/kubernetes.io~projected/$vol
+host_tok=$(md5sum <"$vdir/token" | cut -d' ' -f1)
+ca_md5=$(md5sum <"$data/ca.crt" | cut -d' ' -f1)
+has_log plain "$host_tok  $SA/token" || fail "plain: the container's token differs from the volume's"
+has_log plain "$ca_md5  $SA/ca.crt" || fail "plain: ca.crt is not the stand-in's CA"
+claims=$(python3 -c 'import sys,json,base64; p=open(sys.argv[1]).read().split(".")[1]; p+="="*(-len(p)%4); print(base64.urlsafe_b64decode(p).decode())' "$vdir/token")
+[ "$(jq -r '.["kubernetes.io"].pod.name' <<<"$claims")" = plain ] &&
+        [ "$(jq -r '.["kubernetes.io"].pod.uid' <<<"$claims")" = "$puid" ] &&
+        [ "$(jq -r '.sub' <<<"$claims")" = system:serviceaccount:default:default ] ||
+        fail "plain: token claims $claims"
+exp=$(jq -r .exp <<<"$claims")
+iat=$(jq -r .iat <<<"$claims")
+pass "1 token bound to pod plain/$puid (sub $(jq -r .sub <<<"$claims"), exp-iat $((exp - iat))s), namespace, ca.crt = the stand-in's CA"
+# the layout of the atomic writer, the modes, tmpfs, read-only
+[ "$(readlink "$vdir/token")" = ..data/token ] && [[ "$(readlink "$vdir/..data")" == ..20* ]] ||
+        fail "plain: layout $(ls -la "$vdir" | paste -sd' ')"
+[ "$(stat -Lc %a "$vdir/token")" = 644 ] || fail "plain: token mode $(stat -Lc %a "$vdir/token")"
+grep -q " $vdir .* - tmpfs " /proc/self/mountinfo || fail "plain: the projected volume is not on tmpfs"
+has_log plain " $SA ro," || fail "plain: not mounted read-only: $(plog plain | grep " $SA ")"
+pass "1 ..data -> $(readlink "$vdir/..data"), token -> ..data/token mode 644, tmpfs, read-only in the container"
+k create token default --duration=10m >/dev/null 2>&1 || true
+
+# ---- 2. ConfigMap and Secret edits reach the files; an optional one deleted -----------
+k create configmap app-cfg --from-literal=mode=one --from-literal=1bad=x >/dev/null || fail "create configmap"
+k create secret generic app-sec --from-literal=pass=p1 >/dev/null || fail "create secret"
+k create configmap opt-cfg --from-literal=k=here >/dev/null || fail "create opt-cfg"
+mkpod files <<'EOF'
+  securityContext: {fsGroup: 1234}
+  volumes:
+  - {name: cfg, configMap: {name: app-cfg, items: [{key: mode, path: sub/mode, mode: 0600}]}}
+  - {name: sec, secret: {secretName: app-sec, defaultMode: 0400}}
+  - {name: opt, configMap: {name: opt-cfg, optional: true}}
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'last=; while :; do s="cfg=$(cat /cfg/sub/mode) sec=$(cat /sec/pass) opt=$(cat /opt/k 2>/dev/null || echo none)"; [ "$s" = "$last" ] || echo "$s"; last=$s; sleep 0.2; done']
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: sec, mountPath: /sec}
+    - {name: opt, mountPath: /opt}
+EOF
+wait_running files 60
+poll 10 has_log files "cfg=one sec=p1 opt=here" || fail "files: $(plog files | tail -3)"
+fuid=$(uid_of files)
+fcfg=$root/pods/$fuid/volumes/kubernetes.io~configmap/cfg
+[ "$(stat -Lc %a:%g "$fcfg/sub/mode")" = 640:1234 ] || fail "files: item mode/fsGroup $(stat -Lc %a:%g "$fcfg/sub/mode")"
+[ "$(stat -Lc %a "$root/pods/$fuid/volumes/kubernetes.io~secret/sec/pass")" = 440 ] || fail "files: secret mode"
+grep -q " $root/pods/$fuid/volumes/kubernetes.io~secret/sec .* - tmpfs " /proc/self/mountinfo || fail "files: the secret is not on tmpfs"
+grep -q " $fcfg .* - tmpfs " /proc/self/mountinfo && fail "files: the configMap is on tmpfs (the kubelet keeps it on disk)"
+t=$(now)
+k patch configmap app-cfg --type merge -p '{"data":{"mode":"two"}}' >/dev/null
+poll 30 has_log files "cfg=two sec=p1" || fail "files: the ConfigMap edit did not arrive: $(plog files | tail -2)"
+d_cm=$(since "$t")
+t=$(now)
+k patch secret app-sec --type merge -p '{"data":{"pass":"cDI="}}' >/dev/null
+poll 30 has_log files "cfg=two sec=p2" || fail "files: the Secret edit did not arrive: $(plog files | tail -2)"
+d_sec=$(since "$t")
+t=$(now)
+k delete configmap opt-cfg >/dev/null
+poll 30 has_log files "opt=none" || fail "files: the optional ConfigMap's deletion did not empty it"
+d_opt=$(since "$t")
+pass "2 ConfigMap edit in ${d_cm}s, Secret edit in ${d_sec}s, optional ConfigMap deleted -> empty in ${d_opt}s; item mode 0600+fsGroup -> 640 gid 1234, secret 0400+fsGroup -> 440 on tmpfs"
+w=$(k get --raw "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dapp-cfg" | jq -r '.items|length')
+[ "$w" = 1 ] || fail "the admin cannot list app-cfg"
+
+# ---- 3. a required ConfigMap missing: ContainerCreating, FailedMount, then it runs ---------
+mkpod needs <<'EOF'
+  volumes:
+  - {name: cfg, configMap: {name: later}}
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'cat /cfg/k; echo; sleep 3600']
+    volumeMounts: [{name: cfg, mountPath: /cfg}]
+EOF
+want='MountVolume.SetUp failed for volume "cfg" : configmap "later" not found'
+poll 30 has_event needs FailedMount "$want" || fail "needs: no FailedMount '$want': $(events needs FailedMount | head -2)"
+sleep 2
+[ "$(col needs 3)" = ContainerCreating ] && waiting_is needs ContainerCreating && phase_is needs Pending ||
+        fail "needs: STATUS $(col needs 3), $(pj needs '{.status.containerStatuses}')"
+n1=$(k get events --field-selector involvedObject.name=needs,reason=FailedMount -o jsonpath='{.items[0].count}')
+k create configmap later --from-literal=k=arrived >/dev/null
+wait_running needs 30
+poll 10 has_log needs arrived || fail "needs: $(plog needs)"
+pass "3 missing ConfigMap: ContainerCreating with '$want' (count $n1, retried with backoff), Running once it exists"
+
+# ---- 4. env from ConfigMaps and Secrets ----------------------------------------------
+mkpod envpod Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'env | sort']
+    envFrom:
+    - configMapRef: {name: app-cfg}
+    - {prefix: S_, secretRef: {name: app-sec}}
+    - configMapRef: {name: nope, optional: true}
+    env:
+    - {name: MODE_KEY, valueFrom: {configMapKeyRef: {name: app-cfg, key: mode}}}
+    - {name: PASS, valueFrom: {secretKeyRef: {name: app-sec, key: pass}}}
+    - {name: OPT, valueFrom: {configMapKeyRef: {name: app-cfg, key: nokey, optional: true}}}
+EOF
+k wait --for=jsonpath='{.status.phase}'=Succeeded pod/envpod --timeout=60s >/dev/null || fail "envpod: not Succeeded ($(col envpod 3))"
+for kv in mode=two MODE_KEY=two S_pass=p2 PASS=p2; do has_log envpod "$kv" || fail "envpod: no $kv in $(plog envpod | paste -sd' ')"; done
+has_log envpod "OPT=" && fail "envpod: OPT set"
+has_event envpod InvalidEnvironmentVariableNames "Keys [1bad] from the EnvFrom configMap default/app-cfg were skipped since they are considered invalid environment variable names." ||
+        fail "envpod: no InvalidEnvironmentVariableNames event: $(events envpod InvalidEnvironmentVariableNames)"
+mkpod envbad <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'sleep 3600']
+    env:
+    - {name: X, valueFrom: {configMapKeyRef: {name: app-cfg, key: nokey}}}
+EOF
+poll 30 waiting_is envbad CreateContainerConfigError || fail "envbad: $(pj envbad '{.status.containerStatuses}')"
+m=$(pj envbad '{.status.containerStatuses[0].state.waiting.message}')
+[ "$m" = "couldn't find key nokey in ConfigMap default/app-cfg" ] || fail "envbad: message '$m'"
+mkpod envnocm <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'sleep 3600']
+    envFrom: [{secretRef: {name: absent}}]
+EOF
+poll 30 waiting_is envnocm CreateContainerConfigError || fail "envnocm: $(pj envnocm '{.status.containerStatuses}')"
+m2=$(pj envnocm '{.status.containerStatuses[0].state.waiting.message}')
+[ "$m2" = 'secret "absent" not found' ] || fail "envnocm: message '$m2'"
+k create secret generic absent --from-literal=a=b >/dev/null
+wait_running envnocm 40
+pass "4 env: envFrom (prefix, optional, invalid key event), configMapKeyRef, secretKeyRef; CreateContainerConfigError '$m' / '$m2', retried until the Secret exists"
+
+# ---- 5. emptyDir medium Memory survives a container restart ---------------------------------
+mkpod mem OnFailure <<'EOF'
+  volumes: [{name: m, emptyDir: {medium: Memory, sizeLimit: 16Mi}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'grep " /m " /proc/self/mountinfo; if [ -f /m/seen ]; then echo kept; exit 0; fi; echo first >/m/seen; echo wrote; exit 1']
+    volumeMounts: [{name: m, mountPath: /m}]
+EOF
+k wait --for=jsonpath='{.status.phase}'=Succeeded pod/mem --timeout=60s >/dev/null || fail "mem: not Succeeded ($(col mem 3))"
+plog mem main 1 | grep -q kept || fail "mem: the restarted container did not find the file: $(plog mem main 1)"
+[ "$(pj mem '{.status.containerStatuses[0].restartCount}')" = 1 ] || fail "mem: restartCount"
+plog mem main 0 | grep " /m " | grep -q "size=16384k" || fail "mem: tmpfs size: $(plog mem main 0 | head -2)"
+pass "5 emptyDir Memory (sizeLimit 16Mi = tmpfs size=16384k) kept across a restart"
+
+# ---- 6. subPath, and an escape through a swapped symlink ---------------------------------
+mkpod subp <<'EOF'
+  volumes:
+  - {name: cfg, configMap: {name: app-cfg}}
+  - {name: shared, emptyDir: {}}
+  initContainers:
+  - name: prep
+    image: busybox:1.36
+    command: [sh, -c, 'mkdir -p /s/dir && echo inside >/s/dir/f && ln -s /etc /s/evil && ln -s ../../../../../../ /s/up']
+    volumeMounts: [{name: shared, mountPath: /s}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'cat /one; echo; cat /f; cat /x/f; sleep 3600']
+    env: [{name: SUB, value: dir}]
+    volumeMounts:
+    - {name: cfg, mountPath: /one, subPath: mode}
+    - {name: shared, mountPath: /f, subPath: dir/f}
+    - {name: shared, mountPath: /x, subPathExpr: $(SUB)}
+EOF
+wait_running subp 60
+poll 10 has_log subp inside || fail "subp: $(plog subp)"
+has_log subp two || fail "subp: configMap subPath: $(plog subp)"
+pass "6 subPath into a configMap key and an emptyDir file, subPathExpr"
+mkpod escape <<'EOF'
+  volumes: [{name: shared, emptyDir: {}}]
+  initContainers:
+  - name: prep
+    image: busybox:1.36
+    command: [sh, -c, 'ln -s /etc /s/evil']
+    volumeMounts: [{name: shared, mountPath: /s}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'cat /leak/shadow; sleep 3600']
+    volumeMounts: [{name: shared, mountPath: /leak, subPath: evil}]
+EOF
+poll 40 waiting_is escape CreateContainerConfigError || fail "escape: $(pj escape '{.status.containerStatuses}')"
+m3=$(pj escape '{.status.containerStatuses[0].state.waiting.message}')
+case "$m3" in *"failed to prepare subPath for volumeMount \"shared\" of container \"main\""*) ;; *) fail "escape: message '$m3'" ;; esac
+phase_is escape Pending || fail "escape: phase $(pj escape '{.status.phase}')"
+pass "6 a subPath through a symlink planted by another container refused: '$m3'"
+
+# A container swaps a symlink between a directory inside the volume and
+# one leading out of it, while the other container (restarting every
+# second) mounts it as its subPath: each start either gets the directory
+# inside (its marker file) or is refused, never the host's root.
+mkpod swap Always <<'EOF'
+  volumes: [{name: shared, emptyDir: {}}]
+  initContainers:
+  - name: prep
+    image: busybox:1.36
+    command: [sh, -c, 'mkdir -p /s/real && touch /s/real/marker && ln -s real /s/dir']
+    volumeMounts: [{name: shared, mountPath: /s}]
+  containers:
+  - name: swapper
+    image: busybox:1.36
+    command: [sh, -c, 'while :; do ln -sfn real /s/dir; ln -sfn ../../../../../../../../.. /s/dir; done']
+    volumeMounts: [{name: shared, mountPath: /s}]
+  - name: victim
+    image: busybox:1.36
+    command: [sh, -c, 'if [ -f /m/marker ]; then echo INSIDE; else echo "OUTSIDE $(ls /m | head -5 | paste -sd,)"; fi; sleep 0.3; exit 1']
+    volumeMounts: [{name: shared, mountPath: /m, subPath: dir}]
+EOF
+sleep 25
+vuid=$(uid_of swap)
+inside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep -c INSIDE)
+outside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep OUTSIDE | head -3)
+refused=$(k get events --field-selector involvedObject.name=swap,reason=Failed -o jsonpath='{range .items[*]}{.count}|{.message}{"\n"}{end}' |
+        grep 'failed to prepare subPath for volumeMount "shared" of container "victim"' | cut -d'|' -f1 | head -1)
+[ -z "$outside" ] || fail "swap: the victim saw outside the volume: $outside"
+[ "$inside" -gt 0 ] || [ -n "$refused" ] || fail "swap: the victim never started nor was refused"
+pass "6 subPath under a symlink swap by another container: $inside start(s) inside, ${refused:-0} refused, none outside"
+k delete pod swap --grace-period=1 --wait=false >/dev/null
+
+# ---- 7. real pods from real clusters, the image swapped -----------------------------------
+k create namespace kube-system >/dev/null 2>&1 || true
+poll 20 eval 'k -n kube-system get configmap kube-root-ca.crt >/dev/null 2>&1' || fail "no kube-root-ca.crt in kube-system"
+for sa in coredns local-path-provisioner-service-account; do k -n kube-system create serviceaccount "$sa" >/dev/null || fail "sa $sa"; done
+k -n kube-system create configmap coredns --from-literal=Corefile='.:53 {}' --from-literal=NodeHosts='10.0.0.5 node' >/dev/null
+k -n kube-system create configmap local-path-config --from-literal=config.json='{}' >/dev/null
+python3 - "$FIXTURES/real-cluster/podlist-k3s-v1.31-kube-system.json" "$NODE" >"$tmp/real.json" <<'PY'
+import json, sys
+items = json.load(open(sys.argv[1]))["items"]
+out = []
+for p in items:
+    if not p["metadata"]["name"].startswith(("coredns-", "local-path-provisioner-")):
+        continue
+    md = {k: p["metadata"][k] for k in ("name", "namespace", "labels") if k in p["metadata"]}
+    s = p["spec"]
+    s["nodeName"] = sys.argv[2]
+    for k in ("priority",):
+        s.pop(k, None)
+    for c in s["containers"]:
+        c["image"] = "busybox:1.36"
+        c["imagePullPolicy"] = "IfNotPresent"
+        c.pop("args", None)
+        for pr in ("livenessProbe", "readinessProbe", "startupProbe"):
+            c.pop(pr, None)
+        paths = " ".join(m["mountPath"] for m in c.get("volumeMounts", []))
+        c["command"] = ["sh", "-c", "for d in %s; do echo \"== $d\"; ls $d; done; sleep 3600" % paths]
+    out.append({"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": s})
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": out}))
+PY
+k create --validate=false -f "$tmp/real.json" >"$tmp/real.out" 2>&1 || fail "real pods: kubectl create failed: $(cat "$tmp/real.out")"
+for p in $(jq -r '.items[].metadata.name' "$tmp/real.json"); do
+        poll 60 eval "[ \"\$(k -n kube-system get pod $p -o jsonpath='{.status.phase}')\" = Running ]" ||
+                fail "real pod $p: $(k -n kube-system get pod "$p" -o jsonpath='{.status.containerStatuses}') $(k -n kube-system get events --field-selector involvedObject.name="$p" -o jsonpath='{.items[*].message}')"
+done
+pass "7 real pods running: $(jq -r '.items[].metadata.name' "$tmp/real.json" | paste -sd' ')"
+
+# ---- 8. an agent restart: the volumes are taken up again, edits still arrive ------------
+stop_agent 10
+k patch configmap app-cfg --type merge -p '{"data":{"mode":"three"}}' >/dev/null
+start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$(free_port)" --node-ip 10.0.0.5 \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 2 --node-status-update-frequency 1s \
+        --node-lease-duration-seconds 4
+poll 30 has_log files "cfg=three sec=p2" || fail "files: the edit made while the agent was down did not arrive: $(plog files | tail -2)"
+[ "$(pj files '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "files: restarted by the agent restart"
+phase_is plain Running || fail "plain: $(pj plain '{.status.phase}') after the agent restart"
+pass "8 after an agent restart the edit made meanwhile reached the files, no container restarted"
+
+# ---- the end ------------------------------------------------------------------------
+k delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1
+k -n kube-system delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1
+poll 60 eval '[ -z "$(k get pods -A -o name 2>/dev/null)" ]' || fail "pods not gone: $(k get pods -A --no-headers | paste -sd';')"
+poll 20 eval '[ -z "$(ls "$root/pods" 2>/dev/null)" ]' || fail "pod directories left: $(ls "$root/pods")"
+grep -q " $root/pods/" /proc/self/mountinfo && fail "mounts left: $(grep " $root/pods/" /proc/self/mountinfo | head -3)"
+grep -E 'eyJ[A-Za-z0-9_-]{20,}' "$tmp/agent.log" >/dev/null && fail "a token in the agent log"
+kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
+stop_agent 10
+sanitizer_findings "$tmp/agent.log" || fail "sanitizer reports in the agent log"
+finish

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The payloads of configMap, secret, downwardAPI and projected volumes
+ * (agent/pods/volumes.c, pure): the kube-api-access volume of a real pod,
+ * items and modes, optional objects, missing keys, the downward API's
+ * formats, tokens pending and failed, refused projections; and the
+ * objects a pod refers to. */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/pods/volumes.h"
+#include "lib/cleanup.h"
+
+#define FX(rel) CUBELET_FIXTURES "/" rel
+
+struct fake {
+        struct k8s_keyed_data *cm, *sec;
+        int token_state; /* 1 ready, 0 pending, -1 failed */
+        bool not_synced;
+};
+
+static int fake_get(void *ctx, enum ag_obj_kind kind, const char *name,
+                    const struct k8s_keyed_data **ret, struct cb_error *err)
+{
+        struct fake *f = ctx;
+        if (f->not_synced)
+                return cb_error_set(err, EAGAIN, "not synced");
+        struct k8s_keyed_data *kd = kind == AG_OBJ_SECRET ? f->sec : f->cm;
+        if (kd == NULL || strcmp(kd->meta.name, name) != 0)
+                return 0;
+        *ret = kd;
+        return 1;
+}
+
+static int fake_token(void *ctx, const struct k8s_projection *p, const char **ret,
+                      struct cb_error *err)
+{
+        struct fake *f = ctx;
+        (void)p;
+        if (f->token_state < 0)
+                return cb_error_set(err, 0, "serviceaccounts \"robot\" not found");
+        if (f->token_state == 1)
+                *ret = "eyJhbGciOiJSUzI1NiJ9.e30.sig";
+        return f->token_state;
+}
+
+static struct k8s_keyed_data *keyed(const char *json, bool secret)
+{
+        _cleanup_cjson_ cJSON *j = cJSON_Parse(json);
+        struct k8s_keyed_data *kd = NULL;
+        struct cb_error err = {0};
+        ck_assert_msg((secret ? k8s_secret_from_json(j, &kd, &err)
+                              : k8s_configmap_from_json(j, &kd, &err)) == 0,
+                      "%s", err.msg);
+        return kd;
+}
+
+static struct k8s_pod *pod_text(const char *text)
+{
+        _cleanup_cjson_ cJSON *j = cJSON_Parse(text);
+        ck_assert_ptr_nonnull(j);
+        struct k8s_pod *p = NULL;
+        struct cb_error err = {0};
+        ck_assert_msg(k8s_pod_from_json(j, &p, &err) == 0, "%s", err.msg);
+        return p;
+}
+
+static const struct ag_payload_file *file(const struct ag_payload_file *f, size_t n,
+                                          const char *path)
+{
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(f[i].path, path) == 0)
+                        return &f[i];
+        return NULL;
+}
+
+START_TEST(test_kube_api_access)
+{
+        cJSON *list = NULL;
+        struct cb_error err = {0};
+        ck_assert_int_eq(
+            k8s_parse_file(FX("real-cluster/podlist-k3s-v1.31-kube-system.json"), &list, &err), 0);
+        struct k8s_pod *p = NULL;
+        ck_assert_int_eq(
+            k8s_pod_from_json(cJSON_GetArrayItem(cJSON_GetObjectItem(list, "items"), 0), &p, &err),
+            0);
+        cJSON_Delete(list);
+        const struct k8s_volume *v = NULL;
+        for (size_t i = 0; i < p->spec.n_volumes; i++)
+                if (p->spec.volumes[i].kind == K8S_VOLUME_PROJECTED)
+                        v = &p->spec.volumes[i];
+        ck_assert_ptr_nonnull(v);
+        ck_assert(ag_volume_managed(v));
+        struct fake f = {.cm = keyed("{\"metadata\":{\"name\":\"kube-root-ca.crt\"},\"data\":{"
+                                     "\"ca.crt\":\"PEM\",\"other\":\"x\"}}",
+                                     false),
+                         .token_state = 1};
+        struct ag_volume_lookup lk = {fake_get, fake_token, &f};
+        struct ag_env_context ctx = {0};
+        struct cb_arena *a = cb_arena_new(0);
+        struct ag_payload_file *files;
+        size_t n;
+        ck_assert_int_eq(ag_volume_payload(a, p, v, &lk, &ctx, &files, &n, &err), 1);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(file(files, n, "token")->data, "eyJhbGciOiJSUzI1NiJ9.e30.sig");
+        ck_assert_int_eq(file(files, n, "token")->mode, 0644);
+        ck_assert_str_eq(file(files, n, "ca.crt")->data, "PEM");
+        ck_assert_str_eq(file(files, n, "namespace")->data, "kube-system");
+        ck_assert_ptr_null(file(files, n, "other"));
+        /* the token requested: wait; failed: the kubelet's text */
+        f.token_state = 0;
+        ck_assert_int_eq(ag_volume_payload(a, p, v, &lk, &ctx, &files, &n, &err), 0);
+        f.token_state = -1;
+        ck_assert_int_eq(ag_volume_payload(a, p, v, &lk, &ctx, &files, &n, &err), -1);
+        ck_assert_str_eq(err.msg, "failed to fetch token: serviceaccounts \"robot\" not found");
+        /* not synced yet: wait */
+        f.token_state = 1;
+        f.not_synced = true;
+        ck_assert_int_eq(ag_volume_payload(a, p, v, &lk, &ctx, &files, &n, &err), 0);
+        f.not_synced = false;
+        /* the root CA missing (not optional) */
+        k8s_keyed_data_free(f.cm);
+        f.cm = NULL;
+        ck_assert_int_eq(ag_volume_payload(a, p, v, &lk, &ctx, &files, &n, &err), -1);
+        ck_assert_str_eq(err.msg, "configmap \"kube-root-ca.crt\" not found");
+        /* the objects it refers to: ConfigMaps of its volumes */
+        struct ag_obj_ref *refs;
+        size_t nr = ag_pod_object_refs(a, p, &refs);
+        ck_assert_uint_eq(nr, 3); /* coredns, coredns-custom, kube-root-ca.crt */
+        cb_arena_free(a);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_items_modes_optional)
+{
+        struct k8s_pod *p = pod_text(
+            "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u\",\"labels\":{\"b\":"
+            "\"2\",\"a\":\"x\\\"y\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{"
+            "\"limits\":{\"memory\":\"64Mi\",\"cpu\":\"1500m\"}}}],\"volumes\":["
+            "{\"name\":\"all\",\"configMap\":{\"name\":\"cm\",\"defaultMode\":256}},"
+            "{\"name\":\"some\",\"secret\":{\"secretName\":\"s\",\"items\":[{\"key\":\"k\","
+            "\"path\":"
+            "\"d/k\",\"mode\":384}]}},"
+            "{\"name\":\"miss\",\"secret\":{\"secretName\":\"s\",\"items\":[{\"key\":\"nokey\","
+            "\"path\":\"x\"}]}},"
+            "{\"name\":\"opt\",\"configMap\":{\"name\":\"gone\",\"optional\":true}},"
+            "{\"name\":\"dw\",\"downwardAPI\":{\"items\":[{\"path\":\"labels\",\"fieldRef\":{"
+            "\"fieldPath\":\"metadata.labels\"}},{\"path\":\"one\",\"fieldRef\":{\"fieldPath\":"
+            "\"metadata.labels['b']\"}},{\"path\":\"mem\",\"resourceFieldRef\":{\"containerName\":"
+            "\"c\",\"resource\":\"limits.memory\",\"divisor\":\"1Mi\"}},{\"path\":\"cpu\","
+            "\"resourceFieldRef\":{\"containerName\":\"c\",\"resource\":\"limits.cpu\"}}]}},"
+            "{\"name\":\"ctb\",\"projected\":{\"sources\":[{\"clusterTrustBundle\":{\"path\":\"b\","
+            "\"name\":\"n\"}}]}}]}}");
+        struct fake f = {
+            .cm = keyed("{\"metadata\":{\"name\":\"cm\"},\"data\":{\"a\":\"1\"},\"binaryData\":{"
+                        "\"b\":\"AAE=\"}}",
+                        false),
+            .sec = keyed("{\"metadata\":{\"name\":\"s\"},\"data\":{\"k\":\"djE=\"}}", true),
+        };
+        struct ag_volume_lookup lk = {fake_get, fake_token, &f};
+        struct ag_env_context ctx = {.node_allocatable_memory = 1 << 30};
+        struct cb_arena *a = cb_arena_new(0);
+        struct ag_payload_file *files;
+        size_t n;
+        struct cb_error err = {0};
+        const struct k8s_volume *v = p->spec.volumes;
+        ck_assert_int_eq(ag_volume_payload(a, p, &v[0], &lk, &ctx, &files, &n, &err), 1);
+        ck_assert_uint_eq(n, 2); /* data and binaryData */
+        ck_assert_int_eq(file(files, n, "a")->mode, 0400);
+        ck_assert_uint_eq(file(files, n, "b")->len, 2);
+        ck_assert_int_eq(ag_volume_payload(a, p, &v[1], &lk, &ctx, &files, &n, &err), 1);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(files[0].path, "d/k");
+        ck_assert_str_eq(files[0].data, "v1");
+        ck_assert_int_eq(files[0].mode, 0600);
+        ck_assert_int_eq(ag_volume_payload(a, p, &v[2], &lk, &ctx, &files, &n, &err), -1);
+        ck_assert_str_eq(err.msg, "references non-existent secret key: nokey");
+        ck_assert_int_eq(ag_volume_payload(a, p, &v[3], &lk, &ctx, &files, &n, &err), 1);
+        ck_assert_uint_eq(n, 0); /* optional and absent: empty */
+        ck_assert_int_eq(ag_volume_payload(a, p, &v[4], &lk, &ctx, &files, &n, &err), 1);
+        ck_assert_str_eq(file(files, n, "labels")->data, "a=\"x\\\"y\"\nb=\"2\"");
+        ck_assert_str_eq(file(files, n, "one")->data, "2");
+        ck_assert_str_eq(file(files, n, "mem")->data, "64");
+        ck_assert_str_eq(file(files, n, "cpu")->data, "2");
+        ck_assert_int_eq(ag_volume_payload(a, p, &v[5], &lk, &ctx, &files, &n, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "clusterTrustBundle projections are not supported"));
+        cb_arena_free(a);
+        k8s_keyed_data_free(f.cm);
+        k8s_keyed_data_free(f.sec);
+        k8s_pod_free(p);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("volumes");
+        TCase *tc = tcase_create("payload");
+        tcase_add_test(tc, test_kube_api_access);
+        tcase_add_test(tc, test_items_modes_optional);
+        suite_add_tcase(s, tc);
+        SRunner *sr = srunner_create(s);
+        srunner_set_fork_status(sr, CK_FORK);
+        srunner_run_all(sr, CK_NORMAL);
+        int failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}

@@ -848,6 +848,12 @@ void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
         ag_timer_arm(w->kick, 0);
 }
 
+void ag_pod_worker_kick(struct ag_pod_worker *w)
+{
+        if (!w->done)
+                ag_timer_arm(w->kick, 0);
+}
+
 const struct k8s_pod *ag_pod_worker_pod(const struct ag_pod_worker *w)
 {
         return w->latest ? w->latest : w->pod;

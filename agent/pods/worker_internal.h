@@ -120,6 +120,7 @@ struct ag_pod_worker {
         struct ag_timer *grace;    /* termination grace period */
         bool terminating, killed, torn_down, done;
         bool initialized;           /* every init container was done once */
+        bool net_waiting;           /* waits for the runtime's network (event sent) */
         bool ordered_stop;          /* sidecars stop after the main containers, in reverse order */
         bool adopted;               /* state from an earlier agent was found */
         bool grace_extended;        /* the 2 s after a preStop hook used the grace period */

@@ -625,6 +625,17 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
                 return -1;
         struct cb_error err = {0};
         const struct k8s_pod *p = w->pod;
+        /* No sandbox for a pod on the pod network until the runtime's
+         * network is ready; hostNetwork pods go on (ag_pods_kick wakes the
+         * waiting ones). */
+        if (!p->spec.host_network && w->env->network_ready != NULL && !*w->env->network_ready) {
+                if (!w->net_waiting)
+                        pw_emit_event(w, NULL, "Warning", "NetworkNotReady", "%s",
+                                      AG_NETWORK_NOT_READY_EVENT);
+                w->net_waiting = true;
+                return -1;
+        }
+        w->net_waiting = false;
         if (!w->cgroup_created) {
                 if (cg_create(w->pod_cgroup, &w->plan.limits, &err) < 0) {
                         pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",

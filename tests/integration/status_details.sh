@@ -222,4 +222,112 @@ for c in proxy logger; do
 done
 pass "S2 startup probe holds the next init container; stop order main -> logger -> proxy, each exiting on its own signal ($(since "$t0")s)"
 
+# ---- N, D, M: the agent against the stand-in ---------------------------------------
+start_standin
+good_cni=$cni_dir
+cni_dir=$tmp/cni-later # does not exist yet: the runtime's network is not ready
+napi_port=$(free_port)
+echo "tok-$$-secret,metrics-reader,1" >"$tmp/tokens.csv"
+start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port 0 --node-ip 10.0.0.6 \
+        --node-status-update-frequency 1s --address 127.0.0.1 --port "$napi_port" \
+        --client-ca-file "$data/ca.crt" --authentication-token-file "$tmp/tokens.csv" --cert-dir "$tmp/pki"
+ready() { k get node "$NODE" -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status}|{.reason}|{.message}{end}' 2>/dev/null; }
+NOTREADY="False|KubeletNotReady|container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+poll 30 eval '[ "$(ready)" = "$NOTREADY" ]' || die "node without a CNI config: Ready '$(ready)'"
+mkpod netpod Never <<'EOF'
+  containers:
+  - name: netpod
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+EOF
+mkpod hostpod Never <<'EOF'
+  hostNetwork: true
+  containers:
+  - name: hostpod
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+EOF
+wait_running hostpod 60
+poll 20 eval 'events_of Pod netpod NetworkNotReady | grep -q .' || fail "netpod: no NetworkNotReady event"
+ev=$(events_of Pod netpod NetworkNotReady | head -n1)
+[ "$ev" = "Warning|network is not ready: ${NOTREADY#False|KubeletNotReady|}" ] || fail "netpod: NetworkNotReady event '$ev'"
+phase_is netpod Pending && [ -z "$(pj netpod '{.status.podIP}')" ] ||
+        fail "netpod ran without the network: $(pj netpod '{.status.phase}') $(pj netpod '{.status.podIP}')"
+pass "N1 no CNI config: Ready '$(ready | cut -d'|' -f1-2)', netpod Pending with NetworkNotReady, hostNetwork pod Running"
+t0=$(now)
+cp "$good_cni/10-it.conflist" "$cni_dir/10-it.conflist"
+poll 20 eval '[ "$(ready)" = "True|KubeletReady|kubelet is posting ready status" ]' || fail "Ready after the config appeared: '$(ready)'"
+t_ready=$(since "$t0")
+wait_running netpod 60
+pass "N2 a CNI config appears: Ready True ${t_ready}s later (inotify), netpod Running ($(pj netpod '{.status.podIP}')) $(since "$t0")s later"
+
+# D. activeDeadlineSeconds set on a running pod, and lowered on another.
+mkpod dlset Never <<'EOF'
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+EOF
+k create -f - >/dev/null <<EOF || fail "dllow: create"
+apiVersion: v1
+kind: Pod
+metadata: {name: dllow, namespace: default}
+spec:
+  nodeName: $NODE
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 2
+  activeDeadlineSeconds: 3600
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+EOF
+wait_running dlset 60
+wait_running dllow 60
+t0=$(now)
+k patch pod dlset -p '{"spec":{"activeDeadlineSeconds":2}}' >/dev/null || fail "dlset: patch refused"
+k patch pod dllow -p '{"spec":{"activeDeadlineSeconds":3}}' >/dev/null || fail "dllow: patch refused"
+for p in dlset dllow; do
+        poll 30 phase_is "$p" Failed || fail "$p: not Failed after its deadline ($(pj "$p" '{.status.phase}'))"
+        [ "$(pj "$p" '{.status.reason}|{.status.message}')" = "DeadlineExceeded|Pod was active on the node longer than the specified deadline" ] ||
+                fail "$p: $(pj "$p" '{.status.reason}|{.status.message}')"
+        [ -n "$(pj "$p" '{.status.containerStatuses[0].state.terminated.exitCode}')" ] ||
+                fail "$p: Failed with its container $(pj "$p" '{.status.containerStatuses[0].state}')"
+        events_of Pod "$p" DeadlineExceeded | grep -qxF "Normal|Pod was active on the node longer than the specified deadline" ||
+                fail "$p: no DeadlineExceeded event: $(events_of Pod "$p" DeadlineExceeded)"
+done
+pass "D activeDeadlineSeconds set (dlset) and lowered (dllow) through kubectl: Failed DeadlineExceeded with the containers terminated, $(since "$t0")s"
+
+# M. /metrics/resource as metrics-server scrapes it.
+api="https://127.0.0.1:$napi_port"
+code=$(curl -sk -o /dev/null -w '%{http_code}' "$api/metrics/resource")
+[ "$code" = 401 ] || fail "/metrics/resource without credentials: HTTP $code, want 401"
+scrape() { curl -sk -D "$tmp/m.h" "$@" "$api/metrics/resource"; }
+poll 15 eval 'scrape --cert "$data/kubelet-client.crt" --key "$data/kubelet-client.key" >"$tmp/m.txt" &&
+        grep -q "^container_cpu_usage_seconds_total{container=\"netpod\",namespace=\"default\",pod=\"netpod\"} " "$tmp/m.txt"' ||
+        fail "/metrics/resource with a client certificate: $(head -c 300 "$tmp/m.txt")"
+grep -qi '^content-type: text/plain; version=0.0.4; charset=utf-8' "$tmp/m.h" || fail "content type: $(grep -i content-type "$tmp/m.h")"
+for re in '^node_cpu_usage_seconds_total [0-9.e+]+ [0-9]{13}$' '^node_memory_working_set_bytes [0-9.e+]+ [0-9]{13}$' \
+        '^container_memory_working_set_bytes\{container="netpod",namespace="default",pod="netpod"\} [0-9.e+]+ [0-9]{13}$' \
+        '^container_start_time_seconds\{container="hostpod",namespace="default",pod="hostpod"\} [0-9.e+]+$' \
+        '^pod_cpu_usage_seconds_total\{namespace="default",pod="netpod"\} [0-9.e+]+ [0-9]{13}$' \
+        '^pod_memory_working_set_bytes\{namespace="default",pod="hostpod"\} [0-9.e+]+ [0-9]{13}$' \
+        '^resource_scrape_error 0$' '^# TYPE container_cpu_usage_seconds_total counter$'; do
+        grep -Eq "$re" "$tmp/m.txt" || fail "/metrics/resource has no line /$re/"
+done
+# every sample line parses as the Prometheus text format
+python3 - "$tmp/m.txt" <<'EOF' || fail "/metrics/resource does not parse"
+import re, sys
+line = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-z_]+="(\\.|[^"\\])*",?)*\})? [-+0-9.eEInfNa]+( [0-9]+)?$')
+bad = [l for l in open(sys.argv[1]).read().splitlines() if l and not l.startswith('#') and not line.match(l)]
+sys.exit(1 if bad else 0)
+EOF
+scrape -H "Authorization: Bearer tok-$$-secret" >"$tmp/m2.txt" && grep -q '^resource_scrape_error 0$' "$tmp/m2.txt" ||
+        fail "/metrics/resource with a token: $(head -c 200 "$tmp/m2.txt")"
+pass "M /metrics/resource: 401 without credentials, the kubelet's families with a client certificate and a token ($(grep -vc '^#' "$tmp/m.txt") samples)"
+k delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1
+poll 40 eval '[ -z "$(k get pods -o name 2>/dev/null)" ]' || fail "pods not gone: $(k get pods --no-headers | paste -sd';')"
+stop_agent
+sanitizer_findings "$tmp/agent.log" || fail "sanitizer reports in the agent log"
+
 finish

@@ -8,10 +8,11 @@
  * entry would reach) exactly its victim file, unchanged and with one link.
  *
  * Run as root the unpack runs with the filesystem uid of an unused user
- * (setfsuid), keeping only CAP_CHOWN, CAP_MKNOD and CAP_FOWNER-free
- * ownership rights: an escape can then write only what that user owns (the
- * temp dir), never the host's files, while chown and device nodes still
- * work as in the agent.
+ * (setfsuid, uid FUZZ_UID) with CAP_CHOWN and CAP_MKNOD only: an escape can
+ * then write only what that user owns (the temp dir), never the host's
+ * files, while chown and device nodes still work. Entries owned by another
+ * user cannot be written into afterwards (no CAP_FOWNER/DAC_OVERRIDE): the
+ * seeds use uid FUZZ_UID.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -41,6 +42,12 @@ static void die(const char *what)
         abort();
 }
 
+static void cleanup(void)
+{
+        struct cb_error err = {0};
+        (void)rt_rm_rf(top, &err);
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
         (void)argc;
@@ -52,6 +59,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         snprintf(outside, sizeof(outside), "%s/outside", top);
         snprintf(layer, sizeof(layer), "%s/layer", top);
         snprintf(victim, sizeof(victim), "%s/victim", outside);
+        atexit(cleanup);
         if (mkdir(outside, 0755) < 0)
                 die("mkdir outside");
         FILE *f = fopen(victim, "w");
@@ -64,8 +72,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         return 0;
 }
 
-/* fsuid FUZZ_UID with CAP_CHOWN, CAP_MKNOD and CAP_SYS_ADMIN (trusted.*
- * xattrs) effective again; or back to root. */
+/* fsuid FUZZ_UID with CAP_CHOWN and CAP_MKNOD effective again; or back to
+ * root. */
 static void as_fuzz_user(bool on)
 {
         if (geteuid() != 0)
@@ -128,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct cb_error err = {0};
 
-        int fd = open(layer, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int fd = open(layer, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0 || (size > 0 && write(fd, data, size) != (ssize_t)size) || close(fd) < 0)
                 die("layer");
         if (mkdir(root, 0755) < 0)
@@ -136,8 +144,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (geteuid() == 0 && chown(root, FUZZ_UID, FUZZ_UID) < 0)
                 die("chown root");
         as_fuzz_user(true);
-        (void)rt_layer_unpack(layer, root, RT_UNPACK_OVERLAY_WHITEOUTS, &err);
+        int r = rt_layer_unpack(layer, root, RT_UNPACK_OVERLAY_WHITEOUTS, &err);
         as_fuzz_user(false);
+        if (getenv("FUZZ_UNPACK_VERBOSE") != NULL)
+                fprintf(stderr, "unpack: %d %s\n", r, r < 0 ? err.msg : "");
         check_contained();
         if (rt_rm_rf(root, &err) < 0) {
                 fprintf(stderr, "rm -rf %s: %s\n", root, err.msg);

@@ -392,11 +392,13 @@ int rt_manifest_parse(const char *json, size_t len, struct rt_manifest *ret, str
                         return -1;
                 }
                 if (!layer_type_ok(d->media_type)) {
+                        /* the message names d's media type: set it before d is freed */
+                        cb_error_set(err, 0,
+                                     "%s: unsupported layer media type \"%s\" (foreign and "
+                                     "non-distributable layers are not fetched)",
+                                     what, d->media_type);
                         rt_manifest_free(&m);
-                        return cb_error_set(err, 0,
-                                            "%s: unsupported layer media type \"%s\" (foreign and "
-                                            "non-distributable layers are not fetched)",
-                                            what, d->media_type);
+                        return -1;
                 }
                 m.n_layers++;
         }

@@ -708,8 +708,8 @@ static int str_from_json(struct cb_arena *a, const cJSON *o, const char *key, ch
 }
 
 /* Parses a config JSON; strings live in arena. */
-static int image_config_parse(struct cb_arena *arena, const char *json, size_t len,
-                              struct rt_image_config *ret, struct cb_error *err)
+int rt_image_config_parse(struct cb_arena *arena, const char *json, size_t len,
+                          struct rt_image_config *ret, struct cb_error *err)
 {
         _cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(json, len);
         if (!cJSON_IsObject(root))
@@ -792,7 +792,7 @@ static struct rt_image *image_from_json(const char *images, const cJSON *it, int
                 size_t len;
                 snprintf(p, sizeof(p), "%s/blobs/sha256/%s", images, c + 7);
                 if (cb_read_file(p, RT_CONFIG_MAX, &buf, &len, err) < 0 ||
-                    image_config_parse(a, buf, len, &img->config, err) < 0) {
+                    rt_image_config_parse(a, buf, len, &img->config, err) < 0) {
                         cb_error_prefix(err, "image %s", ref);
                         goto fail;
                 }

@@ -56,6 +56,9 @@ struct agent {
         bool static_scanned;      /* the first scan of staticPodPath is done */
         struct ag_node_env env;
         const char *host_ips[1];
+        char dns_buf[512]; /* --cluster-dns, split at the commas */
+        const char *cluster_dns[16];
+        char resolv_conf[PATH_MAX]; /* --resolv-conf as used */
         char exe[PATH_MAX];
         const char *node_name;
         const char *root_dir, *cni_conf_dir, *cni_bin_dir;
@@ -67,6 +70,47 @@ struct agent {
         uint64_t decodes_reported, received_reported; /* src_metrics */
         int signal;
 };
+
+/* True when text names only loopback nameservers (a local stub resolver). */
+static bool only_loopback_servers(const char *text)
+{
+        _cleanup_free_ char *kept = NULL;
+        size_t servers = 0;
+        if (rt_sandbox_resolv_without_loopback(text, &kept, &servers) < 0)
+                return false;
+        return servers == 0 && strstr(text, "nameserver") != NULL;
+}
+
+/* --cluster-dns split into a->cluster_dns; --resolv-conf into
+ * a->resolv_conf. The default /etc/resolv.conf naming only systemd-resolved's
+ * stub (127.0.0.53, unreachable from a pod) is replaced by the upstream list
+ * resolved keeps, as kubeadm configures the kubelet on such hosts. */
+static size_t dns_settings(struct agent *a, const struct ag_config *fl)
+{
+        size_t n = 0;
+        snprintf(a->dns_buf, sizeof(a->dns_buf), "%s", fl->cluster_dns ? fl->cluster_dns : "");
+        char *save = NULL;
+        for (char *t = strtok_r(a->dns_buf, ",", &save); t && n < CB_ARRAY_SIZE(a->cluster_dns);
+             t = strtok_r(NULL, ",", &save))
+                a->cluster_dns[n++] = t;
+        snprintf(a->resolv_conf, sizeof(a->resolv_conf), "%s",
+                 fl->resolv_conf ? fl->resolv_conf : "");
+        static const char upstream[] = "/run/systemd/resolve/resolv.conf";
+        _cleanup_free_ char *text = NULL;
+        struct cb_error e;
+        if (strcmp(a->resolv_conf, "/etc/resolv.conf") == 0 &&
+            cb_read_file(a->resolv_conf, 1u << 20, &text, NULL, &e) == 0 &&
+            only_loopback_servers(text) && access(upstream, R_OK) == 0) {
+                log_info("/etc/resolv.conf names only a loopback resolver; pods with dnsPolicy "
+                         "Default use %s (set --resolv-conf to choose)",
+                         upstream);
+                snprintf(a->resolv_conf, sizeof(a->resolv_conf), "%s", upstream);
+        }
+        if (fl->cluster_dns == NULL || fl->cluster_dns[0] == '\0')
+                log_warning("no --cluster-dns: pods with dnsPolicy ClusterFirst fall back to "
+                            "Default (MissingClusterDNS events)");
+        return n;
+}
 
 static void agent_usage(FILE *f)
 {
@@ -469,6 +513,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
         a->exe[n] = '\0';
         a->host_ips[0] = nc->facts.node_ip;
+        size_t n_dns = dns_settings(a, fl);
         int64_t mem = nc->facts.memory_bytes;
         a->env = (struct ag_node_env){
             .loop = a->loop,
@@ -490,6 +535,10 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .pod_pids_limit = fl->pod_pids_limit > 0 ? fl->pod_pids_limit : 0,
             .insecure_registries = (const char *const *)fl->insecure_registries,
             .n_insecure_registries = fl->n_insecure_registries,
+            .cluster_dns = a->cluster_dns,
+            .n_cluster_dns = n_dns,
+            .cluster_domain = fl->cluster_domain,
+            .resolv_conf = a->resolv_conf,
             .seccomp_default = fl->seccomp_default,
             .backoff_base = fl->crash_loop_backoff_initial_s,
             .backoff_cap = fl->crash_loop_backoff_max_s,

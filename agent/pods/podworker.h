@@ -56,6 +56,13 @@ struct ag_node_env {
         bool seccomp_default;   /* --seccomp-default: Unset means RuntimeDefault */
         const char *const *insecure_registries;
         size_t n_insecure_registries;
+        /* DNS (agent/k8s/dns.h): --cluster-dns, --cluster-domain, and
+         * --resolv-conf (NULL: the sandbox copies the node's /etc/resolv.conf
+         * as before, for run-pod; "": none) */
+        const char *const *cluster_dns;
+        size_t n_cluster_dns;
+        const char *cluster_domain;
+        const char *resolv_conf;
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
         int64_t pull_backoff_base, pull_backoff_cap; /* seconds; image pulls */
         struct ag_offload *pulls;     /* image pulls, one at a time (agent/core/offload.h) */

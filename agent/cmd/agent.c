@@ -30,6 +30,7 @@
 #include "agent/node/pressure.h"
 #include "agent/client/reflector.h"
 #include "agent/node/selfcgroup.h"
+#include "agent/pods/services.h"
 #include "agent/pods/staticpods.h"
 #include "runtime/sandbox.h"
 #include "status/podstatus.h"
@@ -43,7 +44,7 @@ struct agent {
         struct ag_loop *loop;
         struct ag_api *api;
         struct ag_nodestatus *ns;
-        struct ag_reflector *pods, *node;
+        struct ag_reflector *pods, *node, *services;
         struct ag_events *events;
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
@@ -130,6 +131,26 @@ static void on_signal(struct ag_loop *loop, int signo, void *data)
         a->signal = signo;
         log_info("received %s: shutting down", strsignal(signo));
         ag_loop_quit(loop);
+}
+
+static void on_service(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct agent *a = data;
+        struct cb_error err = {0};
+        log_v(3, "service %s/%s %s", o->namespace_ ? o->namespace_ : "", o->name ? o->name : "",
+              change == AG_DELETED ? "deleted" : "changed");
+        if (ag_services_set(a->env.services, o->uid, change == AG_DELETED ? NULL : o->json, &err) <
+            0)
+                log_warning("service %s/%s: %s", o->namespace_ ? o->namespace_ : "",
+                            o->name ? o->name : "", err.msg);
+}
+
+static void on_services_synced(size_t n, void *data)
+{
+        struct agent *a = data;
+        if (!ag_services_synced(a->env.services))
+                log_v(1, "services synced: %zu", n);
+        ag_services_mark_synced(a->env.services);
 }
 
 static void on_pod(enum ag_change change, const struct ag_object *o, void *data)
@@ -554,6 +575,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (!a->standalone && (ag_objmgr_new(a->loop, a->api, NULL, &a->env.objects, err) < 0 ||
                                ag_tokenmgr_new(a->loop, a->api, NULL, &a->env.tokens, err) < 0))
                 return -1;
+        if (!a->standalone && (a->env.services = ag_services_new()) == NULL)
+                return cb_error_set(err, ENOMEM, "services");
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
@@ -643,11 +666,24 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .on_change = on_node,
             .data = a,
         };
+        /* The kubelet's Service informer: the docker-link variables. */
+        struct ag_reflector_config services = {
+            .what = "services",
+            .path = "/api/v1/services",
+            .field_selector = "spec.clusterIP!=None",
+            .kind = AG_KIND_RAW,
+            .watch_timeout_s = fl->watch_timeout_s,
+            .on_change = on_service,
+            .on_synced = on_services_synced,
+            .data = a,
+        };
         if (ag_reflector_new(a->loop, a->api, &pods, &a->pods, err) < 0 ||
-            ag_reflector_new(a->loop, a->api, &node, &a->node, err) < 0)
+            ag_reflector_new(a->loop, a->api, &node, &a->node, err) < 0 ||
+            ag_reflector_new(a->loop, a->api, &services, &a->services, err) < 0)
                 return -1;
         ag_nodestatus_start(a->ns);
         ag_pressure_start(a->pressure);
+        ag_reflector_start(a->services);
         ag_reflector_start(a->node);
         ag_reflector_start(a->pods);
         return 0;
@@ -662,6 +698,7 @@ static void stop_agent(struct agent *a)
         ag_mirror_free(a->mirror);
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
+        ag_reflector_free(a->services);
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
@@ -672,6 +709,7 @@ static void stop_agent(struct agent *a)
         /* After the workers, which let go of their objects and tokens. */
         ag_objmgr_free(a->env.objects);
         ag_tokenmgr_free(a->env.tokens);
+        ag_services_free(a->env.services);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);

@@ -70,12 +70,14 @@ struct ag_node_env {
         struct ag_offload *hooks;     /* httpGet lifecycle hooks */
         struct ag_curl *probe_http;   /* httpGet probes (ag_probe_http_new) */
         struct ag_objmgr *objects;    /* ConfigMaps/Secrets of the pods (NULL: no apiserver) */
+        struct ag_services *services; /* the Services (agent/pods/services.h; NULL: no apiserver) */
         struct ag_tokenmgr *tokens;   /* service-account tokens (NULL: no apiserver) */
 };
 
 struct ag_pod_worker;
 struct ag_objmgr;
 struct ag_tokenmgr;
+struct ag_services;
 
 struct ag_pod_worker_ops {
         /* The pod's status changed (newest wins); status is borrowed. */

@@ -23,6 +23,7 @@
 #include "agent/pods/hook.h"
 #include "agent/core/offload.h"
 #include "agent/pods/prober.h"
+#include "agent/pods/services.h"
 #include "agent/k8s/dns.h"
 #include "agent/k8s/qos.h"
 #include "agent/pods/statusgen.h"

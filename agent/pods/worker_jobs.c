@@ -411,6 +411,19 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         in.n_volumes = n_vols;
         if (r == 0)
                 r = pw_env_objects(w, c, a, &ctx, &err);
+        if (r == 0 && w->env->services != NULL) {
+                /* the kubelet's getServiceEnvVarMap; enableServiceLinks defaults to true */
+                const struct k8s_pod_spec *ps = &w->pod->spec;
+                char **senv = NULL;
+                size_t n_senv = 0;
+                r = ag_services_env(w->env->services, a, pw_pod_ns(w->pod),
+                                    !ps->has_enable_service_links || ps->enable_service_links,
+                                    &senv, &n_senv, &err);
+                ctx.service_env = (const char *const *)senv;
+                ctx.n_service_env = n_senv;
+                if (r < 0 && err.code == EAGAIN)
+                        pw_arm_ctr_timer(c, 1); /* retried once the Services are listed */
+        }
         struct ag_container_spec spec = {0};
         if (r < 0 || ag_container_config_build(a, &in, &j->cfg, &spec, &err) < 0 ||
             plan_subpaths(w, c, a, j, &spec, &err) < 0) {

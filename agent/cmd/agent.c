@@ -31,6 +31,7 @@
 #include "agent/node/pressure.h"
 #include "agent/client/reflector.h"
 #include "agent/node/selfcgroup.h"
+#include "agent/pods/services.h"
 #include "agent/pods/staticpods.h"
 #include "runtime/sandbox.h"
 #include "status/podstatus.h"
@@ -44,7 +45,7 @@ struct agent {
         struct ag_loop *loop;
         struct ag_api *api;
         struct ag_nodestatus *ns;
-        struct ag_reflector *pods, *node;
+        struct ag_reflector *pods, *node, *services;
         struct ag_events *events;
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
@@ -58,6 +59,9 @@ struct agent {
         bool static_scanned;      /* the first scan of staticPodPath is done */
         struct ag_node_env env;
         const char *host_ips[1];
+        char dns_buf[512]; /* --cluster-dns, split at the commas */
+        const char *cluster_dns[16];
+        char resolv_conf[PATH_MAX]; /* --resolv-conf as used */
         char exe[PATH_MAX];
         const char *node_name;
         const char *root_dir, *cni_conf_dir, *cni_bin_dir;
@@ -69,6 +73,47 @@ struct agent {
         uint64_t decodes_reported, received_reported; /* src_metrics */
         int signal;
 };
+
+/* True when text names only loopback nameservers (a local stub resolver). */
+static bool only_loopback_servers(const char *text)
+{
+        _cleanup_free_ char *kept = NULL;
+        size_t servers = 0;
+        if (rt_sandbox_resolv_without_loopback(text, &kept, &servers) < 0)
+                return false;
+        return servers == 0 && strstr(text, "nameserver") != NULL;
+}
+
+/* --cluster-dns split into a->cluster_dns; --resolv-conf into
+ * a->resolv_conf. The default /etc/resolv.conf naming only systemd-resolved's
+ * stub (127.0.0.53, unreachable from a pod) is replaced by the upstream list
+ * resolved keeps, as kubeadm configures the kubelet on such hosts. */
+static size_t dns_settings(struct agent *a, const struct ag_config *fl)
+{
+        size_t n = 0;
+        snprintf(a->dns_buf, sizeof(a->dns_buf), "%s", fl->cluster_dns ? fl->cluster_dns : "");
+        char *save = NULL;
+        for (char *t = strtok_r(a->dns_buf, ",", &save); t && n < CB_ARRAY_SIZE(a->cluster_dns);
+             t = strtok_r(NULL, ",", &save))
+                a->cluster_dns[n++] = t;
+        snprintf(a->resolv_conf, sizeof(a->resolv_conf), "%s",
+                 fl->resolv_conf ? fl->resolv_conf : "");
+        static const char upstream[] = "/run/systemd/resolve/resolv.conf";
+        _cleanup_free_ char *text = NULL;
+        struct cb_error e;
+        if (strcmp(a->resolv_conf, "/etc/resolv.conf") == 0 &&
+            cb_read_file(a->resolv_conf, 1u << 20, &text, NULL, &e) == 0 &&
+            only_loopback_servers(text) && access(upstream, R_OK) == 0) {
+                log_info("/etc/resolv.conf names only a loopback resolver; pods with dnsPolicy "
+                         "Default use %s (set --resolv-conf to choose)",
+                         upstream);
+                snprintf(a->resolv_conf, sizeof(a->resolv_conf), "%s", upstream);
+        }
+        if (fl->cluster_dns == NULL || fl->cluster_dns[0] == '\0')
+                log_warning("no --cluster-dns: pods with dnsPolicy ClusterFirst fall back to "
+                            "Default (MissingClusterDNS events)");
+        return n;
+}
 
 static void agent_usage(FILE *f)
 {
@@ -88,6 +133,26 @@ static void on_signal(struct ag_loop *loop, int signo, void *data)
         a->signal = signo;
         log_info("received %s: shutting down", strsignal(signo));
         ag_loop_quit(loop);
+}
+
+static void on_service(enum ag_change change, const struct ag_object *o, void *data)
+{
+        struct agent *a = data;
+        struct cb_error err = {0};
+        log_v(3, "service %s/%s %s", o->namespace_ ? o->namespace_ : "", o->name ? o->name : "",
+              change == AG_DELETED ? "deleted" : "changed");
+        if (ag_services_set(a->env.services, o->uid, change == AG_DELETED ? NULL : o->json, &err) <
+            0)
+                log_warning("service %s/%s: %s", o->namespace_ ? o->namespace_ : "",
+                            o->name ? o->name : "", err.msg);
+}
+
+static void on_services_synced(size_t n, void *data)
+{
+        struct agent *a = data;
+        if (!ag_services_synced(a->env.services))
+                log_v(1, "services synced: %zu", n);
+        ag_services_mark_synced(a->env.services);
 }
 
 static void on_pod(enum ag_change change, const struct ag_object *o, void *data)
@@ -474,6 +539,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
         a->exe[n] = '\0';
         a->host_ips[0] = nc->facts.node_ip;
+        size_t n_dns = dns_settings(a, fl);
         int64_t mem = nc->facts.memory_bytes;
         a->env = (struct ag_node_env){
             .loop = a->loop,
@@ -495,6 +561,10 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .pod_pids_limit = fl->pod_pids_limit > 0 ? fl->pod_pids_limit : 0,
             .insecure_registries = (const char *const *)fl->insecure_registries,
             .n_insecure_registries = fl->n_insecure_registries,
+            .cluster_dns = a->cluster_dns,
+            .n_cluster_dns = n_dns,
+            .cluster_domain = fl->cluster_domain,
+            .resolv_conf = a->resolv_conf,
             .seccomp_default = fl->seccomp_default,
             .backoff_base = fl->crash_loop_backoff_initial_s,
             .backoff_cap = fl->crash_loop_backoff_max_s,
@@ -513,6 +583,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (ag_netready_new(a->loop, a->cni_conf_dir, on_network, a, &a->netready, err) < 0)
                 return -1;
         a->env.network_ready = ag_netready_flag(a->netready);
+        if (!a->standalone && (a->env.services = ag_services_new()) == NULL)
+                return cb_error_set(err, ENOMEM, "services");
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
@@ -603,11 +675,24 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .on_change = on_node,
             .data = a,
         };
+        /* The kubelet's Service informer: the docker-link variables. */
+        struct ag_reflector_config services = {
+            .what = "services",
+            .path = "/api/v1/services",
+            .field_selector = "spec.clusterIP!=None",
+            .kind = AG_KIND_RAW,
+            .watch_timeout_s = fl->watch_timeout_s,
+            .on_change = on_service,
+            .on_synced = on_services_synced,
+            .data = a,
+        };
         if (ag_reflector_new(a->loop, a->api, &pods, &a->pods, err) < 0 ||
-            ag_reflector_new(a->loop, a->api, &node, &a->node, err) < 0)
+            ag_reflector_new(a->loop, a->api, &node, &a->node, err) < 0 ||
+            ag_reflector_new(a->loop, a->api, &services, &a->services, err) < 0)
                 return -1;
         ag_nodestatus_start(a->ns);
         ag_pressure_start(a->pressure);
+        ag_reflector_start(a->services);
         ag_reflector_start(a->node);
         ag_reflector_start(a->pods);
         return 0;
@@ -641,6 +726,7 @@ static void stop_agent(struct agent *a)
         ag_mirror_free(a->mirror);
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
+        ag_reflector_free(a->services);
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
@@ -651,6 +737,7 @@ static void stop_agent(struct agent *a)
         /* After the workers, which let go of their objects and tokens. */
         ag_objmgr_free(a->env.objects);
         ag_tokenmgr_free(a->env.tokens);
+        ag_services_free(a->env.services);
         /* After the workers: jobs still running finish, and their results
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);

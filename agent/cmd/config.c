@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/cmd/config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ enum opt_kind {
         OPT_EVICTION, /* evictionHard */
         OPT_REGS,     /* insecureRegistries */
         OPT_BOOL,     /* true/false; the flag alone means true */
+        OPT_IPS,      /* clusterDNS: a list of IPs in the file, "ip,ip" as a flag (char *) */
 };
 
 struct opt {
@@ -85,6 +88,13 @@ static const struct opt opts[] = {
      "parent of kubepods"},
     {"insecureRegistries", "--insecure-registry", OPT_REGS, OFF(insecure_registries), 0, 0,
      "HOST:PORT", "none", "registry reached over plain HTTP (cubelet; flag repeatable)"},
+    {"clusterDNS", "--cluster-dns", OPT_IPS, OFF(cluster_dns), 0, 0, "IP,...", "none",
+     "DNS server(s) of pods with dnsPolicy ClusterFirst (without it they fall back to Default)"},
+    {"clusterDomain", "--cluster-domain", OPT_STR, OFF(cluster_domain), 0, 0, "DOMAIN", "none",
+     "the cluster's DNS domain (e.g. cluster.local): pods search <ns>.svc.DOMAIN svc.DOMAIN "
+     "DOMAIN"},
+    {"resolvConf", "--resolv-conf", OPT_STR, OFF(resolv_conf), 0, 0, "FILE", "/etc/resolv.conf",
+     "the resolver file pods with dnsPolicy Default start from (\"\": none, 127.0.0.1)"},
     {"crashLoopBackOff.initialContainerRestartPeriod", "--crash-loop-backoff-base", OPT_DUR_S,
      OFF(crash_loop_backoff_initial_s), 1, 300, "N", "10",
      "first container restart delay in seconds (cubelet; in the file a duration)"},
@@ -225,6 +235,21 @@ static void regs_clear(struct ag_config *c)
         c->n_insecure_registries = 0;
 }
 
+/* "ip,ip": each an IPv4 or IPv6 address (the kubelet's clusterDNS). */
+static int set_ips(char **slot, const char *v, struct cb_error *err)
+{
+        _cleanup_free_ char *copy = strdup(v);
+        if (copy == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        char *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                unsigned char buf[sizeof(struct in6_addr)];
+                if (inet_pton(AF_INET, t, buf) != 1 && inet_pton(AF_INET6, t, buf) != 1)
+                        return cb_error_set(err, 0, "\"%s\" is not an IP address", t);
+        }
+        return set_str(slot, v, err);
+}
+
 /* ---- applying a value (from the file or a flag) ---- */
 
 /* What a value from the file is, for messages. */
@@ -287,6 +312,8 @@ static int apply_scalar(struct ag_config *c, const struct opt *o, const char *v,
                 else
                         return cb_error_set(err, 0, "want true or false");
                 return 0;
+        case OPT_IPS:
+                return set_ips(f, v, err);
         case OPT_TAINTS:
         case OPT_EVICTION:
         case OPT_REGS:
@@ -513,10 +540,39 @@ static int file_regs(struct ag_config *c, const struct opt *o, const cJSON *v, s
         return 0;
 }
 
+static int file_ips(struct ag_config *c, const struct opt *o, const cJSON *v, struct cb_error *err)
+{
+        char got[96];
+        describe(v, got, sizeof(got));
+        if (!cJSON_IsArray(v))
+                return cb_error_set(err, 0, "%s: want a list of IP addresses, got %s", o->key, got);
+        _cleanup_free_ char *all = strdup("");
+        size_t i = 0;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, v)
+        {
+                describe(e, got, sizeof(got));
+                if (!cJSON_IsString(e) || e->valuestring[0] == '\0' || strchr(e->valuestring, ','))
+                        return cb_error_set(err, 0, "%s[%zu]: want an IP address, got %s", o->key,
+                                            i, got);
+                char *n = NULL;
+                if (all == NULL || asprintf(&n, "%s%s%s", all, i ? "," : "", e->valuestring) < 0)
+                        return cb_error_set(err, ENOMEM, "out of memory");
+                free(all);
+                all = n;
+                i++;
+        }
+        if (set_ips(field(c, o), all, err) < 0)
+                return cb_error_prefix(err, "%s", o->key);
+        return 0;
+}
+
 static int file_option(struct ag_config *c, const struct opt *o, const cJSON *v,
                        struct cb_error *err)
 {
         switch (o->kind) {
+        case OPT_IPS:
+                return file_ips(c, o, v, err);
         case OPT_TAINTS:
                 return file_taints(c, o, v, err);
         case OPT_EVICTION:
@@ -808,7 +864,8 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
         if (set_str(&c->pod_logs_dir, "/var/log/pods", err) < 0 ||
             set_str(&c->napi.address, "0.0.0.0", err) < 0 ||
             set_str(&c->cgroup_root, "", err) < 0 ||
-            set_str(&c->healthz_bind_address, "127.0.0.1", err) < 0)
+            set_str(&c->healthz_bind_address, "127.0.0.1", err) < 0 ||
+            set_str(&c->resolv_conf, "/etc/resolv.conf", err) < 0)
                 return -1;
         k8s_eviction_defaults(&c->eviction_hard);
         return 0;
@@ -818,7 +875,7 @@ void ag_config_clear(struct ag_config *c)
 {
         for (size_t i = 0; i < CB_ARRAY_SIZE(opts); i++) {
                 const struct opt *o = &opts[i];
-                if (o->kind == OPT_STR || o->kind == OPT_PATH) {
+                if (o->kind == OPT_STR || o->kind == OPT_PATH || o->kind == OPT_IPS) {
                         char **s = field(c, o);
                         free(*s);
                         *s = NULL;

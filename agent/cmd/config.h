@@ -58,6 +58,9 @@ struct ag_config {
         int crash_loop_backoff_max_s;     /* crashLoopBackOff.maxContainerRestartPeriod: 300 */
         int crash_loop_backoff_initial_s; /* crashLoopBackOff.initialContainerRestartPeriod
                                              (cubelet): 10 */
+        char *cluster_dns;                /* clusterDNS, --cluster-dns: "ip,ip"; NULL: none */
+        char *cluster_domain;             /* clusterDomain, --cluster-domain: NULL */
+        char *resolv_conf; /* resolvConf, --resolv-conf: /etc/resolv.conf; "": none */
         char *insecure_registries[AG_INSECURE_REGS_MAX]; /* insecureRegistries (cubelet) */
         size_t n_insecure_registries;
         /* evictionHard, --eviction-hard (agent/k8s/eviction.h parses them). Giving

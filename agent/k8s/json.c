@@ -1184,6 +1184,37 @@ static int projection_item(struct dec *d, const cJSON *it, void *out)
         return 0;
 }
 
+static int dns_option_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_dns_option *o = out;
+        return d_string(d, it, "name", &o->name) < 0 || d_string(d, it, "value", &o->value) < 0 ? -1
+                                                                                                : 0;
+}
+
+static int pull_secret_item(struct dec *d, const cJSON *it, void *out)
+{
+        return d_string(d, it, "name", (char **)out);
+}
+
+static int decode_dns_config(struct dec *d, const cJSON *spec, struct k8s_pod_spec *s)
+{
+        const cJSON *dc;
+        if (d_object(d, spec, "dnsConfig", &dc) < 0)
+                return -1;
+        if (dc == NULL)
+                return 0;
+        s->has_dns_config = true;
+        size_t old = path_field(d, "dnsConfig");
+        struct k8s_pod_dns_config *c = &s->dns_config;
+        if (d_strings(d, dc, "nameservers", &c->nameservers, &c->n_nameservers) < 0 ||
+            d_strings(d, dc, "searches", &c->searches, &c->n_searches) < 0 ||
+            d_items(d, dc, "options", K8S_MAX_ARRAY_ITEMS, sizeof(*c->options), true,
+                    dns_option_item, (void **)&c->options, &c->n_options) < 0)
+                return -1;
+        path_pop(d, old);
+        return 0;
+}
+
 static int volume_item(struct dec *d, const cJSON *it, void *out)
 {
         struct k8s_volume *v = out;
@@ -1325,6 +1356,12 @@ static int decode_pod_spec(struct dec *d, const cJSON *spec, struct k8s_pod_spec
             d_bool(d, spec, "hostIPC", NULL, &s->host_ipc) < 0 ||
             d_bool(d, spec, "shareProcessNamespace", NULL, &s->share_process_namespace) < 0 ||
             d_string(d, spec, "dnsPolicy", &s->dns_policy) < 0 ||
+            decode_dns_config(d, spec, s) < 0 ||
+            d_bool(d, spec, "enableServiceLinks", &s->has_enable_service_links,
+                   &s->enable_service_links) < 0 ||
+            d_items(d, spec, "imagePullSecrets", K8S_MAX_ARRAY_ITEMS,
+                    sizeof(*s->image_pull_secrets), true, pull_secret_item,
+                    (void **)&s->image_pull_secrets, &s->n_image_pull_secrets) < 0 ||
             d_string(d, spec, "serviceAccountName", &s->service_account_name) < 0 ||
             decode_pod_sc(d, spec, &s->security_context) < 0 ||
             d_items(d, spec, "volumes", K8S_MAX_ARRAY_ITEMS, sizeof(*s->volumes), true, volume_item,

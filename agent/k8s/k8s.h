@@ -464,6 +464,22 @@ struct k8s_pod_spec {
         char *hostname, *subdomain;
         bool host_network, host_pid, host_ipc, share_process_namespace;
         char *dns_policy;
+        /* spec.dnsConfig (has_dns_config: the field is there) */
+        bool has_dns_config;
+        struct k8s_pod_dns_config {
+                char **nameservers;
+                size_t n_nameservers;
+                char **searches;
+                size_t n_searches;
+                struct k8s_dns_option {
+                        char *name;
+                        char *value; /* NULL: no value */
+                } * options;
+                size_t n_options;
+        } dns_config;
+        bool has_enable_service_links, enable_service_links; /* default true */
+        char **image_pull_secrets;                           /* spec.imagePullSecrets[].name */
+        size_t n_image_pull_secrets;
         char *service_account_name; /* "" or NULL: "default" */
         struct k8s_pod_security_context security_context;
         struct k8s_volume *volumes;

@@ -396,17 +396,57 @@ static int key_ref(const struct k8s_pod *pod, const struct k8s_env_var *ev,
         return 1;
 }
 
+/* The service variables (ctx->service_env, "KEY=value"): `$(VAR)` sees
+ * them after the container's own (expansion.MappingFuncFor(tmpEnv,
+ * serviceEnv)); those the container does not set come after its own. */
+struct svc_lookup {
+        const struct envset *env;
+        const struct ag_env_context *ctx;
+};
+
+static const char *svc_value(const struct ag_env_context *ctx, const char *name, size_t len)
+{
+        for (size_t i = 0; ctx && i < ctx->n_service_env; i++) {
+                const char *e = ctx->service_env[i];
+                if (strncmp(e, name, len) == 0 && e[len] == '=')
+                        return e + len + 1;
+        }
+        return NULL;
+}
+
+static const char *env_svc_lookup(void *data, const char *name, size_t len)
+{
+        const struct svc_lookup *l = data;
+        const char *v = env_lookup((void *)l->env, name, len);
+        return v ? v : svc_value(l->ctx, name, len);
+}
+
+static int add_service_env(const struct ag_env_context *ctx, struct envset *out)
+{
+        for (size_t i = 0; ctx && i < ctx->n_service_env; i++) {
+                const char *e = ctx->service_env[i];
+                const char *eq = strchr(e, '=');
+                if (eq == NULL || env_lookup(out, e, (size_t)(eq - e)) != NULL)
+                        continue;
+                char *name = cb_arena_strndup(out->a, e, (size_t)(eq - e));
+                if (name == NULL || env_set(out, name, eq + 1) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
 static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_container *c,
                      const struct ag_env_context *ctx, struct envset *out,
                      struct ag_container_spec *spec, struct cb_error *err)
 {
+        struct svc_lookup sl = {out, ctx};
         if (env_from(a, pod, c, ctx, out, spec, err) < 0)
                 return -1;
         for (size_t i = 0; i < c->n_env; i++) {
                 const struct k8s_env_var *ev = &c->env[i];
                 const char *v = NULL;
                 if (ev->value != NULL) {
-                        v = ag_expand(a, ev->value, env_lookup, out);
+                        v = ag_expand(a, ev->value, env_svc_lookup, &sl);
                 } else if (ev->field_ref_path != NULL) {
                         v = field_ref(a, pod, ev->field_ref_path, ctx);
                         if (v == NULL)
@@ -431,6 +471,8 @@ static int build_env(struct cb_arena *a, const struct k8s_pod *pod, const struct
                 if (v == NULL || env_set(out, ev->name, v) < 0)
                         return cb_error_set(err, ENOMEM, "env %s", ev->name);
         }
+        if (add_service_env(ctx, out) < 0)
+                return cb_error_set(err, ENOMEM, "env");
         return 0;
 }
 

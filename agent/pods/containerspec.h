@@ -61,6 +61,10 @@ struct ag_env_context {
          * one missing from the list counts as not found. */
         const struct ag_env_object *objects;
         size_t n_objects;
+        /* The Services' docker-link variables ("KEY=value", agent/k8s/service.h,
+         * k8s_service_env): `$(VAR)` sees them; the container's env overrides them. */
+        const char *const *service_env;
+        size_t n_service_env;
 };
 
 /* The image's config, as far as it matters here (runtime/image.h fills it). */

@@ -56,6 +56,13 @@ struct ag_node_env {
         bool seccomp_default;   /* --seccomp-default: Unset means RuntimeDefault */
         const char *const *insecure_registries;
         size_t n_insecure_registries;
+        /* DNS (agent/k8s/dns.h): --cluster-dns, --cluster-domain, and
+         * --resolv-conf (NULL: the sandbox copies the node's /etc/resolv.conf
+         * as before, for run-pod; "": none) */
+        const char *const *cluster_dns;
+        size_t n_cluster_dns;
+        const char *cluster_domain;
+        const char *resolv_conf;
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
         int64_t pull_backoff_base, pull_backoff_cap; /* seconds; image pulls */
         struct ag_offload *pulls;     /* image pulls, one at a time (agent/core/offload.h) */
@@ -63,6 +70,7 @@ struct ag_node_env {
         struct ag_offload *hooks;     /* httpGet lifecycle hooks */
         struct ag_curl *probe_http;   /* httpGet probes (ag_probe_http_new) */
         struct ag_objmgr *objects;    /* ConfigMaps/Secrets of the pods (NULL: no apiserver) */
+        struct ag_services *services; /* the Services (agent/pods/services.h; NULL: no apiserver) */
         struct ag_tokenmgr *tokens;   /* service-account tokens (NULL: no apiserver) */
         /* The runtime's network is ready (a CNI config exists); NULL:
          * always. Pods that need the pod network wait while it is false. */
@@ -84,6 +92,7 @@ struct ag_objmgr;
 /* Runs the worker's state machine again soon (e.g. the network became ready). */
 void ag_pod_worker_kick(struct ag_pod_worker *w);
 struct ag_tokenmgr;
+struct ag_services;
 
 struct ag_pod_worker_ops {
         /* The pod's status changed (newest wins); status is borrowed. */

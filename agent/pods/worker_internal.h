@@ -24,6 +24,8 @@
 #include "agent/pods/podlogs.h"
 #include "agent/core/offload.h"
 #include "agent/pods/prober.h"
+#include "agent/pods/services.h"
+#include "agent/k8s/dns.h"
 #include "agent/k8s/qos.h"
 #include "agent/pods/statusgen.h"
 #include "cgroups/cgroup.h"
@@ -170,6 +172,10 @@ struct start_job {
 struct sandbox_job {
         struct ag_pod_worker *w;
         struct cb_arena *arena;
+        struct k8s_pod *pod; /* a reference, for the DNS settings */
+        const char *resolv_path;
+        struct k8s_dns_node dns;
+        struct k8s_pod_dns dns_out; /* its warnings become events on the loop */
         struct rt_sandbox_config cfg;
         int rc;
         struct cb_error err;

@@ -446,6 +446,19 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         in.n_volumes = n_vols;
         if (r == 0)
                 r = pw_env_objects(w, c, a, &ctx, &err);
+        if (r == 0 && w->env->services != NULL) {
+                /* the kubelet's getServiceEnvVarMap; enableServiceLinks defaults to true */
+                const struct k8s_pod_spec *ps = &w->pod->spec;
+                char **senv = NULL;
+                size_t n_senv = 0;
+                r = ag_services_env(w->env->services, a, pw_pod_ns(w->pod),
+                                    !ps->has_enable_service_links || ps->enable_service_links,
+                                    &senv, &n_senv, &err);
+                ctx.service_env = (const char *const *)senv;
+                ctx.n_service_env = n_senv;
+                if (r < 0 && err.code == EAGAIN)
+                        pw_arm_ctr_timer(c, 1); /* retried once the Services are listed */
+        }
         struct ag_container_spec spec = {0};
         if (r < 0 || ag_container_config_build(a, &in, &j->cfg, &spec, &err) < 0 ||
             plan_subpaths(w, c, a, j, &spec, &err) < 0) {
@@ -563,13 +576,38 @@ static void sandbox_job_free(struct sandbox_job *j)
 {
         if (j == NULL)
                 return;
+        k8s_pod_free(j->pod);
         cb_arena_free(j->arena);
         free(j);
+}
+
+/* The pod's resolv.conf (agent/k8s/dns.h) from the node's file, read here,
+ * off the loop. */
+static int pod_resolv_conf(struct sandbox_job *j)
+{
+        if (j->resolv_path == NULL)
+                return 0; /* run-pod: the sandbox copies the node's file */
+        _cleanup_free_ char *text = NULL;
+        if (j->resolv_path[0] != '\0') {
+                if (cb_read_file(j->resolv_path, 10u << 20, &text, NULL, &j->err) < 0)
+                        return -1;
+                j->dns.host_resolv = text;
+        }
+        if (k8s_pod_dns(j->arena, j->pod, &j->dns, &j->dns_out, &j->err) < 0)
+                return -1;
+        /* "": nothing to write; the sandbox copies the node's file (containerd) */
+        j->cfg.resolv_conf = j->dns_out.resolv_conf[0] ? j->dns_out.resolv_conf : NULL;
+        j->dns.host_resolv = NULL;
+        return 0;
 }
 
 static void sandbox_work(void *data)
 {
         struct sandbox_job *j = data;
+        if (pod_resolv_conf(j) < 0) {
+                j->rc = -1;
+                return;
+        }
         /* A sandbox left by an earlier attempt is torn down first. */
         rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, NULL);
         j->rc = rt_sandbox_create(&j->cfg, &j->sandbox, &j->err);
@@ -588,6 +626,9 @@ static void sandbox_done(void *data, bool cancelled)
                 sandbox_job_free(j);
                 return;
         }
+        for (size_t i = 0; i < j->dns_out.n_warnings && !w->terminating; i++)
+                pw_emit_event(w, NULL, "Warning", j->dns_out.warnings[i].reason, "%s",
+                              j->dns_out.warnings[i].message);
         if (j->rc < 0) {
                 if (!w->terminating)
                         pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
@@ -699,10 +740,20 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
             .pause_path = cb_arena_strdup(a, w->env->monitor_path),
         };
         snprintf(j->cfg.id, sizeof(j->cfg.id), "%s", p->meta.uid);
-        if (ports == NULL || cb_arena_over_limit(a) || !j->cfg.root_dir || !j->cfg.name ||
-            !j->cfg.namespace_ || !j->cfg.uid || !j->cfg.hostname || !j->cfg.cni.conf_dir ||
-            !j->cfg.cni.bin_dirs || !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent ||
-            !j->cfg.pause_path) {
+        j->pod = k8s_pod_ref(p);
+        j->resolv_path = w->env->resolv_conf ? cb_arena_strdup(a, w->env->resolv_conf) : NULL;
+        /* The env outlives every job (jobs finish before the agent's env goes). */
+        j->dns = (struct k8s_dns_node){
+            .cluster_dns = w->env->cluster_dns,
+            .n_cluster_dns = w->env->n_cluster_dns,
+            .cluster_domain = w->env->cluster_domain,
+            .node_ips = w->env->host_ips,
+            .n_node_ips = w->env->n_host_ips,
+        };
+        if ((w->env->resolv_conf && !j->resolv_path) || ports == NULL || cb_arena_over_limit(a) ||
+            !j->cfg.root_dir || !j->cfg.name || !j->cfg.namespace_ || !j->cfg.uid ||
+            !j->cfg.hostname || !j->cfg.cni.conf_dir || !j->cfg.cni.bin_dirs ||
+            !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent || !j->cfg.pause_path) {
                 sandbox_job_free(j);
                 return -1;
         }

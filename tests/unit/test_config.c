@@ -413,6 +413,36 @@ START_TEST(test_help_and_twice)
 }
 END_TEST
 
+START_TEST(test_dns_options)
+{
+        struct ag_config c;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_str_eq(c.resolv_conf, "/etc/resolv.conf");
+        ck_assert_ptr_null(c.cluster_dns);
+        ck_assert_msg(apply(&c,
+                            HEAD "clusterDNS: [10.96.0.10, \"fd00::a\"]\nclusterDomain: "
+                                 "cluster.local\nresolvConf: /run/systemd/resolve/resolv.conf\n",
+                            &err) == 0,
+                      "%s", err.msg);
+        ck_assert_str_eq(c.cluster_dns, "10.96.0.10,fd00::a");
+        ck_assert_str_eq(c.cluster_domain, "cluster.local");
+        ck_assert_str_eq(c.resolv_conf, "/run/systemd/resolve/resolv.conf");
+        char *argv[] = {"--cluster-dns", "10.0.0.10", "--resolv-conf", ""};
+        ck_assert_msg(ag_config_parse_flags(&c, 4, argv, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(c.cluster_dns, "10.0.0.10");
+        ck_assert_str_eq(c.resolv_conf, "");
+        ck_assert_int_eq(apply(&c, HEAD "clusterDNS: [10.96.0.300]\n", &err), -1);
+        ck_assert_str_eq(err.msg, "clusterDNS: \"10.96.0.300\" is not an IP address");
+        ck_assert_int_eq(apply(&c, HEAD "clusterDNS: 10.96.0.10\n", &err), -1);
+        ck_assert_str_eq(err.msg, "clusterDNS: want a list of IP addresses, got \"10.96.0.10\"");
+        char *bad[] = {"--cluster-dns=dns.local"};
+        ck_assert_int_eq(ag_config_parse_flags(&c, 1, bad, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "\"dns.local\" is not an IP address"));
+        ag_config_clear(&c);
+}
+END_TEST
+
 START_TEST(test_usage_lists_every_flag)
 {
         char *buf = NULL;
@@ -433,6 +463,9 @@ START_TEST(test_usage_lists_every_flag)
             "[cgroupRoot]",
             "[crashLoopBackOff.maxContainerRestartPeriod]",
             "[insecureRegistries]",
+            "--cluster-dns IP,...  [clusterDNS]",
+            "[clusterDomain]",
+            "[resolvConf]",
             "[healthzBindAddress]",
             "--healthz-port N  [healthzPort]",
             "[podLogsDir]",
@@ -458,6 +491,7 @@ int main(void)
         tcase_add_test(tc, test_flag_errors);
         tcase_add_test(tc, test_help_and_twice);
         tcase_add_test(tc, test_usage_lists_every_flag);
+        tcase_add_test(tc, test_dns_options);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -81,6 +81,9 @@ static const char *term_log; /* the termination message file, for build() */
 /* The ConfigMaps/Secrets the env sees (test_env_from_objects). */
 static const struct ag_env_object *env_objects;
 static size_t n_env_objects;
+/* The Services' variables the env sees (test_service_env). */
+static const char *const *service_env;
+static size_t n_service_env;
 
 static struct built build(const struct k8s_pod *pod, size_t container, const struct rt_image *img,
                           const struct ag_volume_source *vols, size_t n_vols,
@@ -98,7 +101,9 @@ static struct built build(const struct k8s_pod *pod, size_t container, const str
                                      .host_ip = "192.0.2.1",
                                      .seccomp_default = build_seccomp_default,
                                      .objects = env_objects,
-                                     .n_objects = n_env_objects};
+                                     .n_objects = n_env_objects,
+                                     .service_env = service_env,
+                                     .n_service_env = n_service_env};
         struct ag_container_inputs in = {
             .pod = pod,
             .container = &pod->spec.containers[container],
@@ -162,6 +167,48 @@ START_TEST(test_env_argv_and_paths)
         ck_assert_int_eq(b.cfg.uid, 0);
         ck_assert_int_eq(b.cfg.gid, 0);
         ck_assert_int_eq(b.cfg.seccomp, RT_SECCOMP_UNCONFINED);
+}
+END_TEST
+
+/* makeEnvironmentVariables with service variables: the container's env
+ * first, in order; $(VAR) sees the service variables; a container variable
+ * of the same name overrides one; the rest follow; args see them too. */
+START_TEST(test_service_env)
+{
+        static const char *const senv[] = {"KUBERNETES_SERVICE_HOST=10.96.0.1",
+                                           "KUBERNETES_SERVICE_PORT=443", "MODE=service",
+                                           "WEB_SERVICE_HOST=10.96.0.20"};
+        service_env = senv;
+        n_service_env = 4;
+        _cleanup_(pod_freep) struct k8s_pod *p =
+            pod_from(POD("{\"containers\":[{\"name\":\"app\",\"image\":\"web\",\"args\":"
+                         "[\"$(WEB_SERVICE_HOST)\"],\"env\":[{\"name\":\"API\",\"value\":"
+                         "\"https://$(KUBERNETES_SERVICE_HOST):$(KUBERNETES_SERVICE_PORT)\"},"
+                         "{\"name\":\"WEB_SERVICE_HOST\",\"value\":\"mine\"}]}]}"));
+        struct rt_image img = image("");
+        struct built b = build(p, 0, &img, NULL, 0, NULL);
+        service_env = NULL;
+        n_service_env = 0;
+        ck_assert_msg(b.rc == 0, "%s", b.err.msg);
+        ck_assert(has_env(&b.cfg, "API=https://10.96.0.1:443"));
+        ck_assert(has_env(&b.cfg, "WEB_SERVICE_HOST=mine"));
+        ck_assert(!has_env(&b.cfg, "WEB_SERVICE_HOST=10.96.0.20"));
+        ck_assert(has_env(&b.cfg, "KUBERNETES_SERVICE_PORT=443"));
+        /* a service variable overrides the image's (MODE=image) */
+        ck_assert(has_env(&b.cfg, "MODE=service"));
+        ck_assert_str_eq(b.cfg.argv[1], "mine");
+        /* order: image env, the container's (API, WEB_SERVICE_HOST), then the Services' */
+        size_t api = 0, host = 0, kport = 0;
+        for (size_t i = 0; b.cfg.env[i]; i++) {
+                if (strncmp(b.cfg.env[i], "API=", 4) == 0)
+                        api = i;
+                if (strncmp(b.cfg.env[i], "WEB_SERVICE_HOST=", 17) == 0)
+                        host = i;
+                if (strncmp(b.cfg.env[i], "KUBERNETES_SERVICE_PORT=", 24) == 0)
+                        kport = i;
+        }
+        ck_assert_uint_lt(api, host);
+        ck_assert_uint_lt(host, kport);
 }
 END_TEST
 
@@ -447,6 +494,7 @@ int main(void)
         tcase_add_test(tc, test_mounts);
         tcase_add_test(tc, test_termination_log_mount);
         tcase_add_test(tc, test_env_from_objects);
+        tcase_add_test(tc, test_service_env);
         tcase_add_test(tc, test_users_and_groups);
         tcase_add_test(tc, test_security_and_resources);
         tcase_add_test(tc, test_seccomp_default);

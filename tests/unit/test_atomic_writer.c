@@ -18,6 +18,8 @@
 #include "lib/cleanup.h"
 #include "runtime/image.h"
 
+#include "helpers.h"
+
 static char dir[PATH_MAX];
 
 static void setup(void)
@@ -218,10 +220,5 @@ int main(void)
         tcase_add_test(tc, test_bad_paths);
         tcase_add_test(tc, test_swap_under_reader);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return th_run(s) ? 1 : 0;
 }

@@ -12,6 +12,8 @@
 #include "agent/pods/containerspec.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static struct cb_arena *arena;
 
 static void setup(void)
@@ -26,12 +28,7 @@ static void teardown(void)
 
 static struct k8s_pod *pod_from(const char *json)
 {
-        _cleanup_cjson_ cJSON *j = cJSON_Parse(json);
-        ck_assert_msg(j != NULL, "bad test JSON: %s", json);
-        struct k8s_pod *p = NULL;
-        struct cb_error err = {0};
-        ck_assert_msg(k8s_pod_from_json(j, &p, &err) == 0, "decode: %s", err.msg);
-        return p;
+        return th_pod_json(json);
 }
 
 static void pod_freep(struct k8s_pod **p)
@@ -500,9 +497,5 @@ int main(void)
         tcase_add_test(tc, test_seccomp_default);
         tcase_add_test(tc, test_helpers);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return th_run(s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -10,6 +10,8 @@
 #include "agent/k8s/validate.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 static int validate(const char *meta, const char *spec, char *msg, size_t size)
 {
         char json[4096];
@@ -123,9 +125,5 @@ int main(void)
         tcase_add_test(tc, test_hostile_pods);
         tcase_add_test(tc, test_nul_escapes);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        return th_run(s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

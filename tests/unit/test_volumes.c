@@ -13,6 +13,8 @@
 #include "agent/pods/volumes.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 #define FX(rel) CUBELET_FIXTURES "/" rel
 
 struct fake {
@@ -201,10 +203,5 @@ int main(void)
         tcase_add_test(tc, test_kube_api_access);
         tcase_add_test(tc, test_items_modes_optional);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return th_run(s) ? 1 : 0;
 }

@@ -12,6 +12,8 @@
 #include "agent/k8s/k8s.h"
 #include "lib/cleanup.h"
 
+#include "helpers.h"
+
 #define FX(rel) CUBELET_FIXTURES "/" rel
 
 static cJSON *load(const char *path)
@@ -356,10 +358,5 @@ int main(void)
         tcase_add_test(tc, test_configmap_secret_objects);
         tcase_add_test(tc, test_manager_refcount);
         suite_add_tcase(s, tc);
-        SRunner *sr = srunner_create(s);
-        srunner_set_fork_status(sr, CK_FORK);
-        srunner_run_all(sr, CK_NORMAL);
-        int failed = srunner_ntests_failed(sr);
-        srunner_free(sr);
-        return failed ? 1 : 0;
+        return th_run(s) ? 1 : 0;
 }

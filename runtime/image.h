@@ -81,6 +81,11 @@ struct rt_image_config {
         char *architecture;
 };
 
+/* Parses an image config JSON; strings live in arena (exposed for the
+ * fuzz harness, tests/fuzz/fuzz_image.c). */
+int rt_image_config_parse(struct cb_arena *arena, const char *json, size_t len,
+                          struct rt_image_config *ret, struct cb_error *err);
+
 /* ---- the store --------------------------------------------------------- */
 
 struct rt_image {

@@ -392,11 +392,13 @@ int rt_manifest_parse(const char *json, size_t len, struct rt_manifest *ret, str
                         return -1;
                 }
                 if (!layer_type_ok(d->media_type)) {
+                        /* the message names d's media type: set it before d is freed */
+                        cb_error_set(err, 0,
+                                     "%s: unsupported layer media type \"%s\" (foreign and "
+                                     "non-distributable layers are not fetched)",
+                                     what, d->media_type);
                         rt_manifest_free(&m);
-                        return cb_error_set(err, 0,
-                                            "%s: unsupported layer media type \"%s\" (foreign and "
-                                            "non-distributable layers are not fetched)",
-                                            what, d->media_type);
+                        return -1;
                 }
                 m.n_layers++;
         }
@@ -706,8 +708,8 @@ static int str_from_json(struct cb_arena *a, const cJSON *o, const char *key, ch
 }
 
 /* Parses a config JSON; strings live in arena. */
-static int image_config_parse(struct cb_arena *arena, const char *json, size_t len,
-                              struct rt_image_config *ret, struct cb_error *err)
+int rt_image_config_parse(struct cb_arena *arena, const char *json, size_t len,
+                          struct rt_image_config *ret, struct cb_error *err)
 {
         _cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(json, len);
         if (!cJSON_IsObject(root))
@@ -790,7 +792,7 @@ static struct rt_image *image_from_json(const char *images, const cJSON *it, int
                 size_t len;
                 snprintf(p, sizeof(p), "%s/blobs/sha256/%s", images, c + 7);
                 if (cb_read_file(p, RT_CONFIG_MAX, &buf, &len, err) < 0 ||
-                    image_config_parse(a, buf, len, &img->config, err) < 0) {
+                    rt_image_config_parse(a, buf, len, &img->config, err) < 0) {
                         cb_error_prefix(err, "image %s", ref);
                         goto fail;
                 }

@@ -858,3 +858,154 @@ char *st_backoff_event_message(const char *container, const char *pod_name,
                 return NULL;
         return msg;
 }
+
+/* ---- termination messages --------------------------------------------------------------- */
+
+bool st_termination_use_logs(bool fallback_policy, int32_t exit_code, const char *reason,
+                             size_t file_len)
+{
+        /* A container that could not even run has no logs to fall back to. */
+        bool fallback = fallback_policy && exit_code != 0 &&
+                        strcmp(str_or_empty(reason), "ContainerCannotRun") != 0;
+        return fallback && file_len == 0;
+}
+
+size_t st_termination_message(char *buf, size_t size, const char *runtime_message,
+                              const char *termination_message)
+{
+        const char *r = str_or_empty(runtime_message), *t = str_or_empty(termination_message);
+        if (size == 0)
+                return 0;
+        int n = snprintf(buf, size, "%s%s%s", r, r[0] && t[0] ? ": " : "", t);
+        if (n < 0) {
+                buf[0] = '\0';
+                return 0;
+        }
+        return (size_t)n < size ? (size_t)n : size - 1;
+}
+
+size_t st_termination_message_budget(size_t n_containers)
+{
+        return n_containers > 0 ? ST_POD_TERMINATION_MESSAGE_MAX / n_containers
+                                : ST_POD_TERMINATION_MESSAGE_MAX;
+}
+
+/* The length of the valid UTF-8 sequence at p (at most n bytes), 0 when
+ * it is not one (Go's utf8.DecodeRuneInString rules: no overlongs, no
+ * surrogates, nothing above U+10FFFF). */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+        if (p[0] < 0x80)
+                return 1;
+        size_t len;
+        unsigned lo = 0x80, hi = 0xbf;
+        if (p[0] >= 0xc2 && p[0] <= 0xdf)
+                len = 2;
+        else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+                len = 3;
+                if (p[0] == 0xe0)
+                        lo = 0xa0;
+                else if (p[0] == 0xed)
+                        hi = 0x9f;
+        } else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+                len = 4;
+                if (p[0] == 0xf0)
+                        lo = 0x90;
+                else if (p[0] == 0xf4)
+                        hi = 0x8f;
+        } else
+                return 0;
+        if (n < len || p[1] < lo || p[1] > hi)
+                return 0;
+        for (size_t i = 2; i < len; i++)
+                if (p[i] < 0x80 || p[i] > 0xbf)
+                        return 0;
+        return len;
+}
+
+static void normalize_message(cJSON *state, size_t budget)
+{
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(state, "terminated");
+        cJSON *m = cJSON_GetObjectItemCaseSensitive(t, "message");
+        if (!cJSON_IsString(m) || m->valuestring == NULL)
+                return;
+        const unsigned char *in = (const unsigned char *)m->valuestring;
+        size_t n = strlen(m->valuestring);
+        if (n > budget)
+                n = budget;
+        bool clean = n == strlen(m->valuestring);
+        for (size_t i = 0; clean && i < n;) {
+                size_t l = utf8_len(in + i, n - i);
+                if (l == 0)
+                        clean = false;
+                i += l;
+        }
+        if (clean)
+                return;
+        char *out = malloc(n * 3 + 1);
+        if (out == NULL)
+                return;
+        size_t o = 0;
+        for (size_t i = 0; i < n;) {
+                size_t l = utf8_len(in + i, n - i);
+                if (l == 0) {
+                        memcpy(out + o, "\xef\xbf\xbd", 3); /* U+FFFD */
+                        o += 3;
+                        i++;
+                } else {
+                        memcpy(out + o, in + i, l);
+                        o += l;
+                        i += l;
+                }
+        }
+        out[o] = '\0';
+        cJSON *s = cJSON_CreateString(out);
+        free(out);
+        if (s != NULL)
+                cJSON_ReplaceItemInObjectCaseSensitive(t, "message", s);
+}
+
+void st_normalize_termination_messages(cJSON *status, size_t budget)
+{
+        static const char *const lists[] = {"initContainerStatuses", "containerStatuses",
+                                            "ephemeralContainerStatuses"};
+        for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+                cJSON *arr = cJSON_GetObjectItemCaseSensitive(status, lists[l]);
+                cJSON *cs;
+                cJSON_ArrayForEach(cs, arr)
+                {
+                        normalize_message(cJSON_GetObjectItemCaseSensitive(cs, "state"), budget);
+                        normalize_message(cJSON_GetObjectItemCaseSensitive(cs, "lastState"),
+                                          budget);
+                }
+        }
+}
+
+/* ---- sidecars ----------------------------------------------------------------------------- */
+
+bool st_init_done(const struct st_run_view *c)
+{
+        if (c->sidecar)
+                return c->running && c->started;
+        return c->exited && c->exit_code == 0;
+}
+
+bool st_regular_done(const struct st_run_view *regular, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (regular[i].running || !regular[i].exited || regular[i].will_restart)
+                        return false;
+        return n > 0;
+}
+
+bool st_sidecar_may_stop(const struct st_run_view *init, size_t n_init,
+                         const struct st_run_view *regular, size_t n_regular, size_t i)
+{
+        for (size_t j = 0; j < n_regular; j++)
+                if (regular[j].running)
+                        return false;
+        for (size_t j = i + 1; j < n_init; j++)
+                if (init[j].sidecar && init[j].running)
+                        return false;
+        return true;
+}

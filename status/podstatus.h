@@ -206,3 +206,65 @@ char *st_crashloop_message(int64_t backoff_seconds, const char *container, const
  * "Back-off restarting failed container <c> in pod <name>_<ns>(<uid>)". */
 char *st_backoff_event_message(const char *container, const char *pod_name,
                                const char *pod_namespace, const char *pod_uid);
+
+/*
+ * Termination messages (kuberuntime_container.go, status_manager.go):
+ * the file at terminationMessagePath (the runtime binds a per-instance
+ * host file there) is read when the container has exited, its last
+ * ST_TERMINATION_MESSAGE_MAX bytes. With terminationMessagePolicy
+ * FallbackToLogsOnError, a container that failed (exit code != 0, reason
+ * not ContainerCannotRun) and left the file missing or empty gets the last
+ * ST_TERMINATION_LOG_LINES lines of its log, at most
+ * ST_TERMINATION_LOG_BYTES bytes (the end kept). The status manager then
+ * cuts every terminated message of the pod to
+ * ST_POD_TERMINATION_MESSAGE_MAX / (number of containers) bytes.
+ */
+#define ST_TERMINATION_MESSAGE_MAX     4096
+#define ST_TERMINATION_LOG_LINES       80
+#define ST_TERMINATION_LOG_BYTES       2048
+#define ST_POD_TERMINATION_MESSAGE_MAX (12 * 1024)
+#define ST_DEFAULT_TERMINATION_PATH    "/dev/termination-log"
+
+/* Whether the log tail replaces the file's contents. file_len is what was
+ * read (0 also when the file does not exist). */
+bool st_termination_use_logs(bool fallback_policy, int32_t exit_code, const char *reason,
+                             size_t file_len);
+/* The terminated message: the runtime's message, then ": " and the
+ * termination message when both are non-empty (convertToKubeContainerStatus).
+ * Truncated to fit buf; returns the length written. */
+size_t st_termination_message(char *buf, size_t size, const char *runtime_message,
+                              const char *termination_message);
+/* The per-container byte budget of a pod with n containers (init,
+ * regular and ephemeral): ST_POD_TERMINATION_MESSAGE_MAX / n. */
+size_t st_termination_message_budget(size_t n_containers);
+/* Cuts state.terminated.message and lastState.terminated.message of every
+ * containerStatuses and initContainerStatuses entry of a status object to
+ * budget bytes (normalizeStatus), and replaces bytes that are not UTF-8 by
+ * U+FFFD as the kubelet's JSON encoder does. */
+void st_normalize_termination_messages(cJSON *status, size_t budget);
+
+/*
+ * Sidecar decisions (kuberuntime_manager.go computePodActions,
+ * kuberuntime_termination_order.go), on a plain view of each container.
+ */
+struct st_run_view {
+        bool sidecar;      /* an init container with restartPolicy: Always */
+        bool running;      /* running, or being started */
+        bool started;      /* running, postStart done and the startup probe (if any) passed */
+        bool exited;       /* the current instance terminated */
+        int32_t exit_code; /* when exited */
+        bool will_restart; /* exited and the restart policy brings it back */
+};
+
+/* An init container the next one may follow: a sidecar once started, a
+ * regular init container once it exited 0. */
+bool st_init_done(const struct st_run_view *c);
+/* Every regular container has terminated and none will be restarted: the
+ * sidecars are stopped so that the pod completes (KillPod with no
+ * restartable init container restarted). False without regular containers. */
+bool st_regular_done(const struct st_run_view *regular, size_t n);
+/* At termination, sidecar init[i] gets its stop signal only once every
+ * regular container and every sidecar after it in spec order have
+ * stopped (sidecars stop in reverse order, after the main containers). */
+bool st_sidecar_may_stop(const struct st_run_view *init, size_t n_init,
+                         const struct st_run_view *regular, size_t n_regular, size_t i);

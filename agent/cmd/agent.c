@@ -23,6 +23,7 @@
 #include "agent/nodeapi/server.h"
 #include "agent/core/metrics.h"
 #include "agent/pods/mirror.h"
+#include "agent/node/netready.h"
 #include "agent/node/nodestatus.h"
 #include "agent/pods/pods.h"
 #include "agent/pods/prober.h"
@@ -48,6 +49,7 @@ struct agent {
         struct ag_events *events;
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
+        struct ag_netready *netready; /* the runtime's network: a CNI config in --cni-conf-dir */
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
@@ -490,6 +492,9 @@ static int make_node_config(const struct ag_config *fl, const struct cb_global_o
         return 0;
 }
 
+static void network_changed(struct agent *a);
+static void on_network(bool ready, void *data);
+
 static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_node_config *nc,
                        const struct ag_kubeconfig *kc, struct cb_error *err)
 {
@@ -575,11 +580,15 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (!a->standalone && (ag_objmgr_new(a->loop, a->api, NULL, &a->env.objects, err) < 0 ||
                                ag_tokenmgr_new(a->loop, a->api, NULL, &a->env.tokens, err) < 0))
                 return -1;
+        if (ag_netready_new(a->loop, a->cni_conf_dir, on_network, a, &a->netready, err) < 0)
+                return -1;
+        a->env.network_ready = ag_netready_flag(a->netready);
         if (!a->standalone && (a->env.services = ag_services_new()) == NULL)
                 return cb_error_set(err, ENOMEM, "services");
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
+        network_changed(a);
         a->metrics = ag_metrics_new();
         if (a->metrics == NULL)
                 return cb_error_set(err, ENOMEM, "metrics");
@@ -689,6 +698,25 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         return 0;
 }
 
+/* The node's Ready condition and the waiting pods follow the runtime's
+ * network (ReadyCondition: runtime or network errors make it False). */
+static void network_changed(struct agent *a)
+{
+        bool ready = ag_netready_ready(a->netready);
+        if (a->ns != NULL)
+                ag_nodestatus_set_ready(a->ns, ready ? NULL : AG_NETWORK_NOT_READY_MESSAGE);
+        if (ready && a->pod_mgr != NULL)
+                ag_pods_kick(a->pod_mgr);
+}
+
+static void on_network(bool ready, void *data)
+{
+        struct agent *a = data;
+        log_info("container runtime network %s (%s)", ready ? "ready" : "not ready",
+                 a->cni_conf_dir);
+        network_changed(a);
+}
+
 static void stop_agent(struct agent *a)
 {
         struct cb_error err = {0};
@@ -723,6 +751,7 @@ static void stop_agent(struct agent *a)
                 log_warning("%s", err.msg);
         ag_events_free(a->events);
         ag_nodestatus_free(a->ns);
+        ag_netready_free(a->netready);
         ag_api_free(a->api);
         ag_loop_free(a->loop);
 }

@@ -957,6 +957,7 @@ static int container_item(struct dec *d, const cJSON *it, void *out)
         struct k8s_container *c = out;
         const cJSON *res, *lc, *h;
         int pull = K8S_PULL_DEFAULT, restart = -1;
+        char *tmp = NULL;
 
         if (d_string(d, it, "name", &c->name) < 0 || d_string(d, it, "image", &c->image) < 0 ||
             d_enum(d, it, "imagePullPolicy", pull_names, pull_values, 3,
@@ -1012,9 +1013,13 @@ static int container_item(struct dec *d, const cJSON *it, void *out)
             d_bool(d, it, "stdinOnce", NULL, &c->stdin_once) < 0 ||
             d_bool(d, it, "tty", NULL, &c->tty) < 0 ||
             d_string(d, it, "terminationMessagePath", &c->termination_message_path) < 0 ||
+            d_string(d, it, "terminationMessagePolicy", &tmp) < 0 ||
             d_enum(d, it, "restartPolicy", restart_names, restart_values, 3, RESTART_WANT,
                    &restart) < 0)
                 return -1;
+        /* The apiserver allows only File (its default) and FallbackToLogsOnError;
+         * anything else reads as File. */
+        c->termination_message_fallback = tmp != NULL && strcmp(tmp, "FallbackToLogsOnError") == 0;
         if (restart >= 0) {
                 c->has_restart_policy = true;
                 c->restart_policy = (enum k8s_restart_policy)restart;

@@ -322,7 +322,9 @@ struct k8s_container {
         struct k8s_volume_mount *volume_mounts;
         size_t n_volume_mounts;
         bool stdin_, stdin_once, tty;
-        char *termination_message_path;
+        char *termination_message_path; /* NULL or "": the API default /dev/termination-log */
+        /* terminationMessagePolicy FallbackToLogsOnError (else File) */
+        bool termination_message_fallback;
         bool has_restart_policy; /* init containers: "Always" makes a sidecar */
         enum k8s_restart_policy restart_policy;
 };

@@ -271,6 +271,21 @@ void ag_nodestatus_set_pressure(struct ag_nodestatus *ns, unsigned conditions)
         }
 }
 
+void ag_nodestatus_set_ready(struct ag_nodestatus *ns, const char *not_ready_message)
+{
+        const char *status = not_ready_message ? "False" : "True";
+        struct condition *c = &ns->cond[3];
+        if (strcmp(c->status, status) != 0) {
+                ag_format_time(c->transition, sizeof(c->transition), false);
+                /* the change goes out now, not at the next update */
+                if (ns->registered)
+                        ag_timer_arm(ns->status_timer, 0);
+        }
+        c->status = status;
+        c->reason = not_ready_message ? "KubeletNotReady" : "KubeletReady";
+        c->message = not_ready_message ? not_ready_message : "kubelet is posting ready status";
+}
+
 /* Keeps lastTransitionTime of a condition the node already shows with the
  * same status (an agent restart is not a transition). */
 static void adopt_transitions(struct ag_nodestatus *ns, const cJSON *node)

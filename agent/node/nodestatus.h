@@ -57,6 +57,10 @@ void ag_nodestatus_free(struct ag_nodestatus *ns);
  * eviction manager reports; the next status update carries them, with
  * lastTransitionTime moved for each one that flipped. */
 void ag_nodestatus_set_pressure(struct ag_nodestatus *ns, unsigned conditions);
+/* The Ready condition: True (KubeletReady) with NULL, else False with
+ * reason KubeletNotReady and this message (static storage), e.g. the
+ * runtime's network not being ready (setters.go ReadyCondition). */
+void ag_nodestatus_set_ready(struct ag_nodestatus *ns, const char *not_ready_message);
 
 /* ---- pure helpers (unit tested) ---- */
 

@@ -39,6 +39,8 @@ enum ag_napi_route ag_napi_route_path(const char *path, struct ag_napi_target *t
                 return t->route = AG_NAPI_PODS;
         if (strcmp(path, "/stats/summary") == 0 || strcmp(path, "/stats/summary/") == 0)
                 return t->route = AG_NAPI_STATS_SUMMARY;
+        if (strcmp(path, "/metrics/resource") == 0 || strcmp(path, "/metrics/resource/") == 0)
+                return t->route = AG_NAPI_METRICS_RESOURCE;
         static const struct {
                 const char *prefix;
                 enum ag_napi_route route;

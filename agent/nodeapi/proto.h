@@ -24,6 +24,7 @@ enum ag_napi_route {
         AG_NAPI_ATTACH,
         AG_NAPI_PORTFORWARD,
         AG_NAPI_STATS_SUMMARY,
+        AG_NAPI_METRICS_RESOURCE, /* /metrics/resource (metrics-server's scrape) */
 };
 
 #define AG_NAPI_NAME_MAX 254

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "agent/core/log.h"
+#include "agent/pods/stats.h"
 #include "lib/cleanup.h"
 #include "runtime/sandbox.h"
 
@@ -503,6 +504,17 @@ void ag_napi_serve_request(struct conn *c, const uint8_t *rest, size_t rest_len)
                 if (b == NULL)
                         return ag_napi_respond_error(c, 500, "cannot read the node's statistics");
                 return ag_napi_respond(c, 200, "application/json", b);
+        }
+        case AG_NAPI_METRICS_RESOURCE: {
+                /* The same figures as /stats/summary, as the kubelet's
+                 * resource metrics collector reads them from its summary
+                 * provider; a failed read is resource_scrape_error 1. */
+                _cleanup_cjson_ cJSON *o =
+                    s->cfg.summary != NULL ? s->cfg.summary(s->cfg.data) : NULL;
+                char *b = ag_resource_metrics_text(o);
+                if (b == NULL)
+                        return ag_napi_respond_error(c, 500, "cannot render the resource metrics");
+                return ag_napi_respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", b);
         }
         case AG_NAPI_LOGS: {
                 struct args a = {0};

@@ -13,6 +13,7 @@
 #include "agent/k8s/qos.h"
 #include "agent/k8s/selector.h"
 #include "runtime/container.h"
+#include "status/podstatus.h"
 
 /* ---- $(VAR) expansion ---------------------------------------------------- */
 
@@ -983,7 +984,7 @@ static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in
                         struct cb_error *err)
 {
         const struct k8s_container *c = in->container;
-        struct rt_mount *m = cb_arena_calloc(a, c->n_volume_mounts + 3, sizeof(*m));
+        struct rt_mount *m = cb_arena_calloc(a, c->n_volume_mounts + 4, sizeof(*m));
         if (m == NULL)
                 return cb_error_set(err, ENOMEM, "mounts");
         size_t n = 0;
@@ -1026,6 +1027,18 @@ static int build_mounts(struct cb_arena *a, const struct ag_container_inputs *in
                                            .read_only = vm->read_only || v->read_only,
                                            .options = v->options};
         }
+        /* The termination message file last, as the kubelet's makeMounts
+         * appends it; the runtime creates the target file in the rootfs. */
+        const char *tlog = in->termination_log ? cb_arena_strdup(a, in->termination_log) : NULL;
+        if (in->termination_log != NULL && tlog == NULL)
+                return cb_error_set(err, ENOMEM, "mounts");
+        if (tlog != NULL)
+                m[n++] =
+                    (struct rt_mount){RT_MOUNT_BIND, tlog,
+                                      c->termination_message_path && c->termination_message_path[0]
+                                          ? c->termination_message_path
+                                          : ST_DEFAULT_TERMINATION_PATH,
+                                      false, NULL};
         *ret = m;
         *ret_n = n;
         return 0;

@@ -182,6 +182,9 @@ struct ag_container_inputs {
         const char *root_dir, *monitor_path;     /* --root-dir, the cubelet binary */
         const char *pod_logs_dir;                /* CRI logs (ag_cri_log_dir) */
         int restart_count;                       /* the log file is <restart_count>.log */
+        /* The host file bound at terminationMessagePath (the API default
+         * /dev/termination-log when unset); NULL: none. */
+        const char *termination_log;
 };
 
 /*

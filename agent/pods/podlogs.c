@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,5 +250,57 @@ int ag_log_tail_offset(int fd, int64_t n, int64_t *ret_offset, struct cb_error *
                 pos -= (int64_t)chunk;
         }
         *ret_offset = 0;
+        return 0;
+}
+
+int ag_podlogs_tail_text(const char *path, int64_t lines, size_t max_bytes, char *out,
+                         size_t *ret_len, struct cb_error *err)
+{
+        *ret_len = 0;
+        out[0] = '\0';
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : cb_error_set(err, errno, "%s", path);
+        int64_t off = 0;
+        if (ag_log_tail_offset(fd, lines, &off, err) < 0)
+                return cb_error_prefix(err, "%s", path);
+        if (lseek(fd, off, SEEK_SET) < 0)
+                return cb_error_set(err, errno, "%s", path);
+        _cleanup_fclose_ FILE *f = fdopen(take_fd(&fd), "re");
+        if (f == NULL)
+                return cb_error_set(err, errno, "%s", path);
+        char *line = NULL, *rendered = NULL;
+        size_t cap = 0, len = 0, rcap = 0;
+        ssize_t n;
+        struct ag_log_options opts = {0};
+        while ((n = getline(&line, &cap, f)) > 0) {
+                if (line[n - 1] == '\n')
+                        n--;
+                if ((size_t)n + 64 > rcap) {
+                        char *nr = realloc(rendered, (size_t)n + 64);
+                        if (nr == NULL)
+                                break;
+                        rendered = nr;
+                        rcap = (size_t)n + 64;
+                }
+                size_t r = ag_log_render(line, (size_t)n, &opts, rendered, rcap);
+                /* keep the last max_bytes bytes (a circular buffer) */
+                const char *src = rendered;
+                if (r > max_bytes) {
+                        src += r - max_bytes;
+                        r = max_bytes;
+                }
+                if (len + r > max_bytes) {
+                        size_t drop = len + r - max_bytes;
+                        memmove(out, out + drop, len - drop);
+                        len -= drop;
+                }
+                memcpy(out + len, src, r);
+                len += r;
+        }
+        free(line);
+        free(rendered);
+        out[len] = '\0';
+        *ret_len = len;
         return 0;
 }

@@ -56,3 +56,10 @@ size_t ag_log_render(const char *rec, size_t len, const struct ag_log_options *o
  * (0 when it has n or fewer). Reads backwards, so a huge file costs only
  * what is skipped over from its end. */
 int ag_log_tail_offset(int fd, int64_t n, int64_t *ret_offset, struct cb_error *err);
+
+/* The text of the last `lines` records of a CRI log file as `kubectl logs
+ * --tail` prints it, of which only the last max_bytes bytes are kept (the
+ * kubelet's termination message fallback: 80 lines, 2048 bytes). out needs
+ * max_bytes + 1 bytes; *ret_len is the length. A missing file is empty. */
+int ag_podlogs_tail_text(const char *path, int64_t lines, size_t max_bytes, char *out,
+                         size_t *ret_len, struct cb_error *err);

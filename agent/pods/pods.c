@@ -894,6 +894,13 @@ void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m)
         p->metrics = m;
 }
 
+void ag_pods_kick(struct ag_pods *p)
+{
+        for (struct rec *r = p->recs; r; r = r->next)
+                if (r->worker != NULL)
+                        ag_pod_worker_kick(r->worker);
+}
+
 void ag_pods_update_metrics(const struct ag_pods *p)
 {
         static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed"};

@@ -107,4 +107,6 @@ cJSON *ag_pods_stats_summary(struct ag_pods *p);
  * keep cubelet_pods{phase} current (ag_pods_update_metrics). */
 struct ag_metrics;
 void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m);
+/* Every worker runs its state machine again (the runtime's network became ready). */
+void ag_pods_kick(struct ag_pods *p);
 void ag_pods_update_metrics(const struct ag_pods *p);

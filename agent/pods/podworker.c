@@ -8,6 +8,13 @@ int64_t pw_now_s(void)
         return (int64_t)time(NULL);
 }
 
+static uint64_t pw_wall_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 const char *pw_pod_ns(const struct k8s_pod *p)
 {
         return p->meta.namespace_ ? p->meta.namespace_ : "default";
@@ -142,6 +149,18 @@ void pw_compute_status(struct ag_pod_worker *w)
         cJSON *st = ag_pod_status_json(&view, &obs, pw_now_s());
         if (st == NULL)
                 goto out;
+        /* Reported terminal only once no container can run (mergePodStatus):
+         * the old phase is the one last reported, else the API's. */
+        const cJSON *old = w->status;
+        const cJSON *op = cJSON_GetObjectItemCaseSensitive(old, "phase");
+        const cJSON *orr = cJSON_GetObjectItemCaseSensitive(old, "reason");
+        const cJSON *om = cJSON_GetObjectItemCaseSensitive(old, "message");
+        if (old != NULL)
+                ag_pod_status_hold_terminal(st, cJSON_GetStringValue(op), cJSON_GetStringValue(orr),
+                                            cJSON_GetStringValue(om), pw_any_running(w));
+        else
+                ag_pod_status_hold_terminal(st, api->status.phase, api->status.reason,
+                                            api->status.message, pw_any_running(w));
         if (phase != w->phase)
                 ag_pod_worker_mark(w, "phase", st_phase_name(phase));
         w->phase = phase;
@@ -184,10 +203,75 @@ void pw_remove_container(struct ag_pod_worker *w, struct ctr *c)
         if (rt_container_remove(w->env->root_dir, c->id, &err) < 0)
                 pw_emit_event(w, c, "Warning", "FailedKillPod", "error removing container %s: %s",
                               c->spec->name, err.msg);
+        char path[RT_PATH_MAX];
+        if (pw_termination_log_path(w, c, c->id, path, sizeof(path)) == 0)
+                unlink(path);
         c->id[0] = '\0';
 }
 
 /* ---- container exits ------------------------------------------------------------ */
+
+/* The last max bytes of a file (tail.ReadAtMost). 0 with *ret_len 0 when
+ * it does not exist. */
+static int read_at_most(const char *path, char *buf, size_t max, size_t *ret_len)
+{
+        *ret_len = 0;
+        buf[0] = '\0';
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        struct stat sb;
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -1;
+        if (fstat(fd, &sb) < 0)
+                return -1;
+        if (!S_ISREG(sb.st_mode)) {
+                errno = EINVAL;
+                return -1;
+        }
+        off_t off = sb.st_size > (off_t)max ? sb.st_size - (off_t)max : 0;
+        size_t len = 0;
+        while (len < max) {
+                ssize_t r = pread(fd, buf + len, max - len, off + (off_t)len);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -1;
+                if (r == 0)
+                        break;
+                len += (size_t)r;
+        }
+        buf[len] = '\0';
+        *ret_len = strlen(buf); /* a NUL ends the message as it would the JSON string */
+        return 0;
+}
+
+/* state.terminated.message of the instance that just exited
+ * (convertToKubeContainerStatus): the runtime's message, then the file at
+ * terminationMessagePath, or with FallbackToLogsOnError and a failure the
+ * tail of its log. Both are a few KiB of local files, read once per exit. */
+static void termination_message(struct ag_pod_worker *w, struct ctr *c, const char *runtime_msg)
+{
+        char path[RT_PATH_MAX], tmsg[ST_TERMINATION_MESSAGE_MAX + 1] = "";
+        size_t len = 0;
+        if (c->id[0] && pw_termination_log_path(w, c, c->id, path, sizeof(path)) == 0 &&
+            read_at_most(path, tmsg, ST_TERMINATION_MESSAGE_MAX, &len) < 0) {
+                snprintf(tmsg, sizeof(tmsg), "Error on reading termination log %.3000s: %s", path,
+                         strerror(errno));
+        } else if (st_termination_use_logs(c->spec->termination_message_fallback, c->term.exit_code,
+                                           c->term_reason, len)) {
+                char dir[RT_PATH_MAX], log[RT_PATH_MAX + 32];
+                struct cb_error err = {0};
+                if (ag_cri_log_dir(dir, sizeof(dir), w->env->pod_logs_dir, pw_pod_ns(w->pod),
+                                   w->pod->meta.name, w->pod->meta.uid, c->spec->name) == 0) {
+                        snprintf(log, sizeof(log), "%s/%d.log", dir, c->obs.restart_count);
+                        _Static_assert(ST_TERMINATION_LOG_BYTES < ST_TERMINATION_MESSAGE_MAX,
+                                       "the log tail fits");
+                        if (ag_podlogs_tail_text(log, ST_TERMINATION_LOG_LINES,
+                                                 ST_TERMINATION_LOG_BYTES, tmsg, &len, &err) < 0)
+                                tmsg[0] = '\0';
+                }
+        }
+        st_termination_message(c->term_message, sizeof(c->term_message), runtime_msg, tmsg);
+}
 
 static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
 {
@@ -225,7 +309,7 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
             .finished_at = st.finished_at / 1000000000LL,
         };
         snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
-        snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
+        termination_message(w, c, st.message);
         snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
         advance(w);
 }
@@ -352,6 +436,7 @@ static void on_probe(struct ag_prober *p, const struct ag_probe_update *u, void 
                         c->startup = NULL;
                         start_liveness_readiness(w, c);
                         pw_compute_status(w);
+                        ag_timer_arm(w->kick, 0); /* a started sidecar lets the next one go */
                 } else if (u->result == AG_PROBE_FAILURE) {
                         pw_stop_probers(c);
                         probe_kill(w, c, "startup", &c->spec->startup_probe);
@@ -463,19 +548,108 @@ static void on_sandbox_timer(struct ag_timer *t, void *data)
         advance(data);
 }
 
-static bool init_done(const struct ctr *c)
+static bool is_sidecar(const struct ctr *c)
 {
-        if (k8s_container_is_sidecar(c->spec))
-                return c->running;
-        return c->exited && c->term.exit_code == 0;
+        return c->init && k8s_container_is_sidecar(c->spec);
 }
 
-/* Init containers, one at a time. Returns true when all are done. */
+static void run_view(const struct ag_pod_worker *w, const struct ctr *c, struct st_run_view *v)
+{
+        *v = (struct st_run_view){
+            .sidecar = is_sidecar(c),
+            .running = c->running || c->start_job != NULL,
+            .started = c->running && !c->in_poststart && c->obs.startup_succeeded,
+            .exited = c->exited && !c->running,
+            .exit_code = c->term.exit_code,
+            .will_restart = c->exited && !w->terminating && should_restart(w, c),
+        };
+}
+
+/* Views of all containers: init ones, then regular ones. */
+static struct st_run_view *run_views(const struct ag_pod_worker *w)
+{
+        struct st_run_view *v = calloc(w->n + 1, sizeof(*v));
+        for (size_t i = 0; v != NULL && i < w->n; i++)
+                run_view(w, &w->ctrs[i], &v[i]);
+        return v;
+}
+
+static bool init_done(const struct ag_pod_worker *w, const struct ctr *c)
+{
+        struct st_run_view v;
+        run_view(w, c, &v);
+        return st_init_done(&v);
+}
+
+static bool has_sidecars(const struct ag_pod_worker *w)
+{
+        for (size_t i = 0; i < w->n_init; i++)
+                if (is_sidecar(&w->ctrs[i]))
+                        return true;
+        return false;
+}
+
+/* Termination order: a sidecar's stop signal waits until the regular
+ * containers and the sidecars after it have stopped. */
+bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (!w->terminating || !w->ordered_stop || !is_sidecar(c) || !c->running)
+                return false;
+        _cleanup_free_ struct st_run_view *v = run_views(w);
+        if (v == NULL || st_sidecar_may_stop(v, w->n_init, v + w->n_init, w->n - w->n_init,
+                                             (size_t)(c - w->ctrs)))
+                return false;
+        c->awaiting_turn = true;
+        return true;
+}
+
+/* The sidecars whose turn came: the stop signal, SIGKILL after what is
+ * left of the grace period (at least 2 s, killContainer's minimum). */
+static void stop_sidecars_in_turn(struct ag_pod_worker *w)
+{
+        for (size_t i = w->n_init; i-- > 0;) {
+                struct ctr *c = &w->ctrs[i];
+                if (!c->awaiting_turn)
+                        continue;
+                if (!c->running) {
+                        c->awaiting_turn = false;
+                        continue;
+                }
+                _cleanup_free_ struct st_run_view *v = run_views(w);
+                if (v == NULL ||
+                    !st_sidecar_may_stop(v, w->n_init, v + w->n_init, w->n - w->n_init, i))
+                        continue;
+                c->awaiting_turn = false;
+                uint64_t now = ag_now_ms();
+                uint64_t left = w->grace_deadline_ms > now ? w->grace_deadline_ms - now : 0;
+                ag_pod_worker_mark(w, "sidecarStop", c->spec->name);
+                pw_send_stop_signal(w, c);
+                c->signal_ms = now;
+                ag_timer_arm(c->kill_timer, left < 2000 ? 2000 : left);
+        }
+}
+
+/* Init containers, one at a time. Returns true when all are done. Once
+ * the pod is initialized, only the sidecars are looked after: one that
+ * exited is restarted whatever the pod's restartPolicy, without holding
+ * the regular containers back. */
 static bool run_init(struct ag_pod_worker *w)
 {
+        for (size_t i = w->n_init; !w->initialized && i < w->n; i++)
+                if (w->ctrs[i].id[0] || w->ctrs[i].exited || w->ctrs[i].obs.restart_count > 0)
+                        w->initialized = true; /* adopted after the init phase */
+        if (w->initialized) {
+                for (size_t i = 0; i < w->n_init; i++) {
+                        struct ctr *c = &w->ctrs[i];
+                        if (is_sidecar(c) && c->exited && !c->running && !c->waiting_timer &&
+                            !c->start_job)
+                                restart_or_backoff(w, c);
+                }
+                return true;
+        }
         for (size_t i = 0; i < w->n_init; i++) {
                 struct ctr *c = &w->ctrs[i];
-                if (init_done(c))
+                if (init_done(w, c))
                         continue;
                 if (c->running || c->waiting_timer || c->start_job)
                         return false;
@@ -488,7 +662,20 @@ static bool run_init(struct ag_pod_worker *w)
                 pw_start_container(w, c);
                 return false;
         }
+        w->initialized = true;
+        ag_pod_worker_mark(w, "initialized", NULL);
         return true;
+}
+
+/* Every regular container is done for good: the sidecars must not keep
+ * the pod alive (computePodActions' KillPod), so they are stopped in
+ * order with the pod's grace period and the pod completes. */
+static bool job_complete(const struct ag_pod_worker *w)
+{
+        if (!w->initialized || !has_sidecars(w))
+                return false;
+        _cleanup_free_ struct st_run_view *v = run_views(w);
+        return v != NULL && st_regular_done(v + w->n_init, w->n - w->n_init);
 }
 
 static void run_regular(struct ag_pod_worker *w)
@@ -510,6 +697,7 @@ static void advance(struct ag_pod_worker *w)
         if (w->done)
                 return;
         if (w->terminating) {
+                stop_sidecars_in_turn(w);
                 pw_save_state(w);
                 pw_compute_status(w);
                 if (!pw_any_running(w))
@@ -520,6 +708,11 @@ static void advance(struct ag_pod_worker *w)
                 pw_compute_status(w); /* Pending, ContainerCreating: before any slow step */
         if (pw_ensure_sandbox(w) == 0 && run_init(w))
                 run_regular(w);
+        if (job_complete(w)) {
+                ag_pod_worker_mark(w, "regularContainersDone", NULL);
+                ag_pod_worker_terminate(w, pod_grace(w), NULL, NULL);
+                return;
+        }
         pw_save_state(w);
         pw_compute_status(w);
         if (w->phase == ST_PHASE_SUCCEEDED || w->phase == ST_PHASE_FAILED) {
@@ -566,9 +759,19 @@ static void on_grace(struct ag_timer *t, void *data)
         /* Containers still in their preStop hook get the stop signal now
          * and 2 s more (the kubelet's minimum); the others are killed. */
         bool extended = false;
+        w->ordered_stop = false; /* the grace period is over: no more waiting for turns */
+        uint64_t now = ag_now_ms();
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
-                if (c->running && c->in_prestop && !w->grace_extended) {
+                if (c->running && c->awaiting_turn) {
+                        /* its turn never came: the stop signal now, SIGKILL in 2 s */
+                        c->awaiting_turn = false;
+                        pw_send_stop_signal(w, c);
+                        c->signal_ms = now;
+                        ag_timer_arm(c->kill_timer, 2000);
+                } else if (c->running && c->signal_ms && now - c->signal_ms < 2000) {
+                        continue; /* its kill timer keeps the 2 s minimum */
+                } else if (c->running && c->in_prestop && !w->grace_extended) {
                         pw_end_hook(c);
                         pw_send_stop_signal(w, c);
                         extended = true;
@@ -598,6 +801,8 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
         }
         bool first = !w->terminating;
         w->terminating = true;
+        if (first)
+                w->ordered_stop = grace_seconds > 0;
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
                 if (c->timer)
@@ -622,11 +827,31 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
         ag_timer_arm(w->kick, 0);
 }
 
+/* activeDeadlineSeconds counts from status.startTime and is read from the
+ * newest object on every sync (the kubelet's activeDeadlineHandler): the
+ * API lets it be set on a running pod or lowered, and the new value takes
+ * effect at once (a deadline already past fires now). */
+static void arm_deadline(struct ag_pod_worker *w, const struct k8s_pod *pod)
+{
+        if (!pod->spec.has_active_deadline || w->terminating || w->done)
+                return;
+        int64_t ads = pod->spec.active_deadline_seconds > 0 ? pod->spec.active_deadline_seconds : 0;
+        int64_t left_ms = (w->start_time + ads) * 1000 - (int64_t)pw_wall_ms();
+        ag_timer_arm(w->deadline, (uint64_t)(left_ms > 0 ? left_ms : 0));
+}
+
 void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
 {
         k8s_pod_free(w->latest);
         w->latest = pod;
+        arm_deadline(w, pod);
         ag_timer_arm(w->kick, 0);
+}
+
+void ag_pod_worker_kick(struct ag_pod_worker *w)
+{
+        if (!w->done)
+                ag_timer_arm(w->kick, 0);
 }
 
 const struct k8s_pod *ag_pod_worker_pod(const struct ag_pod_worker *w)
@@ -739,11 +964,7 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                 ag_pod_worker_mark(w, "workerStarted", NULL);
         else
                 ag_pod_worker_mark(w, "adopted", NULL);
-        if (pod->spec.has_active_deadline)
-                ag_timer_arm(w->deadline, (uint64_t)(pod->spec.active_deadline_seconds > 0
-                                                         ? pod->spec.active_deadline_seconds
-                                                         : 0) *
-                                              1000);
+        arm_deadline(w, pod);
         ag_timer_arm(w->kick, 0);
         *ret = w;
         return 0;

@@ -72,10 +72,25 @@ struct ag_node_env {
         struct ag_objmgr *objects;    /* ConfigMaps/Secrets of the pods (NULL: no apiserver) */
         struct ag_services *services; /* the Services (agent/pods/services.h; NULL: no apiserver) */
         struct ag_tokenmgr *tokens;   /* service-account tokens (NULL: no apiserver) */
+        /* The runtime's network is ready (a CNI config exists); NULL:
+         * always. Pods that need the pod network wait while it is false. */
+        const bool *network_ready;
 };
+
+/* The Ready condition's message while the runtime's network is not ready
+ * (containerd's CNI status through the CRI, setters.go ReadyCondition),
+ * and the pod event's (kubelet.go syncPod). */
+#define AG_NETWORK_NOT_READY_MESSAGE                                                               \
+        "container runtime network not ready: NetworkReady=false "                                 \
+        "reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not "       \
+        "initialized"
+#define AG_NETWORK_NOT_READY_EVENT "network is not ready: " AG_NETWORK_NOT_READY_MESSAGE
 
 struct ag_pod_worker;
 struct ag_objmgr;
+
+/* Runs the worker's state machine again soon (e.g. the network became ready). */
+void ag_pod_worker_kick(struct ag_pod_worker *w);
 struct ag_tokenmgr;
 struct ag_services;
 

@@ -342,3 +342,242 @@ cJSON *ag_stats_pod_json(struct ag_stats *s, const struct ag_stats_pod *p)
         cJSON_AddNumberToObject(eph, "usedBytes", (double)logs_total);
         return pod;
 }
+
+/* ---- /metrics/resource -------------------------------------------------------------------- */
+
+void ag_go_float(double v, char *buf, size_t size)
+{
+        if (v != v) {
+                snprintf(buf, size, "NaN");
+                return;
+        }
+        if (v == 1.0 / 0.0 || v == -1.0 / 0.0) {
+                snprintf(buf, size, v > 0 ? "+Inf" : "-Inf");
+                return;
+        }
+        if (v == 0) {
+                snprintf(buf, size, "0");
+                return;
+        }
+        /* the shortest digits that read back as v */
+        char e[64];
+        int prec = 1;
+        for (; prec < 17; prec++) {
+                snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+                if (strtod(e, NULL) == v)
+                        break;
+        }
+        snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+        const char *x = strchr(e, 'e');
+        int exp = x ? (int)strtol(x + 1, NULL, 10) : 0;
+        /* Go's 'g' with the shortest digits: %e when the exponent is
+         * below -4 or at least 6 (strconv/ftoa.go), else %f. */
+        int eprec = 6;
+        if (exp < -4 || exp >= eprec) {
+                snprintf(buf, size, "%s", e);
+                return;
+        }
+        int decimals = prec - 1 - exp;
+        snprintf(buf, size, "%.*f", decimals > 0 ? decimals : 0, v);
+}
+
+struct rm_sample {
+        const char *labels[3]; /* container, namespace, pod (NULL: absent) */
+        double value;
+        int64_t ts_ms; /* 0: none */
+};
+
+struct rm_family {
+        const char *name, *help, *type;
+        struct rm_sample *s;
+        size_t n, cap;
+};
+
+static int64_t json_time_ms(const cJSON *o)
+{
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "time");
+        if (!cJSON_IsString(t))
+                return 0;
+        struct tm tm = {0};
+        const char *end = strptime(t->valuestring, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (end == NULL)
+                return 0;
+        int64_t ms = (int64_t)timegm(&tm) * 1000;
+        if (*end == '.') {
+                int64_t frac = 0, scale = 100;
+                for (end++; *end >= '0' && *end <= '9'; end++, scale /= 10)
+                        frac += (*end - '0') * scale;
+                ms += frac;
+        }
+        return ms;
+}
+
+static const cJSON *jnum(const cJSON *o, const char *k)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+        return cJSON_IsNumber(v) ? v : NULL;
+}
+
+static void add_sample(struct rm_family *f, const char *c, const char *ns, const char *pod,
+                       double v, int64_t ts)
+{
+        if (f->n == f->cap) {
+                size_t cap = f->cap ? f->cap * 2 : 16;
+                struct rm_sample *n = realloc(f->s, cap * sizeof(*n));
+                if (n == NULL)
+                        return;
+                f->s = n;
+                f->cap = cap;
+        }
+        f->s[f->n++] = (struct rm_sample){{c, ns, pod}, v, ts};
+}
+
+/* usage from a {"time","usageCoreNanoSeconds"} / {"time","workingSetBytes"} object */
+static void add_usage(struct rm_family *cpu, struct rm_family *mem, const cJSON *o, const char *c,
+                      const char *ns, const char *pod)
+{
+        const cJSON *co = cJSON_GetObjectItemCaseSensitive(o, "cpu");
+        const cJSON *mo = cJSON_GetObjectItemCaseSensitive(o, "memory");
+        const cJSON *u = jnum(co, "usageCoreNanoSeconds");
+        const cJSON *ws = jnum(mo, "workingSetBytes");
+        if (u != NULL)
+                add_sample(cpu, c, ns, pod, u->valuedouble / 1e9, json_time_ms(co));
+        if (ws != NULL)
+                add_sample(mem, c, ns, pod, ws->valuedouble, json_time_ms(mo));
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+        return strcmp(a ? a : "", b ? b : "");
+}
+
+static int cmp_sample(const void *pa, const void *pb)
+{
+        const struct rm_sample *a = pa, *b = pb;
+        for (int i = 0; i < 3; i++) {
+                int r = cmp_str(a->labels[i], b->labels[i]);
+                if (r != 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void put_escaped(FILE *f, const char *s)
+{
+        for (; *s; s++) {
+                if (*s == '\\' || *s == '"')
+                        fputc('\\', f), fputc(*s, f);
+                else if (*s == '\n')
+                        fputs("\\n", f);
+                else
+                        fputc(*s, f);
+        }
+}
+
+static void write_family(FILE *out, struct rm_family *f)
+{
+        static const char *const names[3] = {"container", "namespace", "pod"};
+        fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
+        qsort(f->s, f->n, sizeof(*f->s), cmp_sample);
+        for (size_t i = 0; i < f->n; i++) {
+                const struct rm_sample *s = &f->s[i];
+                fputs(f->name, out);
+                bool any = false;
+                for (int l = 0; l < 3; l++) {
+                        if (s->labels[l] == NULL)
+                                continue;
+                        fprintf(out, "%s%s=\"", any ? "," : "{", names[l]);
+                        put_escaped(out, s->labels[l]);
+                        fputc('"', out);
+                        any = true;
+                }
+                if (any)
+                        fputc('}', out);
+                char num[64];
+                ag_go_float(s->value, num, sizeof(num));
+                fprintf(out, " %s", num);
+                if (s->ts_ms != 0)
+                        fprintf(out, " %lld", (long long)s->ts_ms);
+                fputc('\n', out);
+        }
+}
+
+char *ag_resource_metrics_text(const cJSON *summary)
+{
+        enum { C_CPU, C_MEM, C_START, N_CPU, N_MEM, P_CPU, P_MEM, ERR, NF };
+        struct rm_family f[NF] = {
+            {.name = "container_cpu_usage_seconds_total",
+             .help = "[STABLE] Cumulative cpu time consumed by the container in core-seconds",
+             .type = "counter"},
+            {.name = "container_memory_working_set_bytes",
+             .help = "[STABLE] Current working set of the container in bytes",
+             .type = "gauge"},
+            {.name = "container_start_time_seconds",
+             .help = "[STABLE] Start time of the container since unix epoch in seconds",
+             .type = "gauge"},
+            {.name = "node_cpu_usage_seconds_total",
+             .help = "[STABLE] Cumulative cpu time consumed by the node in core-seconds",
+             .type = "counter"},
+            {.name = "node_memory_working_set_bytes",
+             .help = "[STABLE] Current working set of the node in bytes",
+             .type = "gauge"},
+            {.name = "pod_cpu_usage_seconds_total",
+             .help = "[STABLE] Cumulative cpu time consumed by the pod in core-seconds",
+             .type = "counter"},
+            {.name = "pod_memory_working_set_bytes",
+             .help = "[STABLE] Current working set of the pod in bytes",
+             .type = "gauge"},
+            {.name = "resource_scrape_error",
+             .help =
+                 "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise",
+             .type = "gauge"},
+        };
+        if (summary != NULL) {
+                add_usage(&f[N_CPU], &f[N_MEM], cJSON_GetObjectItemCaseSensitive(summary, "node"),
+                          NULL, NULL, NULL);
+                const cJSON *pod;
+                cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(summary, "pods"))
+                {
+                        const cJSON *ref = cJSON_GetObjectItemCaseSensitive(pod, "podRef");
+                        const char *ns = cJSON_GetStringValue(
+                            cJSON_GetObjectItemCaseSensitive(ref, "namespace"));
+                        const char *name =
+                            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "name"));
+                        if (ns == NULL || name == NULL)
+                                continue;
+                        const cJSON *c;
+                        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(pod, "containers"))
+                        {
+                                const char *cn = cJSON_GetStringValue(
+                                    cJSON_GetObjectItemCaseSensitive(c, "name"));
+                                if (cn == NULL)
+                                        continue;
+                                struct tm tm = {0};
+                                const char *st = cJSON_GetStringValue(
+                                    cJSON_GetObjectItemCaseSensitive(c, "startTime"));
+                                if (st != NULL && strptime(st, "%Y-%m-%dT%H:%M:%S", &tm) != NULL &&
+                                    timegm(&tm) > 0)
+                                        add_sample(&f[C_START], cn, ns, name, (double)timegm(&tm),
+                                                   0);
+                                add_usage(&f[C_CPU], &f[C_MEM], c, cn, ns, name);
+                        }
+                        add_usage(&f[P_CPU], &f[P_MEM], pod, NULL, ns, name);
+                }
+        }
+        add_sample(&f[ERR], NULL, NULL, NULL, summary == NULL ? 1 : 0, 0);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *out = open_memstream(&buf, &len);
+        if (out != NULL) {
+                for (int i = 0; i < NF; i++)
+                        if (f[i].n > 0)
+                                write_family(out, &f[i]);
+                if (fclose(out) != 0) {
+                        free(buf);
+                        buf = NULL;
+                }
+        }
+        for (int i = 0; i < NF; i++)
+                free(f[i].s);
+        return buf;
+}

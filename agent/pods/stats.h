@@ -50,6 +50,19 @@ cJSON *ag_stats_pod_json(struct ag_stats *s, const struct ag_stats_pod *p);
 
 /* /proc/net/dev: every interface but lo. Returns how many were filled in
  * (at most max), -1 when buf is not that format. */
+/* /metrics/resource (pkg/kubelet/metrics/collectors/resource_metrics.go)
+ * from a /stats/summary object, in the Prometheus text format (0.0.4) the
+ * kubelet serves: node_, pod_ and container_ cpu/memory families, with
+ * their timestamps in ms, container_start_time_seconds and
+ * resource_scrape_error (1 when summary is NULL). Families sorted by name,
+ * samples by label values, as the Prometheus registry writes them.
+ * malloc'd; NULL when out of memory. */
+char *ag_resource_metrics_text(const cJSON *summary);
+
+/* A float as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it (the
+ * Prometheus text format's numbers): "0", "12.5", "1.2345678e+07". */
+void ag_go_float(double v, char *buf, size_t size);
+
 struct ag_net_iface {
         char name[32];
         uint64_t rx_bytes, rx_errors, tx_bytes, tx_errors;

@@ -7,6 +7,8 @@
 #include "agent/k8s/qos.h"
 #include "lib/cleanup.h"
 
+#define REASON_COPY 256
+
 static enum st_restart_policy restart_policy(enum k8s_restart_policy p)
 {
         switch (p) {
@@ -250,6 +252,9 @@ cJSON *ag_pod_status_json(const struct k8s_pod *pod, const struct ag_pod_obs *ob
                 goto fail;
         cJSON_AddItemToObject(st, "containerStatuses", cs);
         cJSON_AddStringToObject(st, "qosClass", k8s_qos_name(k8s_pod_qos(pod)));
+        st_normalize_termination_messages(
+            st,
+            st_termination_message_budget(pod->spec.n_init_containers + pod->spec.n_containers));
         conv_free(&cv);
         return steal_pointer(&st);
 fail:
@@ -257,6 +262,46 @@ fail:
 out:
         conv_free(&cv);
         return NULL;
+}
+
+static bool phase_name_terminal(const char *p)
+{
+        return p != NULL && (strcmp(p, "Failed") == 0 || strcmp(p, "Succeeded") == 0);
+}
+
+static void set_or_drop(cJSON *o, const char *key, const char *value)
+{
+        if (value == NULL || value[0] == '\0') {
+                cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+                return;
+        }
+        cJSON *s = cJSON_CreateString(value);
+        if (s == NULL)
+                return;
+        if (cJSON_GetObjectItemCaseSensitive(o, key) != NULL)
+                cJSON_ReplaceItemInObjectCaseSensitive(o, key, s);
+        else
+                cJSON_AddItemToObject(o, key, s);
+}
+
+bool ag_pod_status_hold_terminal(cJSON *status, const char *old_phase, const char *old_reason,
+                                 const char *old_message, bool could_have_running)
+{
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(status, "phase");
+        if (!could_have_running || !cJSON_IsString(ph) || !phase_name_terminal(ph->valuestring) ||
+            phase_name_terminal(old_phase))
+                return false;
+        /* Copies first: the old strings may live in a status being replaced. */
+        char phase[16], reason[REASON_COPY], *message = NULL;
+        snprintf(phase, sizeof(phase), "%s", old_phase && old_phase[0] ? old_phase : "Pending");
+        snprintf(reason, sizeof(reason), "%s", old_reason ? old_reason : "");
+        if (old_message != NULL && (message = strdup(old_message)) == NULL)
+                return false;
+        set_or_drop(status, "phase", phase);
+        set_or_drop(status, "reason", reason);
+        set_or_drop(status, "message", message);
+        free(message);
+        return true;
 }
 
 cJSON *ag_status_patch_body(const struct k8s_pod *pod, cJSON *status)

@@ -66,6 +66,17 @@ cJSON *ag_pod_status_json(const struct k8s_pod *pod, const struct ag_pod_obs *ob
 /* The phase ag_pod_status_json would report. */
 enum st_phase ag_pod_phase(const struct k8s_pod *pod, const struct ag_pod_obs *obs);
 
+/* The status manager's mergePodStatus rule (the kubelet since 1.27): a pod
+ * whose containers could still run is never reported terminal. When status
+ * turns Failed/Succeeded while the previously reported phase (old_phase,
+ * NULL = none) was not terminal and could_have_running is true, status
+ * keeps the old phase, reason and message; the container statuses and
+ * conditions stay the new ones. The terminal phase goes out with the first
+ * status computed after the last container stopped. Returns true when the
+ * phase was held. */
+bool ag_pod_status_hold_terminal(cJSON *status, const char *old_phase, const char *old_reason,
+                                 const char *old_message, bool could_have_running);
+
 /* The status PATCH body: {"metadata":{"uid":...},"status":{...}} (the uid
  * acts as a precondition: the server refuses it for another pod of the
  * same name). Takes ownership of status. */

@@ -13,6 +13,8 @@ void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c)
 {
         struct cb_error err = {0};
         c->in_prestop = false;
+        if (pw_sidecar_must_wait(w, c))
+                return;
         c->signalled = true;
         if (!c->running)
                 return;

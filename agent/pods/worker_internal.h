@@ -21,6 +21,7 @@
 
 #include "agent/pods/containerspec.h"
 #include "agent/pods/hook.h"
+#include "agent/pods/podlogs.h"
 #include "agent/core/offload.h"
 #include "agent/pods/prober.h"
 #include "agent/pods/services.h"
@@ -38,8 +39,10 @@
 #include "agent/pods/volumes.h"
 #include "status/podstatus.h"
 
-#define REASON_MAX       64
-#define MESSAGE_MAX      1024
+#define REASON_MAX  64
+#define MESSAGE_MAX 1024
+/* A terminated message: the runtime's, ": ", the termination message. */
+#define TERM_MESSAGE_MAX (MESSAGE_MAX + 2 + ST_TERMINATION_MESSAGE_MAX)
 #define SANDBOX_RETRY_MS 10000
 #define HOOK_PRESTOP     1
 #define HOOK_POSTSTART   2
@@ -60,8 +63,8 @@ struct ctr {
         char cid[RT_ID_MAX + 16]; /* "cubelet://<id>" */
         char image[512], image_id[700];
         char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
-        char term_reason[REASON_MAX], term_message[MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
-        char last_reason[REASON_MAX], last_message[MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
+        char term_reason[REASON_MAX], term_message[TERM_MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
+        char last_reason[REASON_MAX], last_message[TERM_MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
         bool running;
         bool exited;                    /* the current instance has terminated */
         struct st_container_state term; /* its terminated state, when exited */
@@ -72,6 +75,8 @@ struct ctr {
         struct ag_io *hook_io;
         struct ag_timer *hook_timer; /* a preStop sleep */
         bool in_prestop, signalled;
+        bool awaiting_turn;             /* a sidecar whose stop signal waits for its turn */
+        uint64_t signal_ms;             /* when a sidecar got its stop signal in turn */
         bool in_poststart;              /* started; its postStart hook runs */
         int hook_kind;                  /* HOOK_PRESTOP / HOOK_POSTSTART while one runs */
         struct ag_http_hook *http_hook; /* an httpGet hook in flight */
@@ -116,6 +121,9 @@ struct ag_pod_worker {
         struct ag_timer *deadline; /* activeDeadlineSeconds */
         struct ag_timer *grace;    /* termination grace period */
         bool terminating, killed, torn_down, done;
+        bool initialized;           /* every init container was done once */
+        bool net_waiting;           /* waits for the runtime's network (event sent) */
+        bool ordered_stop;          /* sidecars stop after the main containers, in reverse order */
         bool adopted;               /* state from an earlier agent was found */
         bool grace_extended;        /* the 2 s after a preStop hook used the grace period */
         uint64_t grace_deadline_ms; /* when the grace period ends (monotonic) */
@@ -202,6 +210,9 @@ void pw_start_probers(struct ag_pod_worker *w, struct ctr *c);
 void pw_stop_probers(struct ctr *c);
 void pw_stop_watch(struct ctr *c);
 void pw_teardown(struct ag_pod_worker *w);
+bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c);
+int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
+                            char *buf, size_t size);
 void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c);
 /* worker_volumes.c */
 int pw_volumes_start(struct ag_pod_worker *w, struct cb_error *err);

@@ -307,6 +307,38 @@ static void start_work(void *data)
         j->rc = rt_container_create_start(&j->cfg, &j->state, &j->err);
 }
 
+int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
+                            char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "%s/pods/%s/containers/%s/%s", w->env->root_dir,
+                         w->pod->meta.uid, c->spec->name, id);
+        return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* The per-instance termination message file (<root>/pods/<uid>/containers/
+ * <name>/<id>), mode 0666 whatever the umask so any user in the container
+ * can write it. As in the kubelet, a failure only costs the message: the
+ * container starts without the file. */
+static bool create_termination_log(struct ag_pod_worker *w, struct ctr *c, const char *id,
+                                   char *buf, size_t size)
+{
+        char dir[RT_PATH_MAX];
+        if (pw_termination_log_path(w, c, id, buf, size) < 0 ||
+            snprintf(dir, sizeof(dir), "%s/pods/%s/containers/%s", w->env->root_dir,
+                     w->pod->meta.uid, c->spec->name) >= (int)sizeof(dir) ||
+            cb_mkdir_p(dir, 0755, 0755, NULL) < 0)
+                return false;
+        _cleanup_close_ int fd =
+            open(buf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0 || fchmod(fd, 0666) < 0) {
+                pw_emit_event(w, c, "Warning", "Failed",
+                              "error on creating termination-log file %s: %s", buf,
+                              strerror(errno));
+                return false;
+        }
+        return true;
+}
+
 /* A name that becomes one path component. */
 static bool path_component_ok(const char *s)
 {
@@ -379,6 +411,8 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 goto out;
         }
         new_id(j->id, sizeof(j->id));
+        char term_log[RT_PATH_MAX];
+        bool have_term_log = create_termination_log(w, c, j->id, term_log, sizeof(term_log));
         /* The job owns everything the config points at: the arena, the
          * image (its layer dirs) and a copy of the sandbox. */
         j->c = c;
@@ -399,6 +433,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
             .monitor_path = w->env->monitor_path,
             .pod_logs_dir = w->env->pod_logs_dir,
             .restart_count = c->obs.restart_count,
+            .termination_log = have_term_log ? term_log : NULL,
         };
         int r = rt_image_read_file(img, "etc/passwd", 1 << 20, &passwd, &err);
         if (r == 0)
@@ -631,6 +666,17 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
                 return -1;
         struct cb_error err = {0};
         const struct k8s_pod *p = w->pod;
+        /* No sandbox for a pod on the pod network until the runtime's
+         * network is ready; hostNetwork pods go on (ag_pods_kick wakes the
+         * waiting ones). */
+        if (!p->spec.host_network && w->env->network_ready != NULL && !*w->env->network_ready) {
+                if (!w->net_waiting)
+                        pw_emit_event(w, NULL, "Warning", "NetworkNotReady", "%s",
+                                      AG_NETWORK_NOT_READY_EVENT);
+                w->net_waiting = true;
+                return -1;
+        }
+        w->net_waiting = false;
         if (!w->cgroup_created) {
                 if (cg_create(w->pod_cgroup, &w->plan.limits, &err) < 0) {
                         pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",

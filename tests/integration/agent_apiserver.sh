@@ -27,11 +27,15 @@ no_dup() {
         [ -z "$d" ] || fail "$1: events reported twice: $d"
 }
 
-mkdir -p "$root" "$tmp/cni-empty"
+mkdir -p "$root" "$tmp/cni-noplugin"
 # The agent runs the pods it is given: keep its cgroups under a private
-# parent and give it no CNI network (sandboxes then fail and are retried,
-# which this test does not look at); -v 3 logs each pod event.
-agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-empty" --pod-logs-dir "$logs"
+# parent and give it a CNI network config whose plugin does not exist (the
+# runtime's network counts as ready, so the node is Ready, but sandboxes
+# fail and are retried, which this test does not look at); -v 3 logs each
+# pod event.
+echo '{"cniVersion":"1.0.0","name":"it-none","plugins":[{"type":"cubelet-it-no-such-plugin"}]}' \
+        >"$tmp/cni-noplugin/10-none.conflist"
+agent_common=(-v 3 --cgroup-root "$cgroot" --cni-conf-dir "$tmp/cni-noplugin" --pod-logs-dir "$logs"
         --healthz-port 0)
 extra_pids=()
 start_standin

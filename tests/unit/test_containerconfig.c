@@ -77,6 +77,7 @@ struct built {
         int rc;
 };
 
+static const char *term_log; /* the termination message file, for build() */
 /* The ConfigMaps/Secrets the env sees (test_env_from_objects). */
 static const struct ag_env_object *env_objects;
 static size_t n_env_objects;
@@ -120,6 +121,7 @@ static struct built build(const struct k8s_pod *pod, size_t container, const str
             .monitor_path = "/usr/bin/cubelet",
             .pod_logs_dir = "/var/log/pods",
             .restart_count = 3,
+            .termination_log = term_log,
         };
         struct built b = {0};
         b.rc = ag_container_config_build(arena, &in, &b.cfg, &b.spec, &b.err);
@@ -333,6 +335,34 @@ START_TEST(test_mounts)
 }
 END_TEST
 
+START_TEST(test_termination_log_mount)
+{
+        _cleanup_(pod_freep) struct k8s_pod *p =
+            pod_from(POD("{\"containers\":[{\"name\":\"app\",\"image\":\"web\"},{\"name\":"
+                         "\"own\",\"image\":\"web\",\"terminationMessagePath\":\"/tmp/msg\","
+                         "\"terminationMessagePolicy\":\"FallbackToLogsOnError\"}]}"));
+        struct rt_image img = image("");
+        term_log = "/var/lib/cubelet/pods/u-1/containers/app/c0ffee";
+        struct built b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_msg(b.rc == 0, "%s", b.err.msg);
+        /* the default path, last, writable, a plain file bind */
+        ck_assert_uint_eq(b.cfg.n_mounts, 3);
+        ck_assert_int_eq(b.cfg.mounts[2].type, RT_MOUNT_BIND);
+        ck_assert_str_eq(b.cfg.mounts[2].destination, "/dev/termination-log");
+        ck_assert_str_eq(b.cfg.mounts[2].source, term_log);
+        ck_assert_ptr_ne(b.cfg.mounts[2].source, term_log); /* a copy in the arena */
+        ck_assert(!b.cfg.mounts[2].read_only);
+        ck_assert(!p->spec.containers[0].termination_message_fallback);
+        b = build(p, 1, &img, NULL, 0, NULL);
+        ck_assert_str_eq(b.cfg.mounts[2].destination, "/tmp/msg");
+        ck_assert(p->spec.containers[1].termination_message_fallback);
+        /* none when the file could not be made */
+        term_log = NULL;
+        b = build(p, 0, &img, NULL, 0, NULL);
+        ck_assert_uint_eq(b.cfg.n_mounts, 2);
+}
+END_TEST
+
 START_TEST(test_users_and_groups)
 {
         _cleanup_(pod_freep) struct k8s_pod *p = pod_from(
@@ -462,6 +492,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_env_argv_and_paths);
         tcase_add_test(tc, test_mounts);
+        tcase_add_test(tc, test_termination_log_mount);
         tcase_add_test(tc, test_env_from_objects);
         tcase_add_test(tc, test_service_env);
         tcase_add_test(tc, test_users_and_groups);

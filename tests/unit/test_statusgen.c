@@ -239,6 +239,66 @@ START_TEST(test_extra_condition_replaces)
 }
 END_TEST
 
+START_TEST(test_terminal_held_while_running)
+{
+        /* Evicted (forced Failed) while its container still runs: reported
+         * Running with the container running; Failed once it terminated. */
+        struct k8s_pod *p =
+            pod_from("{\"metadata\":{\"name\":\"hog\",\"uid\":\"u-4\"},\"spec\":{\"restartPolicy\":"
+                     "\"Never\",\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\"}]},"
+                     "\"status\":{\"phase\":\"Running\"}}");
+        struct ag_container_obs c[1] = {
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 5}}};
+        struct ag_pod_obs obs = {.containers = c,
+                                 .is_terminal = true,
+                                 .forced_phase = ST_PHASE_FAILED,
+                                 .reason = "Evicted",
+                                 .message = "The node was low on resource: memory. "};
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 10);
+        expect(st, "phase", "Failed");
+        ck_assert(ag_pod_status_hold_terminal(st, "Running", NULL, NULL, true));
+        expect(st, "phase", "Running");
+        expect(st, "reason", "<missing>");
+        expect(st, "message", "<missing>");
+        ck_assert(
+            cJSON_GetObjectItem(
+                cJSON_GetObjectItem(
+                    cJSON_GetArrayItem(cJSON_GetObjectItem(st, "containerStatuses"), 0), "state"),
+                "running") != NULL);
+        /* The old reason and message go with the old phase. */
+        cJSON_Delete(st);
+        st = ag_pod_status_json(p, &obs, 10);
+        ck_assert(ag_pod_status_hold_terminal(st, "Pending", "R", "M", true));
+        expect(st, "phase", "Pending");
+        expect(st, "reason", "R");
+        expect(st, "message", "M");
+        /* No old phase at all: Pending. */
+        cJSON_Delete(st);
+        st = ag_pod_status_json(p, &obs, 10);
+        ck_assert(ag_pod_status_hold_terminal(st, NULL, NULL, NULL, true));
+        expect(st, "phase", "Pending");
+        /* Stopped: terminal with the verdict. */
+        c[0].state = (struct st_container_state){
+            .kind = ST_STATE_TERMINATED, .exit_code = 137, .started_at = 5, .finished_at = 9};
+        cJSON_Delete(st);
+        st = ag_pod_status_json(p, &obs, 10);
+        ck_assert(!ag_pod_status_hold_terminal(st, "Running", NULL, NULL, false));
+        expect(st, "phase", "Failed");
+        expect(st, "reason", "Evicted");
+        expect(st, "containerStatuses.0.state.terminated.exitCode", "137");
+        /* Already terminal before: nothing to hold (a terminal phase never moves). */
+        ck_assert(!ag_pod_status_hold_terminal(st, "Failed", NULL, NULL, true));
+        ck_assert(!ag_pod_status_hold_terminal(st, "Succeeded", NULL, NULL, true));
+        expect(st, "phase", "Failed");
+        /* A non-terminal status is never touched. */
+        cJSON *run = cJSON_Parse("{\"phase\":\"Running\",\"reason\":\"x\"}");
+        ck_assert(!ag_pod_status_hold_terminal(run, "Pending", NULL, NULL, true));
+        expect(run, "reason", "x");
+        cJSON_Delete(run);
+        k8s_pod_free(p);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("statusgen");
@@ -248,6 +308,7 @@ int main(void)
         tcase_add_test(tc, test_rejected_and_forced);
         tcase_add_test(tc, test_terminal_phase_kept);
         tcase_add_test(tc, test_extra_condition_replaces);
+        tcase_add_test(tc, test_terminal_held_while_running);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -155,6 +155,7 @@ RESOURCES = [
     Resource("secrets", "Secret", True, fields=["type"]),
     Resource("serviceaccounts", "ServiceAccount", True, short=["sa"], subresources=["token"]),
     Resource("services", "Service", True, short=["svc"], subresources=["status"],
+             fields=["spec.clusterIP", "spec.type"],  # the kubelet watches spec.clusterIP!=None
              storage="services/specs"),
     Resource("endpoints", "Endpoints", True, short=["ep"], singular="endpoints",
              storage="services/endpoints"),

@@ -244,7 +244,10 @@ pid=$agent_pid
 agent_pid=""
 kill -0 "$pid" 2>/dev/null && fail "the agent is still running"
 grep -q 'received Terminated: shutting down' "$tmp/agent.log" || fail "no shutdown line"
-[ "$(count_log '^E')" -le 6 ] || { grep '^E' "$tmp/agent.log"; fail "unexpected errors in the agent log"; }
+# A watch cut by the etcd restarts above ends with an ERROR event on every
+# reflector (pods, node, services, kube-root-ca.crt): expected, not counted.
+others=$(grep '^E' "$tmp/agent.log" | grep -cv 'watch restarted: the watch stream carried an ERROR: Internal error occurred: .*transport is closing' || true)
+[ "$others" -le 6 ] || { grep '^E' "$tmp/agent.log"; fail "unexpected errors in the agent log"; }
 pass "SIGTERM: exit 0"
 
 # ---- restart on an existing node: 409, GET, labels reconciled ----

@@ -569,8 +569,16 @@ def default_object(res, obj):
         obj.setdefault("status", {}).setdefault("phase", "Active")
     elif res.name == "secrets":
         obj.setdefault("type", "Opaque")
-        for k, v in (obj.pop("stringData", None) or {}).items():
-            obj.setdefault("data", {})[k] = base64.b64encode(v.encode()).decode()
+        string_data_into_data(obj)
+
+
+def string_data_into_data(secret):
+    """stringData is write-only: kube-apiserver's conversion of a v1 Secret
+    (Convert_v1_Secret_To_core_Secret) merges it into data, its keys winning,
+    on every write (create, update and patch alike)."""
+    for k, v in (secret.pop("stringData", None) or {}).items():
+        if isinstance(v, str):
+            secret.setdefault("data", {})[k] = base64.b64encode(v.encode()).decode()
 
 
 # ---------------------------------------------------------------- validation
@@ -820,6 +828,8 @@ def prepare_update(res, sub, old, new):
             new.pop("status", None)
     if res.name == "pods":
         validate_pod_update(new, old)
+    if res.name == "secrets":
+        string_data_into_data(new)
     return new
 
 

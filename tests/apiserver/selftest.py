@@ -145,6 +145,19 @@ class Defaulting(unittest.TestCase):
             with self.subTest(image):
                 self.assertEqual(p["spec"]["containers"][0]["imagePullPolicy"], want)
 
+    def test_secret_string_data(self):
+        secrets = next(r for r in reg.RESOURCES if r.name == "secrets")
+        s = {"metadata": {"name": "s"}, "data": {"a": "MQ=="}, "stringData": {"b": "two"}}
+        reg.default_object(secrets, s)
+        self.assertEqual(s, {"metadata": {"name": "s"}, "type": "Opaque",
+                             "data": {"a": "MQ==", "b": "dHdv"}})
+        # a merge patch {"stringData": {"a": "x"}} onto the stored object
+        stored = dict(s, metadata={"name": "s", "uid": "u", "resourceVersion": "5"})
+        patched = dict(stored, stringData={"a": "x"})
+        out = reg.prepare_update(secrets, None, stored, patched)
+        self.assertEqual(out["data"], {"a": "eA==", "b": "dHdv"})
+        self.assertNotIn("stringData", out)
+
     def test_qos_and_requests(self):
         def res(**r):
             return {"containers": [{"name": "c", "image": "i", "resources": r}]}

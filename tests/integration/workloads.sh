@@ -109,7 +109,7 @@ k patch configmap app-cfg --type merge -p '{"data":{"mode":"two"}}' >/dev/null
 poll 30 has_log files "cfg=two sec=p1" || fail "files: the ConfigMap edit did not arrive: $(plog files | tail -2)"
 d_cm=$(since "$t")
 t=$(now)
-k patch secret app-sec --type merge -p '{"data":{"pass":"cDI="}}' >/dev/null
+k patch secret app-sec --type merge -p '{"stringData":{"pass":"p2"}}' >/dev/null # write-only stringData, as users patch
 poll 30 has_log files "cfg=two sec=p2" || fail "files: the Secret edit did not arrive: $(plog files | tail -2)"
 d_sec=$(since "$t")
 t=$(now)

@@ -349,11 +349,16 @@ int dec_strings(struct dec *d, const cJSON *obj, const char *key, char ***ret, s
                          (void **)ret, n);
 }
 
-int dec_map(struct dec *d, const cJSON *obj, const char *key, struct k8s_map *m)
+typedef int (*entry_fn)(struct dec *d, const char *name, const cJSON *v, void *out);
+
+/* obj.key as an object of at most K8S_MAX_ARRAY_ITEMS entries, each decoded
+ * by fn into a new array of elements of size sz. */
+static int dec_entries(struct dec *d, const cJSON *obj, const char *key, size_t sz, entry_fn fn,
+                       void **ret, size_t *ret_n)
 {
         const cJSON *v;
-        m->items = NULL;
-        m->n = 0;
+        *ret = NULL;
+        *ret_n = 0;
         if (dec_object(d, obj, key, &v) < 0)
                 return -1;
         if (v == NULL)
@@ -367,21 +372,32 @@ int dec_map(struct dec *d, const cJSON *obj, const char *key, struct k8s_map *m)
                 dec_path_pop(d, old);
                 return -1;
         }
-        if (count > 0 && (m->items = dec_alloc_array(d, count, sizeof(*m->items))) == NULL)
+        char *items = NULL;
+        if (count > 0 && (items = dec_alloc_array(d, count, sz)) == NULL)
                 return -1;
-        for (const cJSON *it = v->child; it != NULL; it = it->next) {
-                struct k8s_kv *kv = &m->items[m->n];
-                size_t o2 = dec_path_push(d, "[%s]", it->string != NULL ? it->string : "");
-                if (dec_str_value(d, it, &kv->value) < 0)
+        size_t n = 0;
+        for (const cJSON *it = v->child; it != NULL; it = it->next, n++)
+                if (fn(d, it->string != NULL ? it->string : "", it, items + n * sz) < 0)
                         return -1;
-                dec_path_pop(d, o2);
-                kv->key = cb_arena_strdup(d->a, it->string != NULL ? it->string : "");
-                if (kv->key == NULL)
-                        return dec_oom(d);
-                m->n++;
-        }
         dec_path_pop(d, old);
+        *ret = items;
+        *ret_n = n;
         return 0;
+}
+
+static int map_entry(struct dec *d, const char *name, const cJSON *v, void *out)
+{
+        struct k8s_kv *kv = out;
+        size_t old = dec_path_push(d, "[%s]", name);
+        if (dec_str_value(d, v, &kv->value) < 0)
+                return -1;
+        dec_path_pop(d, old);
+        return (kv->key = cb_arena_strdup(d->a, name)) == NULL ? dec_oom(d) : 0;
+}
+
+int dec_map(struct dec *d, const cJSON *obj, const char *key, struct k8s_map *m)
+{
+        return dec_entries(d, obj, key, sizeof(*m->items), map_entry, (void **)&m->items, &m->n);
 }
 
 /* ---- quantities ---- */
@@ -425,39 +441,20 @@ int dec_quantity_value(struct dec *d, const cJSON *v, struct k8s_quantity *q)
         return 0;
 }
 
+static int resource_entry(struct dec *d, const char *name, const cJSON *v, void *out)
+{
+        struct k8s_resource *r = out;
+        size_t old = dec_path_field(d, name);
+        if (dec_quantity_value(d, v, &r->q) < 0)
+                return -1;
+        dec_path_pop(d, old);
+        return (r->name = cb_arena_strdup(d->a, name)) == NULL ? dec_oom(d) : 0;
+}
+
 int dec_resource_list(struct dec *d, const cJSON *obj, const char *key, struct k8s_resource_list *l)
 {
-        const cJSON *v;
-        l->items = NULL;
-        l->n = 0;
-        if (dec_object(d, obj, key, &v) < 0)
-                return -1;
-        if (v == NULL)
-                return 0;
-        size_t count = 0;
-        for (const cJSON *it = v->child; it != NULL; it = it->next)
-                count++;
-        size_t old = dec_path_field(d, key);
-        if (count > K8S_MAX_ARRAY_ITEMS) {
-                dec_fail(d, "%zu entries exceed the limit of %d", count, K8S_MAX_ARRAY_ITEMS);
-                dec_path_pop(d, old);
-                return -1;
-        }
-        if (count > 0 && (l->items = dec_alloc_array(d, count, sizeof(*l->items))) == NULL)
-                return -1;
-        for (const cJSON *it = v->child; it != NULL; it = it->next) {
-                struct k8s_resource *r = &l->items[l->n];
-                const char *name = it->string != NULL ? it->string : "";
-                size_t o2 = dec_path_field(d, name);
-                if (dec_quantity_value(d, it, &r->q) < 0)
-                        return -1;
-                dec_path_pop(d, o2);
-                if ((r->name = cb_arena_strdup(d->a, name)) == NULL)
-                        return dec_oom(d);
-                l->n++;
-        }
-        dec_path_pop(d, old);
-        return 0;
+        return dec_entries(d, obj, key, sizeof(*l->items), resource_entry, (void **)&l->items,
+                           &l->n);
 }
 
 /* ---- metadata ---- */

@@ -241,6 +241,7 @@ static int keyed_data_from_json(const cJSON *json, bool secret, struct k8s_keyed
                 goto fail;
         if (dec_meta(&d, json, &kd->meta) < 0 ||
             (secret && dec_string(&d, json, "type", &kd->type) < 0) ||
+            dec_bool(&d, json, "immutable", NULL, &kd->immutable) < 0 ||
             data_field(&d, json, "data", secret, kd, cap) < 0 ||
             (!secret && data_field(&d, json, "binaryData", true, kd, cap) < 0))
                 goto fail;

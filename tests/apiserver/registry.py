@@ -830,7 +830,27 @@ def prepare_update(res, sub, old, new):
         validate_pod_update(new, old)
     if res.name == "secrets":
         string_data_into_data(new)
+    if res.name in ("configmaps", "secrets"):
+        validate_keyed_data_update(res, new, old)
     return new
+
+
+def validate_keyed_data_update(res, new, old):
+    """ValidateConfigMapUpdate / ValidateSecretUpdate: a Secret's type never
+    changes; once `immutable` is set, neither it nor the data may change."""
+    name = old["metadata"]["name"]
+    errs = []
+    if res.name == "secrets" and new.get("type", "Opaque") != old.get("type", "Opaque"):
+        errs.append(("type", "Invalid value", "field is immutable", new.get("type")))
+    if old.get("immutable") is True:
+        msg = "field is immutable when `immutable` is set"
+        if new.get("immutable") is not True:
+            errs.append(("immutable", "Forbidden", msg, _NOVALUE))
+        for f in ("data",) + (("binaryData",) if res.name == "configmaps" else ()):
+            if (new.get(f) or {}) != (old.get(f) or {}):
+                errs.append((f, "Forbidden", msg, _NOVALUE))
+    if errs:
+        raise invalid(res, name, errs)
 
 
 # ---------------------------------------------------------------- graceful deletion

@@ -158,6 +158,21 @@ class Defaulting(unittest.TestCase):
         self.assertEqual(out["data"], {"a": "eA==", "b": "dHdv"})
         self.assertNotIn("stringData", out)
 
+    def test_immutable_keyed_data(self):
+        cms = next(r for r in reg.RESOURCES if r.name == "configmaps")
+        old = {"metadata": {"name": "c", "uid": "u"}, "immutable": True, "data": {"a": "1"}}
+        reg.prepare_update(cms, None, old, dict(old, metadata={"name": "c"}))  # no change: fine
+        with self.assertRaises(Exception) as e:
+            reg.prepare_update(cms, None, old, dict(old, data={"a": "2"}))
+        self.assertIn('ConfigMap "c" is invalid: data: Forbidden: field is immutable when '
+                      '`immutable` is set', str(e.exception.args))
+        with self.assertRaises(Exception) as e:
+            reg.prepare_update(cms, None, old, dict(old, immutable=False))
+        self.assertIn("immutable: Forbidden", str(e.exception.args))
+        mutable = dict(old, immutable=False)
+        self.assertEqual(reg.prepare_update(cms, None, mutable, dict(mutable, data={"a": "2"}))
+                         ["data"], {"a": "2"})
+
     def test_qos_and_requests(self):
         def res(**r):
             return {"containers": [{"name": "c", "image": "i", "resources": r}]}

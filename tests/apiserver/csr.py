@@ -477,7 +477,8 @@ class CA:
         subject and SANs from the request, usages from spec.usages, no
         other requested extension, CA:FALSE."""
         now = now or datetime.datetime.now(datetime.timezone.utc)
-        ca_naf = self.cert.not_valid_after_utc
+        ca_naf = getattr(self.cert, "not_valid_after_utc", None) or \
+            self.cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)
         nbf, naf = validity(now, ttl, ca_naf)
         if nbf >= ca_naf:
             raise ValueError(f"the signer has expired: NotAfter={ca_naf}")

@@ -41,7 +41,7 @@ time_t ag_cert_rotation_deadline(time_t not_before, time_t not_after, double r)
         if (r >= 1)
                 r = 0.999999;
         double total = difftime(not_after, not_before);
-        return not_before + (time_t)(total * (0.7 + 0.2 * r));
+        return not_before + (time_t)(total * (0.7 + 0.2 * r) + 0.5);
 }
 
 static const char *openssl_reason(void)

@@ -274,6 +274,7 @@ def prepare_update(sub, old, new):
     """The three update strategies plus the update rules of
     validateCertificateSigningRequestUpdate. new has the generic metadata
     handling done already."""
+    new = copy.deepcopy(new)
     _default(new)
     if sub is None:  # csrStrategy: neither spec nor status change here
         new["spec"] = copy.deepcopy(old.get("spec"))

@@ -925,12 +925,12 @@ int ag_bootstrap_client_cert(const struct ag_bootstrap_config *cfg, struct cb_er
         struct ag_cert_paths paths;
         ag_cert_paths(cfg->cert_dir, &paths);
         struct bootstrap b = {.cfg = cfg};
+        _cleanup_free_ char *kept = NULL;
         int ret = -1;
         if (cb_mkdir_p(cfg->cert_dir, 0755, 0700, err) < 0)
                 goto out;
         /* The key survives a failed attempt in kubelet-client.key.tmp, so
          * the next start asks with the same key (and so the same CSR name). */
-        _cleanup_free_ char *kept = NULL;
         struct cb_error e = {0};
         if (cb_read_file(paths.key_tmp, 64u << 10, &kept, NULL, &e) == 0 &&
             ag_key_pem_valid(kept)) {

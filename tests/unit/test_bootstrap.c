@@ -61,8 +61,8 @@ START_TEST(test_digest_name)
         ck_assert(strncmp(a, "node-csr-", 9) == 0);
         /* SHA-512/256 (32 bytes) in unpadded base64url: 43 characters */
         ck_assert_uint_eq(strlen(a), 9 + 43);
-        ck_assert(strspn(a + 9, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
-                  43);
+        ck_assert(strspn(a + 9,
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") == 43);
         free(a);
         free(b);
         free(c);

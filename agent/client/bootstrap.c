@@ -998,6 +998,15 @@ out:
 
 /* ---- rotation ---- */
 
+/* RFC 3339 UTC, for logs. */
+static const char *iso(time_t t, char *buf, size_t len)
+{
+        struct tm tm;
+        if (gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+                snprintf(buf, len, "%lld", (long long)t);
+        return buf;
+}
+
 struct ag_certmgr {
         struct ag_loop *loop;
         struct ag_api *api; /* the agent's: the CSR goes with the current certificate */
@@ -1040,9 +1049,11 @@ static void rot_fail(struct ag_certmgr *m, const char *what, const char *why)
                 ms *= 2;
         if (ms > 300000)
                 ms = 300000;
+        char until[32];
         log_warning("client certificate rotation: %s: %s; the current certificate (valid until "
-                    "%ld) stays in use; next attempt in %llus",
-                    what, why, (long)m->not_after, (unsigned long long)(ms / 1000));
+                    "%s) stays in use; next attempt in %llus",
+                    what, why, iso(m->not_after, until, sizeof(until)),
+                    (unsigned long long)(ms / 1000));
         ag_timer_arm(m->timer, ms);
 }
 
@@ -1227,9 +1238,10 @@ static void rot_done(void *data, bool cancelled)
         m->failures = 0;
         m->busy = false;
         ag_api_credentials_changed(m->api);
-        log_info("client certificate rotated: %s (valid until %ld); new connections use it, "
+        char until[32];
+        log_info("client certificate rotated: %s (valid until %s); new connections use it, "
                  "open watches go on",
-                 m->new_file, (long)naf);
+                 m->new_file, iso(naf, until, sizeof(until)));
         explicit_bzero(m->key_pem, strlen(m->key_pem));
         free(m->key_pem);
         m->key_pem = NULL;
@@ -1243,9 +1255,10 @@ static void on_rotate(struct ag_timer *t, void *data)
         if (m->busy)
                 return;
         m->busy = true;
-        log_info("client certificate rotation: the certificate (valid %ld..%ld) reached its "
+        char a[32], b[32];
+        log_info("client certificate rotation: the certificate (valid %s..%s) reached its "
                  "renewal deadline; requesting a new one",
-                 (long)m->not_before, (long)m->not_after);
+                 iso(m->not_before, a, sizeof(a)), iso(m->not_after, b, sizeof(b)));
         if (rot_submit(m, 0) < 0)
                 rot_fail(m, "cannot make a key and CSR", "out of memory");
 }
@@ -1256,8 +1269,9 @@ static void rot_schedule(struct ag_certmgr *m)
                                                 (double)rand() / ((double)RAND_MAX + 1.0));
         time_t now = time(NULL);
         uint64_t ms = m->deadline > now ? (uint64_t)(m->deadline - now) * 1000 : 0;
-        log_info("client certificate rotation deadline is %ld (in %llus)", (long)m->deadline,
-                 (unsigned long long)(ms / 1000));
+        char d[32];
+        log_info("client certificate rotation deadline is %s (in %llus)",
+                 iso(m->deadline, d, sizeof(d)), (unsigned long long)(ms / 1000));
         ag_timer_arm(m->timer, ms);
 }
 

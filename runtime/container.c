@@ -1037,6 +1037,18 @@ int rt_container_kill_all(const char *root_dir, const char *id, struct cb_error 
         return cg_kill_all(s.cgroup_path, SIGKILL, err);
 }
 
+int rt_container_abort(const char *root_dir, const char *id, struct cb_error *err)
+{
+        struct rt_container_state s;
+        if (rt_container_state(root_dir, id, &s, err) < 0)
+                return -1;
+        struct cb_error e;
+        _cleanup_close_ int fd = open_checked(s.monitor_pid, s.monitor_start_time, &e);
+        if (fd >= 0)
+                (void)rt_pidfd_send_signal(fd, SIGKILL, NULL, 0);
+        return rt_container_kill_all(root_dir, id, err);
+}
+
 static int wait_fd(int fd, int64_t ms)
 {
         struct pollfd p = {.fd = fd, .events = POLLIN};

@@ -609,6 +609,30 @@ START_TEST(test_readopt_after_agent_death)
 }
 END_TEST
 
+/* An abandoned start (issue 16: an agent killed mid-start): abort kills the
+ * monitor and the container's whole tree, so nothing runs on untracked. */
+START_TEST(test_abort_kills_monitor_and_tree)
+{
+        const char *argv[] = {"sh", "-c", "sleep 1000 & sleep 1000", NULL};
+        struct rt_container_config c;
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        th_base_config(&c, "abort", argv);
+        ck_assert_msg(rt_container_create_start(&c, &st, &err) == 0, "start: %s", err.msg);
+        pid_t mon = st.monitor_pid, pid = st.pid;
+        ck_assert_int_gt(mon, 0);
+        ck_assert_int_eq(kill(mon, 0), 0);
+        ck_assert_msg(rt_container_abort(root, "abort", &err) >= 0, "abort: %s", err.msg);
+        for (int i = 0; i < 100 && (kill(mon, 0) == 0 || kill(pid, 0) == 0); i++)
+                usleep(50000);
+        ck_assert_msg(kill(mon, 0) < 0, "the monitor %d survived the abort", (int)mon);
+        ck_assert_msg(kill(pid, 0) < 0, "the container's process %d survived the abort", (int)pid);
+        char cg[128];
+        snprintf(cg, sizeof(cg), "%s/abort", cgparent);
+        remove_checked("abort", cg);
+}
+END_TEST
+
 static const char keyprobe_src[] =
     "#include <errno.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/syscall.h>\n"
     "static void p(const char *n, long r) {\n"
@@ -648,6 +672,7 @@ int main(void)
         TCase *tc = tcase_create("live");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_pid1_hostname_procs);
+        tcase_add_test(tc, test_abort_kills_monitor_and_tree);
         tcase_add_test(tc, test_sandbox_uts);
         tcase_add_test(tc, test_caps_nnp_seccomp_mode);
         tcase_add_test(tc, test_seccomp_refuses);

@@ -902,7 +902,8 @@ cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)
 {
         for (size_t i = 0; i < w->n; i++)
-                if (w->ctrs[i].id[0] && strcmp(w->ctrs[i].id, container_id) == 0)
+                if ((w->ctrs[i].id[0] && strcmp(w->ctrs[i].id, container_id) == 0) ||
+                    (w->ctrs[i].pending_id[0] && strcmp(w->ctrs[i].pending_id, container_id) == 0))
                         return true;
         return false;
 }

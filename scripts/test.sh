@@ -53,6 +53,19 @@ if ! ctest --test-dir build -j"$jobs" --output-on-failure; then
   failed+=("ctest (build)")
 fi
 
+soak_cycles=${CUBELET_SOAK_CYCLES:-200}
+step "soak (${soak_cycles} create/delete cycles; docs/reliability.md)"
+if [ "$soak_cycles" -gt 0 ]; then
+  rc=0
+  SOAK_OUT=build/soak bash scripts/soak.sh "$soak_cycles" >build/soak.log 2>&1 || rc=$?
+  grep -E '^(SOAK|FAIL)' build/soak.log || true
+  case $rc in
+  0) ;;
+  77) tail -1 build/soak.log ;;
+  *) tail -40 build/soak.log; failed+=("soak (log in build/soak.log)") ;;
+  esac
+fi
+
 step "build with ASan+UBSan"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCUBELET_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"

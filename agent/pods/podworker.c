@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
+#include "agent/core/log.h"
 
 static void advance(struct ag_pod_worker *w);
 
@@ -284,7 +285,13 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
         struct cb_error err = {0};
         if (rt_container_state(w->env->root_dir, c->id, &st, &err) < 0 ||
             st.status != RT_CONTAINER_EXITED) {
-                /* The monitor is gone without an exit record. */
+                /* The monitor is gone without an exit record. Its container
+                 * may live on, untracked: kill its tree, so the restart does
+                 * not run a second one beside it (found by tests/faults). */
+                struct cb_error e2 = {0};
+                if (rt_container_abort(w->env->root_dir, c->id, &e2) < 0)
+                        log_warning("pod %s/%s: container %s lost its monitor: %s",
+                                    pw_pod_ns(w->pod), w->pod->meta.name, c->spec->name, e2.msg);
                 memset(&st, 0, sizeof(st));
                 st.exit_code = 137;
                 snprintf(st.reason, sizeof(st.reason), "%s", ST_REASON_CONTAINER_STATUS_UNKNOWN);

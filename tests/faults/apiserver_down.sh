@@ -41,7 +41,7 @@ for i in $(seq 1 "$N"); do
         faults=$((faults + 1))
         # a container killed while the apiserver is away: its restart must be counted
         sleep 1
-        kill -KILL $(cat "$memcg$(jq -r .cgroupPath "$root/containers/$keep_cid/state.json")/cgroup.procs") ||
+        kill -KILL $(cat "$memcg/$(jq -r .cgroupPath "$root/containers/$keep_cid/state.json")/cgroup.procs") ||
                 fail "outage $i: cannot kill o$i-keep's container"
         faults=$((faults + 1))
         sleep $((OUTAGE - 1))

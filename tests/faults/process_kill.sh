@@ -46,7 +46,7 @@ for i in $(seq 1 "$N"); do
         [ -f "$st" ] || { fail "round $i: no state.json for $pod/$ctr ($cid)"; continue; }
         case $what in
         tree)
-                cg=$memcg$(jq -r .cgroupPath "$st")
+                cg=$memcg/$(jq -r .cgroupPath "$st")
                 victims=$(cat "$cg/cgroup.procs" 2>/dev/null | paste -sd' ')
                 [ -n "$victims" ] || { fail "round $i: $pod/$ctr: no process in $cg"; continue; }
                 kill -KILL $victims

@@ -83,15 +83,16 @@ kill_agent() {
 #   onfail  OnFailure; exits 7 once, then 0: restartCount 1, lastState 7
 #   multi   Always; an init container and two containers
 #   shared  Always; two containers in a shared PID namespace (a pause process)
-# The expectation goes to $tmp/expect/NAME ("KIND CODE").
+# The expectation goes to $tmp/expect/NAME ("KIND CODE"). LC_IMAGE: the
+# image (default busybox:1.36, imported).
 lc_pod() {
         local name=$1 kind=$2 d=${3:-$((1 + $(rnd 2)))} code=0 policy=Always body
-        local start='echo s >> /d/starts-$CN; '
+        local start='echo s >> /d/starts-$CN; ' img=${LC_IMAGE:-busybox:1.36}
         case $kind in
         svc)
                 body="  containers:
   - name: main
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: main}]
     command: [sh, -c, '$start trap \"exit 0\" TERM; while :; do sleep 1; done']
     lifecycle:
@@ -106,7 +107,7 @@ lc_pod() {
                 code=$(rnd 4)
                 body="  containers:
   - name: main
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: main}]
     command: [sh, -c, '$start sleep $d; exit $code']
     volumeMounts: [{name: d, mountPath: /d}]"
@@ -116,7 +117,7 @@ lc_pod() {
                 code=7
                 body="  containers:
   - name: main
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: main}]
     command: [sh, -c, '$start if [ -e /d/once ]; then sleep $d; exit 0; fi; touch /d/once; sleep $d; exit 7']
     volumeMounts: [{name: d, mountPath: /d}]"
@@ -124,18 +125,18 @@ lc_pod() {
         multi)
                 body="  initContainers:
   - name: init
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: init}]
     command: [sh, -c, '$start exit 0']
     volumeMounts: [{name: d, mountPath: /d}]
   containers:
   - name: a
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: a}]
     command: [sh, -c, '$start trap \"exit 0\" TERM; while :; do sleep 1; done']
     volumeMounts: [{name: d, mountPath: /d}]
   - name: b
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: b}]
     command: [sh, -c, '$start exec sleep 100000']
     volumeMounts: [{name: d, mountPath: /d}]"
@@ -145,12 +146,12 @@ lc_pod() {
                 body="  shareProcessNamespace: true
   containers:
   - name: a
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: a}]
     command: [sh, -c, '$start trap \"exit 0\" TERM; while :; do sleep 1; done']
     volumeMounts: [{name: d, mountPath: /d}]
   - name: b
-    image: busybox:1.36
+    image: $img
     env: [{name: CN, value: b}]
     command: [sh, -c, '$start trap \"exit 0\" TERM; while :; do sleep 1; done']
     volumeMounts: [{name: d, mountPath: /d}]"
@@ -327,7 +328,10 @@ check_invariants() {
                                 [ -z "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || n_cg=$((n_cg + 1))
                         done
                         [ "$n_cg" -eq "$n_run" ] || violation "$name: $n_cg container cgroups with processes for $n_run running containers"
-                        stray=$(cat "$pcg/cgroup.procs" 2>/dev/null | wc -l)
+                        # the pause process (a shared PID namespace) lives in the pod's cgroup
+                        local pause
+                        pause=$(jq -r '.pausePid // 0' "$root/sandboxes/$uid/state.json" 2>/dev/null)
+                        stray=$(grep -vcx "${pause:-0}" "$pcg/cgroup.procs" 2>/dev/null)
                         [ "$stray" -eq 0 ] || violation "$name: $stray process(es) in the pod cgroup outside any container's"
                 elif [ "$n_run" -gt 0 ]; then
                         violation "$name: $n_run running container(s) but no pod cgroup"
@@ -382,7 +386,7 @@ check_invariants() {
         [ "$violations" -eq "$v0" ] && echo "     invariants hold ($1): $(jq '.items | length' "$tmp/pods.json") pods, $total_running running containers, $n_mon monitors, $n_sb sandboxes, $n_ip IPs, fds $a_fds, threads $a_thr"
 }
 # agent_resources: $a_fds, $a_thr of the agent; a violation when they exceed
-# the idle baseline + 16 per pod + FD_SLACK.
+# the idle baseline + 20 per pod + FD_SLACK.
 FD_SLACK=${FD_SLACK:-12}
 agent_resources() {
         a_fds=$(ls "/proc/$agent_pid/fd" 2>/dev/null | wc -l)
@@ -390,7 +394,7 @@ agent_resources() {
         [ -n "${base_fds:-}" ] || return 0
         local npods lim
         npods=$(jq '.items | length' "$tmp/pods.json")
-        lim=$((base_fds + 16 * npods + FD_SLACK))
+        lim=$((base_fds + 20 * npods + FD_SLACK))
         [ "$a_fds" -le "$lim" ] || violation "agent fds $a_fds > $lim (idle $base_fds, $npods pods)"
         [ "$a_thr" -le $((base_thr + 4)) ] || violation "agent threads $a_thr > idle $base_thr + 4"
 }
@@ -430,7 +434,17 @@ drain_all() {
         sleep 1
         a_fds=$(ls "/proc/$agent_pid/fd" 2>/dev/null | wc -l)
         a_thr=$(ls "/proc/$agent_pid/task" 2>/dev/null | wc -l)
-        [ "$a_fds" -le $((base_fds + FD_SLACK / 3)) ] || violation "agent fds $a_fds after the drain, idle $base_fds: $(fd_kinds | diff "$tmp/fds.idle" - | grep '^[<>]' | paste -sd' ')"
+        # sockets: the apiserver connection pool (curl) grows and shrinks
+        # after apiserver restarts; the rest must be back to idle (+1: the
+        # sealed copy of the binary the runtime makes at the first start)
+        local socks others base_socks
+        socks=$(fd_kinds | awk '$2 == "socket" {print $1}')
+        base_socks=$(awk '$2 == "socket" {print $1}' "$tmp/fds.idle")
+        others=$((a_fds - ${socks:-0}))
+        if [ "$others" -gt $((base_fds - ${base_socks:-0} + 2)) ] || [ "${socks:-0}" -gt $((${base_socks:-0} + 12)) ]; then
+                violation "agent fds $a_fds after the drain, idle $base_fds: $(fd_kinds | diff "$tmp/fds.idle" - | grep '^[<>]' | paste -sd' ')"
+                ss -anp 2>/dev/null | grep "pid=$agent_pid," | awk '{print "     " $1, $2, $5, $6}' | sort | uniq -c | head -20
+        fi
         [ "$a_thr" -le $((base_thr + 2)) ] || violation "agent threads $a_thr after the drain, idle $base_thr"
         rm -f "$tmp"/expect/*
         echo "     drained ($1): nothing left; agent fds $a_fds, threads $a_thr"

@@ -8,12 +8,12 @@
 # down 0-2 s, restarts it and waits for convergence; the invariants
 # (lib/faults.sh: check_invariants) are checked after every round, and
 # after the drain nothing may be left.
-#   FAULT_ITERATIONS (default 12: the CI run; the documented long run is
+#   FAULT_ITERATIONS (default 6: the CI run; the documented long run is
 #   FAULT_ITERATIONS=100), FAULT_SEED.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup akill
-N=${FAULT_ITERATIONS:-12}
+N=${FAULT_ITERATIONS:-6}
 fault_agent
 node_ready 30
 baseline

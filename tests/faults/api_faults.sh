@@ -2,7 +2,7 @@
 # Fault: the apiserver answering 500 / 429 / not at all. A fault proxy
 # (lib/faultproxy.py, the stand-in's own serving certificate) sits between
 # the agent and the stand-in; kubectl talks to the stand-in directly. For
-# FAULT_WINDOW s (default 8) each, with pods created and jobs exiting
+# FAULT_WINDOW s (default 5) each, with pods created and jobs exiting
 # meanwhile:
 #   500 0.7    70 % of the agent's requests answered 500 InternalError
 #   429 0.7    70 % answered 429 TooManyRequests, Retry-After: 1
@@ -14,7 +14,7 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup apifault
 N=${FAULT_ITERATIONS:-1}
-WIN=${FAULT_WINDOW:-8}
+WIN=${FAULT_WINDOW:-5}
 pport=$(free_port)
 echo pass >"$tmp/proxy.mode"
 python3 -B "$H_FAULTS/faultproxy.py" --listen-port "$pport" --upstream "$standin_url" \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Faults of the control plane, with pods running and some exiting meanwhile:
-#   outage      the stand-in stopped for FAULT_OUTAGE s (default 12; the
+#   outage      the stand-in stopped for FAULT_OUTAGE s (default 10; the
 #               issue's figure is 60) while jobs exit and a container is
 #               killed (Always: restarted); status converges within 10 s of
 #               its return, exits reported with their codes, restarts counted
@@ -19,7 +19,7 @@ set -uo pipefail
 need_tools /usr/bin/etcdctl
 fault_setup apidown
 N=${FAULT_ITERATIONS:-1}
-OUTAGE=${FAULT_OUTAGE:-12}
+OUTAGE=${FAULT_OUTAGE:-10}
 fault_agent
 node_ready 30
 baseline

@@ -10,11 +10,11 @@
 # Pods are created and deleted across the schedule; after each round the
 # invariants (one IP and one veth per sandbox) and after the drain nothing
 # may be left: no host-local IP leaked, no veth, no netns.
-#   FAULT_ITERATIONS (rounds, default 4), FAULT_SEED.
+#   FAULT_ITERATIONS (rounds, default 2), FAULT_SEED.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup cni
-N=${FAULT_ITERATIONS:-4}
+N=${FAULT_ITERATIONS:-2}
 cb=$tmp/cnibin
 mkdir -p "$cb"
 modes=(ok ok ok ok fail hang crash-before crash-after crash-after fail)

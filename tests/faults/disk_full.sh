@@ -2,16 +2,16 @@
 # Fault: the disk full under the agent's --root-dir and pod logs (a 64 MB
 # tmpfs holding both). With pods running (one writing its log all the
 # time), a filler file takes every free byte for FAULT_WINDOW s (default
-# 8) while pods are created, a job exits and one is deleted: state files,
+# 6) while pods are created, a job exits and one is deleted: state files,
 # logs and the atomic writers fail (no crash, no torn file), and once the
 # space returns the pods converge within 10 s, the logging container still
 # logs, and nothing is left after the drain.
-#   FAULT_ITERATIONS (rounds, default 2), FAULT_WINDOW, FAULT_SEED.
+#   FAULT_ITERATIONS (rounds, default 1), FAULT_WINDOW, FAULT_SEED.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup diskfull
-N=${FAULT_ITERATIONS:-2}
-WIN=${FAULT_WINDOW:-8}
+N=${FAULT_ITERATIONS:-1}
+WIN=${FAULT_WINDOW:-6}
 # $root and $logs on one small tmpfs (the harness unmounts it at the end)
 mkdir -p "$tmp/small"
 mount -t tmpfs -o size=64m,mode=0755 tmpfs "$tmp/small" || skip "cannot mount a tmpfs"

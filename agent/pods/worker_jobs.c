@@ -582,6 +582,8 @@ static void start_done(void *data, bool cancelled)
         snprintf(c->id, sizeof(c->id), "%s", j->id);
         snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
         struct rt_container_state st = j->state;
+        if (j->adopt)
+                c->stop_signal = st.stop_signal; /* set by pw_start_container otherwise */
         struct cb_error err = j->err;
         if (j->rc < 0 && j->config_error) {
                 c->id[0] = c->cid[0] = '\0';

@@ -127,6 +127,7 @@ struct ag_pod_worker {
         bool terminating, killed, torn_down, done;
         bool initialized;           /* every init container was done once */
         bool net_waiting;           /* waits for the runtime's network (event sent) */
+        bool sandbox_lost;          /* its pause process died: being made again */
         bool ordered_stop;          /* sidecars stop after the main containers, in reverse order */
         bool adopted;               /* state from an earlier agent was found */
         bool grace_extended;        /* the 2 s after a preStop hook used the grace period */

@@ -53,7 +53,7 @@ FAULT_AGENT_FLAGS=(--cni-bin-dir "$cb:/usr/lib/cni")
 fault_agent
 node_ready 30
 baseline
-injected() { grep -vc ' ok ' "$cb/log" 2>/dev/null || echo 0; }
+injected() { cat "$cb/log" 2>/dev/null | grep -vc " ok "; }
 for i in $(seq 1 "$N"); do
         rounds=$((rounds + 1))
         lc_pod "n$i-a" svc

@@ -20,6 +20,10 @@ root=$tmp/small/root
 logs=$tmp/small/logs
 mkdir -p "$root" "$logs"
 import_busybox
+# Only the memory signal: with the default nodefs thresholds a full root dir
+# is DiskPressure and the kubelet's eviction (tested by
+# integration/node_pressure), not the write failures looked at here.
+FAULT_AGENT_FLAGS=(--eviction-hard 'memory.available<1Mi')
 fault_agent
 node_ready 30
 baseline

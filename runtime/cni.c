@@ -942,7 +942,8 @@ int rt_cni_del(const struct rt_cni_ctx *ctx, const struct rt_cni_pod *pod, struc
                         continue;
                 if (rc == 0) {
                         /* Report the first failure, but still run the rest. */
-                        *err = e;
+                        if (err != NULL)
+                                *err = e;
                         cb_error_prefix(err,
                                         "CNI plugin %s failed to delete pod %s/%s (sandbox "
                                         "%s) from network %s",

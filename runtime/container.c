@@ -1037,6 +1037,18 @@ int rt_container_kill_all(const char *root_dir, const char *id, struct cb_error 
         return cg_kill_all(s.cgroup_path, SIGKILL, err);
 }
 
+int rt_container_abort(const char *root_dir, const char *id, struct cb_error *err)
+{
+        struct rt_container_state s;
+        if (rt_container_state(root_dir, id, &s, err) < 0)
+                return -1;
+        struct cb_error e;
+        _cleanup_close_ int fd = open_checked(s.monitor_pid, s.monitor_start_time, &e);
+        if (fd >= 0)
+                (void)rt_pidfd_send_signal(fd, SIGKILL, NULL, 0);
+        return rt_container_kill_all(root_dir, id, err);
+}
+
 static int wait_fd(int fd, int64_t ms)
 {
         struct pollfd p = {.fd = fd, .events = POLLIN};
@@ -1143,11 +1155,18 @@ int rt_container_remove(const char *root_dir, const char *id, struct cb_error *e
         struct rt_container_state s;
         struct cb_error e;
         if (rt_container_state(root_dir, id, &s, &e) == 0) {
-                if (s.status == RT_CONTAINER_RUNNING || s.status == RT_CONTAINER_CREATED)
+                if ((s.status == RT_CONTAINER_RUNNING || s.status == RT_CONTAINER_CREATED) &&
+                    proc_matches(s.monitor_pid, s.monitor_start_time))
                         return cb_error_set(err, EBUSY,
                                             "container %s is %s; stop it before "
                                             "removing it",
                                             id, status_name(s.status));
+                /* Without its monitor (killed) nothing tracks the container:
+                 * what still runs of it (dying, or a zombie nobody reaped
+                 * yet) goes with its cgroup below; it used to be refused as
+                 * "running" and left behind for good (tests/faults). */
+                if (s.status == RT_CONTAINER_RUNNING && s.cgroup_path[0] == '\0')
+                        (void)rt_container_signal(root_dir, id, SIGKILL, &e);
                 if (s.cgroup_path[0] != '\0') {
                         bool exists = false;
                         if (cg_exists(s.cgroup_path, &exists, err) < 0)

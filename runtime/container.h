@@ -176,6 +176,11 @@ int rt_container_signal(const char *root_dir, const char *id, int sig, struct cb
 /* SIGKILLs every process in the container's cgroup. Returns the count. */
 int rt_container_kill_all(const char *root_dir, const char *id, struct cb_error *err);
 
+/* A container whose start is abandoned: SIGKILLs its monitor (pidfd,
+ * checked start time) and then every process of its cgroup, so nothing of
+ * it goes on untracked. */
+int rt_container_abort(const char *root_dir, const char *id, struct cb_error *err);
+
 /* Sends sig (0: the configured stop signal), waits up to grace_seconds on
  * the exit fd with poll(), then kill_all and waits for the exit record.
  * For CLIs and tests; the agent uses its own timerfd. */

@@ -16,6 +16,8 @@ pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static
 pkgs+=(python3-cryptography)
 # Pod networking: portmap (CNI) drives iptables.
 pkgs+=(iptables)
+# scripts/soak.sh plots its samples (docs/reliability.md).
+pkgs+=(gnuplot-nox)
 # The cgroup v2 test VM (tests/integration/cgroupv2_qemu.sh): qemu under
 # software emulation, a Debian kernel to boot and cpio for its initramfs.
 pkgs+=(qemu-system-x86 linux-image-amd64 cpio)

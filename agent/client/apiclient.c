@@ -27,6 +27,7 @@ struct ag_request {
         char *resp;
         size_t resp_len, resp_cap;
         bool too_large, aborted;
+        bool fresh; /* made a new connection (after ag_api_close_idle) */
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -258,6 +259,12 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
         struct ag_request *r = NULL;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
         list_unlink(&api->active, r);
+        /* A fresh connection worked: reuse connections again. Else every
+         * later request made its own after two failed lease renewals, and
+         * the idle ones piled up in libcurl's cache (found by tests/faults:
+         * +29 sockets to the apiserver after its 500/429/stall windows). */
+        if (r->fresh && cc == CURLE_OK)
+                api->fresh_connect = false;
         if (!r->cancelled)
                 finish(api, r, cc);
         req_free(r);
@@ -303,8 +310,10 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-        if (api->fresh_connect)
+        if (api->fresh_connect) {
                 curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+                r->fresh = true;
+        }
         if (api->creds_changed_ms != 0) {
                 /* New credentials: no connection made before the change is
                  * reused (open ones, such as watches, go on) and no TLS

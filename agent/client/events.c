@@ -28,7 +28,7 @@ struct record {
         char last_ts[32];
         int attempts;
         struct ag_request *req;
-        struct ag_timer *retry;
+        struct ag_timer *retry; /* only while a write waits for its retry */
 };
 
 struct ag_events {
@@ -68,6 +68,27 @@ static void on_retry(struct ag_timer *t, void *data)
         write_record(data);
 }
 
+/* The retry timer exists only while a write waits to be retried: the cache
+ * keeps up to CACHE_MAX records, and a timerfd each would exhaust the
+ * agent's fds (found by tests/faults: 4 timerfds left per pod). */
+static void arm_retry(struct record *r)
+{
+        struct cb_error err = {0};
+        if (r->retry == NULL && (r->retry = ag_timer_new(r->ev->loop, on_retry, r, &err)) == NULL) {
+                log_warning("event %s/%s dropped: %s", r->ns, r->name, err.msg);
+                return;
+        }
+        ag_timer_arm(r->retry, RETRY_MS);
+}
+
+static void drop_retry(struct record *r)
+{
+        if (r->retry != NULL) {
+                ag_timer_free(r->retry);
+                r->retry = NULL;
+        }
+}
+
 static void on_done(struct ag_api_result *res, void *data)
 {
         struct record *r = data;
@@ -75,6 +96,7 @@ static void on_done(struct ag_api_result *res, void *data)
         if (res->status >= 200 && res->status < 300) {
                 r->created = true;
                 r->attempts = 0;
+                drop_retry(r);
                 if (r->dirty)
                         write_record(r);
                 return;
@@ -90,11 +112,12 @@ static void on_done(struct ag_api_result *res, void *data)
                 log_warning("event %s/%s dropped after %d attempts: %s", r->ns, r->name, RETRIES,
                             res->error ? res->error : "no response");
                 r->attempts = 0;
+                drop_retry(r);
                 return;
         }
         log_v(2, "event %s/%s not written (%s); retrying", r->ns, r->name,
               res->error ? res->error : "no response");
-        ag_timer_arm(r->retry, RETRY_MS);
+        arm_retry(r);
 }
 
 static void write_record(struct record *r)
@@ -141,7 +164,7 @@ static void write_record(struct record *r)
         r->req = ag_api_request(ev->api, method, path, &opts, on_done, r, &err);
         if (r->req == NULL) {
                 log_warning("event %s/%s: %s", r->ns, r->name, err.msg);
-                ag_timer_arm(r->retry, RETRY_MS);
+                arm_retry(r);
         }
 }
 
@@ -248,17 +271,19 @@ void ag_events_record(struct ag_events *ev, const struct ag_event_object *o, con
         r->body = make_body(ev, o, ns, name, type, reason, message, ts);
         r->count = 1;
         snprintf(r->last_ts, sizeof(r->last_ts), "%s", ts);
-        struct cb_error err = {0};
-        r->retry = ag_timer_new(ev->loop, on_retry, r, &err);
-        if (!r->ns || !r->name || !r->body || !r->retry) {
+        if (!r->ns || !r->name || !r->body) {
                 record_free(r);
                 return;
         }
         r->next = ev->records;
         ev->records = r;
         if (++ev->n > CACHE_MAX) {
-                /* Drop the oldest idle record. */
-                struct record **pp = &ev->records;
+                /* Drop the oldest idle record, never the one just added:
+                 * it is idle too (its first write is below), and when every
+                 * other record had a write in flight it was freed and then
+                 * written (a use-after-free that crashed the agent in a
+                 * 1000-cycle soak; unit: test_events). */
+                struct record **pp = &r->next;
                 struct record **victim = NULL;
                 for (; *pp; pp = &(*pp)->next)
                         if ((*pp)->req == NULL)

@@ -358,6 +358,15 @@ static void admit(struct rec *r)
         }
         log_info("pod %s/%s uid=%s admitted", pod_ns(r), r->name, r->uid);
         ag_pod_worker_mark(r->worker, "admitted", NULL);
+        if (r->deleting) {
+                /* Deleted before admission (which waits for the Node): the
+                 * termination asked for then applies to the worker now; it
+                 * was lost, and a restarted agent ran the containers of a
+                 * pod being deleted until it restarted again (found by
+                 * tests/faults/agent_kill seed 618536). */
+                ag_pod_worker_terminate(r->worker, r->grace >= 1 ? r->grace : 1, NULL, NULL);
+                return;
+        }
         check_noexecute(r);
 }
 

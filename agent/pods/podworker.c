@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
+#include "agent/core/log.h"
 
 static void advance(struct ag_pod_worker *w);
 
@@ -284,7 +285,13 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
         struct cb_error err = {0};
         if (rt_container_state(w->env->root_dir, c->id, &st, &err) < 0 ||
             st.status != RT_CONTAINER_EXITED) {
-                /* The monitor is gone without an exit record. */
+                /* The monitor is gone without an exit record. Its container
+                 * may live on, untracked: kill its tree, so the restart does
+                 * not run a second one beside it (found by tests/faults). */
+                struct cb_error e2 = {0};
+                if (rt_container_abort(w->env->root_dir, c->id, &e2) < 0)
+                        log_warning("pod %s/%s: container %s lost its monitor: %s",
+                                    pw_pod_ns(w->pod), w->pod->meta.name, c->spec->name, e2.msg);
                 memset(&st, 0, sizeof(st));
                 st.exit_code = 137;
                 snprintf(st.reason, sizeof(st.reason), "%s", ST_REASON_CONTAINER_STATUS_UNKNOWN);
@@ -692,6 +699,34 @@ static void run_regular(struct ag_pod_worker *w)
         }
 }
 
+/* A pod with a shared PID namespace whose pause process died (killed from
+ * outside; tests/faults/process_kill): its containers died with the
+ * namespace and none can start in it again ("cannot fork ... Cannot
+ * allocate memory" for ever). As the kubelet does for a sandbox that is not
+ * ready: the containers are stopped, the sandbox is made again once none
+ * runs (sandbox_work removes the old one first: CNI DEL, unpins), and they
+ * restart per policy. True while that waits for the containers' exits. */
+static bool sandbox_lost(struct ag_pod_worker *w)
+{
+        if (!w->sandbox_ready || w->sandbox.pidns_path[0] == '\0' ||
+            rt_pause_alive(w->sandbox.pause_pid, w->sandbox.pause_start_time))
+                return false;
+        if (!w->sandbox_lost) {
+                w->sandbox_lost = true;
+                pw_emit_event(w, NULL, "Normal", "SandboxChanged",
+                              "Pod sandbox changed, it will be killed and re-created.");
+                for (size_t i = 0; i < w->n; i++)
+                        if (w->ctrs[i].running)
+                                rt_container_abort(w->env->root_dir, w->ctrs[i].id, NULL);
+        }
+        if (pw_any_running(w))
+                return true; /* each exit advances the worker again */
+        w->sandbox_lost = false;
+        w->sandbox_ready = false;
+        w->n_pod_ips = 0;
+        return false;
+}
+
 static void advance(struct ag_pod_worker *w)
 {
         if (w->done)
@@ -706,6 +741,11 @@ static void advance(struct ag_pod_worker *w)
         }
         if (w->status == NULL)
                 pw_compute_status(w); /* Pending, ContainerCreating: before any slow step */
+        if (sandbox_lost(w)) {
+                pw_save_state(w);
+                pw_compute_status(w);
+                return;
+        }
         if (pw_ensure_sandbox(w) == 0 && run_init(w))
                 run_regular(w);
         if (job_complete(w)) {
@@ -902,7 +942,8 @@ cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)
 {
         for (size_t i = 0; i < w->n; i++)
-                if (w->ctrs[i].id[0] && strcmp(w->ctrs[i].id, container_id) == 0)
+                if ((w->ctrs[i].id[0] && strcmp(w->ctrs[i].id, container_id) == 0) ||
+                    (w->ctrs[i].pending_id[0] && strcmp(w->ctrs[i].pending_id, container_id) == 0))
                         return true;
         return false;
 }

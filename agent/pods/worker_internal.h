@@ -90,6 +90,10 @@ struct ctr {
         struct pull_job *pull_job;   /* a pull in progress */
         struct start_job *start_job; /* a container being created and started */
         struct rt_image *pulled;     /* its result, not yet used */
+        /* The id of that start, saved in worker.json (pendingId) before the
+         * monitor is spawned: an agent killed mid-start leaves a container
+         * the next agent must adopt, not start a second one beside. */
+        char pending_id[RT_ID_MAX];
 };
 
 struct ag_pod_worker {
@@ -123,6 +127,7 @@ struct ag_pod_worker {
         bool terminating, killed, torn_down, done;
         bool initialized;           /* every init container was done once */
         bool net_waiting;           /* waits for the runtime's network (event sent) */
+        bool sandbox_lost;          /* its pause process died: being made again */
         bool ordered_stop;          /* sidecars stop after the main containers, in reverse order */
         bool adopted;               /* state from an earlier agent was found */
         bool grace_extended;        /* the 2 s after a preStop hook used the grace period */
@@ -167,6 +172,8 @@ struct start_job {
         bool config_error;
         char err_detail[sizeof(((struct cb_error *)0)->msg)];
         const char *container_name;
+        bool adopt;    /* the start of an earlier agent: wait for it, not create */
+        bool vanished; /* adopt: it never ran (removed); start afresh */
 };
 
 struct sandbox_job {
@@ -204,6 +211,7 @@ void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
 void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c);
+void pw_adopt_pending(struct ag_pod_worker *w, struct ctr *c, const char *id);
 bool pw_start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_handler *h, int kind,
                    int64_t http_timeout_ms);
 void pw_start_probers(struct ag_pod_worker *w, struct ctr *c);

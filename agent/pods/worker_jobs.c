@@ -307,6 +307,65 @@ static void start_work(void *data)
         j->rc = rt_container_create_start(&j->cfg, &j->state, &j->err);
 }
 
+/* The start an earlier agent left in flight (worker.json pendingId): its
+ * monitor survived the agent and goes on. Wait until it runs or ended; one
+ * that never ran is killed and removed, so the worker starts it afresh. */
+#define ADOPT_WAIT_MS 10000
+static void adopt_work(void *data)
+{
+        struct start_job *j = data;
+        const char *root = j->cfg.root_dir;
+        struct rt_container_state st;
+        for (int waited = 0;; waited += 50) {
+                struct cb_error e = {0};
+                if (rt_container_state(root, j->id, &st, &e) < 0) {
+                        if (e.code == ENOENT || waited >= 1000) {
+                                /* never made (or no state): nothing runs */
+                                rt_container_remove(root, j->id, NULL);
+                                j->vanished = true;
+                                return;
+                        }
+                } else if (st.status == RT_CONTAINER_RUNNING ||
+                           (st.status == RT_CONTAINER_EXITED && st.pid > 0)) {
+                        j->state = st;
+                        j->rc = 0;
+                        return;
+                } else if (st.status == RT_CONTAINER_EXITED) {
+                        /* a StartError: reported as the start's failure */
+                        j->rc = cb_error_set(&j->err, 0, "%s", st.message);
+                        return;
+                } else if (waited >= ADOPT_WAIT_MS) {
+                        rt_container_abort(root, j->id, NULL);
+                        rt_container_remove(root, j->id, NULL);
+                        j->vanished = true;
+                        return;
+                }
+                struct timespec ts = {0, 50 * 1000000L};
+                nanosleep(&ts, NULL);
+        }
+}
+
+void pw_adopt_pending(struct ag_pod_worker *w, struct ctr *c, const char *id)
+{
+        struct start_job *j = calloc(1, sizeof(*j));
+        struct cb_error err = {0};
+        if (j == NULL)
+                return;
+        j->c = c;
+        j->adopt = true;
+        snprintf(j->id, sizeof(j->id), "%s", id);
+        snprintf(c->pending_id, sizeof(c->pending_id), "%s", id);
+        j->cfg.root_dir = w->env->root_dir;
+        if (ag_offload_submit(w->env->sandboxes, adopt_work, start_done, j, &err) < 0) {
+                log_warning("pod %s/%s: container %s: %s", pw_pod_ns(w->pod), w->pod->meta.name,
+                            c->spec->name, err.msg);
+                c->pending_id[0] = '\0';
+                free(j);
+                return;
+        }
+        c->start_job = j;
+}
+
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
                             char *buf, size_t size)
 {
@@ -484,6 +543,9 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         j->img = img;
         a = NULL;
         img = NULL;
+        /* The start's id is on disk before its monitor exists. */
+        snprintf(c->pending_id, sizeof(c->pending_id), "%s", j->id);
+        pw_save_state(w);
         if (ag_offload_submit(w->env->sandboxes, start_work, start_done, j, &err) < 0) {
                 j->rc = -1;
                 j->err = err;
@@ -510,9 +572,18 @@ static void start_done(void *data, bool cancelled)
         }
         struct ag_pod_worker *w = c->w;
         c->start_job = NULL;
+        c->pending_id[0] = '\0';
+        if (j->vanished) {
+                /* adopt: the earlier agent's start never ran */
+                start_job_free(j);
+                ag_timer_arm(w->kick, 0);
+                return;
+        }
         snprintf(c->id, sizeof(c->id), "%s", j->id);
         snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
         struct rt_container_state st = j->state;
+        if (j->adopt)
+                c->stop_signal = st.stop_signal; /* set by pw_start_container otherwise */
         struct cb_error err = j->err;
         if (j->rc < 0 && j->config_error) {
                 c->id[0] = c->cid[0] = '\0';

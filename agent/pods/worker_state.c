@@ -44,6 +44,8 @@ void pw_save_state(struct ag_pod_worker *w)
                 cJSON_AddStringToObject(j, "name", c->spec->name);
                 cJSON_AddBoolToObject(j, "init", c->init);
                 cJSON_AddStringToObject(j, "id", c->id);
+                if (c->pending_id[0] != '\0')
+                        cJSON_AddStringToObject(j, "pendingId", c->pending_id);
                 cJSON_AddStringToObject(j, "image", c->image);
                 cJSON_AddStringToObject(j, "imageID", c->image_id);
                 cJSON_AddNumberToObject(j, "restartCount", c->obs.restart_count);
@@ -123,6 +125,15 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                           c->last_message, sizeof(c->last_message), c->last_cid,
                           sizeof(c->last_cid));
         const cJSON *term = cJSON_GetObjectItemCaseSensitive(j, "term");
+        char pending[RT_ID_MAX];
+        jstr(j, "pendingId", pending, sizeof(pending));
+        if (pending[0] != '\0' && strcmp(pending, c->id) != 0) {
+                /* Killed while it started this instance (the earlier one is
+                 * lastState already): adopt the start, never a second one. */
+                c->id[0] = '\0';
+                pw_adopt_pending(w, c, pending);
+                return;
+        }
         if (c->id[0] == '\0') {
                 if (cJSON_IsObject(term)) {
                         c->exited = true;

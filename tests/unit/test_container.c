@@ -30,7 +30,9 @@
 #include "lib/cleanup.h"
 #include "lib/file.h"
 #include "runtime/container.h"
+#include "runtime/container_internal.h"
 #include "runtime/image.h"
+#include "runtime/sandbox.h"
 
 #include "helpers.h"
 
@@ -609,6 +611,79 @@ START_TEST(test_readopt_after_agent_death)
 }
 END_TEST
 
+/* An abandoned start (issue 16: an agent killed mid-start): abort kills the
+ * monitor and the container's whole tree, so nothing runs on untracked. */
+START_TEST(test_abort_kills_monitor_and_tree)
+{
+        const char *argv[] = {"sh", "-c", "sleep 1000 & sleep 1000", NULL};
+        struct rt_container_config c;
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        th_base_config(&c, "abort", argv);
+        ck_assert_msg(rt_container_create_start(&c, &st, &err) == 0, "start: %s", err.msg);
+        pid_t mon = st.monitor_pid, pid = st.pid;
+        ck_assert_int_gt(mon, 0);
+        ck_assert_int_eq(kill(mon, 0), 0);
+        ck_assert_msg(rt_container_abort(root, "abort", &err) >= 0, "abort: %s", err.msg);
+        for (int i = 0; i < 100 && (kill(mon, 0) == 0 || kill(pid, 0) == 0); i++)
+                usleep(50000);
+        ck_assert_msg(kill(mon, 0) < 0, "the monitor %d survived the abort", (int)mon);
+        ck_assert_msg(kill(pid, 0) < 0, "the container's process %d survived the abort", (int)pid);
+        char cg[128];
+        snprintf(cg, sizeof(cg), "%s/abort", cgparent);
+        remove_checked("abort", cg);
+}
+END_TEST
+
+/* A container whose monitor was SIGKILLed (issue 16): nothing tracks it,
+ * so removing it kills what is left of it instead of refusing ("running")
+ * and leaving it behind for good. */
+START_TEST(test_remove_after_monitor_killed)
+{
+        const char *argv[] = {"sleep", "1000", NULL};
+        struct rt_container_config c;
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        th_base_config(&c, "nomon", argv);
+        ck_assert_msg(rt_container_create_start(&c, &st, &err) == 0, "start: %s", err.msg);
+        pid_t pid = st.pid;
+        ck_assert_int_eq(kill(st.monitor_pid, SIGKILL), 0);
+        for (int i = 0; i < 100 && kill(st.monitor_pid, 0) == 0; i++)
+                usleep(20000);
+        char cg[128];
+        snprintf(cg, sizeof(cg), "%s/nomon", cgparent);
+        remove_checked("nomon", cg);
+        for (int i = 0; i < 100 && kill(pid, 0) == 0; i++)
+                usleep(50000);
+        ck_assert_msg(kill(pid, 0) < 0, "the container's process %d outlived its removal",
+                      (int)pid);
+}
+END_TEST
+
+/* A killed pause process is a zombie until reaped: its PID namespace is
+ * dead already, so it does not count as alive. */
+START_TEST(test_pause_zombie_not_alive)
+{
+        pid_t p = fork();
+        ck_assert_int_ge(p, 0);
+        if (p == 0) {
+                pause();
+                _exit(0);
+        }
+        uint64_t start;
+        struct cb_error err = {0};
+        ck_assert(rt_proc_start_time(p, &start, &err) == 0);
+        ck_assert(rt_pause_alive(p, start));
+        ck_assert_int_eq(kill(p, SIGKILL), 0);
+        /* a zombie: not reaped yet */
+        siginfo_t si;
+        ck_assert_int_eq(waitid(P_PID, (id_t)p, &si, WEXITED | WNOWAIT), 0);
+        ck_assert(!rt_pause_alive(p, start));
+        ck_assert(waitpid(p, NULL, 0) == p);
+        ck_assert(!rt_pause_alive(p, start));
+}
+END_TEST
+
 static const char keyprobe_src[] =
     "#include <errno.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/syscall.h>\n"
     "static void p(const char *n, long r) {\n"
@@ -648,6 +723,9 @@ int main(void)
         TCase *tc = tcase_create("live");
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_pid1_hostname_procs);
+        tcase_add_test(tc, test_abort_kills_monitor_and_tree);
+        tcase_add_test(tc, test_remove_after_monitor_killed);
+        tcase_add_test(tc, test_pause_zombie_not_alive);
         tcase_add_test(tc, test_sandbox_uts);
         tcase_add_test(tc, test_caps_nnp_seccomp_mode);
         tcase_add_test(tc, test_seccomp_refuses);

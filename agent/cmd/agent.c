@@ -19,6 +19,7 @@
 #include "agent/core/loop.h"
 #include "agent/node/nodeinfo.h"
 #include "agent/core/endpoint.h"
+#include "agent/pods/podhistory.h"
 #include "agent/client/events.h"
 #include "agent/nodeapi/server.h"
 #include "agent/core/metrics.h"
@@ -241,6 +242,18 @@ static cJSON *src_timelines(void *data)
 {
         struct agent *a = data;
         return ag_pods_timelines_json(a->pod_mgr);
+}
+
+/* Each change of a pod's history, to the endpoint's event stream (the
+ * live page, `cubelet timeline -w`). */
+static void history_sink(const char *event, const cJSON *data, void *ctx)
+{
+        struct agent *a = ctx;
+        if (a->endpoint == NULL || ag_endpoint_stream_clients(a->endpoint) == 0)
+                return;
+        _cleanup_free_ char *text = cJSON_PrintUnformatted(data);
+        if (text != NULL)
+                ag_endpoint_publish(a->endpoint, event, text);
 }
 
 /* Counters kept elsewhere, added to the registry's at each scrape. */
@@ -614,9 +627,11 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 if (ag_endpoint_start(a->loop, fl->healthz_bind_address, fl->healthz_port, &src,
                                       &a->endpoint, err) < 0)
                         return cb_error_prefix(err, "--healthz-bind-address/--healthz-port");
-                log_info("serving /healthz /metrics on %s:%d, and /pods /timelines with the token "
-                         "in %s/endpoint.token",
-                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint), a->root_dir);
+                ag_podhist_set_sink(ag_pods_history(a->pod_mgr), history_sink, a);
+                log_info("serving /healthz /metrics on %s:%d, and /pods /timelines /ui with the "
+                         "token in %s/endpoint.token (the page: http://%s:%d/ui?token=...)",
+                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint), a->root_dir,
+                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint));
         }
         if (start_node_api(a, fl, nc, err) < 0)
                 return -1;
@@ -730,7 +745,10 @@ static void stop_agent(struct agent *a)
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
+        if (a->pod_mgr != NULL)
+                ag_podhist_set_sink(ag_pods_history(a->pod_mgr), NULL, NULL);
         ag_endpoint_free(a->endpoint);
+        a->endpoint = NULL;
         ag_pressure_free(a->pressure);
         ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);

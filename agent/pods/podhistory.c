@@ -38,6 +38,7 @@ struct ag_podhist {
         size_t n_gone;
         ag_podhist_sink_fn sink;
         void *ctx;
+        cJSON *node; /* the node's labels and spec at the last ag_podhist_node */
 };
 
 static int64_t mono_now(void)
@@ -98,6 +99,7 @@ void ag_podhist_free(struct ag_podhist *h)
                 h->pods = p->next;
                 pod_free(p);
         }
+        cJSON_Delete(h->node);
         free(h);
 }
 
@@ -301,8 +303,9 @@ void ag_podhist_spec(struct ag_podhist *h, const char *uid, const char *object, 
         add_entry(h, p, j);
 }
 
-void ag_podhist_node(struct ag_podhist *h, const char *node_name, cJSON *diff)
+void ag_podhist_node(struct ag_podhist *h, const char *node_name, const cJSON *node)
 {
+        cJSON *diff = h->node != NULL ? k8s_node_spec_diff(h->node, node) : NULL;
         if (cJSON_GetArraySize(diff) > 0) {
                 char object[300];
                 snprintf(object, sizeof(object), "Node/%s", node_name ? node_name : "");
@@ -311,6 +314,18 @@ void ag_podhist_node(struct ag_podhist *h, const char *node_name, cJSON *diff)
                                 ag_podhist_spec(h, p->uid, object, cJSON_Duplicate(diff, true));
         }
         cJSON_Delete(diff);
+        /* Keep only what the diff compares (a node's status is large). */
+        cJSON *keep = cJSON_CreateObject();
+        const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(node, "metadata"), "labels");
+        const cJSON *spec = cJSON_GetObjectItemCaseSensitive(node, "spec");
+        cJSON *meta = cJSON_AddObjectToObject(keep, "metadata");
+        if (labels != NULL)
+                cJSON_AddItemToObject(meta, "labels", cJSON_Duplicate(labels, true));
+        if (spec != NULL)
+                cJSON_AddItemToObject(keep, "spec", cJSON_Duplicate(spec, true));
+        cJSON_Delete(h->node);
+        h->node = keep;
 }
 
 void ag_podhist_event(struct ag_podhist *h, const char *uid, const char *type, const char *reason,

@@ -63,8 +63,10 @@ void ag_podhist_status_answer(struct ag_podhist *h, const char *uid, bool accept
 /* A spec change of the pod ("Pod") or of its node ("Node/NAME"): takes diff
  * (a k8s_json_diff array; an empty one is dropped). */
 void ag_podhist_spec(struct ag_podhist *h, const char *uid, const char *object, cJSON *diff);
-/* A node change, recorded for every live pod: takes diff. */
-void ag_podhist_node(struct ag_podhist *h, const char *node_name, cJSON *diff);
+/* The node as the agent sees it now: what changed in its labels and spec
+ * since the last call (k8s_node_spec_diff) goes into every live pod's
+ * history. */
+void ag_podhist_node(struct ag_podhist *h, const char *node_name, const cJSON *node);
 void ag_podhist_event(struct ag_podhist *h, const char *uid, const char *type, const char *reason,
                       const char *message, const char *field_path);
 

@@ -70,7 +70,6 @@ struct ag_pods {
         struct ag_stats *stats; /* rate samples of /stats/summary */
         struct ag_pods_static_hooks hooks;
         struct ag_podhist *hist; /* steps, status diffs, spec changes, events */
-        cJSON *node_spec;        /* the node's labels and spec last seen (diffs) */
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -754,23 +753,9 @@ void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
                 if (k8s_node_from_json(node->json, &p->node, &err) < 0)
                         log_error("node: %s", err.msg);
         }
-        if (node != NULL && node->json != NULL) {
-                /* A taint added, a label changed: into each pod's history. */
-                if (p->node_spec != NULL)
-                        ag_podhist_node(p->hist, node->name,
-                                        k8s_node_spec_diff(p->node_spec, node->json));
-                cJSON *keep = cJSON_CreateObject();
-                const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
-                    cJSON_GetObjectItemCaseSensitive(node->json, "metadata"), "labels");
-                const cJSON *spec = cJSON_GetObjectItemCaseSensitive(node->json, "spec");
-                cJSON *meta = cJSON_AddObjectToObject(keep, "metadata");
-                if (labels != NULL)
-                        cJSON_AddItemToObject(meta, "labels", cJSON_Duplicate(labels, true));
-                if (spec != NULL)
-                        cJSON_AddItemToObject(keep, "spec", cJSON_Duplicate(spec, true));
-                cJSON_Delete(p->node_spec);
-                p->node_spec = keep;
-        }
+        /* A taint added, a label changed: into each pod's history. */
+        if (node != NULL && node->json != NULL)
+                ag_podhist_node(p->hist, node->name, node->json);
         for (struct rec *r = p->recs; r; r = r->next) {
                 if (!r->admitted_checked && r->pod != NULL)
                         admit(r);
@@ -1055,7 +1040,6 @@ void ag_pods_free(struct ag_pods *p)
         }
         ag_status_mgr_free(p->status);
         ag_podhist_free(p->hist);
-        cJSON_Delete(p->node_spec);
         k8s_node_free(p->node);
         ag_stats_free(p->stats);
         free(p);

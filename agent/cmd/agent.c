@@ -457,6 +457,21 @@ static int endpoint_token(const char *root_dir, char token[65], struct cb_error 
         return 0;
 }
 
+/* Where `cubelet timeline` finds the endpoint: <root-dir>/endpoint.address,
+ * its base URL, removed when the agent stops. */
+static int endpoint_address(const char *root_dir, const char *address, int port,
+                            struct cb_error *err)
+{
+        char path[4200], url[128];
+        snprintf(path, sizeof(path), "%s/endpoint.address", root_dir);
+        int n =
+            snprintf(url, sizeof(url), strchr(address, ':') ? "http://[%s]:%d\n" : "http://%s:%d\n",
+                     address, port);
+        if (cb_write_file_atomic(path, url, (size_t)n, 0644, err) < 0)
+                return cb_error_prefix(err, "the local endpoint's address");
+        return 0;
+}
+
 /* ---- setup ---- */
 
 static int make_node_config(const struct ag_config *fl, const struct cb_global_opts *opts,
@@ -628,6 +643,9 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                                       &a->endpoint, err) < 0)
                         return cb_error_prefix(err, "--healthz-bind-address/--healthz-port");
                 ag_podhist_set_sink(ag_pods_history(a->pod_mgr), history_sink, a);
+                if (endpoint_address(a->root_dir, fl->healthz_bind_address,
+                                     ag_endpoint_port(a->endpoint), err) < 0)
+                        return -1;
                 log_info("serving /healthz /metrics on %s:%d, and /pods /timelines /ui with the "
                          "token in %s/endpoint.token (the page: http://%s:%d/ui?token=...)",
                          fl->healthz_bind_address, ag_endpoint_port(a->endpoint), a->root_dir,
@@ -747,6 +765,11 @@ static void stop_agent(struct agent *a)
         sd_notify(0, "STOPPING=1");
         if (a->pod_mgr != NULL)
                 ag_podhist_set_sink(ag_pods_history(a->pod_mgr), NULL, NULL);
+        if (a->endpoint != NULL) {
+                char path[4200];
+                snprintf(path, sizeof(path), "%s/endpoint.address", a->root_dir);
+                unlink(path);
+        }
         ag_endpoint_free(a->endpoint);
         a->endpoint = NULL;
         ag_pressure_free(a->pressure);

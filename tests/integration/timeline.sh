@@ -61,6 +61,7 @@ pass "1 endpoint.address, /ui and the stream need the token, page $page_bytes by
 # ---- 2. the page in headless chromium --------------------------------------------------
 mkweb() {
         mkpod web Always 2 <<'EOF2'
+  tolerations: [{key: tl, operator: Exists}]
   containers:
   - name: main
     image: busybox:1.36
@@ -164,8 +165,9 @@ uid=$(jq -r '.pods[0].uid' "$tmp/seq.json")
 got=$(jq -r --arg u "$uid" 'select(.event == "step" and .data.uid == $u) | .data.step' "$tmp/follow.jsonl" | paste -sd,)
 want=$(jq -r '.pods[0].timeline[].step' "$tmp/seq.json" | paste -sd,)
 [ "$got" = "$want" ] || fail "timeline -w saw steps '$got', want '$want'"
-jq -e --arg u "$uid" 'select(.event == "entry" and .data.uid == $u and .data.entry.kind == "spec") | .data.entry.diff[] | select(.path == "metadata.deletionTimestamp")' \
-        "$tmp/follow.jsonl" >/dev/null || fail "timeline -w saw no deletionTimestamp change"
+jq -se --arg u "$uid" 'any(.[]; .event == "entry" and .data.uid == $u and .data.entry.kind == "spec" and
+        any(.data.entry.diff[]; .path == "metadata.deletionTimestamp"))' "$tmp/follow.jsonl" >/dev/null || fail "timeline -w saw no deletionTimestamp change"
+cp "$tmp/follow.jsonl" "$tmp/seq.txt" "$tmp/seq.json" "$tmp/seq.trace" "$art/"
 pass "3 seq: $n_steps steps (restart, eviction) in text, -o json, -o trace and -w; taint, deletionTimestamp, restartCount and DisruptionTarget diffs"
 
 # ---- 4. the agent down: the state dir ----------------------------------------------------

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cubelet timeline [POD...] [-n NAMESPACE] [-w|--watch] [-o text|json|trace]
- *                  [--endpoint URL]
+ *                  [--history=false] [--endpoint URL]
  *
  * Each pod's phase-transition timeline: its steps with their offset from
  * the first, the time since the step before with a proportional bar, its
@@ -18,7 +18,8 @@
  * agent's event stream (/timelines?watch=true; no polling) and prints each
  * step and history entry as it happens, after the current view. -o json is
  * the /timelines document (with -w: one {"event","data"} line per change);
- * -o trace the Trace Event Format (agent/core/trace.h).
+ * -o trace the Trace Event Format (agent/core/trace.h). --history=false
+ * leaves the status and spec changes and events out of the text view.
  */
 #include <curl/curl.h>
 #include <dirent.h>
@@ -40,6 +41,7 @@ struct opts {
         const char *ns;
         const char *output; /* text, json, trace */
         bool watch;
+        bool no_history; /* --history=false: steps and phases only */
         const char *endpoint;
         char **pods;
         int n_pods;
@@ -251,7 +253,7 @@ static void print_diff(const cJSON *diff, const char *indent)
         }
 }
 
-static void print_pod(const cJSON *p)
+static void print_pod(const cJSON *p, bool history)
 {
         const cJSON *tl = cJSON_GetObjectItemCaseSensitive(p, "timeline");
         const cJSON *hist = cJSON_GetObjectItemCaseSensitive(p, "history");
@@ -315,6 +317,8 @@ static void print_pod(const cJSON *p)
                 printf("%s%s from %s %s %s%s\n", first ? "  phases: " : ", ", open, a,
                        gone ? "for" : "(still; last step", b, gone ? "" : " later)");
         }
+        if (!history)
+                hist = NULL;
         if (cJSON_GetArraySize(hist) > 0)
                 printf("  history:\n");
         const cJSON *h;
@@ -366,7 +370,8 @@ static int print_doc(cJSON *doc, const struct opts *o)
                 return 0;
         }
         const cJSON *p;
-        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "pods")) print_pod(p);
+        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "pods"))
+            print_pod(p, !o->no_history);
         if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "pods")) == 0)
                 printf("no pods%s\n", o->n_pods || o->ns ? " match" : "");
         return 0;
@@ -552,7 +557,7 @@ static int follow(const char *base, const char *token, const struct opts *o)
 static int usage(void)
 {
         fprintf(stderr, "usage: cubelet timeline [POD...] [-n NAMESPACE] [-w|--watch] "
-                        "[-o text|json|trace] [--endpoint URL]\n"
+                        "[-o text|json|trace] [--history=false] [--endpoint URL]\n"
                         "  POD is NAME, NAMESPACE/NAME or a uid (none: every pod on the node)\n");
         return 2;
 }
@@ -570,6 +575,11 @@ int cmd_timeline(int argc, char **argv, const struct cb_global_opts *g)
                 if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
                         usage();
                         return 0;
+                }
+                if (strcmp(a, "--history=false") == 0 || strcmp(a, "--history=true") == 0 ||
+                    strcmp(a, "--history") == 0) {
+                        o.no_history = strcmp(a, "--history=false") == 0;
+                        continue;
                 }
                 if (strcmp(a, "-w") == 0 || strcmp(a, "--watch") == 0) {
                         o.watch = true;

@@ -483,6 +483,7 @@ static void page_client(int port, int fd, int signal_fd)
 
 struct publisher {
         struct ag_endpoint *ep;
+        struct ag_io *io; /* freed here at EOF */
         int published;
 };
 
@@ -493,6 +494,7 @@ static void on_signal(struct ag_io *io, int fd, uint32_t events, void *data)
         char c;
         if (read(fd, &c, 1) != 1) {
                 ag_io_free(io);
+                pb->io = NULL;
                 return;
         }
         char msg[128];
@@ -533,6 +535,7 @@ START_TEST(test_page_trace_and_stream)
         struct ag_io *sio = ag_io_new(loop, sig[0], EPOLLIN, on_signal, &pb, &err);
         ck_assert_ptr_nonnull(io);
         ck_assert_ptr_nonnull(sio);
+        pb.io = sio;
         struct ag_timer *deadline = ag_timer_new(loop, on_deadline, &r, &err);
         ag_timer_arm(deadline, 30000);
         ck_assert_msg(ag_loop_run(loop, &err) == 0, "%s", err.msg);
@@ -587,7 +590,7 @@ START_TEST(test_page_trace_and_stream)
         ck_assert_msg(lat > 0 && lat < 200000, "publish to client took %.0f us", lat);
         printf("event stream: publish -> client %.0f us\n", lat);
         cJSON_Delete(a);
-        ag_io_free(sio);
+        ag_io_free(pb.io);
         close(p[0]);
         close(sig[0]);
         ag_timer_free(deadline);

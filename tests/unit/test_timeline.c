@@ -445,7 +445,9 @@ START_TEST(test_history)
         ag_podhist_spec(h, "u1", "Pod", cJSON_Parse("[]")); /* empty: dropped */
         ag_podhist_event(h, "u1", "Normal", "Started", "Started container main",
                          "spec.containers{main}");
-        ag_podhist_node(h, "node-a", parse("{\"spec\":{}}"));
+        cJSON *node0 = parse("{\"spec\":{}}");
+        ag_podhist_node(h, "node-a", node0);
+        cJSON_Delete(node0);
         cJSON *node = parse("{\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":\"NoExecute\"}]}}");
         ag_podhist_node(h, "node-a", node);
         cJSON_Delete(node);

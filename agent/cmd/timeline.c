@@ -372,9 +372,17 @@ static int print_doc(cJSON *doc, const struct opts *o)
         const cJSON *p;
         cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(doc, "pods"))
             print_pod(p, !o->no_history);
-        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "pods")) == 0)
-                printf("no pods%s\n", o->n_pods || o->ns ? " match" : "");
-        return 0;
+        if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "pods")) > 0)
+                return 0;
+        if (o->n_pods == 0) {
+                printf("no pods%s\n", o->ns ? " in that namespace" : "");
+                return 0;
+        }
+        /* As kubectl get: a pod asked for by name that is not there is an error. */
+        fprintf(stderr,
+                "cubelet timeline: no pod %s%s%s on this node (NAME, NAMESPACE/NAME or uid)\n",
+                o->pods[0], o->ns ? " in namespace " : "", o->ns ? o->ns : "");
+        return 1;
 }
 
 /* ---- -w: the event stream ---- */

@@ -126,6 +126,11 @@ cubelet_pid=$!
 pids+=("$cubelet_pid")
 kubectl wait --for=condition=Ready "node/$node" --timeout=30s >/dev/null
 kubectl get nodes -o wide
+token=$(cat "$tmp/root/endpoint.token")
+echo
+echo "The live timeline page (every pod a row, pushed as it happens; open it in a browser on this machine):"
+echo "  http://127.0.0.1:$hport/ui?token=$token"
+echo "In a terminal: $cubelet --root-dir $tmp/root timeline -w"
 
 bold "Applying the sample pods; phase transitions as they happen (seconds since creation):"
 sed "s|IMAGE|$reg/busybox:1.36|" "$demo/pods-live.yaml" | kubectl apply -f - >/dev/null
@@ -158,11 +163,14 @@ bold "kubectl get pods -o wide"
 kubectl get pods -o wide
 bold "Events (kubectl get events)"
 kubectl get events --sort-by=.lastTimestamp | tail -25
-bold "cubelet's phase-transition timelines (http://127.0.0.1:$hport/timelines?token=$(cat $tmp/root/endpoint.token)), ms since each pod's worker started"
-curl -fsS -H "Authorization: Bearer $(cat "$tmp/root/endpoint.token")" "http://127.0.0.1:$hport/timelines" | jq -r '.pods[] |
-  "  \(.name | . + (" " * (11 - length))) " +
-  ([.timeline[] | select(.step | test("^(sandboxReady|containerStarted|phase|statusDelivered|containerExited)")) |
-    "\(.step) \(.offsetUs / 1000 | floor)"] | join(", "))'
+bold "cubelet's phase-transition timelines (cubelet timeline; the page: http://127.0.0.1:$hport/ui?token=$token)"
+# Each step's offset from the pod's worker start, the time since the step
+# before with a bar, and the phases; then the evicted pod with its history:
+# each status PATCH as a diff, the taint and the deletionTimestamp.
+"$cubelet" --root-dir "$tmp/root" timeline --history=false
+bold "The evicted pod with what each status change changed (cubelet timeline evicted)"
+"$cubelet" --root-dir "$tmp/root" timeline evicted
+echo "As a trace for Perfetto (ui.perfetto.dev) or chrome://tracing: $cubelet --root-dir $tmp/root timeline -o trace >pods.trace.json"
 echo
 echo "Step latency histograms: curl http://127.0.0.1:$hport/metrics | grep cubelet_pod_step"
 bold "The crash-looping pod, as kubectl describe shows it"

@@ -33,6 +33,7 @@ struct ag_status_mgr {
         void *data;
         struct entry *entries;
         struct ag_timer *resync;
+        struct ag_status_observer obs;
 };
 
 static void send_entry(struct entry *e);
@@ -69,6 +70,9 @@ static void on_done(struct ag_api_result *res, void *data)
         struct entry *e = data;
         struct ag_status_mgr *m = e->m;
         e->req = NULL;
+        if (m->obs.answered != NULL)
+                m->obs.answered(e->uid, res->status >= 200 && res->status < 300, res->status,
+                                m->obs.data);
         if (res->status >= 200 && res->status < 300) {
                 e->accepted = true;
                 e->backoff_ms = 0;
@@ -119,6 +123,8 @@ static void send_entry(struct entry *e)
         e->sent = e->gen;
         e->accepted = false;
         e->req = ag_api_request(m->api, "PATCH", path, &opts, on_done, e, &err);
+        if (e->req != NULL && m->obs.sent != NULL)
+                m->obs.sent(e->uid, e->body, m->obs.data);
         if (e->req == NULL) {
                 log_warning("pod %s/%s: cannot send its status: %s", e->ns, e->name, err.msg);
                 e->sent = 0;
@@ -213,6 +219,11 @@ bool ag_status_mgr_synced(const struct ag_status_mgr *m, const char *uid)
 {
         const struct entry *e = find(m, uid);
         return e != NULL && e->accepted && e->sent == e->gen;
+}
+
+void ag_status_mgr_observe(struct ag_status_mgr *m, const struct ag_status_observer *o)
+{
+        m->obs = o != NULL ? *o : (struct ag_status_observer){0};
 }
 
 void ag_status_mgr_forget(struct ag_status_mgr *m, const char *uid)

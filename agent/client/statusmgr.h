@@ -34,5 +34,14 @@ int ag_status_mgr_set(struct ag_status_mgr *m, const char *ns, const char *name,
                       const cJSON *status, struct cb_error *err);
 /* True when the newest status set for uid has been accepted. */
 bool ag_status_mgr_synced(const struct ag_status_mgr *m, const char *uid);
+/* Told of every PATCH as it is sent (its body) and of its answer
+ * (accepted: 2xx; code 0: no response), for the pod's history. */
+struct ag_status_observer {
+        void (*sent)(const char *uid, const char *body, void *data);
+        void (*answered)(const char *uid, bool accepted, long code, void *data);
+        void *data;
+};
+/* o is copied; NULL stops observing. */
+void ag_status_mgr_observe(struct ag_status_mgr *m, const struct ag_status_observer *o);
 /* Drops the pod (its API object is gone). */
 void ag_status_mgr_forget(struct ag_status_mgr *m, const char *uid);

@@ -20,6 +20,7 @@
 #include "agent/core/loop.h"
 #include "agent/node/nodeinfo.h"
 #include "agent/core/endpoint.h"
+#include "agent/pods/podhistory.h"
 #include "agent/client/events.h"
 #include "agent/nodeapi/server.h"
 #include "agent/core/metrics.h"
@@ -246,6 +247,18 @@ static cJSON *src_timelines(void *data)
         return ag_pods_timelines_json(a->pod_mgr);
 }
 
+/* Each change of a pod's history, to the endpoint's event stream (the
+ * live page, `cubelet timeline -w`). */
+static void history_sink(const char *event, const cJSON *data, void *ctx)
+{
+        struct agent *a = ctx;
+        if (a->endpoint == NULL || ag_endpoint_stream_clients(a->endpoint) == 0)
+                return;
+        _cleanup_free_ char *text = cJSON_PrintUnformatted(data);
+        if (text != NULL)
+                ag_endpoint_publish(a->endpoint, event, text);
+}
+
 /* Counters kept elsewhere, added to the registry's at each scrape. */
 static void add_counter(struct agent *a, const char *name, const char *help, uint64_t now,
                         uint64_t *reported)
@@ -447,6 +460,21 @@ static int endpoint_token(const char *root_dir, char token[65], struct cb_error 
         return 0;
 }
 
+/* Where `cubelet timeline` finds the endpoint: <root-dir>/endpoint.address,
+ * its base URL, removed when the agent stops. */
+static int endpoint_address(const char *root_dir, const char *address, int port,
+                            struct cb_error *err)
+{
+        char path[4200], url[128];
+        snprintf(path, sizeof(path), "%s/endpoint.address", root_dir);
+        int n =
+            snprintf(url, sizeof(url), strchr(address, ':') ? "http://[%s]:%d\n" : "http://%s:%d\n",
+                     address, port);
+        if (cb_write_file_atomic(path, url, (size_t)n, 0644, err) < 0)
+                return cb_error_prefix(err, "the local endpoint's address");
+        return 0;
+}
+
 /* ---- setup ---- */
 
 static int make_node_config(const struct ag_config *fl, const struct cb_global_opts *opts,
@@ -623,9 +651,14 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 if (ag_endpoint_start(a->loop, fl->healthz_bind_address, fl->healthz_port, &src,
                                       &a->endpoint, err) < 0)
                         return cb_error_prefix(err, "--healthz-bind-address/--healthz-port");
-                log_info("serving /healthz /metrics on %s:%d, and /pods /timelines with the token "
-                         "in %s/endpoint.token",
-                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint), a->root_dir);
+                ag_podhist_set_sink(ag_pods_history(a->pod_mgr), history_sink, a);
+                if (endpoint_address(a->root_dir, fl->healthz_bind_address,
+                                     ag_endpoint_port(a->endpoint), err) < 0)
+                        return -1;
+                log_info("serving /healthz /metrics on %s:%d, and /pods /timelines /ui with the "
+                         "token in %s/endpoint.token (the page: http://%s:%d/ui?token=...)",
+                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint), a->root_dir,
+                         fl->healthz_bind_address, ag_endpoint_port(a->endpoint));
         }
         if (start_node_api(a, fl, nc, err) < 0)
                 return -1;
@@ -741,7 +774,15 @@ static void stop_agent(struct agent *a)
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
+        if (a->pod_mgr != NULL)
+                ag_podhist_set_sink(ag_pods_history(a->pod_mgr), NULL, NULL);
+        if (a->endpoint != NULL) {
+                char path[4200];
+                snprintf(path, sizeof(path), "%s/endpoint.address", a->root_dir);
+                unlink(path);
+        }
         ag_endpoint_free(a->endpoint);
+        a->endpoint = NULL;
         ag_pressure_free(a->pressure);
         ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);

@@ -23,6 +23,7 @@ struct subcommand {
 int cmd_monitor(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_exec_helper(int argc, char **argv, const struct cb_global_opts *opts);
 int cmd_pause(int argc, char **argv, const struct cb_global_opts *opts);
+int cmd_timeline(int argc, char **argv, const struct cb_global_opts *opts);
 static const struct subcommand subcommands[] = {
     {"__monitor", cmd_monitor, NULL},  /* hidden: runtime/monitor.c */
     {"__exec", cmd_exec_helper, NULL}, /* hidden: runtime/exec.c */
@@ -40,6 +41,9 @@ static const struct subcommand subcommands[] = {
     {"attach", cmd_attach,
      "attach [-i] [-t] CONTAINER_ID: follow a running container's output; -i sends stdin, -t "
      "a terminal (the container needs stdin/tty)"},
+    {"timeline", cmd_timeline,
+     "timeline [POD...] [-n NS] [-w] [-o text|json|trace]: each pod's steps, phases and status "
+     "changes, from the running agent or the state dir"},
     {"image", cmd_image,
      "image import FILE | pull REF | ls | rm REF: the node's image store under --root-dir"},
 };

@@ -10,6 +10,13 @@
  *   GET /pods       the node's pods as a v1 PodList (the kubelet's
  *                   read-only /pods)
  *   GET /timelines  {"pods":[{"namespace","name","uid","timeline":[...]}]}
+ *                   (agent/pods/podhistory.h has the fields);
+ *                   ?format=trace: the Trace Event Format (agent/core/trace.h);
+ *                   ?watch=true: server-sent events, a "snapshot" (the
+ *                   document) and then each change as the source publishes
+ *                   it (ag_endpoint_publish)
+ *   GET /ui         the live timeline page (agent/core/page.h), its script
+ *                   and style at /ui/timeline.js and /ui/timeline.css
  *
  * Other paths answer 404, other methods 405 (HEAD is served like GET
  * without a body). A route whose source callback is NULL answers 404,
@@ -18,8 +25,9 @@
  *
  * The endpoint has no TLS, so it only binds to loopback addresses
  * (127.0.0.0/8, ::1); anything else is refused. Loopback is not a boundary
- * (a hostNetwork pod is on it too), so only /healthz and /metrics are open:
- * /pods and /timelines (every pod's spec, env included) need the token the
+ * (a hostNetwork pod is on it too), so only /healthz, /metrics and the
+ * page's script and style are open: /pods, /timelines and /ui (every pod's
+ * spec, env included; statuses and events) need the token the
  * agent writes to <root-dir>/endpoint.token (0600), as "Authorization:
  * Bearer TOKEN" or "?token=TOKEN" (a browser); 401 otherwise.
  */
@@ -56,5 +64,11 @@ int ag_endpoint_start(struct ag_loop *loop, const char *bind_address, int port,
                       struct cb_error *err);
 /* Stops serving, closing every connection. NULL is allowed. */
 void ag_endpoint_free(struct ag_endpoint *ep);
+/* Sends "event: EVENT\ndata: DATA\n\n" to every /timelines?watch=true
+ * client (DATA: one line of JSON). On the loop; never blocks: a client
+ * more than 4 MiB behind is dropped (EventSource reconnects). */
+void ag_endpoint_publish(struct ag_endpoint *ep, const char *event, const char *data);
+/* How many event-stream clients are connected. */
+size_t ag_endpoint_stream_clients(const struct ag_endpoint *ep);
 /* The port actually bound. */
 int ag_endpoint_port(const struct ag_endpoint *ep);

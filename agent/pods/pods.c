@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/pods.h"
+#include "agent/pods/podhistory.h"
 #include "agent/pods/stats.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include "agent/core/log.h"
 #include "agent/core/metrics.h"
 #include "agent/pods/statusgen.h"
+#include "agent/k8s/jsondiff.h"
 #include "agent/k8s/taint.h"
 #include "agent/k8s/validate.h"
 #include "lib/cleanup.h"
@@ -67,6 +69,7 @@ struct ag_pods {
         unsigned pressure;      /* node conditions for admission (K8S_PRESSURE_*) */
         struct ag_stats *stats; /* rate samples of /stats/summary */
         struct ag_pods_static_hooks hooks;
+        struct ag_podhist *hist; /* steps, status diffs, spec changes, events */
 };
 
 static void maybe_final_delete(struct rec *r);
@@ -89,6 +92,7 @@ static struct rec *find(struct ag_pods *p, const char *uid)
 static void record_event(struct rec *r, const char *type, const char *reason, const char *message,
                          const char *field_path)
 {
+        ag_podhist_event(r->p->hist, r->uid, type, reason, message, field_path);
         if (r->p->events == NULL)
                 return; /* standalone: no apiserver to record events in */
         struct ag_event_object o = {
@@ -133,6 +137,7 @@ static void rec_remove(struct rec *r)
                         break;
                 }
         ag_status_mgr_forget(p->status, r->uid);
+        ag_podhist_gone(p->hist, r->uid);
         rec_free(r);
 }
 
@@ -231,6 +236,7 @@ static void on_worker_timeline(struct ag_pod_worker *w, const char *step, uint64
         (void)w;
         log_v(2, "pod %s/%s: timeline %s +%.3fms", pod_ns(r), r->name, step,
               (double)offset_us / 1000.0);
+        ag_podhist_step(r->p->hist, r->uid, step, offset_us);
         if (r->p->metrics != NULL) {
                 /* The step without its container: "containerStarted:web" -> containerStarted. */
                 char name[64];
@@ -452,6 +458,18 @@ static void on_status_delivered(const char *uid, bool delivered, void *data)
         maybe_final_delete(r);
 }
 
+static void on_status_sent(const char *uid, const char *body, void *data)
+{
+        struct ag_pods *p = data;
+        ag_podhist_status_sent(p->hist, uid, body);
+}
+
+static void on_status_answered(const char *uid, bool accepted, long code, void *data)
+{
+        struct ag_pods *p = data;
+        ag_podhist_status_answer(p->hist, uid, accepted, code);
+}
+
 static void start_termination(struct rec *r, int64_t grace, const char *why)
 {
         if (r->grace >= 0 && grace > r->grace)
@@ -609,6 +627,7 @@ static struct rec *rec_new(struct ag_pods *p, const struct ag_object *o)
         r->next = p->recs;
         p->recs = r;
         p->n++;
+        ag_podhist_pod(p->hist, r->uid, r->ns, r->name);
         return r;
 }
 
@@ -628,6 +647,10 @@ static void update_object(struct rec *r, const struct ag_object *o)
                         log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
                 }
         }
+        /* The spec changes cubelet observes (deletionTimestamp set, ...). */
+        if (r->pod != NULL && pod != NULL)
+                ag_podhist_spec(r->p->hist, r->uid, "Pod",
+                                k8s_pod_spec_diff(k8s_pod_json(r->pod), k8s_pod_json(pod)));
         k8s_pod_free(r->pod);
         r->pod = pod;
         if (pod != NULL)
@@ -739,6 +762,9 @@ void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
                 if (k8s_node_from_json(node->json, &p->node, &err) < 0)
                         log_error("node: %s", err.msg);
         }
+        /* A taint added, a label changed: into each pod's history. */
+        if (node != NULL && node->json != NULL)
+                ag_podhist_node(p->hist, node->name, node->json);
         for (struct rec *r = p->recs; r; r = r->next) {
                 if (!r->admitted_checked && r->pod != NULL)
                         admit(r);
@@ -883,19 +909,12 @@ cJSON *ag_pods_list_json(const struct ag_pods *p)
 
 cJSON *ag_pods_timelines_json(const struct ag_pods *p)
 {
-        cJSON *o = cJSON_CreateObject();
-        cJSON *arr = cJSON_AddArrayToObject(o, "pods");
-        for (const struct rec *r = p->recs; r && arr; r = r->next) {
-                if (r->worker == NULL)
-                        continue;
-                cJSON *e = cJSON_CreateObject();
-                cJSON_AddStringToObject(e, "namespace", pod_ns(r));
-                cJSON_AddStringToObject(e, "name", r->name);
-                cJSON_AddStringToObject(e, "uid", r->uid);
-                cJSON_AddItemToObject(e, "timeline", ag_pod_worker_timeline_json(r->worker));
-                cJSON_AddItemToArray(arr, e);
-        }
-        return o;
+        return ag_podhist_json(p->hist);
+}
+
+struct ag_podhist *ag_pods_history(struct ag_pods *p)
+{
+        return p->hist;
 }
 
 void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m)
@@ -1002,10 +1021,19 @@ int ag_pods_new(const struct ag_node_env *env, struct ag_api *api, struct ag_eve
         p->env = env;
         p->api = api;
         p->events = events;
+        if ((p->hist = ag_podhist_new()) == NULL) {
+                free(p);
+                return cb_error_set(err, ENOMEM, "pods");
+        }
         if (ag_status_mgr_new(env->loop, api, on_status_delivered, p, &p->status, err) < 0) {
+                ag_podhist_free(p->hist);
                 free(p);
                 return -1;
         }
+        static const struct ag_status_observer obs = {on_status_sent, on_status_answered, NULL};
+        struct ag_status_observer o = obs;
+        o.data = p;
+        ag_status_mgr_observe(p->status, &o);
         *ret = p;
         return 0;
 }
@@ -1020,6 +1048,7 @@ void ag_pods_free(struct ag_pods *p)
                 rec_free(r);
         }
         ag_status_mgr_free(p->status);
+        ag_podhist_free(p->hist);
         k8s_node_free(p->node);
         ag_stats_free(p->stats);
         free(p);

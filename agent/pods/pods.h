@@ -31,6 +31,7 @@
 #include "agent/client/statusmgr.h"
 
 struct ag_pods;
+struct ag_podhist;
 
 int ag_pods_new(const struct ag_node_env *env, struct ag_api *api, struct ag_events *events,
                 struct ag_pods **ret, struct cb_error *err);
@@ -95,9 +96,13 @@ void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hoo
 
 /* The node's pods as a v1 PodList with the statuses this node computed
  * (the kubelet's read-only /pods), and their phase-transition timelines
- * ({"pods": [{namespace, name, uid, timeline}]}). The caller owns them. */
+ * ({"pods": [{namespace, name, uid, gone, timeline, history}]}, agent/pods/
+ * podhistory.h: gone pods too, up to its bound). The caller owns them. */
 cJSON *ag_pods_list_json(const struct ag_pods *p);
 cJSON *ag_pods_timelines_json(const struct ag_pods *p);
+/* The pods' history (agent/pods/podhistory.h): the agent sets its sink to
+ * the endpoint's event stream. */
+struct ag_podhist *ag_pods_history(struct ag_pods *p);
 
 /* /stats/summary: {"node": ..., "pods": [...]} (agent/pods/stats.h). The
  * caller owns it. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/core/endpoint.h"
@@ -364,6 +365,242 @@ START_TEST(test_serves_routes)
 }
 END_TEST
 
+/* --- the page, the trace and the event stream ---------------------------------- */
+
+static cJSON *src_timelines_ok(void *data)
+{
+        (void)data;
+        return cJSON_Parse(
+            "{\"pods\":[{\"namespace\":\"default\",\"name\":\"web<b>\",\"uid\":\"u-1\","
+            "\"timeline\":[{\"step\":\"workerStarted\",\"offsetUs\":0,\"time\":"
+            "\"2026-12-01T23:00:00.000100Z\"},{\"step\":\"phase:Running\",\"offsetUs\":900,"
+            "\"time\":\"2026-12-01T23:00:00.001000Z\"}],\"history\":[{\"kind\":\"status\","
+            "\"offsetUs\":950,\"diff\":[{\"op\":\"change\",\"path\":\"status.phase\",\"old\":"
+            "\"Pending\",\"new\":\"Running\"}]}]}]}");
+}
+
+static int64_t mono_us(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+struct stream {
+        struct buf b;
+        int signal_fd;
+        bool signalled;
+        int64_t latency_us;
+        char step[256];
+};
+
+/* Signals the parent once the snapshot arrived; stops at the first step. */
+static size_t on_stream(char *ptr, size_t size, size_t nmemb, void *data)
+{
+        struct stream *st = data;
+        collect(ptr, size, nmemb, &st->b);
+        if (!st->signalled && strstr(st->b.p, "event: snapshot\ndata: {") != NULL &&
+            strstr(strstr(st->b.p, "event: snapshot"), "\n\n") != NULL) {
+                st->signalled = true;
+                if (write(st->signal_fd, "c", 1) != 1)
+                        return 0;
+        }
+        char *ev = strstr(st->b.p, "event: step\ndata: ");
+        if (ev != NULL && strstr(ev, "\n\n") != NULL) {
+                int64_t sent = 0;
+                char *m = strstr(ev, "\"mono\":");
+                if (m != NULL)
+                        sent = strtoll(m + 7, NULL, 10);
+                st->latency_us = mono_us() - sent;
+                snprintf(st->step, sizeof(st->step), "%.*s", (int)(strstr(ev, "\n\n") - ev), ev);
+                return 0; /* done: abort the transfer */
+        }
+        return size * nmemb;
+}
+
+static void get(CURL *c, cJSON *out, const char *url, struct stream *st)
+{
+        struct buf body = {0}, headers = {0};
+        curl_easy_reset(c);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, st ? on_stream : collect);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, st ? (void *)st : (void *)&body);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &headers);
+        CURLcode rc = curl_easy_perform(c);
+        long status = 0;
+        char *ctype = NULL;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ctype);
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "status", (double)status);
+        cJSON_AddStringToObject(r, "error", rc == CURLE_OK ? "" : curl_easy_strerror(rc));
+        cJSON_AddStringToObject(r, "ctype", ctype != NULL ? ctype : "");
+        cJSON_AddStringToObject(r, "body", st ? st->step : body.p != NULL ? body.p : "");
+        cJSON_AddStringToObject(r, "headers", headers.p != NULL ? headers.p : "");
+        if (st != NULL)
+                cJSON_AddNumberToObject(r, "latencyUs", (double)st->latency_us);
+        cJSON_AddItemToArray(out, r);
+        free(body.p);
+        free(headers.p);
+}
+
+static void page_client(int port, int fd, int signal_fd)
+{
+        static const char *const paths[] = {
+            "/ui",
+            "/ui?token=" TOKEN,
+            "/ui/timeline.js",
+            "/ui/timeline.css",
+            "/ui/nope",
+            "/timelines?format=trace&token=" TOKEN,
+            "/timelines?format=bogus&token=" TOKEN,
+            "/timelines?watch=true",
+        };
+        cJSON *out = cJSON_CreateArray();
+        CURL *c = curl_easy_init();
+        char url[256];
+        for (size_t i = 0; c != NULL && i < sizeof(paths) / sizeof(paths[0]); i++) {
+                snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, paths[i]);
+                get(c, out, url, NULL);
+        }
+        struct stream st = {.signal_fd = signal_fd};
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/timelines?watch=true&token=" TOKEN, port);
+        if (c != NULL)
+                get(c, out, url, &st);
+        char *text = cJSON_PrintUnformatted(out);
+        size_t len = text != NULL ? strlen(text) : 0;
+        for (size_t off = 0; off < len;) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n <= 0)
+                        _exit(2);
+                off += (size_t)n;
+        }
+        _exit(c != NULL && text != NULL ? 0 : 1);
+}
+
+struct publisher {
+        struct ag_endpoint *ep;
+        struct ag_io *io; /* freed here at EOF */
+        int published;
+};
+
+/* The client has its snapshot: publish a step, stamped. */
+static void on_signal(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        struct publisher *pb = data;
+        char c;
+        if (read(fd, &c, 1) != 1) {
+                ag_io_free(io);
+                pb->io = NULL;
+                return;
+        }
+        char msg[128];
+        snprintf(msg, sizeof(msg), "{\"uid\":\"u-1\",\"step\":\"phase:Succeeded\",\"mono\":%lld}",
+                 (long long)mono_us());
+        ck_assert_int_eq(ag_endpoint_stream_clients(pb->ep), 1);
+        ag_endpoint_publish(pb->ep, "step", msg);
+        pb->published++;
+}
+
+START_TEST(test_page_trace_and_stream)
+{
+        struct cb_error err = {0};
+        struct ag_loop *loop = NULL;
+        ck_assert_msg(ag_loop_new(&loop, &err) == 0, "%s", err.msg);
+        struct ag_endpoint_sources src = {.timelines = src_timelines_ok, .token = TOKEN};
+        struct ag_endpoint *ep = NULL;
+        ck_assert_msg(ag_endpoint_start(loop, "127.0.0.1", 0, &src, &ep, &err) == 0, "%s", err.msg);
+        /* No client: publishing is a no-op. */
+        ag_endpoint_publish(ep, "step", "{}");
+        ck_assert_int_eq(ag_endpoint_stream_clients(ep), 0);
+
+        int p[2], sig[2];
+        ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+        ck_assert_int_eq(pipe2(sig, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                close(p[0]);
+                close(sig[0]);
+                page_client(ag_endpoint_port(ep), p[1], sig[1]);
+        }
+        close(p[1]);
+        close(sig[1]);
+        struct results r = {.loop = loop};
+        struct publisher pb = {.ep = ep};
+        struct ag_io *io = ag_io_new(loop, p[0], EPOLLIN, on_results, &r, &err);
+        struct ag_io *sio = ag_io_new(loop, sig[0], EPOLLIN, on_signal, &pb, &err);
+        ck_assert_ptr_nonnull(io);
+        ck_assert_ptr_nonnull(sio);
+        pb.io = sio;
+        struct ag_timer *deadline = ag_timer_new(loop, on_deadline, &r, &err);
+        ag_timer_arm(deadline, 30000);
+        ck_assert_msg(ag_loop_run(loop, &err) == 0, "%s", err.msg);
+        int wstatus = 0;
+        ck_assert_int_eq(waitpid(pid, &wstatus, 0), pid);
+        ck_assert_msg(!r.timed_out, "the client did not finish within 30s");
+        ck_assert_msg(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0, "client failed: %d",
+                      wstatus);
+        cJSON *a = cJSON_Parse(r.data.p);
+        ck_assert_msg(cJSON_GetArraySize(a) == 9, "client output: %s", r.data.p);
+
+        /* The page needs the token; it is the static table with the pod
+         * (escaped), its steps and its status diff, and loads its script
+         * and style from the endpoint (no inline script, CSP 'self'). */
+        ck_assert_int_eq(status_of(a, 0), 401);
+        ck_assert_int_eq(status_of(a, 1), 200);
+        ck_assert_str_eq(field(a, 1, "ctype"), "text/html; charset=utf-8");
+        const char *html = field(a, 1, "body");
+        ck_assert_ptr_nonnull(strstr(html, "<table id=\"static\""));
+        ck_assert_ptr_nonnull(strstr(html, "default/web&lt;b&gt;"));
+        ck_assert_ptr_null(strstr(html, "web<b>"));
+        ck_assert_ptr_nonnull(strstr(html, "<td>phase:Running</td><td>0.9 ms</td>"));
+        ck_assert_ptr_nonnull(strstr(html,
+                                     "<code>status.phase</code> <del>&quot;Pending&quot;</del> "
+                                     "<ins>&quot;Running&quot;</ins>"));
+        ck_assert_ptr_nonnull(strstr(html, "<script src=\"/ui/timeline.js\"></script>"));
+        ck_assert_ptr_null(strstr(html, "http://"));
+        ck_assert_ptr_null(strstr(html, "https://"));
+        ck_assert_ptr_nonnull(
+            strstr(field(a, 1, "headers"), "Content-Security-Policy: default-src 'self'"));
+        ck_assert_int_eq(status_of(a, 2), 200);
+        ck_assert_str_eq(field(a, 2, "ctype"), "text/javascript; charset=utf-8");
+        ck_assert_ptr_nonnull(strstr(field(a, 2, "body"), "new EventSource("));
+        ck_assert_int_eq(status_of(a, 3), 200);
+        ck_assert_str_eq(field(a, 3, "ctype"), "text/css; charset=utf-8");
+        ck_assert_int_eq(status_of(a, 4), 404);
+        /* The trace export. */
+        ck_assert_int_eq(status_of(a, 5), 200);
+        cJSON *tr = cJSON_Parse(field(a, 5, "body"));
+        ck_assert_ptr_nonnull(tr);
+        ck_assert(cJSON_GetArraySize(cJSON_GetObjectItem(tr, "traceEvents")) >= 4);
+        cJSON_Delete(tr);
+        ck_assert_int_eq(status_of(a, 6), 400);
+        /* The stream needs the token too; with it: the snapshot, then the
+         * published step, pushed at once. */
+        ck_assert_int_eq(status_of(a, 7), 401);
+        ck_assert_int_eq(status_of(a, 8), 200);
+        ck_assert_str_eq(field(a, 8, "ctype"), "text/event-stream");
+        ck_assert_ptr_nonnull(strstr(field(a, 8, "body"), "\"step\":\"phase:Succeeded\""));
+        ck_assert_int_eq(pb.published, 1);
+        double lat = cJSON_GetObjectItem(cJSON_GetArrayItem(a, 8), "latencyUs")->valuedouble;
+        ck_assert_msg(lat > 0 && lat < 200000, "publish to client took %.0f us", lat);
+        printf("event stream: publish -> client %.0f us\n", lat);
+        cJSON_Delete(a);
+        ag_io_free(pb.io);
+        close(p[0]);
+        close(sig[0]);
+        ag_timer_free(deadline);
+        /* Freed with the stream client possibly still suspended. */
+        ag_endpoint_free(ep);
+        ag_loop_free(loop);
+        free(r.data.p);
+}
+END_TEST
+
 START_TEST(test_refuses_beyond_loopback)
 {
         const struct {
@@ -477,6 +714,7 @@ int main(void)
         TCase *tc = tcase_create("core");
         tcase_set_timeout(tc, 60);
         tcase_add_test(tc, test_serves_routes);
+        tcase_add_test(tc, test_page_trace_and_stream);
         tcase_add_test(tc, test_refuses_beyond_loopback);
         tcase_add_test(tc, test_loopback_addresses);
         suite_add_tcase(s, tc);

@@ -405,12 +405,21 @@ static bool owned_by_kubelet(const char *type)
         return false;
 }
 
+static const struct st_condition *find_in(const struct st_condition *v, size_t n, const char *type)
+{
+        for (size_t i = 0; i < n; i++)
+                if (v[i].type != NULL && strcmp(v[i].type, type) == 0)
+                        return &v[i];
+        return NULL;
+}
+
+/* The previous condition of a type: from this agent's own last status when
+ * it has one (updateLastTransitionTime's oldStatus), else the API's. */
 static const struct st_condition *find_condition(const struct st_pod_input *in, const char *type)
 {
-        for (size_t i = 0; i < in->n_conditions; i++)
-                if (in->conditions[i].type != NULL && strcmp(in->conditions[i].type, type) == 0)
-                        return &in->conditions[i];
-        return NULL;
+        if (in->has_own)
+                return find_in(in->own_conditions, in->n_own_conditions, type);
+        return find_in(in->conditions, in->n_conditions, type);
 }
 
 /* A generated condition: status is "True" or "False"; reason/message

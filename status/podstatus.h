@@ -116,6 +116,14 @@ struct st_pod_input {
         size_t n_readiness_gates;
         const struct st_condition *conditions; /* last reported status.conditions */
         size_t n_conditions;
+        /* The conditions of the status this agent computed last for the pod
+         * (the kubelet's status manager cache): when has_own, a generated
+         * condition keeps its lastTransitionTime from there, not from the
+         * API's copy, which lags one update behind (each echo would flip
+         * the time back and forth). */
+        bool has_own;
+        const struct st_condition *own_conditions;
+        size_t n_own_conditions;
         bool sandbox_ready;                         /* a ready sandbox with networking exists */
         const struct st_container *init_containers; /* spec order */
         size_t n_init_containers;

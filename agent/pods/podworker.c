@@ -130,6 +130,7 @@ void pw_compute_status(struct ag_pod_worker *w)
             .init_containers = init,
             .containers = reg,
             .cached_phase = w->phase,
+            .own_status = w->status,
             .is_terminal = w->terminating,
             .sandbox_ready = w->sandbox_ready,
             .pod_ips = w->pod_ips,

@@ -51,7 +51,7 @@ static void to_st(const struct k8s_container *c, const struct ag_container_obs *
 
 struct conv {
         struct st_container *init, *regular;
-        struct st_condition *conds;
+        struct st_condition *conds, *own;
         const char **gates;
 };
 
@@ -60,6 +60,7 @@ static void conv_free(struct conv *c)
         free(c->init);
         free(c->regular);
         free(c->conds);
+        free(c->own);
         free(c->gates);
 }
 
@@ -84,6 +85,32 @@ static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, 
         cv->gates = calloc(sp->n_readiness_gates + 1, sizeof(*cv->gates));
         if (!cv->init || !cv->regular || !cv->conds || !cv->gates)
                 return -1;
+        if (obs->own_status != NULL) {
+                /* the conditions of our own last status, for their times */
+                const cJSON *oc = cJSON_GetObjectItemCaseSensitive(obs->own_status, "conditions");
+                size_t n_own = 0;
+                cv->own = calloc((size_t)cJSON_GetArraySize(oc) + 1, sizeof(*cv->own));
+                if (cv->own == NULL)
+                        return -1;
+                const cJSON *it;
+                cJSON_ArrayForEach(it, oc)
+                {
+                        const char *type =
+                            cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "type"));
+                        if (type == NULL)
+                                continue;
+                        cv->own[n_own++] = (struct st_condition){
+                            .type = type,
+                            .status = cJSON_GetStringValue(
+                                cJSON_GetObjectItemCaseSensitive(it, "status")),
+                            .last_transition_time = parse_time(cJSON_GetStringValue(
+                                cJSON_GetObjectItemCaseSensitive(it, "lastTransitionTime"))),
+                        };
+                }
+                in->has_own = true;
+                in->own_conditions = cv->own;
+                in->n_own_conditions = n_own;
+        }
         for (size_t i = 0; i < sp->n_init_containers; i++)
                 to_st(&sp->init_containers[i],
                       obs->init_containers ? &obs->init_containers[i] : NULL, true, &cv->init[i]);
@@ -113,13 +140,19 @@ static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, 
                 /* lastTransitionTime moves only when the status flips. */
                 if (c.last_transition_time == 0) {
                         c.last_transition_time = now;
-                        for (size_t i = 0; i < pod->status.n_conditions; i++) {
+                        for (size_t i = 0; !in->has_own && i < pod->status.n_conditions; i++) {
                                 const struct k8s_condition *old = &pod->status.conditions[i];
                                 if (old->type && strcmp(old->type, c.type) == 0 && old->status &&
                                     c.status && strcmp(old->status, c.status) == 0 &&
                                     old->last_transition_time)
                                         c.last_transition_time =
                                             parse_time(old->last_transition_time);
+                        }
+                        for (size_t i = 0; in->has_own && i < in->n_own_conditions; i++) {
+                                const struct st_condition *old = &in->own_conditions[i];
+                                if (strcmp(old->type, c.type) == 0 && old->status && c.status &&
+                                    strcmp(old->status, c.status) == 0 && old->last_transition_time)
+                                        c.last_transition_time = old->last_transition_time;
                         }
                 }
                 cv->conds[k++] = c;

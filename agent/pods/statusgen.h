@@ -39,6 +39,7 @@ struct ag_pod_obs {
         const struct ag_container_obs *init_containers;
         const struct ag_container_obs *containers;
         enum st_phase cached_phase; /* the last phase this agent computed */
+        const cJSON *own_status;    /* the last status this agent computed (NULL: none) */
         bool is_terminal;           /* being deleted or evicted */
         bool sandbox_ready;
         const char *const *pod_ips; /* first IPv4, then IPv6 */

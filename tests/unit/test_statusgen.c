@@ -299,6 +299,51 @@ START_TEST(test_terminal_held_while_running)
 }
 END_TEST
 
+static const char *cond_time(const cJSON *st, const char *type)
+{
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(st, "conditions"))
+        {
+                if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "type")),
+                           type) == 0)
+                        return cJSON_GetStringValue(
+                            cJSON_GetObjectItemCaseSensitive(c, "lastTransitionTime"));
+        }
+        return "<missing>";
+}
+
+/* The kubelet's status manager keeps a condition's lastTransitionTime from
+ * its own last status, not from the API's copy (one update behind): with
+ * the API's, every echo of an older status flipped the times back. */
+START_TEST(test_transition_times_from_own_status)
+{
+        struct k8s_pod *p = pod_from(POD); /* the API status has no kubelet condition yet */
+        struct ag_pod_obs obs = {.host_ips = HOST_IPS, .n_host_ips = 1};
+        _cleanup_cjson_ cJSON *first = ag_pod_status_json(p, &obs, 1000);
+        ck_assert_str_eq(cond_time(first, "Ready"), "1970-01-01T00:16:40Z");
+        /* the same observations a second later, the API still lagging */
+        obs.own_status = first;
+        _cleanup_cjson_ cJSON *second = ag_pod_status_json(p, &obs, 2000);
+        static const char *const types[] = {"PodReadyToStartContainers", "Initialized", "Ready",
+                                            "ContainersReady", "PodScheduled"};
+        for (size_t i = 0; i < 5; i++)
+                ck_assert_msg(strcmp(cond_time(second, types[i]), "1970-01-01T00:16:40Z") == 0,
+                              "%s: %s", types[i], cond_time(second, types[i]));
+        /* a condition that flips moves; the others keep their time */
+        obs.own_status = second;
+        obs.sandbox_ready = true;
+        _cleanup_cjson_ cJSON *third = ag_pod_status_json(p, &obs, 3000);
+        ck_assert_str_eq(cond_time(third, "PodReadyToStartContainers"), "1970-01-01T00:50:00Z");
+        ck_assert_str_eq(cond_time(third, "Ready"), "1970-01-01T00:16:40Z");
+        /* without our own status the API's copy is all there is: now */
+        obs.own_status = NULL;
+        obs.sandbox_ready = false;
+        _cleanup_cjson_ cJSON *fresh = ag_pod_status_json(p, &obs, 3000);
+        ck_assert_str_eq(cond_time(fresh, "Ready"), "1970-01-01T00:50:00Z");
+        k8s_pod_free(p);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("statusgen");
@@ -309,6 +354,7 @@ int main(void)
         tcase_add_test(tc, test_terminal_phase_kept);
         tcase_add_test(tc, test_extra_condition_replaces);
         tcase_add_test(tc, test_terminal_held_while_running);
+        tcase_add_test(tc, test_transition_times_from_own_status);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

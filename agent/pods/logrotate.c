@@ -411,7 +411,7 @@ int ag_logrotate_new(struct ag_loop *loop, const char *root_dir,
 {
         *ret = NULL;
         if (p->max_files < 2)
-                return cb_error_set(err, EINVAL, "invalid MaxFiles %d, must be > 1", p->max_files);
+                return cb_error_set(err, 0, "invalid MaxFiles %d, must be > 1", p->max_files);
         if (p->max_size < 0)
                 return 0; /* the kubelet's stub manager */
         struct ag_logrotate *m = calloc(1, sizeof(*m));

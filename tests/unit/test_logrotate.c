@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Container log rotation (agent/pods/logrotate.c) as the kubelet's
+ * container log manager does it, no root needed: nothing below the max
+ * size; <n>.log.<YYYYMMDD-hhmmss> (local time); the older rotated files
+ * gzip-compressed, the oldest removed so MaxFiles files are left; leftovers
+ * of a failed round (.tmp, a file with its .gz) removed; a failed reopen
+ * renames the file back; a missing log is reopened; a symlink is not
+ * followed. The reopen is a fake standing in for the monitor (it makes the
+ * new file, as the monitor's SIGHUP handler does).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "agent/pods/logrotate.h"
+#include "lib/cleanup.h"
+#include "lib/file.h"
+
+#include "helpers.h"
+
+#define T0 1704164645 /* 2024-01-02T03:04:05Z */
+
+static char dir[64], log_path[96];
+
+struct fake {
+        int calls;
+        bool fail;
+};
+
+static int fake_reopen(void *ud, struct cb_error *err)
+{
+        struct fake *f = ud;
+        f->calls++;
+        if (f->fail)
+                return cb_error_set(err, ETIMEDOUT, "the monitor did not reopen");
+        int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        ck_assert_int_ge(fd, 0);
+        close(fd);
+        return 0;
+}
+
+static void setup(void)
+{
+        setenv("TZ", "UTC", 1);
+        tzset();
+        snprintf(dir, sizeof(dir), "/tmp/cubelet-logrotate-%d", (int)getpid());
+        ck_assert_int_eq(th_sh("rm -rf %s && mkdir -p %s", dir, dir), 0);
+        snprintf(log_path, sizeof(log_path), "%s/0.log", dir);
+}
+
+static void teardown(void)
+{
+        th_sh("rm -rf %s", dir);
+}
+
+static void put(const char *name, const char *text)
+{
+        char p[160];
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        FILE *f = fopen(p, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static bool exists(const char *name)
+{
+        char p[160];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        return lstat(p, &st) == 0;
+}
+
+static int count_files(void)
+{
+        DIR *d = opendir(dir);
+        ck_assert_ptr_nonnull(d);
+        int n = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL)
+                n += de->d_name[0] != '.';
+        closedir(d);
+        return n;
+}
+
+static const struct ag_logrotate_policy policy = {
+    .max_size = 16, .max_files = 3, .max_workers = 1, .interval_ms = 10000};
+
+static void rotate(int64_t now, struct fake *f, bool want_rotated)
+{
+        bool rotated = !want_rotated;
+        struct cb_error err = {0};
+        int r = ag_logrotate_file(log_path, &policy, now, fake_reopen, f, &rotated, &err);
+        ck_assert_msg(r == 0, "%s", err.msg);
+        ck_assert(rotated == want_rotated);
+}
+
+START_TEST(test_below_max_size)
+{
+        struct fake f = {0};
+        put("0.log", "short\n"); /* 6 < 16 bytes */
+        rotate(T0, &f, false);
+        ck_assert_int_eq(f.calls, 0);
+        ck_assert_int_eq(count_files(), 1);
+}
+END_TEST
+
+START_TEST(test_rotation_sequence)
+{
+        struct fake f = {0};
+        put("0.log", "first file, 20 bytes\n");
+        rotate(T0, &f, true);
+        ck_assert_int_eq(f.calls, 1);
+        ck_assert(exists("0.log.20240102-030405")); /* the kubelet's 20060102-150405 */
+        ck_assert(exists("0.log"));
+        /* the just-rotated file stays uncompressed: the writer may finish a
+         * record there */
+        _cleanup_free_ char *data = NULL;
+        size_t len;
+        char p[160];
+        snprintf(p, sizeof(p), "%s/0.log.20240102-030405", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 20, &data, &len, NULL), 0);
+        ck_assert_str_eq(data, "first file, 20 bytes\n");
+
+        put("0.log", "second file 20 bytes\n");
+        rotate(T0 + 10, &f, true);
+        ck_assert(exists("0.log.20240102-030405.gz"));
+        ck_assert(!exists("0.log.20240102-030405"));
+        ck_assert(exists("0.log.20240102-030415"));
+        ck_assert_int_eq(count_files(), 3);
+        /* the .gz holds the first file */
+        snprintf(p, sizeof(p), "%s/0.log.20240102-030405.gz", dir);
+        gzFile z = gzopen(p, "rbe");
+        ck_assert_ptr_nonnull(z);
+        char buf[64] = {0};
+        ck_assert_int_eq(gzread(z, buf, sizeof(buf) - 1), 21);
+        gzclose(z);
+        ck_assert_str_eq(buf, "first file, 20 bytes\n");
+
+        /* MaxFiles 3: the oldest goes, the next is compressed */
+        put("0.log", "third file, 20 bytes\n");
+        rotate(T0 + 20, &f, true);
+        ck_assert(!exists("0.log.20240102-030405.gz"));
+        ck_assert(exists("0.log.20240102-030415.gz"));
+        ck_assert(exists("0.log.20240102-030425"));
+        ck_assert(exists("0.log"));
+        ck_assert_int_eq(count_files(), 3);
+        ck_assert_int_eq(f.calls, 3);
+}
+END_TEST
+
+START_TEST(test_leftovers)
+{
+        struct fake f = {0};
+        put("0.log", "a log of more than sixteen bytes\n");
+        put("0.log.20240101-000000", "compressed already\n");
+        put("0.log.20240101-000000.gz", "x");
+        put("0.log.20240101-000001.tmp", "half-made");
+        put("1.log.20240101-000000", "another instance's");
+        rotate(T0, &f, true);
+        ck_assert(!exists("0.log.20240101-000000"));
+        ck_assert(!exists("0.log.20240101-000001.tmp"));
+        ck_assert(exists("0.log.20240101-000000.gz"));
+        ck_assert(exists("1.log.20240101-000000")); /* not this log's */
+        ck_assert(exists("0.log.20240102-030405"));
+}
+END_TEST
+
+START_TEST(test_reopen_fails)
+{
+        struct fake f = {.fail = true};
+        put("0.log", "a log of more than sixteen bytes\n");
+        bool rotated = true;
+        struct cb_error err = {0};
+        ck_assert_int_lt(ag_logrotate_file(log_path, &policy, T0, fake_reopen, &f, &rotated, &err),
+                         0);
+        ck_assert(!rotated);
+        ck_assert_msg(strstr(err.msg, "failed to reopen container log") != NULL, "%s", err.msg);
+        /* renamed back: the next round tries again */
+        ck_assert(exists("0.log"));
+        ck_assert(!exists("0.log.20240102-030405"));
+}
+END_TEST
+
+START_TEST(test_missing_log_reopened)
+{
+        struct fake f = {0};
+        rotate(T0, &f, false);
+        ck_assert_int_eq(f.calls, 1);
+        ck_assert(exists("0.log"));
+}
+END_TEST
+
+START_TEST(test_symlink_refused)
+{
+        struct fake f = {0};
+        char p[160];
+        snprintf(p, sizeof(p), "%s/0.log", dir);
+        ck_assert_int_eq(symlink("/etc/passwd", p), 0);
+        bool rotated;
+        struct cb_error err = {0};
+        ck_assert_int_lt(ag_logrotate_file(log_path, &policy, T0, fake_reopen, &f, &rotated, &err),
+                         0);
+        ck_assert_msg(strstr(err.msg, "not a regular file") != NULL, "%s", err.msg);
+        ck_assert_int_eq(f.calls, 0);
+}
+END_TEST
+
+START_TEST(test_disabled)
+{
+        struct fake f = {0};
+        struct ag_logrotate_policy off = policy;
+        off.max_size = -1;
+        put("0.log", "a log of more than sixteen bytes\n");
+        bool rotated;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_logrotate_file(log_path, &off, T0, fake_reopen, &f, &rotated, &err), 0);
+        ck_assert(!rotated);
+        ck_assert_int_eq(count_files(), 1);
+        /* and the manager refuses MaxFiles 1, as the kubelet does */
+        struct ag_logrotate *m = NULL;
+        off.max_files = 1;
+        ck_assert_int_lt(ag_logrotate_new(NULL, "/tmp", &off, &m, &err), 0);
+        ck_assert_str_eq(err.msg, "invalid MaxFiles 1, must be > 1");
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("logrotate");
+        TCase *tc = tcase_create("logrotate");
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, test_below_max_size);
+        tcase_add_test(tc, test_rotation_sequence);
+        tcase_add_test(tc, test_leftovers);
+        tcase_add_test(tc, test_reopen_fails);
+        tcase_add_test(tc, test_missing_log_reopened);
+        tcase_add_test(tc, test_symlink_refused);
+        tcase_add_test(tc, test_disabled);
+        suite_add_tcase(s, tc);
+        return th_run(s) == 0 ? 0 : 1;
+}

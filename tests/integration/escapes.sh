@@ -27,7 +27,7 @@ import_busybox
 run() {
   local name=$1
   set +e
-  run_pod_cmd "$tmp/$name.yaml"
+  run_pod_cmd "$tmp/$name.yaml" "${@:2}"
   timeout 60 "${pod_argv[@]}" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
   rc=$?
   set -e
@@ -192,6 +192,58 @@ else
   echo "skipped: io_uring (no static libc to build the probe)"
   tried=$((tried - 1))
 fi
+
+# --- item 14: container logs grow without bound ----------------------------------------
+attempt "log flood fills the node disk (containerLogMaxSize / containerLogMaxFiles)"
+# The container writes 1 KiB lines as fast as it can for 15 s and counts the
+# MiB it wrote; the host samples its log directory meanwhile. The kubelet's
+# rotation (1Mi, 3 files, a 3 s interval here) must keep at most 3 files,
+# compress the older ones and keep far less on disk than was written.
+mkdir -p "$tmp/floodbin" "$tmp/floodout"
+cat >"$tmp/floodbin/flood.sh" <<'EOF'
+line=$(head -c 1000 /dev/zero | tr '\0' a)
+n=0
+end=$(($(date +%s) + 15))
+while [ "$(date +%s)" -lt "$end" ]; do
+  yes "$line" | head -c 1048576
+  n=$((n + 1))
+  echo "$n" >/out/mib
+done
+EOF
+pod flood "    command: [sh, /t/flood.sh]
+    volumeMounts: [{name: t, mountPath: /t, readOnly: true}, {name: o, mountPath: /out}]" \
+  "  volumes: [{name: t, hostPath: {path: $tmp/floodbin}}, {name: o, hostPath: {path: $tmp/floodout}}]"
+(
+  # the container's log directory every 0.5 s: files (not the .tmp of a
+  # compression under way) and bytes
+  for _ in $(seq 1 80); do
+    d=$(ls -d "$logs"/default_flood_*/main 2>/dev/null | head -1 || true)
+    [ -z "$d" ] || echo "$(find "$d" -type f ! -name '*.tmp' | wc -l) $(du -sb "$d" | cut -f1)"
+    sleep 0.5
+  done
+) >"$tmp/flood.samples" &
+sampler=$!
+track $sampler
+run flood --container-log-max-size 1Mi --container-log-max-files 3 --container-log-monitor-interval 3
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" 2>/dev/null || true
+d=$(ls -d "$logs"/default_flood_*/main 2>/dev/null | head -1)
+wrote=$(cat "$tmp/floodout/mib" 2>/dev/null || echo 0)
+maxfiles=$(sort -n "$tmp/flood.samples" | tail -1 | cut -d' ' -f1)
+maxbytes=$(sort -k2 -n "$tmp/flood.samples" | tail -1 | cut -d' ' -f2)
+nfiles=$(ls "$d" | wc -l)
+ngz=$(find "$d" -name '*.gz' | wc -l)
+gzok=0
+for f in "$d"/*.gz; do
+  [ -e "$f" ] || continue
+  zcat "$f" | head -1 | grep -qE '^20[0-9-]+T[0-9:.]+Z stdout [FP] a+$' && gzok=$((gzok + 1))
+done
+echo "  flood: wrote $wrote MiB (+ CRI framing) in 15 s; at most ${maxfiles:-0} files and $((${maxbytes:-0} >> 20)) MiB on disk; at the end: $(ls "$d" | paste -sd' ')"
+if [ "${wrote:-0}" -lt 20 ]; then escaped "the flood wrote only ${wrote} MiB: $(tail -3 "$tmp/flood.err")"
+elif [ "${maxfiles:-9}" -gt 3 ] || [ "$nfiles" -gt 3 ]; then escaped "more than containerLogMaxFiles=3 files: $(ls "$d")"
+elif [ "$ngz" -lt 1 ] || [ "$gzok" -ne "$ngz" ]; then escaped "older logs not gzip-compressed CRI logs ($ngz .gz, $gzok readable)"
+elif [ $((maxbytes >> 20)) -ge $((wrote / 2)) ]; then escaped "the disk took $((maxbytes >> 20)) MiB of the $wrote MiB written"
+else refused "at most 3 files, $((maxbytes >> 20)) MiB of $wrote MiB on disk"; fi
 
 # --- item 5 (archive half): hostile image archives ---------------------------------------
 # tar NAME KIND: an archive whose manifest.json is a FIFO, a device or a

@@ -106,8 +106,8 @@ static int compress_log(int dfd, const char *name, struct cb_error *err)
         if ((size_t)snprintf(tmp, sizeof(tmp), "%s" TMP_SUFFIX, name) >= sizeof(tmp) ||
             (size_t)snprintf(gz, sizeof(gz), "%s" GZ_SUFFIX, name) >= sizeof(gz))
                 return cb_error_set(err, ENAMETOOLONG, "log name %s is too long", name);
-        _cleanup_close_ int out = openat(
-            dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 07777);
+        const int oflags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
+        _cleanup_close_ int out = openat(dfd, tmp, oflags, st.st_mode & 07777); /* O_CLOEXEC */
         if (out < 0)
                 return cb_error_set(err, errno, "failed to create temporary log %s", tmp);
         /* gzclose closes the fd it was given: give it a copy, keep ours

@@ -294,8 +294,14 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
 
         struct k8s_admit_result adm;
         struct cb_error verr = {0};
+        const char *why = NULL;
         if (k8s_pod_validate_paths(pod, &verr) < 0) {
                 adm = (struct k8s_admit_result){.admitted = false, .reason = "InvalidPod"};
+                snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
+                         verr.msg);
+        } else if (k8s_pod_validate_supported(pod, &why, &verr) < 0) {
+                adm = (struct k8s_admit_result){.admitted = false};
+                snprintf(adm.reason, sizeof(adm.reason), "%s", why);
                 snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
                          verr.msg);
         } else {

@@ -193,6 +193,25 @@ else
   tried=$((tried - 1))
 fi
 
+# --- item 7: fields cubelet does not implement are refused, never dropped ---------------
+attempt "fail open: hostUsers: false (the container would run with the host's identity)"
+pod userns "    command: [sh, -c, 'echo started; cat /proc/self/uid_map']" "  hostUsers: false"
+run userns
+if pod_log userns | grep -q started; then escaped "the container ran without a user namespace: $(pod_log userns | tail -1)"
+elif said userns "can't set \`spec.hostUsers: false\`, runtime does not support user namespaces"; then
+  refused "$(grep -o '"reason":"[A-Za-z]*"' "$tmp/userns.jsonl" | head -1)"
+else escaped "no refusal message: $(tail -3 "$tmp/userns.err")"; fi
+
+attempt "fail open: mountPropagation: HostToContainer on a hostPath volume"
+mkdir -p "$tmp/propvol"
+pod prop "    command: [sh, -c, 'echo started']
+    volumeMounts: [{name: v, mountPath: /v, mountPropagation: HostToContainer}]" \
+  "  volumes: [{name: v, hostPath: {path: $tmp/propvol}}]"
+run prop
+if pod_log prop | grep -q started; then escaped "the container ran with a private mount instead"
+elif said prop "mountPropagation: \\\"HostToContainer\\\": only None is implemented"; then refused "UnsupportedPodSpec"
+else escaped "no refusal message: $(tail -3 "$tmp/prop.err") $(tail -1 "$tmp/prop.jsonl")"; fi
+
 # --- item 14: container logs grow without bound ----------------------------------------
 attempt "log flood fills the node disk (containerLogMaxSize / containerLogMaxFiles)"
 # The container writes 1 KiB lines as fast as it can for 15 s and counts the

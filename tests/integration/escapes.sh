@@ -297,6 +297,107 @@ for kind in fifo device symlink; do
   else escaped "unexpected error: $(cat "$tmp/import-$kind.err")"; fi
 done
 
+# --- item 10 through the API: objects a compromised apiserver could serve ----------------
+# The stand-in's test-only switch (tests/apiserver/README.md, "Hostile
+# objects") stores pods exactly as given; the agent, bound to that node,
+# must refuse each, write or remove nothing outside its directories, and
+# keep its healthy pod running.
+if command -v kubectl >/dev/null && [ -x /usr/bin/etcd ]; then
+  NODE=it-escapes-$$
+  export CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS=1
+  start_standin
+  unset CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS
+  start_agent -v 2 --kubeconfig "$data/node.kubeconfig" --healthz-port 0 --node-status-update-frequency 1s
+  poll 30 eval 'kubectl --kubeconfig "$data/admin.kubeconfig" get node "$NODE" >/dev/null 2>&1' ||
+    die "node $NODE not registered"
+  k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
+  k create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: healthy, namespace: default}
+spec:
+  nodeName: $NODE
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: busybox:1.36, command: [sh, -c, 'echo up; while :; do sleep 1; done']}
+EOF
+  poll 60 eval '[ "$(k get pod healthy -o jsonpath={.status.phase} 2>/dev/null)" = Running ]' ||
+    die "the healthy pod is not Running: $(tail -5 "$tmp/agent.log")"
+  healthy_cid=$(k get pod healthy -o jsonpath='{.status.containerStatuses[0].containerID}')
+  # hostile NAME JSON-SPEC-FRAGMENT [UID] [NAME-JSON]: a pod bound to the node as given
+  victim=/tmp/cubelet-hostile-$$
+  up=$(printf '../%.0s' $(seq 1 24))
+  hostile() {
+    python3 - "$1" "$2" "${3:-$(cat /proc/sys/kernel/random/uuid)}" "$NODE" "${4:-}" <<'EOF' >"$tmp/hostile.json"
+import json, sys
+name, spec, uid, node, rawname = sys.argv[1:6]
+pod = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": name, "namespace": "default", "uid": uid,
+                    "creationTimestamp": "2026-01-01T00:00:00Z"},
+       "spec": dict({"nodeName": node, "hostNetwork": True, "restartPolicy": "Never"},
+                    **json.loads(spec))}
+if rawname:
+    pod["metadata"]["name"] = json.loads(rawname)
+print(json.dumps({"namespace": "default", "object": pod}))
+EOF
+    curl -sk -o "$tmp/hostile.out" -w '%{http_code}' --cacert "$data/ca.crt" \
+      --cert "$data/admin.crt" --key "$data/admin.key" -H 'Content-Type: application/json' \
+      --data-binary @"$tmp/hostile.json" "$standin_url/debug/hostile-objects"
+  }
+  C='"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo RAN; touch /x"]}]'
+  # status of a hostile pod by name (those with a plain name)
+  hstatus() { k get pod "$1" -o jsonpath='{.status.phase} {.status.reason} {.status.message}' 2>/dev/null; }
+  hostile_case() { # NAME WANT-IN-MESSAGE SPEC [UID]
+    local code
+    code=$(hostile "$1" "$3" "${4:-}")
+    [ "$code" = 201 ] || { escaped "the stand-in did not store $1: $code $(cat "$tmp/hostile.out")"; return; }
+    hn=$1
+    if poll 20 eval '[[ "$(hstatus "$hn")" == Failed\ InvalidPod* ]]'; then
+      if grep -qF -- "$2" <<<"$(hstatus "$1")"; then refused "$(hstatus "$1" | cut -c1-140)"
+      else escaped "refused, but the message lacks \"$2\": $(hstatus "$1")"; fi
+    else escaped "not refused: '$(hstatus "$1")'"; fi
+  }
+  attempt "hostile apiserver: a pod uid of ${up}tmp/cubelet-hostile-PID"
+  hostile_case evil-uid 'metadata.uid: Invalid value' "{$C, \"volumes\": [{\"name\": \"v\", \"emptyDir\": {}}]}" "${up}${victim#/}"
+  attempt "hostile apiserver: a container name with '/'"
+  hostile_case evil-cname 'spec.containers[0].name: Invalid value' \
+    "{\"containers\": [{\"name\": \"a/${up}${victim#/}-c\", \"image\": \"busybox:1.36\"}]}"
+  attempt "hostile apiserver: a volume name with '/'"
+  hostile_case evil-vname 'spec.volumes[0].name: Invalid value' \
+    "{$C, \"volumes\": [{\"name\": \"v/${up}${victim#/}-v\", \"emptyDir\": {}}]}"
+  attempt "hostile apiserver: 300 containers (the decoder's limit is 256)"
+  many=$(python3 -c 'import json; print(json.dumps({"containers": [{"name": "c%d" % i, "image": "busybox:1.36"} for i in range(300)]}))')
+  code=$(hostile evil-many "$many")
+  poll 10 eval 'grep -q "evil-many\|300 items\|at most 256" "$tmp/agent.log"' || true
+  if [ "$code" != 201 ]; then escaped "the stand-in did not store it: $code"
+  elif [[ "$(hstatus evil-many)" == Running* ]]; then escaped "evil-many runs"
+  elif [ -n "$(ls "$root/containers" 2>/dev/null | grep -v "${healthy_cid#cubelet://}" || true)" ]; then
+    escaped "containers were made: $(ls "$root/containers")"
+  else refused "not run ($(hstatus evil-many | cut -c1-80)); $(grep -oE '[^]]*(at most|too many)[^"]{0,60}' "$tmp/agent.log" | head -1)"; fi
+  attempt "hostile apiserver: a pod name with NUL (web\\u0000../x)"
+  code=$(hostile evil-nul "{$C}" "" '"web\u0000../x"')
+  sleep 3
+  if [ "$code" != 201 ]; then escaped "the stand-in did not store it: $code $(cat "$tmp/hostile.out")"
+  elif grep -q 'RAN' "$logs"/default_web*/main/0.log 2>/dev/null; then escaped "the NUL pod ran"
+  else refused "not run; $(grep -ciE 'NUL|\\\\u0000' "$tmp/agent.log") agent log line(s) about it"; fi
+
+  attempt "hostile apiserver: the node survives (no write outside, healthy pod untouched)"
+  sleep 2
+  leaked=$(ls -d "$victim"* "$(dirname "$root")"/x* 2>/dev/null || true)
+  now_cid=$(k get pod healthy -o jsonpath='{.status.containerStatuses[0].containerID}')
+  if ! kill -0 "$agent_pid" 2>/dev/null; then escaped "the agent died: $(tail -5 "$tmp/agent.log")"
+  elif [ -n "$leaked" ]; then escaped "written outside the root dir: $leaked"
+  elif [ "$(k get pod healthy -o jsonpath={.status.phase})" != Running ] || [ "$now_cid" != "$healthy_cid" ]; then
+    escaped "the healthy pod was disturbed: $(k get pod healthy -o jsonpath='{.status.phase} {.status.containerStatuses[0].restartCount}')"
+  else refused "agent alive, nothing under $victim*, healthy pod Running with the same container"; fi
+  k delete pod healthy --wait=false >/dev/null 2>&1 || true
+  poll 30 eval '! k get pod healthy >/dev/null 2>&1' || fail "the healthy pod was not deleted"
+  stop_agent
+else
+  echo "skipped: hostile objects through the API (needs kubectl and etcd)"
+fi
+
 sanitizer_findings "$tmp"/*.err || fails=$((fails + 1))
 echo "escape attempts: $tried tried, $refused refused"
 if [ $fails -gt 0 ] || [ $refused -ne $tried ]; then

@@ -115,6 +115,30 @@ if [ -z "$out" ]; then escaped "no output: $(tail -3 "$tmp/fds.err")"
 elif [ -n "$extra" ]; then escaped "pid 1 holds more than stdio: $extra"
 else refused "pid 1 has only 0, 1, 2"; fi
 
+# --- exec path: CVE-2024-21626 through an exec (probes and kubectl exec share it) --------
+attempt "CVE-2024-21626 via exec: the workingDir swapped for /proc/self/fd/N under exec probes"
+# The container's workingDir /home becomes a symlink to /proc/self/fd/N
+# (N = 3..9, 1.5 s each) after the start; an exec readiness probe every
+# second runs in the workingDir, as kubectl exec does, through the same
+# `cubelet __exec`. A probe that lands in a host directory would record a
+# cwd outside the container.
+mkdir -p "$tmp/execout"
+pod execwd "    command: [sh, -c, 'sleep 2; for n in 3 4 5 6 7 8 9; do rm -rf /home; ln -s /proc/self/fd/\$n /home; sleep 1.5; done; rm /home; mkdir /home; sleep 2; echo flipped']
+    workingDir: /home
+    readinessProbe:
+      exec: {command: [sh, -c, 'echo \"cwd=\$(pwd -P) ls=\$(ls -a | head -4 | tr \"\\\\n\" ,)\" >> /out/probe.log']}
+      periodSeconds: 1
+    volumeMounts: [{name: o, mountPath: /out}]" "  volumes: [{name: o, hostPath: {path: $tmp/execout}}]"
+run execwd
+ran=$(grep -c '^cwd=' "$tmp/execout/probe.log" 2>/dev/null || true)
+outside=$(grep -vE '^cwd=/home ' "$tmp/execout/probe.log" 2>/dev/null || true)
+nrefused=$(grep -cE 'working directory .* is outside the container|cannot chdir to the working directory' "$tmp/execwd.err" || true)
+if ! pod_log execwd | grep -q flipped; then escaped "the container did not run: $(tail -3 "$tmp/execwd.err")"
+elif [ "${ran:-0}" -lt 1 ]; then escaped "no exec ran at all (no positive control): $(grep -i probe "$tmp/execwd.err" | tail -2)"
+elif [ -n "$outside" ]; then escaped "an exec ran outside /home: $outside"
+elif [ "${nrefused:-0}" -lt 1 ]; then escaped "no exec was refused during the swap: $(grep -i 'probe' "$tmp/execwd.err" | tail -3)"
+else refused "$ran exec(s) in /home, $nrefused refused while it pointed at /proc/self/fd/N"; fi
+
 # --- items 3 and 4: the pause process; /proc/self/exe (CVE-2019-5736) -------------------
 sha_before=$(sha256sum "$CUBELET" | cut -d' ' -f1)
 attempt "pause: /proc/1/root of the shared PID namespace with SYS_PTRACE"

@@ -7,16 +7,20 @@
  * each running container, when its CRI log file <dir>/<n>.log is at least
  * containerLogMaxSize bytes:
  *
- *   - leftovers of an earlier failed round go (<n>.log.*.tmp, and a
- *     rotated file whose .gz exists);
- *   - the oldest rotated files go until MaxFiles - 2 are left (with the
- *     file about to be rotated and the new one: MaxFiles in all);
- *   - rotated files not yet compressed are gzip-compressed
- *     (<n>.log.<timestamp>.gz, through a .tmp file);
  *   - <n>.log is renamed to <n>.log.<YYYYMMDD-hhmmss> (local time, the
  *     kubelet's "20060102-150405") and the container's monitor reopens
  *     <n>.log (CRI ReopenContainerLog: rt_container_reopen_log); when it
- *     cannot, the file is renamed back and the next round tries again.
+ *     cannot, the file is renamed back and the next round tries again;
+ *   - leftovers of an earlier failed round go (<n>.log.*.tmp, and a
+ *     rotated file whose .gz exists);
+ *   - the oldest rotated files go until MaxFiles - 1 are left (with the
+ *     new file: MaxFiles in all);
+ *   - rotated files not yet compressed, but the one just rotated, are
+ *     gzip-compressed (<n>.log.<timestamp>.gz, level 1, through a .tmp).
+ *
+ * The kubelet compresses first and renames last; the files left are the
+ * same, but renaming first cuts a flooding container's file at once rather
+ * than after the compressions.
  *
  * A missing <n>.log of a running container is reopened too. `kubectl
  * logs` reads only <n>.log, as the kubelet does. The file work runs in

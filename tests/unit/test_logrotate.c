@@ -24,6 +24,7 @@
 #include "agent/pods/logrotate.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
+#include "runtime/container.h"
 
 #include "helpers.h"
 
@@ -234,6 +235,85 @@ START_TEST(test_disabled)
 }
 END_TEST
 
+/* ---- live: the monitor's reopen (root with cgroups) ---- */
+
+static int atoi_safe(const char *p, size_t n)
+{
+        int v = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (p[i] < '0' || p[i] > '9')
+                        return -1;
+                v = v * 10 + (p[i] - '0');
+        }
+        return v;
+}
+
+struct lines {
+        int n, bad;
+        int next;
+};
+
+static int count_line(enum rt_stream st, int64_t ts, const char *line, size_t len, void *ud)
+{
+        struct lines *l = ud;
+        (void)st;
+        (void)ts;
+        int v = -1;
+        if (len > 5 && memcmp(line, "line-", 5) == 0)
+                v = atoi_safe(line + 5, len - 5);
+        if (v != l->next)
+                l->bad++;
+        l->next = v + 1;
+        l->n++;
+        return 0;
+}
+
+/* A container writes line-0..399 (10 ms apart); its log is renamed and the
+ * monitor asked to reopen it twice while it writes: the three files hold
+ * every line once, in order, each file whole records; a stopped container
+ * is refused (ESRCH). */
+START_TEST(test_monitor_reopen)
+{
+        static const char *const argv[] = {
+            "sh", "-c",
+            "i=0; while [ $i -lt 400 ]; do echo line-$i; i=$((i+1)); usleep 10000; done", NULL};
+        struct rt_container_config c;
+        th_base_config(&c, "reopen", argv);
+        struct cb_error err = {0};
+        struct rt_container_state s0;
+        ck_assert_msg(rt_container_create_start(&c, &s0, &err) == 0, "start: %s", err.msg);
+        char rot[2][512];
+        for (int k = 0; k < 2; k++) {
+                struct timespec ts = {1, 0};
+                nanosleep(&ts, NULL); /* the test waits, the agent never does */
+                snprintf(rot[k], sizeof(rot[k]), "%s.%d", c.log_path, k);
+                ck_assert_int_eq(rename(c.log_path, rot[k]), 0);
+                ck_assert_msg(rt_container_reopen_log(th_root, "reopen", 5000, &err) == 0,
+                              "reopen %d: %s", k, err.msg);
+                struct stat st;
+                ck_assert_int_eq(stat(c.log_path, &st), 0);
+        }
+        struct rt_container_state st;
+        th_wait_exit("reopen", &st, 60000);
+        ck_assert_int_eq(st.exit_code, 0);
+        struct lines l = {0};
+        ck_assert_msg(rt_crilog_read(rot[0], count_line, &l, &err) == 0, "%s", err.msg);
+        int first = l.n;
+        ck_assert_msg(rt_crilog_read(rot[1], count_line, &l, &err) == 0, "%s", err.msg);
+        int second = l.n - first;
+        ck_assert_msg(rt_crilog_read(c.log_path, count_line, &l, &err) == 0, "%s", err.msg);
+        ck_assert_msg(l.n == 400 && l.bad == 0, "%d lines, %d out of order (%d, %d, %d)", l.n,
+                      l.bad, first, second, l.n - first - second);
+        ck_assert_int_gt(first, 0);
+        ck_assert_int_gt(second, 0);
+        ck_assert_int_gt(l.n - first - second, 0);
+        /* exited: nothing to reopen */
+        ck_assert_int_lt(rt_container_reopen_log(th_root, "reopen", 1000, &err), 0);
+        ck_assert_int_eq(err.code, ESRCH);
+        ck_assert_msg(rt_container_remove(th_root, "reopen", &err) == 0, "%s", err.msg);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("logrotate");
@@ -247,5 +327,16 @@ int main(void)
         tcase_add_test(tc, test_symlink_refused);
         tcase_add_test(tc, test_disabled);
         suite_add_tcase(s, tc);
-        return th_run(s) == 0 ? 0 : 1;
+        bool live = th_need_root_cgroups("test_logrotate (live)") == 0 &&
+                    th_live_setup("test_logrotate", "lr") == 0;
+        if (live) {
+                TCase *lc = tcase_create("live");
+                tcase_set_timeout(lc, 120);
+                tcase_add_test(lc, test_monitor_reopen);
+                suite_add_tcase(s, lc);
+        }
+        int failed = th_run(s);
+        if (live)
+                th_sweep();
+        return failed == 0 ? 0 : 1;
 }

@@ -248,6 +248,55 @@ int ag_logrotate_file(const char *log_path, const struct ag_logrotate_policy *p,
         return 0;
 }
 
+/* "<K>.log" or "<K>.log.<anything>": K, else -1 */
+static long instance_of(const char *name)
+{
+        char *end;
+        if (name[0] < '0' || name[0] > '9')
+                return -1;
+        long k = strtol(name, &end, 10);
+        if (strncmp(end, ".log", 4) != 0 || (end[4] != '\0' && end[4] != '.'))
+                return -1;
+        return k;
+}
+
+int ag_logrotate_prune_instances(const char *log_path, int *ret_removed, struct cb_error *err)
+{
+        *ret_removed = 0;
+        const char *slash = strrchr(log_path, '/');
+        if (slash == NULL)
+                return cb_error_set(err, EINVAL, "log path \"%s\" is not absolute", log_path);
+        long n = instance_of(slash + 1);
+        if (n < 0 || strcmp(slash + 1 + strspn(slash + 1, "0123456789"), ".log") != 0)
+                return 0; /* not <N>.log: not a kubelet-named log */
+        _cleanup_free_ char *dir = strndup(log_path, (size_t)(slash - log_path) + 1);
+        if (dir == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd < 0)
+                return cb_error_set(err, errno, "cannot open the log directory %s", dir);
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (d == NULL) {
+                if (fd >= 0)
+                        close(fd);
+                return cb_error_set(err, errno, "cannot read the log directory %s", dir);
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL && r == 0) {
+                long k = instance_of(de->d_name);
+                if (k < 0 || k >= n - 1)
+                        continue;
+                if (unlinkat(dfd, de->d_name, 0) < 0 && errno != ENOENT)
+                        r = cb_error_set(err, errno, "cannot remove %s%s", dir, de->d_name);
+                else
+                        (*ret_removed)++;
+        }
+        closedir(d);
+        return r;
+}
+
 /* ---- the manager ---------------------------------------------------------------- */
 
 struct ag_logrotate {
@@ -276,7 +325,7 @@ struct ctr_job {
         char *path;
         struct ag_logrotate_policy policy;
         bool rotated;
-        int64_t size;
+        int pruned;
         struct cb_error err;
         int r;
 };
@@ -330,6 +379,10 @@ static int reopen_runtime(void *ud, struct cb_error *err)
 static void ctr_work(void *data)
 {
         struct ctr_job *j = data;
+        if (ag_logrotate_prune_instances(j->path, &j->pruned, &j->err) < 0) {
+                j->r = -1;
+                return;
+        }
         j->r = ag_logrotate_file(j->path, &j->policy, (int64_t)time(NULL), reopen_runtime, j,
                                  &j->rotated, &j->err);
 }
@@ -348,6 +401,9 @@ static void ctr_done(void *data, bool cancelled)
                         log_error("Failed to rotate log for container %s: %s", j->id, j->err.msg);
                 else if (j->rotated)
                         log_v(2, "rotated the log of container %s (%s)", j->id, j->path);
+                if (j->pruned > 0)
+                        log_v(2, "removed %d log file(s) of earlier instances of container %s",
+                              j->pruned, j->id);
                 round_step_done(j->m);
         }
         free(j->path);

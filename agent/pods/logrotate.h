@@ -57,6 +57,13 @@ typedef int (*ag_log_reopen_fn)(void *ud, struct cb_error *err);
 int ag_logrotate_file(const char *log_path, const struct ag_logrotate_policy *p, int64_t now_s,
                       ag_log_reopen_fn reopen, void *ud, bool *ret_rotated, struct cb_error *err);
 
+/* The kubelet's container GC keeps one dead instance of a container (for
+ * `kubectl logs --previous`) and removes older ones with their logs: for a
+ * running <dir>/<N>.log, every <K>.log and <K>.log.* with K < N - 1 goes,
+ * so a crash-looping container cannot fill the disk one instance at a time.
+ * The manager does it each round, before the rotation. */
+int ag_logrotate_prune_instances(const char *log_path, int *ret_removed, struct cb_error *err);
+
 struct ag_logrotate;
 
 /* The manager over every running container of the runtime at root_dir

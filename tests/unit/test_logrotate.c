@@ -235,6 +235,35 @@ START_TEST(test_disabled)
 }
 END_TEST
 
+START_TEST(test_prune_instances)
+{
+        put("0.log", "x");
+        put("0.log.20240101-000000.gz", "x");
+        put("1.log", "x");
+        put("1.log.20240101-000000", "x");
+        put("2.log", "x"); /* the previous instance: kept for --previous */
+        put("2.log.20240101-000000.gz", "x");
+        put("3.log", "x"); /* running */
+        put("notes.txt", "x");
+        put("10x.log", "x");
+        char p3[160];
+        snprintf(p3, sizeof(p3), "%s/3.log", dir);
+        int removed = -1;
+        struct cb_error err = {0};
+        ck_assert_msg(ag_logrotate_prune_instances(p3, &removed, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(removed, 4);
+        ck_assert(!exists("0.log") && !exists("0.log.20240101-000000.gz") && !exists("1.log") &&
+                  !exists("1.log.20240101-000000"));
+        ck_assert(exists("2.log") && exists("2.log.20240101-000000.gz") && exists("3.log"));
+        ck_assert(exists("notes.txt") && exists("10x.log"));
+        /* the first instance: nothing older */
+        char p0[160];
+        snprintf(p0, sizeof(p0), "%s/2.log", dir);
+        ck_assert_int_eq(ag_logrotate_prune_instances(p0, &removed, &err), 0);
+        ck_assert_int_eq(removed, 0);
+}
+END_TEST
+
 /* ---- live: the monitor's reopen (root with cgroups) ---- */
 
 static int atoi_safe(const char *p, size_t n)
@@ -326,6 +355,7 @@ int main(void)
         tcase_add_test(tc, test_missing_log_reopened);
         tcase_add_test(tc, test_symlink_refused);
         tcase_add_test(tc, test_disabled);
+        tcase_add_test(tc, test_prune_instances);
         suite_add_tcase(s, tc);
         bool live = th_need_root_cgroups("test_logrotate (live)") == 0 &&
                     th_live_setup("test_logrotate", "lr") == 0;

@@ -470,8 +470,6 @@ static void refuse_pod_spec(struct dec *d, const cJSON *spec)
                       "dynamic resource allocation is not supported by cubelet");
         refuse_if_set(d, spec, "resources", NULL,
                       "pod-level resources (PodLevelResources) are not supported by cubelet");
-        refuse_if_set(d, spec, "ephemeralContainers", NULL,
-                      "ephemeral containers are not supported by cubelet");
         const cJSON *sc = dec_field(spec, "securityContext");
         if (cJSON_IsObject(sc)) {
                 size_t old = dec_path_field(d, "securityContext");

@@ -187,8 +187,6 @@ static const struct {
      "spec.resourceClaims: dynamic resource allocation"},
     {"{\"resources\":{\"limits\":{\"cpu\":\"1\"}},\"containers\":[" C_("") "]}",
      "UnsupportedPodSpec", "spec.resources: pod-level resources"},
-    {"{\"ephemeralContainers\":[{\"name\":\"dbg\",\"image\":\"b\"}],\"containers\":[" C_("") "]}",
-     "UnsupportedPodSpec", "spec.ephemeralContainers: ephemeral containers"},
     {"{\"securityContext\":{\"supplementalGroupsPolicy\":\"Strict\"},\"containers\":[" C_("") "]}",
      "UnsupportedPodSpec", "spec.securityContext.supplementalGroupsPolicy: \"Strict\""},
 };

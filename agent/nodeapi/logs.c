@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/core/inotify.h"
@@ -171,6 +172,16 @@ static bool follow_rotation(struct logstream *l)
 {
         if (l->next_fd < 0) {
                 l->next_fd = open(l->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                struct stat a, b;
+                if (l->next_fd >= 0 && fstat(l->fd, &a) == 0 && fstat(l->next_fd, &b) == 0 &&
+                    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                        /* renamed back (the monitor could not reopen): the
+                         * same file, read on where we are */
+                        close(l->next_fd);
+                        l->next_fd = -1;
+                        l->moved = false;
+                        return false;
+                }
                 if (l->next_fd >= 0)
                         return true; /* first: the rest of the old file */
                 /* no new file, and none will come: the writer closed the

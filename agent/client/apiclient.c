@@ -43,6 +43,7 @@ struct ag_api {
         uint64_t last_refill_ms;
         size_t max_response;
         bool fresh_connect;
+        uint64_t creds_changed_ms; /* ag_api_credentials_changed; 0: never */
         char user_agent[64];
 };
 
@@ -304,6 +305,14 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
         if (api->fresh_connect)
                 curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
+        if (api->creds_changed_ms != 0) {
+                /* New credentials: no connection made before the change is
+                 * reused (open ones, such as watches, go on) and no TLS
+                 * session is resumed with the old certificate's identity. */
+                uint64_t age_s = (ag_now_ms() - api->creds_changed_ms) / 1000;
+                curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, (long)(age_s > 0 ? age_s : 1));
+                curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
+        }
         long timeout = o->timeout_ms == 0 ? AG_API_TIMEOUT_MS : o->timeout_ms;
         if (timeout > 0)
                 curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
@@ -506,6 +515,11 @@ void ag_api_close_idle(struct ag_api *api)
         /* libcurl 7.88 has no call to drop idle connections of a multi
          * handle; the next requests open fresh ones instead. */
         api->fresh_connect = true;
+}
+
+void ag_api_credentials_changed(struct ag_api *api)
+{
+        api->creds_changed_ms = ag_now_ms();
 }
 
 char *ag_api_escape(const char *s)

@@ -83,6 +83,11 @@ char *ag_api_escape(const char *s);
 /* Closes idle connections (after repeated heartbeat failures, as the
  * kubelet does, so a half-dead connection is not reused). */
 void ag_api_close_idle(struct ag_api *api);
+/* The credential files named by the kubeconfig changed (a rotated client
+ * certificate): requests from now on use connections made after this call,
+ * so they handshake with the new certificate; requests in flight and open
+ * watches keep their connections. */
+void ag_api_credentials_changed(struct ag_api *api);
 
 /* The standard reason phrase of an HTTP status code ("" for one not known
  * here). */

@@ -12,6 +12,7 @@
 
 #include "agent/client/apiclient.h"
 #include "agent/cmd/config.h"
+#include "agent/client/bootstrap.h"
 #include "agent/client/kubeconfig.h"
 #include "agent/client/objmanager.h"
 #include "agent/client/tokenmgr.h"
@@ -45,6 +46,7 @@
 struct agent {
         struct ag_loop *loop;
         struct ag_api *api;
+        struct ag_certmgr *certmgr; /* rotateCertificates */
         struct ag_nodestatus *ns;
         struct ag_reflector *pods, *node, *services;
         struct ag_events *events;
@@ -66,6 +68,7 @@ struct agent {
         char resolv_conf[PATH_MAX]; /* --resolv-conf as used */
         char exe[PATH_MAX];
         const char *node_name;
+        char cert_dir[4096]; /* --cert-dir, or <root dir>/pki */
         const char *root_dir, *cni_conf_dir, *cni_bin_dir;
         char cgroup_parent[512]; /* the delegated subtree on v2 under systemd, else "" */
         bool pods_synced;
@@ -510,6 +513,12 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 return -1;
         if (!a->standalone && ag_api_new(a->loop, kc, NULL, &a->api, err) < 0)
                 return -1;
+        if (!a->standalone && fl->rotate_certificates) {
+                struct ag_certmgr_config cc = {
+                    .cert_dir = a->cert_dir, .node_name = a->node_name, .kc = kc};
+                if (ag_certmgr_new(a->loop, a->api, &cc, &a->certmgr, err) < 0)
+                        return -1;
+        }
         /* Under systemd with Delegate=yes on cgroup v2 the agent may only
          * manage its own subtree, which must stay an inner node: move the
          * agent into <own>/supervisor and put kubepods beside it. */
@@ -735,6 +744,8 @@ static void stop_agent(struct agent *a)
         ag_reflector_free(a->pods);
         ag_reflector_free(a->node);
         ag_reflector_free(a->services);
+        ag_certmgr_free(a->certmgr);
+        a->certmgr = NULL;
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");
@@ -810,8 +821,29 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
         /* A write to a closed connection must be an error, not a death. */
         signal(SIGPIPE, SIG_IGN);
         a.standalone = fl.kubeconfig == NULL;
-        if (make_node_config(&fl, opts, &nc, &err) < 0 ||
-            (!a.standalone && ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0)) {
+        if (fl.napi.cert_dir != NULL)
+                snprintf(a.cert_dir, sizeof(a.cert_dir), "%s", fl.napi.cert_dir);
+        else
+                snprintf(a.cert_dir, sizeof(a.cert_dir), "%s/pki", opts->root_dir);
+        if (make_node_config(&fl, opts, &nc, &err) < 0) {
+                log_error("%s", err.msg);
+                goto out;
+        }
+        /* TLS bootstrap: a bounded step (its own loop, at most an hour, the
+         * kubelet's wait) before the agent's loop exists. */
+        if (fl.bootstrap_kubeconfig != NULL) {
+                uint64_t t0 = ag_now_ms();
+                struct ag_bootstrap_config bc = {.kubeconfig = fl.kubeconfig,
+                                                 .bootstrap_kubeconfig = fl.bootstrap_kubeconfig,
+                                                 .cert_dir = a.cert_dir,
+                                                 .node_name = nc.node_name};
+                if (ag_bootstrap_client_cert(&bc, &err) < 0) {
+                        log_error("TLS bootstrap failed: %s", err.msg);
+                        goto out;
+                }
+                log_v(1, "TLS bootstrap step took %llu ms", (unsigned long long)(ag_now_ms() - t0));
+        }
+        if (!a.standalone && ag_kubeconfig_load(fl.kubeconfig, NULL, &kc, &err) < 0) {
                 log_error("%s", err.msg);
                 goto out;
         }

@@ -54,6 +54,13 @@ static const struct opt opts[] = {
     {NULL, "--kubeconfig", OPT_PATH, OFF(kubeconfig), 0, 0, "FILE", "none (standalone)",
      "credentials and address of the apiserver; without it cubelet runs standalone: static "
      "pods only"},
+    {NULL, "--bootstrap-kubeconfig", OPT_PATH, OFF(bootstrap_kubeconfig), 0, 0, "FILE", "none",
+     "a kubeconfig with a bootstrap token: when --kubeconfig is missing or its client "
+     "certificate expired, request one with a CertificateSigningRequest, store it in --cert-dir "
+     "and write --kubeconfig"},
+    {"rotateCertificates", "--rotate-certificates", OPT_BOOL, OFF(rotate_certificates), 0, 0,
+     "[=BOOL]", "true with --bootstrap-kubeconfig, else false",
+     "renew the client certificate at 70-90% of its lifetime with a new CSR"},
     {NULL, "--hostname-override", OPT_STR, OFF(hostname_override), 0, 0, "NAME",
      "the host name, lower case", "node name"},
     {NULL, "--node-ip", OPT_STR, OFF(node_ip), 0, 0, "IP", "the default-route interface's IPv4",
@@ -132,7 +139,8 @@ static const struct opt opts[] = {
     {"tlsPrivateKeyFile", "--tls-private-key-file", OPT_PATH, OFF(napi.tls_key_file), 0, 0, "FILE",
      "none", "the serving certificate's key"},
     {NULL, "--cert-dir", OPT_PATH, OFF(napi.cert_dir), 0, 0, "DIR", "ROOT/pki",
-     "where a self-signed serving certificate is kept"},
+     "where a self-signed serving certificate and the bootstrapped client certificates "
+     "(kubelet-client-*.pem) are kept"},
     {"authentication.x509.clientCAFile", "--client-ca-file", OPT_PATH, OFF(napi.client_ca_file), 0,
      0, "FILE", "none", "CA of accepted client certificates (the apiserver's kubelet client)"},
     {NULL, "--authentication-token-file", OPT_PATH, OFF(napi.token_file), 0, 0, "FILE", "none",
@@ -355,6 +363,8 @@ static void after_set(struct ag_config *c, const struct opt *o)
                 c->authn_webhook_set = true;
         else if (o->offset == OFF(authz_mode))
                 c->authz_mode_set = true;
+        else if (o->offset == OFF(rotate_certificates))
+                c->rotate_certificates_set = true;
 }
 
 /* ---- the file ---- */
@@ -856,6 +866,12 @@ int ag_config_finish(struct ag_config *c, struct cb_error *err)
                                     "authorization.mode (--authorization-mode): \"%s\": want "
                                     "AlwaysAllow or Webhook",
                                     c->authz_mode);
+        if (c->bootstrap_kubeconfig != NULL && c->kubeconfig == NULL)
+                return cb_error_set(err, 0,
+                                    "--bootstrap-kubeconfig needs --kubeconfig: the file the "
+                                    "bootstrap writes and the agent then uses");
+        if (!c->rotate_certificates_set)
+                c->rotate_certificates = c->bootstrap_kubeconfig != NULL;
         if ((c->authn_webhook || c->authz_webhook) && c->kubeconfig == NULL)
                 return cb_error_set(err, 0,
                                     "authentication.webhook.enabled "

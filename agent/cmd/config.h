@@ -34,6 +34,9 @@ struct ag_config {
 
         /* flag-only, like the kubelet */
         char *kubeconfig;
+        char *bootstrap_kubeconfig; /* --bootstrap-kubeconfig: TLS bootstrap (issue 19) */
+        bool rotate_certificates;   /* rotateCertificates: default on with a bootstrap */
+        bool rotate_certificates_set;
         char *hostname_override;
         char *node_ip;
         char *node_labels; /* "k=v,..." */

@@ -170,7 +170,30 @@ BOOTSTRAP_ROLES = {
         rule(["*"], [""], ["nodes/log", "nodes/metrics", "nodes/proxy", "nodes/stats"])],
     "stand-in:stats-reader": [
         rule(["get", "list", "watch", "create"], [""], ["nodes/stats"])],
+    # TLS bootstrap: the bootstrap ClusterRoles kubeadm binds (issue 19).
+    "system:node-bootstrapper": [
+        rule(["create", "get", "list", "watch"], ["certificates.k8s.io"],
+             ["certificatesigningrequests"])],
+    "system:certificates.k8s.io:certificatesigningrequests:nodeclient": [
+        rule(["create"], ["certificates.k8s.io"], ["certificatesigningrequests/nodeclient"])],
+    "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient": [
+        rule(["create"], ["certificates.k8s.io"],
+             ["certificatesigningrequests/selfnodeclient"])],
+    "kubeadm:get-nodes": [rule(["get"], [""], ["nodes"])],
 }
+# kubeadm init's bindings for joining nodes (phases bootstrap-token and
+# kubelet-finalize): the default node token's group may create CSRs, have
+# them auto-approved and get Nodes; nodes may renew their own certificate.
+KUBEADM_NODE_TOKEN_GROUP = "system:bootstrappers:kubeadm:default-node-token"
+KUBEADM_BINDINGS = [
+    ("kubeadm:kubelet-bootstrap", "system:node-bootstrapper", KUBEADM_NODE_TOKEN_GROUP),
+    ("kubeadm:node-autoapprove-bootstrap",
+     "system:certificates.k8s.io:certificatesigningrequests:nodeclient",
+     KUBEADM_NODE_TOKEN_GROUP),
+    ("kubeadm:node-autoapprove-certificate-rotation",
+     "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
+    ("kubeadm:get-nodes", "kubeadm:get-nodes", KUBEADM_NODE_TOKEN_GROUP),
+]
 
 
 def bootstrap_bindings(stats_users):
@@ -185,6 +208,8 @@ def bootstrap_bindings(stats_users):
          ("stand-in:stats-reader", "stand-in:stats-reader",
           [{"kind": "User", "name": u} for u in sorted(stats_users)] +
           [{"kind": "Group", "name": "test:stats-readers"}])]
+    b += [(n, r, [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": g}])
+          for n, r, g in KUBEADM_BINDINGS]
     return [{"metadata": {"name": n}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
                                                   "kind": "ClusterRole", "name": r},
              "subjects": s} for n, r, s in b]

@@ -88,6 +88,20 @@ KINDS = {
         4: ("type", "string", None), 5: ("externalIPs", "rep_string", None),
         7: ("sessionAffinity", "string", None), 10: ("externalName", "string", None),
         18: ("clusterIPs", "rep_string", None)})},
+    # kubectl certificate approve|deny, kubectl create -f csr.yaml
+    "CertificateSigningRequest": {1: ("metadata", "msg", OBJECT_META), 2: ("spec", "msg", {
+        1: ("request", "bytes", None), 7: ("signerName", "string", None),
+        8: ("expirationSeconds", "int", None), 5: ("usages", "rep_string", None),
+        2: ("username", "string", None), 3: ("uid", "string", None),
+        4: ("groups", "rep_string", None), 6: ("extra", "map_sextra", None)}),
+        3: ("status", "msg", {
+            1: ("conditions", "rep_msg", {1: ("type", "string", None),
+                                          6: ("status", "string", None),
+                                          2: ("reason", "string", None),
+                                          3: ("message", "string", None),
+                                          4: ("lastUpdateTime", TIME, None),
+                                          5: ("lastTransitionTime", TIME, None)}),
+            2: ("certificate", "bytes", None)})},
     # kubectl auth whoami
     "SelfSubjectReview": {1: ("metadata", "msg", OBJECT_META)},
     # kubectl auth can-i
@@ -172,6 +186,17 @@ def decode_message(buf, table):
             out[name] = bytes(v).decode()
         elif typ == "raw":
             out[name] = bytes(v)
+        elif typ == "bytes":
+            if v:
+                out[name] = base64.b64encode(bytes(v)).decode()
+        elif typ == "map_sextra":  # map<string, ExtraValue{repeated string items = 1}>
+            k, items = "", []
+            for n2, _, v2 in _fields(v):
+                if n2 == 1:
+                    k = bytes(v2).decode()
+                elif n2 == 2:
+                    items = [bytes(v3).decode() for n3, _, v3 in _fields(v2) if n3 == 1]
+            out.setdefault(name, {})[k] = items
         elif typ == "intorstr":  # intstr.IntOrString {type, intVal, strVal}
             f = {n2: v2 for n2, _, v2 in _fields(v)}
             out[name] = bytes(f.get(3, b"")).decode() if f.get(1) == 1 else _int(f.get(2, 0))

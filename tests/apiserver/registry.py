@@ -99,7 +99,8 @@ def invalid(res, name, causes):
     if res.group:
         details["group"] = res.group
     details.update(kind=res.kind, causes=out)
-    return ApiError(422, "Invalid", f'{res.kind} "{name}" is invalid: {joined}', details)
+    kind = f"{res.kind}.{res.group}" if res.group else res.kind  # GroupKind.String()
+    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {joined}', details)
 
 
 _NOVALUE = object()
@@ -691,7 +692,18 @@ def validate_node(node, errs):
         seen.add(k)
 
 
+# Validation and update strategies of resources defined in other modules
+# (csr.py): resource name -> function.
+VALIDATE_HOOKS = {}
+UPDATE_HOOKS = {}
+
+
 def validate(res, obj):
+    if res.name in VALIDATE_HOOKS:
+        errs = VALIDATE_HOOKS[res.name](obj)
+        if errs:
+            raise invalid(res, (obj.get("metadata") or {}).get("name", ""), errs)
+        return
     errs = []
     validate_meta(res, obj, errs)
     if res.name == "pods":
@@ -814,6 +826,8 @@ def prepare_update(res, sub, old, new):
             nm[k] = om[k]
         else:
             nm.pop(k, None)
+    if res.name in UPDATE_HOOKS:
+        return UPDATE_HOOKS[res.name](sub, old, new)
     has_status = "status" in res.subresources
     if sub == "status":
         out = copy.deepcopy(old)

@@ -995,7 +995,69 @@ def jwt_claims(tok):
 
 @unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),
                      "needs etcd and openssl")
-class Cluster(unittest.TestCase):
+class TlsBootstrap:
+    """A node joining with a bootstrap token (a Cluster test): authentication,
+    kubeadm's RBAC, csrapproving and csrsigning (the default one-year
+    --cluster-signing-duration)."""
+
+    def test_tls_bootstrap(self):
+        import base64
+        import bootstraptoken as bt
+        import csr
+        from cryptography import x509
+        tok = "k8s012.abcdefghij012345"
+        self.ok("POST", "/api/v1/namespaces/kube-system/secrets", bt.secret_for(tok))
+        me = self.ok("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                     {"kind": "SelfSubjectReview", "apiVersion": "authentication.k8s.io/v1"},
+                     token=tok)
+        self.assertEqual(me["status"]["userInfo"]["username"], "system:bootstrap:k8s012")
+        self.refused("GET", "/api/v1/namespaces/default/pods", token=tok,
+                     message='pods is forbidden: User "system:bootstrap:k8s012" cannot list '
+                     'resource "pods" in API group "" in the namespace "default"')
+        self.refused("GET", "/api/v1/nodes", token="k8s012.abcdefghij01234x", code=401)
+        pem, key = csr.make_request("system:node:joiner", ["system:nodes"])
+        body = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                "metadata": {"name": "node-csr-joiner"},
+                "spec": {"request": base64.b64encode(pem).decode(), "username": "admin",
+                         "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+                         "usages": ["digital signature", "client auth"]}}
+        out = self.ok("POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", body,
+                      token=tok)
+        self.assertEqual(out["spec"]["username"], "system:bootstrap:k8s012")
+        path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/node-csr-joiner"
+        got = self.until(lambda: (lambda o: o if o["status"].get("certificate") else None)(
+            self.ok("GET", path, token=tok)))
+        c = got["status"]["conditions"][0]
+        self.assertEqual((c["type"], c["status"], c["reason"], c["message"]),
+                         ("Approved", "True", "AutoApproved", "Auto approving kubelet client "
+                          "certificate after SubjectAccessReview."))
+        cert = x509.load_pem_x509_certificate(base64.b64decode(got["status"]["certificate"]))
+        life = cert.not_valid_after - cert.not_valid_before
+        self.assertEqual(life.total_seconds(), 8760 * 3600)  # backdated 5 min, ends 5 min early
+        # the kubelet-serving signer is not auto-approved; a bootstrapper may
+        # not approve; an admin may, and a denied one stays denied
+        spem, _ = csr.make_request("system:node:joiner", ["system:nodes"], key=key,
+                                   dns=["joiner"], ips=["10.0.0.9"])
+        body2 = dict(body, metadata={"name": "serving-joiner"},
+                     spec=dict(body["spec"], request=base64.b64encode(spem).decode(),
+                               signerName="kubernetes.io/kubelet-serving",
+                               usages=["digital signature", "server auth"]))
+        self.ok("POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", body2)
+        time.sleep(0.6)
+        sp = "/apis/certificates.k8s.io/v1/certificatesigningrequests/serving-joiner"
+        cur = self.ok("GET", sp)
+        self.assertEqual(cur["status"], {})
+        cur["status"]["conditions"] = [{"type": "Denied", "status": "True",
+                                        "reason": "KubectlDeny", "message": "no"}]
+        self.refused("PUT", sp + "/approval", cur, token=tok)
+        den = self.ok("PUT", sp + "/approval", cur)
+        self.assertEqual(den["status"]["conditions"][0]["type"], "Denied")
+        time.sleep(0.6)
+        self.assertNotIn("certificate", self.ok("GET", sp)["status"])
+
+
+
+class Cluster(unittest.TestCase, TlsBootstrap):
     """The whole stand-in (run.sh on a real etcd) as a node and its pods see
     it: ServiceAccounts, tokens, Node authorization and NodeRestriction,
     RBAC, Services, pod updates; texts are kube-apiserver's."""
@@ -1575,6 +1637,180 @@ class AdmissionSwitch(Cluster):
     test_token_request_bad_input = test_token_authentication_and_review = None
     test_node_authorizer = test_default_serviceaccount_and_root_ca = None
     test_services = test_pod_update_rules = None
+
+
+
+class Certificates(unittest.TestCase):
+    """CSR validation, strategies, the signer's and approver's checks, and
+    bootstrap tokens (csr.py, bootstraptoken.py), as kube-apiserver v1.32
+    and kube-controller-manager word them."""
+
+    @classmethod
+    def setUpClass(cls):
+        import csr
+        cls.csr = csr
+        csr.install()
+        cls.pem, cls.key = csr.make_request("system:node:n1", ["system:nodes"])
+
+    def obj(self, **spec):
+        import base64
+        s = {"request": base64.b64encode(self.pem).decode(),
+             "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+             "usages": ["digital signature", "client auth"]}
+        s.update(spec)
+        return {"metadata": {"name": "c1"}, "spec": s, "status": {}}
+
+    def message(self, o):
+        res = self.csr.RESOURCE
+        try:
+            reg.validate(res, o)
+        except reg.ApiError as e:
+            return e.code, e.message
+        return 200, ""
+
+    def test_validation_texts(self):
+        self.assertEqual(self.message(self.obj()), (200, ""))
+        self.assertEqual(self.message(self.obj(expirationSeconds=599)), (
+            422, 'CertificateSigningRequest.certificates.k8s.io "c1" is invalid: '
+            'spec.expirationSeconds: Invalid value: 599: may not specify a duration less than '
+            '600 seconds (10 minutes)'))
+        self.assertEqual(self.message(self.obj(usages=[]))[1],
+                         'CertificateSigningRequest.certificates.k8s.io "c1" is invalid: '
+                         'spec.usages: Required value')
+        code, m = self.message(self.obj(usages=["client auth", "bogus", "client auth"]))
+        self.assertIn('spec.usages[1]: Unsupported value: "bogus": supported values: "any", '
+                      '"cert sign", "client auth"', m)
+        self.assertIn('spec.usages[2]: Duplicate value: "client auth"', m)
+        self.assertIn('spec.signerName: Invalid value: "kubernetes.io/legacy-unknown": the '
+                      'legacy signerName is not allowed via this API version',
+                      self.message(self.obj(signerName="kubernetes.io/legacy-unknown"))[1])
+        self.assertIn("spec.signerName: Invalid value: \"foo\": must be a fully qualified "
+                      "domain and path of the form 'example.com/signer-name'",
+                      self.message(self.obj(signerName="foo"))[1])
+        self.assertIn('spec.signerName: Invalid value: "example": should be a domain with at '
+                      'least two segments separated by dots',
+                      self.message(self.obj(signerName="example/x"))[1])
+        self.assertIn("spec.signerName: Required value",
+                      self.message(self.obj(signerName=""))[1])
+        code, m = self.message(self.obj(request="aGVsbG8="))
+        self.assertIn("spec.request: Invalid value: []byte{0x68, 0x65, 0x6c, 0x6c, 0x6f}: PEM "
+                      "block type must be CERTIFICATE REQUEST", m)
+        o = self.obj()
+        o["status"] = {"conditions": [{"type": "Approved"}, {"type": "Denied"}]}
+        m = self.message(o)[1]
+        self.assertIn('status.conditions[1].type: Invalid value: "Denied": Approved and Denied '
+                      'conditions are mutually exclusive', m)
+        self.assertEqual(o["status"]["conditions"][0]["status"], "True")  # v1 defaulting
+        o["status"] = {"conditions": [{"type": "Approved", "status": "False"}]}
+        self.assertIn('status.conditions[0].status: Unsupported value: "False": supported '
+                      'values: "True"', self.message(o)[1])
+
+    def test_strategies(self):
+        import copy
+        c = self.csr
+        old = self.obj()
+        self.csr.prepare_create(old, __import__("authz").User("system:bootstrap:abcdef",
+                                                              ["system:bootstrappers"]))
+        self.assertEqual(old["spec"]["username"], "system:bootstrap:abcdef")
+        self.assertEqual(old["status"], {})
+        # the main resource changes neither spec nor status (nor its argument)
+        new = copy.deepcopy(old)
+        new["spec"]["usages"] = ["client auth"]
+        new["status"] = {"conditions": [{"type": "Approved", "status": "True"}]}
+        out = c.prepare_update(None, old, new)
+        self.assertEqual(out["spec"], old["spec"])
+        self.assertEqual(out["status"], {})
+        # status may not approve
+        with self.assertRaises(reg.ApiError) as e:
+            c.prepare_update("status", old, new)
+        self.assertIn('status.conditions: Forbidden: updates may not add a condition of type '
+                      '"Approved"', e.exception.message)
+        # approval may, with timestamps filled in, and not set the certificate
+        new["status"]["certificate"] = "eA=="
+        ap = c.prepare_update("approval", old, new)
+        self.assertNotIn("certificate", ap["status"])
+        self.assertTrue(ap["status"]["conditions"][0]["lastUpdateTime"])
+        self.assertEqual(ap["status"]["conditions"][0]["lastTransitionTime"],
+                         ap["status"]["conditions"][0]["lastUpdateTime"])
+        # approval may not remove it again
+        with self.assertRaises(reg.ApiError) as e:
+            c.prepare_update("approval", ap, old)
+        self.assertIn('updates may not remove a condition of type "Approved"',
+                      e.exception.message)
+        # status sets the certificate once
+        signed = c.prepare_update("status", ap, dict(ap, status=dict(ap["status"],
+                                                                      certificate="eA==")))
+        with self.assertRaises(reg.ApiError) as e:
+            c.prepare_update("status", signed, dict(signed, status=dict(
+                signed["status"], certificate="eQ==")))
+        self.assertIn("status.certificate: Forbidden: updates may not modify existing "
+                      "certificate content", e.exception.message)
+        self.assertEqual(c.csr_status(signed), "Approved,Issued")
+
+    def test_signer_rules(self):
+        c = self.csr
+        from cryptography import x509
+        p = x509.load_pem_x509_csr(self.pem)
+        ok = ["digital signature", "client auth"]
+        self.assertIsNone(c.validate_kubelet_client(p, ok))
+        self.assertIsNone(c.validate_kubelet_client(p, ok + ["key encipherment"]))
+        self.assertEqual(c.validate_kubelet_client(p, ["client auth"]),
+                         "usages did not match [client auth digital signature key encipherment]")
+        wrong_org = x509.load_pem_x509_csr(c.make_request("system:node:n1", ["x"])[0])
+        self.assertEqual(c.validate_kubelet_client(wrong_org, ok),
+                         "subject organization is not system:nodes")
+        sans = x509.load_pem_x509_csr(c.make_request("system:node:n1", ["system:nodes"],
+                                                     dns=["n1"])[0])
+        self.assertEqual(c.validate_kubelet_client(sans, ok), "DNS subjectAltNames are not allowed")
+        self.assertIsNone(c.validate_kubelet_serving(sans, ["digital signature", "server auth"]))
+        self.assertEqual(c.validate_kubelet_serving(p, ["digital signature", "server auth"]),
+                         "DNS or IP subjectAltName is required")
+        cn = x509.load_pem_x509_csr(c.make_request("node:n1", ["system:nodes"])[0])
+        self.assertEqual(c.validate_kubelet_client(cn, ok),
+                         "subject common name does not begin with system:node:")
+        year = 8760 * 3600
+        self.assertEqual(c.duration(year, None), year)
+        self.assertEqual(c.duration(year, 300), 600)
+        self.assertEqual(c.duration(year, 7200), 7200)
+        self.assertEqual(c.duration(3600, 7200), 3600)
+        t = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+        far = t + datetime.timedelta(days=3650)
+        nbf, naf = c.validity(t, year, far)
+        self.assertEqual(((t - nbf).total_seconds(), (naf - t).total_seconds()),
+                         (300, year - 300))
+        nbf, naf = c.validity(t, 90, far)  # short: the end is not backdated
+        self.assertEqual(((t - nbf).total_seconds(), (naf - t).total_seconds()), (300, 90))
+        self.assertEqual(c.validity(t, year, t + datetime.timedelta(days=1))[1],
+                         t + datetime.timedelta(days=1))
+        self.assertEqual(c.parse_go_duration("8760h0m0s"), year)
+        self.assertEqual(c.parse_go_duration("1m30s"), 90)
+
+    def test_bootstrap_tokens(self):
+        import bootstraptoken as bt
+
+        class Api:
+            def __init__(self, s):
+                self.s = s
+
+            def get(self, res, ns, name):
+                if ns == "kube-system" and name == self.s["metadata"]["name"]:
+                    return self.s
+                raise reg.ApiError(404, "NotFound", "x")
+        s = bt.secret_for("abcdef.0123456789abcdef")
+        u, why = bt.authenticate(Api(s), "abcdef.0123456789abcdef")
+        self.assertEqual(u.name, "system:bootstrap:abcdef")
+        self.assertEqual(u.groups, ["system:bootstrappers",
+                                    "system:bootstrappers:kubeadm:default-node-token",
+                                    "system:authenticated"])
+        self.assertEqual(bt.authenticate(Api(s), "abcdef.0123456789abcdeX"), (None, ""))
+        self.assertEqual(bt.authenticate(Api(s), "abcdef.0123456789abcdee")[0], None)
+        self.assertIn("invalid value for key token-secret",
+                      bt.authenticate(Api(s), "abcdef.0123456789abcdee")[1])
+        old = bt.secret_for("abcdef.0123456789abcdef", ttl=-10)
+        self.assertIn("has expired", bt.authenticate(Api(old), "abcdef.0123456789abcdef")[1])
+        bad = bt.secret_for("abcdef.0123456789abcdef", extra_groups="system:masters")
+        self.assertIsNone(bt.authenticate(Api(bad), "abcdef.0123456789abcdef")[0])
+        self.assertRegex(bt.new_token(), r"^[a-z0-9]{6}\.[a-z0-9]{16}$")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import authz
+import bootstraptoken
 import controllers
+import csr
 import patch
 import proto
 import registry as reg
@@ -30,6 +32,8 @@ import store
 import streams
 import tables
 from registry import ApiError
+
+csr.install()
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit":
            "59526cd4867447956156ae3a602fcbac10a2c335", "gitTreeState": "clean",
@@ -399,6 +403,7 @@ def api_groups():
 
 
 GROUP_ORDER = [("authentication.k8s.io", "v1"), ("authorization.k8s.io", "v1"),
+               ("certificates.k8s.io", "v1"),
                ("rbac.authorization.k8s.io", "v1"), ("coordination.k8s.io", "v1"),
                ("discovery.k8s.io", "v1"), ("policy", "v1")]
 
@@ -993,6 +998,8 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict):
             return
         srv = self.server
+        if res.name == csr.RESOURCE.name:
+            csr.prepare_create(body, self.user)
         adm = getattr(srv, "admission", None)
         if adm is None:
             return
@@ -1029,6 +1036,8 @@ class Handler(BaseHTTPRequestHandler):
         def check(old, new):
             if res.name == "services" and not sub:
                 controllers.keep_cluster_ip(new, old)
+            if res.name == csr.RESOURCE.name:
+                csr.admit_update(getattr(srv, "authz", None), self.user, sub, old, new)
             if nr is None:
                 return
             if res.name == "pods" and sub == "status":
@@ -1437,6 +1446,14 @@ def token_user(srv, token, audiences=None):
         name, groups = found
         return (authz.User(name, authz.with_authenticated(name, groups)), "",
                 list(audiences or sa.API_AUDIENCES))
+    if getattr(srv, "bootstrap_tokens", False):
+        user, why = bootstraptoken.authenticate(srv.api, token)
+        if user:
+            return user, "", list(audiences or sa.API_AUDIENCES)
+        if why:
+            if srv.verbose:
+                sys.stderr.write(f"apiserver: {why}\n")
+            return None, "[invalid bearer token, token lookup failed]", []
     issuer = getattr(srv, "issuer", None)
     if issuer is not None and token:
         try:
@@ -1649,6 +1666,13 @@ def main():
                     default=os.environ.get("CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS", "") not in
                     ("", "0", "false"),
                     help="TEST ONLY: POST /debug/hostile-objects stores pods unvalidated")
+    ap.add_argument("--cluster-signing-duration", default=os.environ.get(
+                    "CUBELET_STANDIN_CLUSTER_SIGNING_DURATION", "8760h0m0s"),
+                    help="kube-controller-manager's: the longest certificate its signer "
+                    "issues (Go duration; default one year)")
+    ap.add_argument("--enable-bootstrap-token-auth", default=os.environ.get(
+                    "CUBELET_STANDIN_ENABLE_BOOTSTRAP_TOKEN_AUTH", "true"),
+                    help="authenticate bootstrap tokens (true, as kubeadm sets it, or false)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     disabled = {p.strip() for p in args.disable_admission_plugins.split(",") if p.strip()}
@@ -1658,6 +1682,10 @@ def main():
     if args.authorization_mode not in ("Node,RBAC", "RBAC,Node", "AlwaysAllow"):
         raise SystemExit(f"apiserver: unsupported --authorization-mode "
                          f"{args.authorization_mode!r} (Node,RBAC or AlwaysAllow)")
+    try:
+        signing_ttl = csr.parse_go_duration(args.cluster_signing_duration)
+    except ValueError as e:
+        raise SystemExit(f"apiserver: --cluster-signing-duration: {e}")
     data = os.path.abspath(args.data)
     os.makedirs(data, exist_ok=True)
     subprocess.run(["/bin/bash", os.path.join(HERE, "certs.sh"), data, args.node_name],
@@ -1707,6 +1735,7 @@ def main():
         srv.reviews = {"tokenreviews": 0, "subjectaccessreviews": 0}
         srv.reviews_lock = threading.Lock()
         srv.review_delay = 0.0
+        srv.bootstrap_tokens = args.enable_bootstrap_token_auth.lower() == "true"
         url = f"https://127.0.0.1:{port}"
         ca = os.path.join(data, "ca.crt")
         kubeconfig(os.path.join(data, "admin.kubeconfig"), url, ca, "admin",
@@ -1726,6 +1755,9 @@ def main():
                          daemon=True).start()
         threading.Thread(target=controllers.services_controller,
                          args=(api, srv.allocator, port, stopping), daemon=True).start()
+        threading.Thread(target=csr.controllers, args=(api, srv.authz, csr.CA(data),
+                                                       signing_ttl, stopping),
+                         daemon=True).start()
         if args.bind:
             threading.Thread(target=binder, args=(api, stopping), daemon=True).start()
         print(f"ready {url}", flush=True)

@@ -344,6 +344,48 @@ START_TEST(test_flags_override_file)
 }
 END_TEST
 
+/* --bootstrap-kubeconfig and rotateCertificates (issue 19). */
+START_TEST(test_bootstrap_options)
+{
+        struct cb_error err = {0};
+        struct ag_config c;
+        /* without a bootstrap kubeconfig rotation is off, as in the kubelet */
+        char *plain[] = {"--kubeconfig", "/k"};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_parse_flags(&c, 2, plain, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert(!c.rotate_certificates);
+        ag_config_clear(&c);
+        /* with one it is on unless set */
+        char *boot[] = {"--bootstrap-kubeconfig", "/b", "--kubeconfig", "/k"};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_parse_flags(&c, 4, boot, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_str_eq(c.bootstrap_kubeconfig, "/b");
+        ck_assert(c.rotate_certificates);
+        ag_config_clear(&c);
+        char *path = write_tmp(HEAD "rotateCertificates: false\n");
+        char a_config[300];
+        snprintf(a_config, sizeof(a_config), "--config=%s", path);
+        char *off[] = {"--bootstrap-kubeconfig", "/b", "--kubeconfig", "/k", a_config};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_msg(ag_config_parse_flags(&c, 5, off, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert(!c.rotate_certificates);
+        ag_config_clear(&c);
+        unlink(path);
+        free(path);
+        /* a bootstrap needs the kubeconfig it writes */
+        char *alone[] = {"--bootstrap-kubeconfig", "/b", "--rotate-certificates=false"};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_parse_flags(&c, 3, alone, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), -1);
+        ck_assert_str_eq(err.msg, "--bootstrap-kubeconfig needs --kubeconfig: the file the "
+                                  "bootstrap writes and the agent then uses");
+        ag_config_clear(&c);
+}
+END_TEST
+
 START_TEST(test_flag_errors)
 {
         static const struct {
@@ -539,6 +581,7 @@ int main(void)
         Suite *s = suite_create("config");
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_defaults);
+        tcase_add_test(tc, test_bootstrap_options);
         tcase_add_test(tc, test_authorization_defaults);
         tcase_add_test(tc, test_full_file);
         tcase_add_test(tc, test_json_and_nulls);

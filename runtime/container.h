@@ -255,6 +255,15 @@ typedef int (*rt_crilog_line_fn)(enum rt_stream s, int64_t ts_ns, const char *li
                                  void *ud);
 int rt_crilog_read(const char *path, rt_crilog_line_fn fn, void *ud, struct cb_error *err);
 
+/* CRI ReopenContainerLog: asks the monitor of the running container id
+ * (SIGHUP through a checked pidfd) to open its log file at its path again,
+ * after the caller renamed it away. Returns once the new file exists;
+ * ETIMEDOUT after timeout_ms, ESRCH when the container or its monitor is
+ * gone (the old file is then still the one written). Blocks: call it off the
+ * event loop. */
+int rt_container_reopen_log(const char *root_dir, const char *id, int timeout_ms,
+                            struct cb_error *err);
+
 /* ---- exec in a running container (runtime/exec.c) ----------------------- */
 
 /* Saves the container's config as <state dir>/config.json, which

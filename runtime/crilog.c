@@ -13,9 +13,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +27,7 @@
 #include "lib/file.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/syscalls.h"
 
 int64_t rt_now_ns(void)
 {
@@ -283,4 +288,76 @@ int rt_crilog_read(const char *path, rt_crilog_line_fn fn, void *ud, struct cb_e
         free(j.buf[0]);
         free(j.buf[1]);
         return r < 0 ? -1 : 0;
+}
+
+/* ---- ReopenContainerLog ------------------------------------------------------ */
+
+int rt_container_reopen_log(const char *root_dir, const char *id, int timeout_ms,
+                            struct cb_error *err)
+{
+        struct rt_container_state st;
+        if (rt_container_state(root_dir, id, &st, err) < 0)
+                return -1;
+        if (st.status != RT_CONTAINER_RUNNING)
+                return cb_error_set(err, ESRCH, "container %s is not running", id);
+        if (st.log_path[0] != '/')
+                return cb_error_set(err, EINVAL, "container %s has no log file", id);
+        _cleanup_free_ char *dir = strdup(st.log_path);
+        if (dir == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        char *slash = strrchr(dir, '/');
+        const char *name = st.log_path + (slash - dir) + 1;
+        slash[slash == dir ? 1 : 0] = '\0'; /* "/x.log": the directory is "/" */
+        /* the monitor: opened first, checked second (a recycled pid cannot
+         * get our signal) */
+        _cleanup_close_ int pidfd = rt_pidfd_open(st.monitor_pid, 0);
+        uint64_t start = 0;
+        if (pidfd < 0 || rt_proc_start_time(st.monitor_pid, &start, NULL) < 0 ||
+            start != st.monitor_start_time)
+                return cb_error_set(err, ESRCH, "the monitor of container %s is gone", id);
+        /* the answer is the new file appearing: watch before asking */
+        _cleanup_close_ int ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (ino < 0 || inotify_add_watch(ino, dir, IN_CREATE | IN_MOVED_TO) < 0)
+                return cb_error_set(err, errno, "cannot watch %s", dir);
+        struct stat sb;
+        bool existed = lstat(st.log_path, &sb) == 0;
+        if (rt_pidfd_send_signal(pidfd, SIGHUP, NULL, 0) < 0)
+                return cb_error_set(err, errno, "cannot signal the monitor of container %s", id);
+        if (existed) /* nothing to wait for: it appends to the same file */
+                return 0;
+        int64_t deadline = rt_now_ns() + (int64_t)timeout_ms * 1000000;
+        for (;;) {
+                int64_t left = (deadline - rt_now_ns()) / 1000000;
+                if (left <= 0)
+                        return cb_error_set(err, ETIMEDOUT,
+                                            "the monitor of container %s did not reopen %s "
+                                            "within %d ms",
+                                            id, st.log_path, timeout_ms);
+                struct pollfd p[2] = {{.fd = ino, .events = POLLIN},
+                                      {.fd = pidfd, .events = POLLIN}};
+                int n = poll(p, 2, (int)left);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return cb_error_set(err, errno, "poll");
+                if (p[0].revents & POLLIN) {
+                        _Alignas(struct inotify_event) char buf[4096];
+                        ssize_t r;
+                        while ((r = read(ino, buf, sizeof(buf))) > 0) {
+                                for (char *q = buf; q < buf + r;) {
+                                        struct inotify_event *ev = (struct inotify_event *)q;
+                                        if (ev->len > 0 && strcmp(ev->name, name) == 0)
+                                                return 0;
+                                        q += sizeof(*ev) + ev->len;
+                                }
+                        }
+                }
+                if (lstat(st.log_path, &sb) == 0) /* an event queue overflow */
+                        return 0;
+                if (p[1].revents & POLLIN)
+                        return cb_error_set(err, ESRCH,
+                                            "the monitor of container %s exited before it "
+                                            "reopened its log",
+                                            id);
+        }
 }

@@ -14,7 +14,8 @@
  *     terminal's master, with tty) into the CRI log, takes SIGCHLD through
  *     a signalfd and, with stdin or tty, serves the attach socket
  *     (runtime/attach.h): input to the container's stdin pipe or terminal,
- *     resizes, stdinOnce;
+ *     resizes, stdinOnce; SIGHUP makes it reopen the log file at its path
+ *     (the kubelet's log rotation: rt_container_reopen_log);
  *   - when C is reaped it drains the pipes, reads the OOM counter of the
  *     container's own cgroup, writes exit.json atomically and exits.
  *
@@ -164,7 +165,7 @@ static int setup_io(struct monitor *m, struct cb_error *err)
         sigaddset(&set, SIGCHLD);
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGHUP);
+        sigaddset(&set, SIGHUP); /* reopen the log (rt_container_reopen_log) */
         sigprocmask(SIG_BLOCK, &set, NULL);
         m->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         if (m->sigfd < 0)
@@ -533,6 +534,28 @@ static void on_listen(struct monitor *m)
         }
 }
 
+/* ---- log rotation ------------------------------------------------------------ */
+
+/* CRI ReopenContainerLog: the agent renamed the log file away (or it was
+ * removed) and asks, with SIGHUP, for a new one at the same path. The new
+ * file is created before the old fd is closed, and between two records (the
+ * monitor is single-threaded), so the renamed file ends with whole records
+ * and the agent's waiting for the new name to appear is the answer. When the
+ * open fails the old file is kept: the agent times out and renames it back.
+ * A partial line waiting in the writer goes to the new file. */
+static void reopen_log(struct monitor *m)
+{
+        const char *path = m->c->log_path;
+        if (path == NULL || path[0] == '\0' || m->log == NULL)
+                return;
+        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+        if (fd < 0)
+                return;
+        close(m->log_fd);
+        m->log_fd = fd;
+        m->log->fd = fd;
+}
+
 /* ---- the loop ---------------------------------------------------------------- */
 
 static int loop(struct monitor *m, pid_t pid)
@@ -602,6 +625,8 @@ static int loop(struct monitor *m, pid_t pid)
                         while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                                 if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
                                         kill(pid, (int)si.ssi_signo); /* our unreaped child */
+                                else if (si.ssi_signo == SIGHUP)
+                                        reopen_log(m);
                         }
                         /* reap everything: C and re-parented orphans */
                         for (;;) {

@@ -25,6 +25,7 @@
 #include "agent/nodeapi/server.h"
 #include "agent/core/metrics.h"
 #include "agent/pods/mirror.h"
+#include "agent/pods/logrotate.h"
 #include "agent/node/netready.h"
 #include "agent/node/nodestatus.h"
 #include "agent/pods/pods.h"
@@ -61,6 +62,7 @@ struct agent {
         bool standalone;          /* no kubeconfig: static pods only */
         bool static_scanned;      /* the first scan of staticPodPath is done */
         struct ag_node_env env;
+        struct ag_logrotate *logrotate; /* container log rotation */
         const char *host_ips[1];
         char dns_buf[512]; /* --cluster-dns, split at the commas */
         const char *cluster_dns[16];
@@ -613,6 +615,12 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0 ||
             ag_probe_http_new(a->loop, &a->env.probe_http, err) < 0)
                 return -1;
+        struct ag_logrotate_policy lp = {.max_size = fl->container_log_max_size,
+                                         .max_files = fl->container_log_max_files,
+                                         .max_workers = fl->container_log_max_workers,
+                                         .interval_ms = fl->container_log_monitor_interval_ms};
+        if (ag_logrotate_new(a->loop, a->root_dir, &lp, &a->logrotate, err) < 0)
+                return -1;
         /* The pods' ConfigMaps, Secrets and service-account tokens. */
         if (!a->standalone && (ag_objmgr_new(a->loop, a->api, NULL, &a->env.objects, err) < 0 ||
                                ag_tokenmgr_new(a->loop, a->api, NULL, &a->env.tokens, err) < 0))
@@ -795,6 +803,7 @@ static void stop_agent(struct agent *a)
         ag_offload_free(a->env.pulls);
         ag_offload_free(a->env.sandboxes);
         ag_offload_free(a->env.hooks);
+        ag_logrotate_free(a->logrotate);
         ag_curl_free(a->env.probe_http); /* after the probers */
         ag_metrics_free(a->metrics);
         /* The private bind mount of <root>/sandboxes goes once no pod

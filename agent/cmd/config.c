@@ -11,6 +11,7 @@
 #include "agent/k8s/duration.h"
 #include "agent/k8s/k8s.h"
 #include "agent/nodeapi/server.h"
+#include "agent/pods/logrotate.h"
 #include "agent/node/nodestatus.h"
 #include "agent/k8s/quantity.h"
 #include "lib/cleanup.h"
@@ -34,6 +35,7 @@ enum opt_kind {
         OPT_REGS,     /* insecureRegistries */
         OPT_BOOL,     /* true/false; the flag alone means true */
         OPT_IPS,      /* clusterDNS: a list of IPs in the file, "ip,ip" as a flag (char *) */
+        OPT_QUANTITY, /* a resource.Quantity ("10Mi") as int64_t bytes in [min, max] */
 };
 
 struct opt {
@@ -102,6 +104,16 @@ static const struct opt opts[] = {
      "DOMAIN"},
     {"resolvConf", "--resolv-conf", OPT_STR, OFF(resolv_conf), 0, 0, "FILE", "/etc/resolv.conf",
      "the resolver file pods with dnsPolicy Default start from (\"\": none, 127.0.0.1)"},
+    /* container log rotation (agent/pods/logrotate.h) */
+    {"containerLogMaxSize", "--container-log-max-size", OPT_QUANTITY, OFF(container_log_max_size),
+     INT64_MIN, INT64_MAX, "QUANTITY", "10Mi",
+     "a container's log file is rotated once it is this big (negative: never)"},
+    {"containerLogMaxFiles", "--container-log-max-files", OPT_INT, OFF(container_log_max_files), 2,
+     1000, "N", "5", "most log files of one container, the current one included"},
+    {"containerLogMaxWorkers", NULL, OPT_INT, OFF(container_log_max_workers), 1, 16, "N", "1",
+     "threads rotating logs (the kubelet has no flag)"},
+    {"containerLogMonitorInterval", NULL, OPT_DUR_MS, OFF(container_log_monitor_interval_ms), 3000,
+     86400000, "DUR", "10s", "how often log sizes are checked (the kubelet has no flag)"},
     {"crashLoopBackOff.initialContainerRestartPeriod", "--crash-loop-backoff-base", OPT_DUR_S,
      OFF(crash_loop_backoff_initial_s), 1, 300, "N", "10",
      "first container restart delay in seconds (cubelet; in the file a duration)"},
@@ -322,6 +334,15 @@ static int apply_scalar(struct ag_config *c, const struct opt *o, const char *v,
                 return 0;
         case OPT_IPS:
                 return set_ips(f, v, err);
+        case OPT_QUANTITY: {
+                struct k8s_quantity q;
+                if (k8s_quantity_parse(v, &q, err) < 0)
+                        return -1;
+                if (q.value < o->min || q.value > o->max)
+                        return cb_error_set(err, 0, "out of range");
+                *(int64_t *)f = q.value;
+                return 0;
+        }
         case OPT_TAINTS:
         case OPT_EVICTION:
         case OPT_REGS:
@@ -876,6 +897,10 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
             .authz_allowed_ttl_ms = 300000,
             .authz_denied_ttl_ms = 30000,
             .napi.port = AG_NAPI_DEFAULT_PORT,
+            .container_log_max_size = AG_LOGROTATE_DEFAULT_MAX_SIZE,
+            .container_log_max_files = AG_LOGROTATE_DEFAULT_MAX_FILES,
+            .container_log_max_workers = AG_LOGROTATE_DEFAULT_WORKERS,
+            .container_log_monitor_interval_ms = AG_LOGROTATE_DEFAULT_INTERVAL_MS,
         };
         if (set_str(&c->pod_logs_dir, "/var/log/pods", err) < 0 ||
             set_str(&c->napi.address, "0.0.0.0", err) < 0 ||

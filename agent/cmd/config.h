@@ -72,6 +72,12 @@ struct ag_config {
         struct k8s_eviction_thresholds eviction_hard;
         /* evictionPressureTransitionPeriod, --eviction-pressure-transition-period: 5m */
         uint64_t eviction_pressure_transition_ms;
+        /* container log rotation (agent/pods/logrotate.h), the kubelet's keys */
+        int64_t container_log_max_size; /* containerLogMaxSize, --container-log-max-size:
+                                           10Mi; negative: no rotation */
+        int container_log_max_files;    /* containerLogMaxFiles, --container-log-max-files: 5 */
+        int container_log_max_workers;  /* containerLogMaxWorkers: 1 */
+        uint64_t container_log_monitor_interval_ms; /* containerLogMonitorInterval: 10s */
 
         /* The node API on 10250 (agent/nodeapi/server.h), named like the
          * kubelet's flags and keys; it is served when client certificates,

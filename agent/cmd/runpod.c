@@ -29,6 +29,8 @@
 #include "agent/core/loop.h"
 #include "agent/node/nodeinfo.h"
 #include "agent/core/offload.h"
+#include "agent/k8s/quantity.h"
+#include "agent/pods/logrotate.h"
 #include "agent/pods/podworker.h"
 #include "agent/pods/prober.h"
 #include "agent/core/curl.h"
@@ -176,7 +178,21 @@ struct runpod_flags {
         const char *insecure[MAX_INSECURE];
         size_t n_insecure;
         int64_t backoff_base, backoff_cap;
+        struct ag_logrotate_policy logs;
 };
+
+/* --container-log-max-size: a quantity (10Mi), negative: no rotation */
+static int parse_size(const char *flag, const char *v, int64_t *ret)
+{
+        struct k8s_quantity q;
+        struct cb_error err = {0};
+        if (k8s_quantity_parse(v, &q, &err) < 0) {
+                fprintf(stderr, "cubelet run-pod: %s: %s\n", flag, err.msg);
+                return -1;
+        }
+        *ret = q.value;
+        return 0;
+}
 
 /* -1 (after the usage line or the reason) on a flag it does not know, a bad
  * value or a missing file. */
@@ -185,7 +201,11 @@ static int parse_flags(int argc, char **argv, struct runpod_flags *f)
         *f = (struct runpod_flags){.logs_dir = "/var/log/pods",
                                    .cgroup_root = "",
                                    .backoff_base = ST_BACKOFF_BASE_DEFAULT,
-                                   .backoff_cap = ST_BACKOFF_CAP_DEFAULT};
+                                   .backoff_cap = ST_BACKOFF_CAP_DEFAULT,
+                                   .logs = {.max_size = AG_LOGROTATE_DEFAULT_MAX_SIZE,
+                                            .max_files = AG_LOGROTATE_DEFAULT_MAX_FILES,
+                                            .max_workers = AG_LOGROTATE_DEFAULT_WORKERS,
+                                            .interval_ms = AG_LOGROTATE_DEFAULT_INTERVAL_MS}};
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i];
                 const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -207,13 +227,35 @@ static int parse_flags(int argc, char **argv, struct runpod_flags *f)
                         if (parse_seconds(a, v, &f->backoff_cap) < 0)
                                 return -1;
                         i++;
+                } else if (strcmp(a, "--container-log-max-size") == 0 && v) {
+                        if (parse_size(a, v, &f->logs.max_size) < 0)
+                                return -1;
+                        i++;
+                } else if (strcmp(a, "--container-log-max-files") == 0 && v) {
+                        int64_t n;
+                        if (parse_seconds(a, v, &n) < 0 || n < 2 || n > 1000) {
+                                fprintf(stderr, "cubelet run-pod: %s: want 2..1000\n", a);
+                                return -1;
+                        }
+                        f->logs.max_files = (int)n;
+                        i++;
+                } else if (strcmp(a, "--container-log-monitor-interval") == 0 && v) {
+                        int64_t n;
+                        if (parse_seconds(a, v, &n) < 0 || n < 3) {
+                                fprintf(stderr, "cubelet run-pod: %s: want 3 seconds or more\n", a);
+                                return -1;
+                        }
+                        f->logs.interval_ms = (uint64_t)n * 1000;
+                        i++;
                 } else if (a[0] != '-' && f->file == NULL) {
                         f->file = a;
                 } else {
                         fprintf(stderr,
                                 "usage: cubelet run-pod FILE [--pod-logs-dir DIR] [--cgroup-root "
                                 "PATH] [--insecure-registry HOST:PORT]... "
-                                "[--crash-loop-backoff-base S] [--crash-loop-backoff-max S]\n");
+                                "[--crash-loop-backoff-base S] [--crash-loop-backoff-max S] "
+                                "[--container-log-max-size Q] [--container-log-max-files N] "
+                                "[--container-log-monitor-interval S]\n");
                         return -1;
                 }
         }
@@ -252,8 +294,14 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
 
         struct k8s_admit_result adm;
         struct cb_error verr = {0};
+        const char *why = NULL;
         if (k8s_pod_validate_paths(pod, &verr) < 0) {
                 adm = (struct k8s_admit_result){.admitted = false, .reason = "InvalidPod"};
+                snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
+                         verr.msg);
+        } else if (k8s_pod_validate_supported(pod, &why, &verr) < 0) {
+                adm = (struct k8s_admit_result){.admitted = false};
+                snprintf(adm.reason, sizeof(adm.reason), "%s", why);
                 snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
                          verr.msg);
         } else {
@@ -318,6 +366,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGTERM);
         int status = 1;
+        struct ag_logrotate *logrotate = NULL;
         if (ag_loop_new(&rp.loop, &err) < 0)
                 goto fail;
         env.loop = rp.loop;
@@ -327,6 +376,8 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
             ag_probe_http_new(rp.loop, &env.probe_http, &err) < 0)
                 goto fail;
         if (ag_loop_add_signals(rp.loop, &mask, on_signal, &rp, &err) < 0)
+                goto fail;
+        if (ag_logrotate_new(rp.loop, opts->root_dir, &fl.logs, &logrotate, &err) < 0)
                 goto fail;
         if (ag_pod_worker_new(&env, steal_pointer(&pod), &ops, &rp, &rp.worker, &err) < 0)
                 goto fail;
@@ -351,6 +402,7 @@ out:
         ag_offload_free(env.pulls);
         ag_offload_free(env.sandboxes);
         ag_offload_free(env.hooks);
+        ag_logrotate_free(logrotate);
         ag_curl_free(env.probe_http);
         if (rt_sandbox_release_root(opts->root_dir, &err) < 0)
                 log_warning("%s", err.msg);

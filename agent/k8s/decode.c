@@ -89,6 +89,26 @@ int dec_fail(struct dec *d, const char *fmt, ...)
         return cb_error_set(d->err, 0, "%s", msg);
 }
 
+void dec_unsupported(struct dec *d, const char *reason, const char *key, const char *fmt, ...)
+{
+        if (d->unsupported[0] != '\0')
+                return;
+        char msg[300];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        const char *path = d->path + (d->pod_base <= d->plen ? d->pod_base : d->plen);
+        if (*path == '.')
+                path++;
+        d->unsupported_reason = reason;
+        if (key == NULL)
+                snprintf(d->unsupported, sizeof(d->unsupported), "%s", msg);
+        else
+                snprintf(d->unsupported, sizeof(d->unsupported), "%s%s%s: %s", path,
+                         path[0] ? "." : "", key, msg);
+}
+
 int dec_wrong_type(struct dec *d, const cJSON *v, const char *want)
 {
         char got[128];

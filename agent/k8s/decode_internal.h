@@ -35,6 +35,11 @@ struct dec {
         struct cb_error *err;
         char path[512];
         size_t plen;
+        /* the first unsupported field of the pod being decoded
+         * (dec_unsupported); pod_base: where the pod's own path starts */
+        const char *unsupported_reason;
+        char unsupported[400];
+        size_t pod_base;
 };
 
 /* The path: push a segment (".key" or "[i]"), pop back to the returned length. */
@@ -44,6 +49,12 @@ void dec_path_pop(struct dec *d, size_t old);
 
 /* Errors at the current path. */
 int dec_fail(struct dec *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Records (the first one only) that the field key at the current path is
+ * set to something cubelet does not implement: "<path>.<key>: <msg>" with
+ * the path from the pod's root, or msg alone when key is NULL. Not an
+ * error: the pod decodes, and admission refuses it with reason. */
+void dec_unsupported(struct dec *d, const char *reason, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 int dec_wrong_type(struct dec *d, const cJSON *v, const char *want);
 int dec_oom(struct dec *d);
 /* want names the expected object ("a Pod") when json is not an object. */

@@ -491,6 +491,12 @@ struct k8s_pod_spec {
         char *priority_class_name;
         char *os_name; /* spec.os.name */
         struct k8s_resource_list overhead;
+        /* The first field set to something cubelet does not implement
+         * (docs/security.md, "Fields cubelet does not implement"): admission
+         * refuses the pod with this reason and message rather than run it
+         * without what the field asks for. NULL: none. */
+        const char *unsupported_reason;
+        char *unsupported;
 };
 
 /* A decoded pod is immutable and shared: whoever keeps it holds a

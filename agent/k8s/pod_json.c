@@ -391,6 +391,104 @@ static int decode_seccomp(struct dec *d, const cJSON *obj, struct k8s_seccomp_pr
         return 0;
 }
 
+/* ---- fields cubelet does not implement (docs/security.md) ---- */
+
+#define R_UNSUPPORTED "UnsupportedPodSpec"
+
+/* A field that must be absent, null, empty, false or the given default. */
+static bool is_set(const cJSON *v, const char *dflt)
+{
+        if (v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v))
+                return false;
+        if ((cJSON_IsArray(v) || cJSON_IsObject(v)) && v->child == NULL)
+                return false;
+        if (cJSON_IsString(v) &&
+            (v->valuestring[0] == '\0' || (dflt != NULL && strcmp(v->valuestring, dflt) == 0)))
+                return false;
+        return true;
+}
+
+static void refuse_if_set(struct dec *d, const cJSON *obj, const char *key, const char *dflt,
+                          const char *why)
+{
+        const cJSON *v = dec_field(obj, key);
+        if (!is_set(v, dflt))
+                return;
+        if (cJSON_IsString(v))
+                dec_unsupported(d, R_UNSUPPORTED, key, "\"%.64s\": %s", v->valuestring, why);
+        else
+                dec_unsupported(d, R_UNSUPPORTED, key, "%s", why);
+}
+
+/* appArmorProfile: only Unconfined can be honoured (the kubelet's AppArmor
+ * admission refuses other profiles where it cannot enforce them) */
+static void refuse_apparmor(struct dec *d, const cJSON *sc)
+{
+        const cJSON *ap = dec_field(sc, "appArmorProfile");
+        const cJSON *t = cJSON_IsObject(ap) ? dec_field(ap, "type") : NULL;
+        if (ap == NULL || cJSON_IsNull(ap) ||
+            (cJSON_IsString(t) && strcmp(t->valuestring, "Unconfined") == 0))
+                return;
+        dec_unsupported(d, "AppArmor", "appArmorProfile",
+                        "Cannot enforce AppArmor: cubelet does not implement AppArmor profiles "
+                        "(type %s)",
+                        cJSON_IsString(t) ? t->valuestring : "unset");
+}
+
+static void refuse_container_sc(struct dec *d, const cJSON *sc)
+{
+        refuse_if_set(d, sc, "procMount", "Default",
+                      "cubelet always masks /proc (an Unmasked /proc needs user namespaces)");
+        refuse_apparmor(d, sc);
+}
+
+static void refuse_container(struct dec *d, const cJSON *it)
+{
+        refuse_if_set(d, it, "volumeDevices", NULL,
+                      "raw block devices are not supported by cubelet");
+        const cJSON *sc = dec_field(it, "securityContext");
+        if (cJSON_IsObject(sc)) {
+                size_t old = dec_path_field(d, "securityContext");
+                refuse_container_sc(d, sc);
+                dec_path_pop(d, old);
+        }
+}
+
+static void refuse_pod_spec(struct dec *d, const cJSON *spec)
+{
+        const cJSON *hu = dec_field(spec, "hostUsers");
+        if (cJSON_IsFalse(hu)) /* the kubelet's text, when the runtime has no userns */
+                dec_unsupported(d, R_UNSUPPORTED, NULL,
+                                "can't set `spec.hostUsers: false`, runtime does not support "
+                                "user namespaces");
+        refuse_if_set(d, spec, "runtimeClassName", NULL,
+                      "cubelet has one runtime and no RuntimeClass handlers");
+        refuse_if_set(d, spec, "hostAliases", NULL,
+                      "not supported by cubelet (the pod's /etc/hosts holds only its own names)");
+        refuse_if_set(d, spec, "setHostnameAsFQDN", NULL, "not supported by cubelet");
+        refuse_if_set(d, spec, "resourceClaims", NULL,
+                      "dynamic resource allocation is not supported by cubelet");
+        refuse_if_set(d, spec, "resources", NULL,
+                      "pod-level resources (PodLevelResources) are not supported by cubelet");
+        const cJSON *sc = dec_field(spec, "securityContext");
+        if (cJSON_IsObject(sc)) {
+                size_t old = dec_path_field(d, "securityContext");
+                const cJSON *sys = dec_field(sc, "sysctls");
+                if (cJSON_IsArray(sys) && sys->child != NULL) {
+                        const cJSON *n = dec_field(sys->child, "name");
+                        /* the kubelet's sysctl admission: reason SysctlForbidden */
+                        dec_unsupported(d, "SysctlForbidden", NULL,
+                                        "forbidden sysctl: \"%.64s\" not allowlisted (cubelet "
+                                        "sets no sysctls)",
+                                        cJSON_IsString(n) ? n->valuestring : "");
+                }
+                refuse_if_set(d, sc, "supplementalGroupsPolicy", "Merge",
+                              "only Merge (the image's groups added) is implemented");
+                refuse_apparmor(d, sc);
+                dec_path_pop(d, old);
+        }
+}
+
 static int decode_container_sc(struct dec *d, const cJSON *obj, struct k8s_security_context *sc)
 {
         const cJSON *v, *caps;
@@ -424,6 +522,16 @@ static int decode_container_sc(struct dec *d, const cJSON *obj, struct k8s_secur
 static int mount_item(struct dec *d, const cJSON *it, void *out)
 {
         struct k8s_volume_mount *m = out;
+        /* None is what every mount is: private, no propagation either way */
+        refuse_if_set(d, it, "mountPropagation", "None",
+                      "only None is implemented (HostToContainer and Bidirectional are not)");
+        /* IfPossible falls back to a read-only top mount, as the kubelet does
+         * with a runtime that cannot make it recursive; Enabled cannot */
+        const cJSON *rro = dec_field(it, "recursiveReadOnly");
+        if (cJSON_IsString(rro) && strcmp(rro->valuestring, "Enabled") == 0)
+                dec_unsupported(d, R_UNSUPPORTED, "recursiveReadOnly",
+                                "\"Enabled\": recursive read-only mounts are not supported by "
+                                "cubelet");
         return dec_string(d, it, "name", &m->name) < 0 ||
                        dec_string(d, it, "mountPath", &m->mount_path) < 0 ||
                        dec_string(d, it, "subPath", &m->sub_path) < 0 ||
@@ -445,6 +553,8 @@ static int container_item(struct dec *d, const cJSON *it, void *out)
         const cJSON *res, *lc, *h;
         int pull = K8S_PULL_DEFAULT, restart = -1;
         char *tmp = NULL;
+
+        refuse_container(d, it);
 
         if (dec_string(d, it, "name", &c->name) < 0 || dec_string(d, it, "image", &c->image) < 0 ||
             dec_enum(d, it, "imagePullPolicy", pull_names, pull_values, 3,
@@ -822,6 +932,7 @@ static int decode_pod_spec(struct dec *d, const cJSON *spec, struct k8s_pod_spec
         const cJSON *os;
         int restart = K8S_RESTART_ALWAYS;
         s->termination_grace_period_seconds = 30;
+        refuse_pod_spec(d, spec);
         if (dec_string(d, spec, "nodeName", &s->node_name) < 0 ||
             dec_map(d, spec, "nodeSelector", &s->node_selector) < 0 ||
             decode_affinity(d, spec, &s->node_affinity) < 0 ||
@@ -995,11 +1106,19 @@ static int pod_decode(struct dec *d, const cJSON *json, struct k8s_pod *p)
             dec_object(d, json, "spec", &spec) < 0 || dec_object(d, json, "status", &st) < 0)
                 return -1;
         p->spec.termination_grace_period_seconds = 30;
+        d->unsupported[0] = '\0';
+        d->unsupported_reason = NULL;
+        d->pod_base = d->plen;
         if (spec != NULL) {
                 size_t old = dec_path_field(d, "spec");
                 if (decode_pod_spec(d, spec, &p->spec) < 0)
                         return -1;
                 dec_path_pop(d, old);
+        }
+        if (d->unsupported[0] != '\0') {
+                p->spec.unsupported_reason = d->unsupported_reason;
+                if ((p->spec.unsupported = cb_arena_strdup(d->a, d->unsupported)) == NULL)
+                        return dec_oom(d);
         }
         if (st != NULL) {
                 size_t old = dec_path_field(d, "status");

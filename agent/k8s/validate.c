@@ -150,3 +150,13 @@ bool k8s_json_has_nul(const char *text, size_t len)
         }
         return false;
 }
+
+int k8s_pod_validate_supported(const struct k8s_pod *p, const char **ret_reason,
+                               struct cb_error *err)
+{
+        if (p->spec.unsupported == NULL)
+                return 0;
+        *ret_reason =
+            p->spec.unsupported_reason != NULL ? p->spec.unsupported_reason : "UnsupportedPodSpec";
+        return cb_error_set(err, 0, "%s", p->spec.unsupported);
+}

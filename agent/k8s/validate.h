@@ -30,6 +30,16 @@ bool k8s_is_dns1123_subdomain(const char *s);
  * (absolute). -1 with the first violation. */
 int k8s_pod_validate_paths(const struct k8s_pod *p, struct cb_error *err);
 
+/* Fields cubelet does not implement set to something that needs them
+ * (hostUsers: false, mountPropagation other than None, sysctls, ...; the
+ * decoder records the first, docs/security.md lists them): -1 with the
+ * rejection reason in *ret_reason (UnsupportedPodSpec, or the kubelet's
+ * own where it has one: AppArmor, SysctlForbidden) and the message naming
+ * the field and value. Admission refuses such a pod rather than run it
+ * without what the field asks for. */
+int k8s_pod_validate_supported(const struct k8s_pod *p, const char **ret_reason,
+                               struct cb_error *err);
+
 /* True when JSON text holds a \u0000 escape inside a string: cJSON would
  * cut the string there, so "web\u0000../x" would read as "web". Such a
  * response or watch event is refused whole. */

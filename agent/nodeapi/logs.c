@@ -11,22 +11,30 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/core/inotify.h"
 #include "lib/cleanup.h"
 
-#define LOG_CHUNK 65536
+#define LOG_CHUNK   65536
+#define FILE_EVENTS (IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
 
 struct logstream {
         int fd, ino;
+        int wd_file, wd_dir; /* the file read now; its directory (a rotation's new file) */
+        int next_fd;         /* the file at path after a rotation, once it exists */
         struct ag_io *ino_io;
         struct conn *c;
         struct ag_log_options opts;
         int64_t off, sent;
         bool follow, ended, finished;
+        bool moved; /* the file read now was renamed or removed (a rotation) */
         char in[LOG_CHUNK];
         size_t in_len;
+        char path[4500];
+        const char *root_dir;
+        char cid[128];
 };
 
 /* ---- /containerLogs ---- */
@@ -42,7 +50,24 @@ void ag_napi_logstream_free(struct logstream *l)
                 close(l->ino);
         if (l->fd >= 0)
                 close(l->fd);
+        if (l->next_fd >= 0)
+                close(l->next_fd);
         free(l);
+}
+
+/* The writer closing the file ends the stream (the container exited),
+ * unless the file was rotated away first: the monitor closes the old file
+ * once it opened the new one, and the stream goes on there. Events of a
+ * file no longer read are stale. */
+static void on_log_event(const struct inotify_event *ev, void *data)
+{
+        struct logstream *l = data;
+        if (ev->wd == l->wd_file) {
+                if (ev->mask & (IN_MOVE_SELF | IN_DELETE_SELF))
+                        l->moved = true;
+                else if ((ev->mask & IN_CLOSE_WRITE) && !l->moved)
+                        l->ended = true;
+        }
 }
 
 static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
@@ -50,8 +75,7 @@ static void on_log_change(struct ag_io *io, int fd, uint32_t events, void *data)
         (void)io;
         (void)events;
         struct logstream *l = data;
-        if (ag_inotify_drain(fd, NULL, NULL) & (IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF))
-                l->ended = true;
+        ag_inotify_drain(fd, on_log_event, l);
         struct conn *c = l->c;
         if (ag_napi_conn_pending(c) < LOG_CHUNK)
                 write_logs(l);
@@ -96,9 +120,12 @@ void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct a
         struct logstream *l = calloc(1, sizeof(*l));
         if (l == NULL)
                 return ag_napi_respond_error(c, 500, "out of memory");
-        l->fd = l->ino = -1;
+        l->fd = l->ino = l->next_fd = l->wd_file = l->wd_dir = -1;
         l->c = c;
         l->opts = o;
+        snprintf(l->path, sizeof(l->path), "%s", path);
+        snprintf(l->cid, sizeof(l->cid), "%s", cid);
+        l->root_dir = s->cfg.root_dir;
         l->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (l->fd < 0) {
                 ag_napi_logstream_free(l);
@@ -115,10 +142,11 @@ void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct a
         l->follow = o.follow && !o.previous && running;
         if (l->follow) {
                 l->ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-                if (l->ino < 0 ||
-                    inotify_add_watch(l->ino, path,
-                                      IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF) <
-                        0 ||
+                if (l->ino >= 0) {
+                        l->wd_file = inotify_add_watch(l->ino, path, FILE_EVENTS);
+                        l->wd_dir = inotify_add_watch(l->ino, cdir, IN_CREATE | IN_MOVED_TO);
+                }
+                if (l->ino < 0 || l->wd_file < 0 || l->wd_dir < 0 ||
                     (l->ino_io = ag_io_new(s->loop, l->ino, EPOLLIN, on_log_change, l, &err)) ==
                         NULL) {
                         ag_napi_logstream_free(l);
@@ -133,6 +161,48 @@ void ag_napi_start_logs(struct conn *c, const struct ag_napi_target *t, struct a
         c->mode = C_LOGS;
         ag_napi_conn_head(c, 200, "text/plain", -1);
         write_logs(l);
+}
+
+/* At the end of a file that was rotated away: once the new file exists,
+ * the old one is read to its end once more (the monitor wrote its last
+ * record there before it made the new one), then the stream goes on at the
+ * start of the new file -- `kubectl logs -f` across a rotation loses
+ * nothing. False: wait (for the new file, through the directory's watch). */
+static bool follow_rotation(struct logstream *l)
+{
+        if (l->next_fd < 0) {
+                l->next_fd = open(l->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                struct stat a, b;
+                if (l->next_fd >= 0 && fstat(l->fd, &a) == 0 && fstat(l->next_fd, &b) == 0 &&
+                    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+                        /* renamed back (the monitor could not reopen): the
+                         * same file, read on where we are */
+                        close(l->next_fd);
+                        l->next_fd = -1;
+                        l->moved = false;
+                        return false;
+                }
+                if (l->next_fd >= 0)
+                        return true; /* first: the rest of the old file */
+                /* no new file, and none will come: the writer closed the
+                 * old one as it exited (the kubelet's isContainerRunning) */
+                struct rt_container_state st;
+                if (rt_container_state(l->root_dir, l->cid, &st, NULL) < 0 ||
+                    st.status != RT_CONTAINER_RUNNING)
+                        l->ended = true;
+                return false;
+        }
+        close(l->fd);
+        l->fd = l->next_fd;
+        l->next_fd = -1;
+        l->off = 0;
+        l->in_len = 0; /* the old file ended with a whole record */
+        l->moved = false;
+        (void)inotify_rm_watch(l->ino, l->wd_file);
+        l->wd_file = inotify_add_watch(l->ino, l->path, FILE_EVENTS);
+        if (l->wd_file < 0)
+                l->ended = true;
+        return true;
 }
 
 /* Renders what the file has now into the connection (a chunk at a time:
@@ -181,6 +251,8 @@ static void write_logs(struct logstream *l)
                         memmove(l->in, l->in + start, l->in_len - start);
                         l->in_len -= start;
                 }
+                if (eof && !limit_hit && l->follow && l->moved && follow_rotation(l))
+                        eof = false;
         }
         l->sent += (int64_t)olen;
         ag_napi_conn_write(c, o, olen);

@@ -311,6 +311,12 @@ static void admit(struct rec *r)
                 reject(r, "InvalidPod", verr.msg);
                 return;
         }
+        /* and fields cubelet does not implement are refused, not dropped */
+        const char *why = NULL;
+        if (k8s_pod_validate_supported(r->pod, &why, &verr) < 0) {
+                reject(r, why, verr.msg);
+                return;
+        }
         const char *phase = r->pod->status.phase;
         if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
                 /* Terminal already: nothing to run. If an earlier agent left

@@ -751,6 +751,8 @@ class Handler(BaseHTTPRequestHandler):
                 parts[3] in [n for n, _ in REVIEW_RESOURCES.get(parts[1], ())]:
             self.authorize(authz.Attrs(self.user, "create", parts[3], parts[1]))
             return self.review(parts[3])
+        if path == "/debug/hostile-objects" and m == "POST":
+            return self.store_hostile()
         if path == "/debug/reviews" and m in ("GET", "PUT"):
             with self.server.reviews_lock:
                 if m == "PUT":
@@ -800,6 +802,31 @@ class Handler(BaseHTTPRequestHandler):
         if not res.namespaced:
             ns = None
         self.dispatch(m, res, ns, name, sub, q)
+
+    # ---- test only: objects a compromised apiserver could serve
+
+    def store_hostile(self):
+        """POST /debug/hostile-objects {"namespace": NS, "object": POD}: POD goes
+        into etcd exactly as given (no defaulting, no validation, its own uid)
+        and is served by lists and watches like any pod, to test that a node
+        refuses what kube-apiserver's validation would never let through (a uid
+        of ../../x, names with '/' or NUL, 300 containers). Only with
+        --serve-hostile-objects; 404 otherwise. README.md, "Hostile objects"."""
+        if not self.server.serve_hostile:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        body = self.read_body() or {}
+        obj, ns = body.get("object"), body.get("namespace", "default")
+        if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict) or \
+                not isinstance(obj["metadata"].get("name"), str):
+            raise reg.bad_request("want {\"namespace\": NS, \"object\": {\"metadata\": "
+                                  "{\"name\": ...}, ...}}")
+        res = reg.find_resource("", "v1", "pods")
+        rev = self.server.etcd.create(res.key(ns, obj["metadata"]["name"]), obj)
+        if rev is None:
+            raise reg.already_exists(res, obj["metadata"]["name"])
+        return self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                                    "details": {"resourceVersion": str(rev)}})
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
 
@@ -1635,6 +1662,10 @@ def main():
                     "CUBELET_STANDIN_AUTHORIZATION_MODE", "Node,RBAC"),
                     help="Node,RBAC (default) or AlwaysAllow")
     ap.add_argument("--service-cluster-ip-range", default="10.96.0.0/12")
+    ap.add_argument("--serve-hostile-objects", action="store_true",
+                    default=os.environ.get("CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS", "") not in
+                    ("", "0", "false"),
+                    help="TEST ONLY: POST /debug/hostile-objects stores pods unvalidated")
     ap.add_argument("--cluster-signing-duration", default=os.environ.get(
                     "CUBELET_STANDIN_CLUSTER_SIGNING_DURATION", "8760h0m0s"),
                     help="kube-controller-manager's: the longest certificate its signer "
@@ -1683,6 +1714,7 @@ def main():
         srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
         srv.verbose = args.verbose
         srv.websockets_to_kubelet = args.websockets_to_kubelet
+        srv.serve_hostile = args.serve_hostile_objects
         srv.data = data
         srv.address = f"127.0.0.1:{port}"
         admin_token = load_or_make_token(os.path.join(data, "admin.token"))

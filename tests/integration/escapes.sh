@@ -27,7 +27,7 @@ import_busybox
 run() {
   local name=$1
   set +e
-  run_pod_cmd "$tmp/$name.yaml"
+  run_pod_cmd "$tmp/$name.yaml" "${@:2}"
   timeout 60 "${pod_argv[@]}" >"$tmp/$name.jsonl" 2>"$tmp/$name.err"
   rc=$?
   set -e
@@ -115,6 +115,30 @@ if [ -z "$out" ]; then escaped "no output: $(tail -3 "$tmp/fds.err")"
 elif [ -n "$extra" ]; then escaped "pid 1 holds more than stdio: $extra"
 else refused "pid 1 has only 0, 1, 2"; fi
 
+# --- exec path: CVE-2024-21626 through an exec (probes and kubectl exec share it) --------
+attempt "CVE-2024-21626 via exec: the workingDir swapped for /proc/self/fd/N under exec probes"
+# The container's workingDir /home becomes a symlink to /proc/self/fd/N
+# (N = 3..9, 1.5 s each) after the start; an exec readiness probe every
+# second runs in the workingDir, as kubectl exec does, through the same
+# `cubelet __exec`. A probe that lands in a host directory would record a
+# cwd outside the container.
+mkdir -p "$tmp/execout"
+pod execwd "    command: [sh, -c, 'sleep 2; for n in 3 4 5 6 7 8 9; do rm -rf /home; ln -s /proc/self/fd/\$n /home; sleep 1.5; done; rm /home; mkdir /home; sleep 2; echo flipped']
+    workingDir: /home
+    readinessProbe:
+      exec: {command: [sh, -c, 'echo \"cwd=\$(pwd -P) ls=\$(ls -a | head -4 | tr \"\\\\n\" ,)\" >> /out/probe.log']}
+      periodSeconds: 1
+    volumeMounts: [{name: o, mountPath: /out}]" "  volumes: [{name: o, hostPath: {path: $tmp/execout}}]"
+run execwd
+ran=$(grep -c '^cwd=' "$tmp/execout/probe.log" 2>/dev/null || true)
+outside=$(grep -vE '^cwd=/home ' "$tmp/execout/probe.log" 2>/dev/null || true)
+nrefused=$(grep -cE 'working directory .* is outside the container|cannot chdir to the working directory' "$tmp/execwd.err" || true)
+if ! pod_log execwd | grep -q flipped; then escaped "the container did not run: $(tail -3 "$tmp/execwd.err")"
+elif [ "${ran:-0}" -lt 1 ]; then escaped "no exec ran at all (no positive control): $(grep -i probe "$tmp/execwd.err" | tail -2)"
+elif [ -n "$outside" ]; then escaped "an exec ran outside /home: $outside"
+elif [ "${nrefused:-0}" -lt 1 ]; then escaped "no exec was refused during the swap: $(grep -i 'probe' "$tmp/execwd.err" | tail -3)"
+else refused "$ran exec(s) in /home, $nrefused refused while it pointed at /proc/self/fd/N"; fi
+
 # --- items 3 and 4: the pause process; /proc/self/exe (CVE-2019-5736) -------------------
 sha_before=$(sha256sum "$CUBELET" | cut -d' ' -f1)
 attempt "pause: /proc/1/root of the shared PID namespace with SYS_PTRACE"
@@ -193,6 +217,79 @@ else
   tried=$((tried - 1))
 fi
 
+# --- item 7: fields cubelet does not implement are refused, never dropped ---------------
+attempt "fail open: hostUsers: false (the container would run with the host's identity)"
+pod userns "    command: [sh, -c, 'echo started; cat /proc/self/uid_map']" "  hostUsers: false"
+run userns
+if pod_log userns | grep -q started; then escaped "the container ran without a user namespace: $(pod_log userns | tail -1)"
+elif said userns "can't set \`spec.hostUsers: false\`, runtime does not support user namespaces"; then
+  refused "$(grep -o '"reason":"[A-Za-z]*"' "$tmp/userns.jsonl" | head -1)"
+else escaped "no refusal message: $(tail -3 "$tmp/userns.err")"; fi
+
+attempt "fail open: mountPropagation: HostToContainer on a hostPath volume"
+mkdir -p "$tmp/propvol"
+pod prop "    command: [sh, -c, 'echo started']
+    volumeMounts: [{name: v, mountPath: /v, mountPropagation: HostToContainer}]" \
+  "  volumes: [{name: v, hostPath: {path: $tmp/propvol}}]"
+run prop
+if pod_log prop | grep -q started; then escaped "the container ran with a private mount instead"
+elif said prop "mountPropagation: \\\"HostToContainer\\\": only None is implemented"; then refused "UnsupportedPodSpec"
+else escaped "no refusal message: $(tail -3 "$tmp/prop.err") $(tail -1 "$tmp/prop.jsonl")"; fi
+
+# --- item 14: container logs grow without bound ----------------------------------------
+attempt "log flood fills the node disk (containerLogMaxSize / containerLogMaxFiles)"
+# The container writes 1 KiB lines as fast as it can for 24 s and counts the
+# MiB it wrote; the host samples its log directory meanwhile. The kubelet's
+# rotation (1Mi, 3 files, a 3 s interval here) must keep at most 3 files,
+# compress the older ones, and keep on disk what the container writes in a
+# few intervals, however long it floods: at most half of what it wrote
+# (without rotation: all of it).
+mkdir -p "$tmp/floodbin" "$tmp/floodout"
+cat >"$tmp/floodbin/flood.sh" <<'EOF'
+line=$(head -c 1000 /dev/zero | tr '\0' a)
+n=0
+end=$(($(date +%s) + 24))
+while [ "$(date +%s)" -lt "$end" ]; do
+  yes "$line" | head -c 1048576
+  n=$((n + 1))
+  echo "$n" >/out/mib
+done
+EOF
+pod flood "    command: [sh, /t/flood.sh]
+    volumeMounts: [{name: t, mountPath: /t, readOnly: true}, {name: o, mountPath: /out}]" \
+  "  volumes: [{name: t, hostPath: {path: $tmp/floodbin}}, {name: o, hostPath: {path: $tmp/floodout}}]"
+(
+  # the container's log directory every 0.5 s: files (not the .tmp of a
+  # compression under way) and bytes
+  for _ in $(seq 1 100); do
+    d=$(ls -d "$logs"/default_flood_*/main 2>/dev/null | head -1 || true)
+    [ -z "$d" ] || echo "$(find "$d" -type f ! -name '*.tmp' | wc -l) $(du -sb "$d" | cut -f1)"
+    sleep 0.5
+  done
+) >"$tmp/flood.samples" &
+sampler=$!
+track $sampler
+run flood --container-log-max-size 1Mi --container-log-max-files 3 --container-log-monitor-interval 3
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" 2>/dev/null || true
+d=$(ls -d "$logs"/default_flood_*/main 2>/dev/null | head -1)
+wrote=$(cat "$tmp/floodout/mib" 2>/dev/null || echo 0)
+maxfiles=$(sort -n "$tmp/flood.samples" | tail -1 | cut -d' ' -f1)
+maxbytes=$(sort -k2 -n "$tmp/flood.samples" | tail -1 | cut -d' ' -f2)
+nfiles=$(ls "$d" | wc -l)
+ngz=$(find "$d" -name '*.gz' | wc -l)
+gzok=0
+for f in "$d"/*.gz; do
+  [ -e "$f" ] || continue
+  zcat "$f" | head -1 | grep -qE '^20[0-9-]+T[0-9:.]+Z stdout [FP] a+$' && gzok=$((gzok + 1))
+done
+echo "  flood: wrote $wrote MiB (+ CRI framing) in 24 s; at most ${maxfiles:-0} files and $((${maxbytes:-0} >> 20)) MiB on disk; at the end: $(ls "$d" | paste -sd' ')"
+if [ "${wrote:-0}" -lt 20 ]; then escaped "the flood wrote only ${wrote} MiB: $(tail -3 "$tmp/flood.err")"
+elif [ "${maxfiles:-9}" -gt 3 ] || [ "$nfiles" -gt 3 ]; then escaped "more than containerLogMaxFiles=3 files: $(ls "$d")"
+elif [ "$ngz" -lt 1 ] || [ "$gzok" -ne "$ngz" ]; then escaped "older logs not gzip-compressed CRI logs ($ngz .gz, $gzok readable)"
+elif [ $((maxbytes >> 20)) -ge $((wrote / 2)) ]; then escaped "the disk took $((maxbytes >> 20)) MiB of the $wrote MiB written"
+else refused "at most 3 files, $((maxbytes >> 20)) MiB of $wrote MiB on disk"; fi
+
 # --- item 5 (archive half): hostile image archives ---------------------------------------
 # tar NAME KIND: an archive whose manifest.json is a FIFO, a device or a
 # symlink to a host file
@@ -225,6 +322,111 @@ for kind in fifo device symlink; do
       "$tmp/import-$kind.err"; then refused "$(head -c 150 "$tmp/import-$kind.err")"
   else escaped "unexpected error: $(cat "$tmp/import-$kind.err")"; fi
 done
+
+# --- item 10 through the API: objects a compromised apiserver could serve ----------------
+# The stand-in's test-only switch (tests/apiserver/README.md, "Hostile
+# objects") stores pods exactly as given; the agent, bound to that node,
+# must refuse each, write or remove nothing outside its directories, and
+# keep its healthy pod running.
+if command -v kubectl >/dev/null && [ -x /usr/bin/etcd ]; then
+  NODE=it-escapes-$$
+  export CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS=1
+  start_standin
+  unset CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS
+  start_agent -v 2 --kubeconfig "$data/node.kubeconfig" --healthz-port 0 --node-status-update-frequency 1s
+  poll 30 eval 'kubectl --kubeconfig "$data/admin.kubeconfig" get node "$NODE" >/dev/null 2>&1' ||
+    die "node $NODE not registered"
+  k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
+  k create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: healthy, namespace: default}
+spec:
+  nodeName: $NODE
+  hostNetwork: true
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: busybox:1.36, command: [sh, -c, 'echo up; while :; do sleep 1; done']}
+EOF
+  poll 60 eval '[ "$(k get pod healthy -o jsonpath={.status.phase} 2>/dev/null)" = Running ]' ||
+    die "the healthy pod is not Running: $(tail -5 "$tmp/agent.log")"
+  healthy_cid=$(k get pod healthy -o jsonpath='{.status.containerStatuses[0].containerID}')
+  # hostile NAME JSON-SPEC-FRAGMENT [UID] [NAME-JSON]: a pod bound to the node as given
+  victim=/tmp/cubelet-hostile-$$
+  up=$(printf '../%.0s' $(seq 1 24))
+  hostile() {
+    python3 - "$1" "$2" "${3:-$(cat /proc/sys/kernel/random/uuid)}" "$NODE" "${4:-}" <<'EOF' >"$tmp/hostile.json"
+import json, sys
+name, spec, uid, node, rawname = sys.argv[1:6]
+pod = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": name, "namespace": "default", "uid": uid,
+                    "creationTimestamp": "2026-01-01T00:00:00Z"},
+       "spec": dict({"nodeName": node, "hostNetwork": True, "restartPolicy": "Never"},
+                    **json.loads(spec))}
+if rawname:
+    pod["metadata"]["name"] = json.loads(rawname)
+print(json.dumps({"namespace": "default", "object": pod}))
+EOF
+    curl -sk -o "$tmp/hostile.out" -w '%{http_code}' --cacert "$data/ca.crt" \
+      --cert "$data/admin.crt" --key "$data/admin.key" -H 'Content-Type: application/json' \
+      --data-binary @"$tmp/hostile.json" "$standin_url/debug/hostile-objects"
+  }
+  C='"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo RAN; touch /x"]}]'
+  # status of a hostile pod by name (those with a plain name)
+  hstatus() { k get pod "$1" -o jsonpath='{.status.phase} {.status.reason} {.status.message}' 2>/dev/null; }
+  hostile_case() { # NAME WANT-IN-MESSAGE SPEC [UID]
+    local code
+    code=$(hostile "$1" "$3" "${4:-}")
+    [ "$code" = 201 ] || { escaped "the stand-in did not store $1: $code $(cat "$tmp/hostile.out")"; return; }
+    # the agent's own word (its status PATCH may not land: the stand-in
+    # validates the whole object on a status update, as it should)
+    hn=$1
+    if poll 20 eval 'grep -q "pod default/$hn: rejected: InvalidPod: " "$tmp/agent.log"'; then
+      line=$(grep "pod default/$hn: rejected: InvalidPod: " "$tmp/agent.log" | head -1)
+      if grep -qF -- "$2" <<<"$line"; then refused "$(cut -c1-160 <<<"${line#*rejected: }")"
+      else escaped "refused, but the message lacks \"$2\": $line"; fi
+    else escaped "not refused: '$(hstatus "$1")' $(grep "$hn" "$tmp/agent.log" | tail -2)"; fi
+  }
+  attempt "hostile apiserver: a pod uid of ${up}tmp/cubelet-hostile-PID"
+  hostile_case evil-uid 'metadata.uid: Invalid value' "{$C, \"volumes\": [{\"name\": \"v\", \"emptyDir\": {}}]}" "${up}${victim#/}"
+  attempt "hostile apiserver: a container name with '/'"
+  hostile_case evil-cname 'spec.containers[0].name: Invalid value' \
+    "{\"containers\": [{\"name\": \"a/${up}${victim#/}-c\", \"image\": \"busybox:1.36\"}]}"
+  attempt "hostile apiserver: a volume name with '/'"
+  hostile_case evil-vname 'spec.volumes[0].name: Invalid value' \
+    "{$C, \"volumes\": [{\"name\": \"v/${up}${victim#/}-v\", \"emptyDir\": {}}]}"
+  attempt "hostile apiserver: 300 containers (the decoder's limit is 256)"
+  many=$(python3 -c 'import json; print(json.dumps({"containers": [{"name": "c%d" % i, "image": "busybox:1.36"} for i in range(300)]}))')
+  nctr=$(ls "$root/containers" 2>/dev/null | wc -l)
+  code=$(hostile evil-many "$many")
+  poll 10 eval 'grep -q "evil-many\|300 items\|at most 256" "$tmp/agent.log"' || true
+  if [ "$code" != 201 ]; then escaped "the stand-in did not store it: $code"
+  elif [[ "$(hstatus evil-many)" == Running* ]]; then escaped "evil-many runs"
+  elif [ "$(ls "$root/containers" 2>/dev/null | wc -l)" -gt "$nctr" ]; then
+    escaped "containers were made: $(ls "$root/containers")"
+  else refused "not run ($(hstatus evil-many | cut -c1-80)); $(grep -oE '[^]]*(at most|too many)[^"]{0,60}' "$tmp/agent.log" | head -1)"; fi
+  attempt "hostile apiserver: a pod name with NUL (web\\u0000../x)"
+  code=$(hostile evil-nul "{$C}" "" '"web\u0000../x"')
+  sleep 3
+  if [ "$code" != 201 ]; then escaped "the stand-in did not store it: $code $(cat "$tmp/hostile.out")"
+  elif grep -q 'RAN' "$logs"/default_web*/main/0.log 2>/dev/null; then escaped "the NUL pod ran"
+  else refused "not run; $(grep -ciE 'NUL|\\\\u0000' "$tmp/agent.log") agent log line(s) about it"; fi
+
+  attempt "hostile apiserver: the node survives (no write outside, healthy pod untouched)"
+  sleep 2
+  leaked=$(ls -d "$victim"* "$(dirname "$root")"/x* 2>/dev/null || true)
+  now_cid=$(k get pod healthy -o jsonpath='{.status.containerStatuses[0].containerID}')
+  if ! kill -0 "$agent_pid" 2>/dev/null; then escaped "the agent died: $(tail -5 "$tmp/agent.log")"
+  elif [ -n "$leaked" ]; then escaped "written outside the root dir: $leaked"
+  elif [ "$(k get pod healthy -o jsonpath={.status.phase})" != Running ] || [ "$now_cid" != "$healthy_cid" ]; then
+    escaped "the healthy pod was disturbed: $(k get pod healthy -o jsonpath='{.status.phase} {.status.containerStatuses[0].restartCount}')"
+  else refused "agent alive, nothing under $victim*, healthy pod Running with the same container"; fi
+  k delete pod healthy --wait=false >/dev/null 2>&1 || true
+  poll 30 eval '! k get pod healthy >/dev/null 2>&1' || fail "the healthy pod was not deleted"
+  stop_agent
+else
+  echo "skipped: hostile objects through the API (needs kubectl and etcd)"
+fi
 
 sanitizer_findings "$tmp"/*.err || fails=$((fails + 1))
 echo "escape attempts: $tried tried, $refused refused"

@@ -485,6 +485,60 @@ START_TEST(test_dns_options)
 }
 END_TEST
 
+/* Container log rotation (issue 15 item 14): the kubelet's keys, defaults
+ * and limits (containerLogMaxFiles > 1, containerLogMaxWorkers >= 1,
+ * containerLogMonitorInterval >= 3s); the size is a quantity. */
+START_TEST(test_container_log_options)
+{
+        struct ag_config c;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(c.container_log_max_size, 10 << 20);
+        ck_assert_int_eq(c.container_log_max_files, 5);
+        ck_assert_int_eq(c.container_log_max_workers, 1);
+        ck_assert_uint_eq(c.container_log_monitor_interval_ms, 10000);
+        ck_assert_msg(apply(&c,
+                            HEAD "containerLogMaxSize: 50Ki\ncontainerLogMaxFiles: 3\n"
+                                 "containerLogMaxWorkers: 2\ncontainerLogMonitorInterval: 3s\n",
+                            &err) == 0,
+                      "%s", err.msg);
+        ck_assert_int_eq(c.container_log_max_size, 50 << 10);
+        ck_assert_int_eq(c.container_log_max_files, 3);
+        ck_assert_int_eq(c.container_log_max_workers, 2);
+        ck_assert_uint_eq(c.container_log_monitor_interval_ms, 3000);
+        char *argv[] = {"--container-log-max-size", "1M", "--container-log-max-files=4"};
+        ck_assert_msg(ag_config_parse_flags(&c, 3, argv, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(c.container_log_max_size, 1000000);
+        ck_assert_int_eq(c.container_log_max_files, 4);
+        char *off[] = {"--container-log-max-size=-1"};
+        ck_assert_msg(ag_config_parse_flags(&c, 1, off, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(c.container_log_max_size, -1);
+        static const struct {
+                const char *text, *want;
+        } bad[] = {
+            {HEAD "containerLogMaxFiles: 1\n",
+             "containerLogMaxFiles: 1: want an integer between 2 and 1000"},
+            {HEAD "containerLogMaxWorkers: 0\n",
+             "containerLogMaxWorkers: 0: want an integer between 1 and 16"},
+            {HEAD "containerLogMonitorInterval: 2s\n",
+             "containerLogMonitorInterval: \"2s\": want a duration between 3s and 24h"},
+            {HEAD "containerLogMaxSize: 10XB\n", "containerLogMaxSize: \"10XB\": invalid quantity"},
+            {HEAD "containerLogMaxSize: 10\n", "containerLogMaxSize: want a string, got 10"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                ck_assert_int_eq(apply(&c, bad[i].text, &err), -1);
+                ck_assert_msg(strstr(err.msg, bad[i].want) != NULL, "%s: got %s", bad[i].want,
+                              err.msg);
+        }
+        char *flag_bad[] = {"--container-log-max-files", "1"};
+        ck_assert_int_eq(ag_config_parse_flags(&c, 2, flag_bad, &err), -1);
+        ck_assert_msg(strstr(err.msg, "--container-log-max-files: \"1\": want an integer "
+                                      "between 2 and 1000") != NULL,
+                      "%s", err.msg);
+        ag_config_clear(&c);
+}
+END_TEST
+
 START_TEST(test_usage_lists_every_flag)
 {
         char *buf = NULL;
@@ -506,6 +560,8 @@ START_TEST(test_usage_lists_every_flag)
             "[crashLoopBackOff.maxContainerRestartPeriod]",
             "[insecureRegistries]",
             "--cluster-dns IP,...  [clusterDNS]",
+            "--container-log-max-size QUANTITY  [containerLogMaxSize]",
+            "--container-log-max-files N  [containerLogMaxFiles]",
             "[clusterDomain]",
             "[resolvConf]",
             "[healthzBindAddress]",
@@ -535,6 +591,7 @@ int main(void)
         tcase_add_test(tc, test_help_and_twice);
         tcase_add_test(tc, test_usage_lists_every_flag);
         tcase_add_test(tc, test_dns_options);
+        tcase_add_test(tc, test_container_log_options);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

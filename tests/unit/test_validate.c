@@ -117,6 +117,118 @@ START_TEST(test_nul_escapes)
 }
 END_TEST
 
+/* Fields cubelet does not implement (issue 15 item 7): set to anything but
+ * their default, the pod is refused with the reason and a message naming
+ * the field and value; their defaults (and what needs nothing: None,
+ * Default, IfPossible, Unconfined, Merge, hostUsers true) pass. */
+static int supported(const char *spec, const char **reason, char *msg, size_t size)
+{
+        char json[4096];
+        snprintf(json, sizeof(json), "{\"metadata\":%s,\"spec\":%s}",
+                 META("0d5b8f2e-9a1c-4b7e-8f00-3c2a1b0e9d8c"), spec);
+        _cleanup_cjson_ cJSON *j = cJSON_Parse(json);
+        ck_assert_msg(j != NULL, "bad test JSON: %s", json);
+        struct k8s_pod *p = NULL;
+        struct cb_error err = {0};
+        ck_assert_msg(k8s_pod_from_json(j, &p, &err) == 0, "decode: %s", err.msg);
+        *reason = NULL;
+        int r = k8s_pod_validate_supported(p, reason, &err);
+        snprintf(msg, size, "%s", r < 0 ? err.msg : "");
+        k8s_pod_free(p);
+        return r;
+}
+
+#define C_(extra) "{\"name\":\"app\",\"image\":\"b\"" extra "}"
+#define VM(extra) "\"volumeMounts\":[{\"name\":\"v\",\"mountPath\":\"/v\"" extra "}]"
+#define VOL       ",\"volumes\":[{\"name\":\"v\",\"emptyDir\":{}}]"
+
+static const struct {
+        const char *spec, *reason, *msg;
+} refused_cases[] = {
+    {"{\"hostUsers\":false,\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
+     "can't set `spec.hostUsers: false`, runtime does not support user namespaces"},
+    {"{\"containers\":[" C_("," VM(",\"mountPropagation\":\"HostToContainer\"")) "]" VOL "}",
+     "UnsupportedPodSpec",
+     "spec.containers[0].volumeMounts[0].mountPropagation: \"HostToContainer\": only None is "
+     "implemented"},
+    {"{\"initContainers\":[" C_(",\"securityContext\":{\"privileged\":true}," VM(
+         ",\"mountPropagation\":\"Bidirectional\"")) "],"
+                                                     "\"containers\":[" C_("") "]" VOL "}",
+     "UnsupportedPodSpec",
+     "spec.initContainers[0].volumeMounts[0].mountPropagation: \"Bidirectional\""},
+    {"{\"containers\":[" C_("," VM(",\"recursiveReadOnly\":\"Enabled\",\"readOnly\":true")) "]" VOL
+                                                                                            "}",
+     "UnsupportedPodSpec",
+     "spec.containers[0].volumeMounts[0].recursiveReadOnly: \"Enabled\": recursive read-only"},
+    {"{\"securityContext\":{\"sysctls\":[{\"name\":\"kernel.shm_rmid_forced\",\"value\":\"1\"}]},"
+     "\"containers\":[" C_("") "]}",
+     "SysctlForbidden", "forbidden sysctl: \"kernel.shm_rmid_forced\" not allowlisted"},
+    {"{\"securityContext\":{\"appArmorProfile\":{\"type\":\"RuntimeDefault\"}},\"containers\":[" C_(
+         "") "]}",
+     "AppArmor",
+     "spec.securityContext.appArmorProfile: Cannot enforce AppArmor: cubelet does not implement "
+     "AppArmor profiles (type RuntimeDefault)"},
+    {"{\"containers\":[" C_(",\"securityContext\":{\"appArmorProfile\":{\"type\":"
+                            "\"Localhost\",\"localhostProfile\":\"x\"}}") "]}",
+     "AppArmor", "spec.containers[0].securityContext.appArmorProfile: Cannot enforce AppArmor"},
+    {"{\"containers\":[" C_(",\"securityContext\":{\"procMount\":\"Unmasked\"}") "]}",
+     "UnsupportedPodSpec",
+     "spec.containers[0].securityContext.procMount: \"Unmasked\": cubelet always masks /proc"},
+    {"{\"containers\":[" C_(
+         ",\"volumeDevices\":[{\"name\":\"v\",\"devicePath\":\"/dev/xvda\"}]") "]}",
+     "UnsupportedPodSpec", "spec.containers[0].volumeDevices: raw block devices"},
+    {"{\"runtimeClassName\":\"gvisor\",\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
+     "spec.runtimeClassName: \"gvisor\": cubelet has one runtime"},
+    {"{\"hostAliases\":[{\"ip\":\"10.0.0.1\",\"hostnames\":[\"db\"]}],\"containers\":[" C_("") "]}",
+     "UnsupportedPodSpec", "spec.hostAliases: not supported by cubelet"},
+    {"{\"setHostnameAsFQDN\":true,\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
+     "spec.setHostnameAsFQDN: not supported by cubelet"},
+    {"{\"resourceClaims\":[{\"name\":\"gpu\"}],\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
+     "spec.resourceClaims: dynamic resource allocation"},
+    {"{\"resources\":{\"limits\":{\"cpu\":\"1\"}},\"containers\":[" C_("") "]}",
+     "UnsupportedPodSpec", "spec.resources: pod-level resources"},
+    {"{\"securityContext\":{\"supplementalGroupsPolicy\":\"Strict\"},\"containers\":[" C_("") "]}",
+     "UnsupportedPodSpec", "spec.securityContext.supplementalGroupsPolicy: \"Strict\""},
+};
+
+START_TEST(test_unsupported_refused)
+{
+        char msg[1024];
+        const char *reason;
+        int i = _i;
+        ck_assert_msg(supported(refused_cases[i].spec, &reason, msg, sizeof(msg)) < 0,
+                      "case %d accepted: %s", i, refused_cases[i].spec);
+        ck_assert_str_eq(reason, refused_cases[i].reason);
+        ck_assert_msg(strstr(msg, refused_cases[i].msg) != NULL, "case %d: want \"%s\" in \"%s\"",
+                      i, refused_cases[i].msg, msg);
+}
+END_TEST
+
+START_TEST(test_unsupported_defaults_pass)
+{
+        static const char *const ok[] = {
+            "{\"hostUsers\":true,\"containers\":[" C_("") "]}",
+            "{\"containers\":[" C_("," VM(",\"mountPropagation\":\"None\",\"recursiveReadOnly\":"
+                                          "\"Disabled\"")) "]" VOL "}",
+            "{\"containers\":[" C_(
+                "," VM(",\"readOnly\":true,\"recursiveReadOnly\":\"IfPossible\"")) "]" VOL "}",
+            "{\"securityContext\":{\"appArmorProfile\":{\"type\":\"Unconfined\"},\"sysctls\":[],"
+            "\"supplementalGroupsPolicy\":\"Merge\",\"seLinuxOptions\":{\"level\":\"s0\"}},"
+            "\"containers\":[" C_(",\"securityContext\":{\"procMount\":\"Default\"},"
+                                  "\"resizePolicy\":[{\"resourceName\":\"cpu\",\"restartPolicy\":"
+                                  "\"NotRequired\"}]") "]}",
+            "{\"runtimeClassName\":\"\",\"hostAliases\":[],\"ephemeralContainers\":null,"
+            "\"setHostnameAsFQDN\":false,\"schedulerName\":\"default-scheduler\","
+            "\"topologySpreadConstraints\":[{\"maxSkew\":1}],\"containers\":[" C_("") "]}",
+        };
+        char msg[1024];
+        const char *reason;
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+                ck_assert_msg(supported(ok[i], &reason, msg, sizeof(msg)) == 0, "%zu: %s: %s", i,
+                              ok[i], msg);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("validate");
@@ -124,6 +236,9 @@ int main(void)
         tcase_add_test(tc, test_good_pods);
         tcase_add_test(tc, test_hostile_pods);
         tcase_add_test(tc, test_nul_escapes);
+        tcase_add_loop_test(tc, test_unsupported_refused, 0,
+                            (int)(sizeof(refused_cases) / sizeof(refused_cases[0])));
+        tcase_add_test(tc, test_unsupported_defaults_pass);
         suite_add_tcase(s, tc);
         return th_run(s) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -51,6 +51,11 @@ struct rec {
         char *delivered_phase;      /* the last phase the apiserver accepted */
         char *pressure_message;     /* evicted for node pressure: the message */
         char pressure_time[32];     /* ... and when (DisruptionTarget) */
+        /* When the first event (or list) with this pod reached the agent:
+         * the timeline's `watched` step (0: a static pod, the worker's own
+         * start is the first step). */
+        uint64_t watched_mono_us;
+        int64_t watched_wall_us;
 };
 
 struct ag_pods {
@@ -357,6 +362,7 @@ static void admit(struct rec *r)
                 return;
         }
         log_info("pod %s/%s uid=%s admitted", pod_ns(r), r->name, r->uid);
+        ag_pod_worker_mark_at(r->worker, "watched", r->watched_mono_us, r->watched_wall_us);
         ag_pod_worker_mark(r->worker, "admitted", NULL);
         check_noexecute(r);
 }
@@ -667,6 +673,8 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
                         return;
                 }
                 log_v(1, "pod %s/%s uid=%s seen", pod_ns(r), r->name, r->uid);
+                r->watched_mono_us = o->received_mono_us;
+                r->watched_wall_us = o->received_wall_us;
         }
         update_object(r, o);
         if (r->pod == NULL)

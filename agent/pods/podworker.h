@@ -115,6 +115,11 @@ struct ag_pod_worker_ops {
  * deleted). Kept in worker.json, so it survives an agent restart. */
 #define AG_TIMELINE_MAX 128
 void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container);
+/* A step stamped earlier (mono_us CLOCK_MONOTONIC, wall_us CLOCK_REALTIME,
+ * in microseconds), put in time order: `watched`, when the watch event
+ * that brought the pod reached the agent. mono_us 0: nothing marked. */
+void ag_pod_worker_mark_at(struct ag_pod_worker *w, const char *step, uint64_t mono_us,
+                           int64_t wall_us);
 /* [{"step", "offsetUs", "time"}]; the caller owns it. */
 cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w);
 

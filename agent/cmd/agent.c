@@ -573,6 +573,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         };
         if (ag_offload_new(a->loop, "image pulls", 1, &a->env.pulls, err) < 0 ||
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
+            ag_offload_new(a->loop, "container starts", AG_START_THREADS, &a->env.starts, err) <
+                0 ||
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0 ||
             ag_probe_http_new(a->loop, &a->env.probe_http, err) < 0)
                 return -1;
@@ -742,6 +744,7 @@ static void stop_agent(struct agent *a)
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);
         ag_offload_free(a->env.sandboxes);
+        ag_offload_free(a->env.starts);
         ag_offload_free(a->env.hooks);
         ag_curl_free(a->env.probe_http); /* after the probers */
         ag_metrics_free(a->metrics);

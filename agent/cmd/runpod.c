@@ -323,6 +323,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         env.loop = rp.loop;
         if (ag_offload_new(rp.loop, "image pulls", 1, &env.pulls, &err) < 0 ||
             ag_offload_new(rp.loop, "sandboxes", 1, &env.sandboxes, &err) < 0 ||
+            ag_offload_new(rp.loop, "container starts", 2, &env.starts, &err) < 0 ||
             ag_offload_new(rp.loop, "hooks", 2, &env.hooks, &err) < 0 ||
             ag_probe_http_new(rp.loop, &env.probe_http, &err) < 0)
                 goto fail;
@@ -350,6 +351,7 @@ out:
         ag_pod_worker_free(rp.worker);
         ag_offload_free(env.pulls);
         ag_offload_free(env.sandboxes);
+        ag_offload_free(env.starts);
         ag_offload_free(env.hooks);
         ag_curl_free(env.probe_http);
         if (rt_sandbox_release_root(opts->root_dir, &err) < 0)

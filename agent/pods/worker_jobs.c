@@ -484,7 +484,8 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         j->img = img;
         a = NULL;
         img = NULL;
-        if (ag_offload_submit(w->env->sandboxes, start_work, start_done, j, &err) < 0) {
+        struct ag_offload *q = w->env->starts ? w->env->starts : w->env->sandboxes;
+        if (ag_offload_submit(q, start_work, start_done, j, &err) < 0) {
                 j->rc = -1;
                 j->err = err;
                 start_done(j, false); /* reported as a failed start */

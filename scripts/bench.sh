@@ -449,7 +449,7 @@ fig7() {
         "${BIN[$s]}" --root-dir "$(rootdir "$s")" --cni-conf-dir "$cni_dir" run-pod "$tmp/once-$v.yaml" \
         --pod-logs-dir "$logs" --cgroup-root "$cgroot" >/dev/null 2>&1 || true
       local main
-      main=$(head -1 "$f" | awk '{print $1}')
+      main=$(awk '/execve\(/ {print $1; exit}' "$f")
       say "   cubelet$s ($v): $(awk -v m="$main" '
         $2 ~ /^(clone|clone3|fork|vfork)\(/ && $0 !~ /CLONE_THREAD/ && $NF !~ /^-/ {p++}
         $2 ~ /^(clone|clone3)\(/ && $0 ~ /CLONE_THREAD/ {t++}

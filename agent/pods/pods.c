@@ -264,7 +264,7 @@ static void save_pod_json(const struct rec *r)
         snprintf(pods, sizeof(pods), "%s/pods", r->p->env->root_dir);
         mkdir(pods, 0700);
         if (text == NULL || (mkdir(dir, 0700) < 0 && errno != EEXIST) ||
-            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0)
+            cb_write_file_replace(path, text, strlen(text), 0600, &err) < 0)
                 log_warning("pod %s/%s: cannot save pod.json: %s", pod_ns(r), r->name,
                             err.msg[0] ? err.msg : strerror(errno));
 }

@@ -64,7 +64,7 @@ void pw_save_state(struct ag_pod_worker *w)
         if (text == NULL)
                 return;
         if (w->saved != NULL && strcmp(w->saved, text) == 0) {
-                free(text); /* unchanged: no write, no fsync */
+                free(text); /* unchanged: no write */
                 return;
         }
         char path[RT_PATH_MAX], dir[RT_PATH_MAX];
@@ -72,7 +72,7 @@ void pw_save_state(struct ag_pod_worker *w)
         state_path(w, path, sizeof(path));
         struct cb_error err = {0};
         if (cb_mkdir_p(dir, 0755, 0700, &err) < 0 ||
-            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0) {
+            cb_write_file_replace(path, text, strlen(text), 0600, &err) < 0) {
                 pw_emit_event(w, NULL, "Warning", "FailedSync", "cannot save the pod's state: %s",
                               err.msg[0] ? err.msg : strerror(errno));
                 free(text);

@@ -71,6 +71,7 @@ struct agent {
         struct ag_timer *notify; /* STATUS= and WATCHDOG=1 for systemd */
         uint64_t watchdog_us;
         uint64_t decodes_reported, received_reported; /* src_metrics */
+        struct ag_api_stats api_reported;
         int signal;
 };
 
@@ -265,6 +266,27 @@ static char *src_metrics(void *data)
                             "Pod objects received from the apiserver (watch events and list "
                             "items).",
                             ag_reflector_received(a->pods), &a->received_reported);
+        if (a->api != NULL) {
+                /* The API client's requests by verb and the time they spent
+                 * on the client-side rate limiters, per bucket. */
+                struct ag_api_stats now;
+                ag_api_get_stats(a->api, &now);
+                for (int v = 0; v < AG_VERB_N; v++) {
+                        const char *labels[] = {"verb", ag_api_verb_name(v), NULL};
+                        ag_metrics_counter_add(
+                            a->metrics, "cubelet_api_requests_total",
+                            "Requests the agent sent to the apiserver.", labels,
+                            (double)(now.requests[v] - a->api_reported.requests[v]), NULL);
+                }
+                for (int c = 0; c < AG_API_CLASS_N; c++) {
+                        const char *labels[] = {"bucket", ag_api_class_name(c), NULL};
+                        ag_metrics_counter_add(
+                            a->metrics, "cubelet_api_rate_limiter_wait_seconds_total",
+                            "Time requests waited on the client-side rate limiter.", labels,
+                            now.wait_seconds[c] - a->api_reported.wait_seconds[c], NULL);
+                }
+                a->api_reported = now;
+        }
         return ag_metrics_render(a->metrics);
 }
 

@@ -281,7 +281,7 @@ start_agents() {
     mkdir -p "$tmp/dataB"
     "$top/tests/apiserver/run.sh" --data "$tmp/dataB" --node-name "$(nodename B)" >>"$tmp/serverB.log" 2>&1 &
     track "$!"
-    poll 60 grep -q '^ready ' "$tmp/serverB.log" || die "the second stand-in did not start: $(tail -3 "$tmp/serverB.log")"
+    poll 60 grep -qs '^ready ' "$tmp/serverB.log" || die "the second stand-in did not start: $(tail -3 "$tmp/serverB.log")"
   fi
   datas="" nodes="" endpoints="" tokens=""
   for s in "${sides[@]}"; do
@@ -353,6 +353,7 @@ fig3() {
       for s in "${sides[@]}"; do
         pid=$(eval echo "\$agent_pid_$s")
         c0=$(cpu_s "$pid")
+        api_metrics "$s" >"$tmp/m0"
         rm -f "$tmp/hold"
         client burst --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
           --token-file "$(rootdir "$s")/endpoint.token" --count "$n" --hold-file "$tmp/hold" \
@@ -371,9 +372,21 @@ fig3() {
         say "     per pod created -> Running: $(dist "$out/f3-$s-$n-$rep-per")"
         say "     agent at $n pods: $mem; agent CPU for the burst $(awk -v a="$c0" -v b="$(cpu_s "$pid")" 'BEGIN {printf "%.2f", b - a}') s"
         say "     per pod on the node: $mon"
+        api_metrics "$s" >"$tmp/m1"
+        say "     API requests by verb, and seconds waited on the client-side rate limiter: $(api_delta "$tmp/m0" "$tmp/m1")"
       done
     done
   done
+}
+# api_metrics SIDE: the agent's API client counters (lines "name{label} value")
+api_metrics() {
+  curl -s "$(eval echo "\$endpoint_$1")/metrics" | grep -E '^cubelet_api_(requests|rate_limiter_wait_seconds)_total' || true
+}
+api_delta() { # BEFORE AFTER
+  awk 'NR == FNR { a[$1] = $2; next } { d = $2 - a[$1]; if (d > 0) {
+         n = $1; sub(/^cubelet_api_requests_total\{verb="/, "", n); sub(/^cubelet_api_rate_limiter_wait_seconds_total\{bucket="/, "wait:", n);
+         sub(/"\}$/, "", n); printf "%s%s=%s", (c++ ? ", " : ""), n, (n ~ /^wait:/ ? sprintf("%.3f", d) : d) } }
+       END { if (!c) printf "(no counters: an agent without cubelet_api_* metrics)" }' "$1" "$2"
 }
 busy_of() { # PID SECONDS: CPU-seconds PID used in SECONDS
   local a

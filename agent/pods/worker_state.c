@@ -3,7 +3,8 @@
 
 /* ---- restart safety: the worker's state on disk -------------------------------
  *
- * <root>/pods/<uid>/worker.json (written atomically after every step) keeps
+ * <root>/pods/<uid>/worker.json (written atomically after every step that
+ * changes it; no fsync: lib/file.h) keeps
  * what the runtime does not know: which runtime container is the current
  * instance of which spec container, restart counts, backoff, lastState, and
  * whether the sandbox and the pod cgroup exist. A restarted agent reads it
@@ -36,7 +37,6 @@ void pw_save_state(struct ag_pod_worker *w)
         cJSON_AddNumberToObject(o, "startTime", (double)w->start_time);
         cJSON_AddBoolToObject(o, "cgroupCreated", w->cgroup_created);
         cJSON_AddBoolToObject(o, "sandbox", w->sandbox_ready);
-        cJSON_AddItemToObject(o, "timeline", ag_pod_worker_timeline_json(w));
         cJSON *arr = cJSON_AddArrayToObject(o, "containers");
         for (size_t i = 0; i < w->n; i++) {
                 const struct ctr *c = &w->ctrs[i];
@@ -59,12 +59,20 @@ void pw_save_state(struct ag_pod_worker *w)
                                                         c->last_message, c->last_cid));
                 cJSON_AddItemToArray(arr, j);
         }
+        /* The timeline goes along, but a new step alone is no reason to
+         * write: it is served from memory (/timelines), and a file create +
+         * rename per step was a measurable part of a burst's CPU. */
+        char *key = cJSON_PrintUnformatted(o);
+        if (key == NULL || (w->saved != NULL && strcmp(w->saved, key) == 0)) {
+                free(key); /* unchanged: no write */
+                cJSON_Delete(o);
+                return;
+        }
+        cJSON_AddItemToObject(o, "timeline", ag_pod_worker_timeline_json(w));
         char *text = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
-        if (text == NULL)
-                return;
-        if (w->saved != NULL && strcmp(w->saved, text) == 0) {
-                free(text); /* unchanged: no write */
+        if (text == NULL) {
+                free(key);
                 return;
         }
         char path[RT_PATH_MAX], dir[RT_PATH_MAX];
@@ -76,10 +84,12 @@ void pw_save_state(struct ag_pod_worker *w)
                 pw_emit_event(w, NULL, "Warning", "FailedSync", "cannot save the pod's state: %s",
                               err.msg[0] ? err.msg : strerror(errno));
                 free(text);
+                free(key);
                 return;
         }
+        free(text);
         free(w->saved);
-        w->saved = text;
+        w->saved = key;
 }
 
 static int64_t jint(const cJSON *o, const char *k)

@@ -1002,6 +1002,7 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 return;
         if (w->sandbox_job)
                 w->sandbox_job->w = NULL;
+        pw_teardown_detach(w);
         for (size_t i = 0; w->ctrs && i < w->n; i++) {
                 if (w->ctrs[i].pull_job)
                         w->ctrs[i].pull_job->c = NULL;

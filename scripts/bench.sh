@@ -276,9 +276,13 @@ start_agents() {
   agents_up=1
   local s port d
   NODE=$(nodename A)
+  # The stand-ins' etcd on tmpfs: its WAL fsyncs were ~30 % of a POST
+  # (p50 5.9 -> 4.1 ms); the harness unmounts everything under $tmp.
+  mkdir -p "$data/etcd" "$tmp/dataB/etcd"
+  mount -t tmpfs -o size=512m,mode=0700 bench-etcd "$data/etcd"
+  [ -z "$bin_b" ] || mount -t tmpfs -o size=512m,mode=0700 bench-etcd "$tmp/dataB/etcd"
   start_standin
   if [ -n "$bin_b" ]; then
-    mkdir -p "$tmp/dataB"
     "$top/tests/apiserver/run.sh" --data "$tmp/dataB" --node-name "$(nodename B)" >>"$tmp/serverB.log" 2>&1 &
     track "$!"
     poll 60 grep -qs '^ready ' "$tmp/serverB.log" || die "the second stand-in did not start: $(tail -3 "$tmp/serverB.log")"

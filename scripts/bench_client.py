@@ -85,10 +85,13 @@ class Api:
                     events.put((t, ev["type"], ev["object"]))
 
 
+HOST_NETWORK = False
+
+
 def pod_body(name, node, image, grace):
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "default"},
-            "spec": {"nodeName": node, "restartPolicy": "Never",
+            "spec": {"nodeName": node, "restartPolicy": "Never", "hostNetwork": HOST_NETWORK,
                      "terminationGracePeriodSeconds": grace,
                      "automountServiceAccountToken": False,
                      "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
@@ -245,7 +248,10 @@ def main():
     ap.add_argument("--image", default="docker.io/library/busybox:1.36")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--hold-file")
+    ap.add_argument("--host-network", action="store_true")
     args = ap.parse_args()
+    global HOST_NETWORK
+    HOST_NETWORK = args.host_network
     (perpod if args.mode == "perpod" else burst)(args)
 
 

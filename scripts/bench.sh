@@ -11,7 +11,7 @@
 #   --runs N     repetitions of each per-pod figure (default 30)
 #   --noisy      report even when other work runs on the machine (the
 #                report then says so in its first line)
-#   --only FIGS  figures to run, e.g. 1,2,6 (default 1,2,3,6,7)
+#   --only FIGS  figures to run, e.g. 1,2,6 (default 1,2,3,5,6,7)
 #   --cubelet B  this cubelet binary (default: builds build-rel/)
 #   --ab A B     two cubelet binaries, alternating, for before/after
 #                comparisons: ratios B/A as well as each against the peers
@@ -28,6 +28,8 @@
 #      sandboxReady -> containerStarted -> phase:Running -> statusDelivered)
 #   3  bursts of 30 and 110 pods: first Running, per pod, all Running, all
 #      gone after delete (grace 1 s)
+#   5  container exit (the agent's containerExited stamp) -> the terminal
+#      status stored at the apiserver (seen by a watch)
 #   6  memory and CPU: agent RSS/PSS idle and at the burst's peak, agent
 #      CPU-seconds for a burst; per pod on the node (monitor + pause vs
 #      conmon + infra, vs containerd-shim)
@@ -36,7 +38,7 @@
 # Root, Debian packages only (scripts/deps.sh --bench installs them).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-runs=30 quick=0 noisy=0 only=1,2,3,6,7 peers=1 bin_a="" bin_b=""
+runs=30 quick=0 noisy=0 only=1,2,3,5,6,7 peers=1 bin_a="" bin_b=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 runs=3 ;;
@@ -338,6 +340,22 @@ fig2() {
   [ -z "$bin_b" ] || say "   ratio B/A created -> Running $(ratio "$out/f2-B-running" "$out/f2-A-running")"
   say "   (created:watched, the POST's answer and statusDelivered:Running:observed are the stand-in's share)"
 }
+fig5() {
+  start_agents
+  client exits --data "$datas" --node "$nodes" --endpoint "$endpoints" --token-file "$tokens" --count "$runs" \
+    >"$out/f5.jsonl" || die "figure 5: bench_client.py exits failed"
+  say ""
+  say "5. container exit (the agent's containerExited) -> terminal status (Succeeded) stored, seen by a watch, $runs each"
+  local s
+  for s in "${sides[@]}"; do
+    jq -r --arg n "$(nodename "$s")" 'select(.node == $n and .exit_to_stored_ms != null) | .exit_to_stored_ms' "$out/f5.jsonl" >"$out/f5-$s"
+    jq -r --arg n "$(nodename "$s")" 'select(.node == $n and .exit_to_delivered_ms != null) | .exit_to_delivered_ms' "$out/f5.jsonl" >"$out/f5-$s-ack"
+    [ -s "$out/f5-$s" ] && say "   cubelet$s exit -> stored (watch): $(dist "$out/f5-$s")"
+    [ -s "$out/f5-$s-ack" ] && say "   cubelet$s exit -> PATCH acknowledged: $(dist "$out/f5-$s-ack")"
+  done
+  [ -z "$bin_b" ] || { [ -s "$out/f5-A" ] && [ -s "$out/f5-B" ] && say "   ratio B/A $(ratio "$out/f5-B" "$out/f5-A")"; }
+  return 0
+}
 agent_mem() { # PID: "RSS KiB, PSS KiB"
   echo "RSS $(awk '/^VmRSS:/ {print $2}' "/proc/$1/status") KiB, PSS $(awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup") KiB"
 }
@@ -484,6 +502,7 @@ say "bench.sh $(git -C "$top" describe --always --dirty 2>/dev/null), $(date -u 
 say "machine: $machine"
 want 1 && { progress "figure 1"; fig1; }
 want 2 && { progress "figure 2"; fig2; }
+want 5 && { progress "figure 5"; fig5; }
 { want 3 || want 6; } && { progress "figures 3 and 6"; fig3; }
 want 6 && { progress "figure 6, peers"; fig6_peers; }
 want 7 && { progress "figure 7"; fig7; }

@@ -88,7 +88,7 @@ class Api:
 HOST_NETWORK = False
 
 
-def pod_body(name, node, image, grace):
+def pod_body(name, node, image, grace, command="sleep 3600"):
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "default"},
             "spec": {"nodeName": node, "restartPolicy": "Never", "hostNetwork": HOST_NETWORK,
@@ -97,7 +97,7 @@ def pod_body(name, node, image, grace):
                      "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                      "containers": [{"name": "main", "image": image,
                                      "imagePullPolicy": "IfNotPresent",
-                                     "command": ["sh", "-c", "sleep 3600"]}]}}
+                                     "command": ["sh", "-c", command]}]}}
 
 
 def parse_ts(s):
@@ -189,6 +189,41 @@ def perpod(args):
                               "timeline": {k: v - t0 for k, v in tl.items()}}), flush=True)
 
 
+def exits(args):
+    """Figure 5: a container exits -> its terminal status stored (seen by a
+    watch), against the agent's containerExited stamp."""
+    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
+             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
+                 args.token_file.split(","))]
+    for i in range(args.count):
+        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
+        for nd in order:
+            api = nd.api
+            name = "exit-%d" % i
+            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                                  pod_body(name, nd.name, args.image, 1, "sleep 0.3"))
+            if st != 201:
+                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+            uid = obj["metadata"]["uid"]
+            seen = {}
+
+            def terminal(t, typ, o):
+                if o["metadata"]["uid"] == uid and o["status"].get("phase") == "Succeeded":
+                    seen["t"] = t
+                    return True
+                return False
+            nd.until(terminal, args.timeout)
+            tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+            api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
+            ex = tl.get("containerExited:main")
+            print(json.dumps({"node": nd.name, "i": i,
+                              "exit_to_stored_ms": seen["t"] - ex if ex else None,
+                              "exit_to_delivered_ms": tl["statusDelivered:Succeeded"] - ex
+                              if ex and "statusDelivered:Succeeded" in tl else None}), flush=True)
+
+
 def burst(args):
     api = Api(args.data)
     nd = Node(api, args.node, args.endpoint, args.token_file)
@@ -239,7 +274,7 @@ def burst(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["perpod", "burst"])
+    ap.add_argument("mode", choices=["perpod", "burst", "exits"])
     ap.add_argument("--data", required=True)
     ap.add_argument("--node", required=True)
     ap.add_argument("--endpoint", required=True)
@@ -252,7 +287,7 @@ def main():
     args = ap.parse_args()
     global HOST_NETWORK
     HOST_NETWORK = args.host_network
-    (perpod if args.mode == "perpod" else burst)(args)
+    {"perpod": perpod, "burst": burst, "exits": exits}[args.mode](args)
 
 
 if __name__ == "__main__":

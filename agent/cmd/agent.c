@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/cmd/agent.h"
+#include "agent/cmd/cli.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -560,6 +561,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (n <= 0)
                 return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
         a->exe[n] = '\0';
+        ag_monitor_path(a->exe, sizeof(a->exe));
         a->host_ips[0] = nc->facts.node_ip;
         size_t n_dns = dns_settings(a, fl);
         int64_t mem = nc->facts.memory_bytes;

@@ -286,6 +286,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
                 return 1;
         }
         exe[n] = '\0';
+        ag_monitor_path(exe, sizeof(exe));
         struct k8s_node_allocatable alloc;
         k8s_node_allocatable(node, &alloc);
         const struct k8s_quantity *memcap = k8s_resource_get(&node->capacity, "memory");

@@ -11,7 +11,7 @@
 #   --runs N     repetitions of each per-pod figure (default 30)
 #   --noisy      report even when other work runs on the machine (the
 #                report then says so in its first line)
-#   --only FIGS  figures to run, e.g. 1,2,6 (default 1,2,3,5,6,7)
+#   --only FIGS  figures to run, e.g. 1,2,6 (default all: 1,2,3,4,5,6,7)
 #   --cubelet B  this cubelet binary (default: builds build-rel/)
 #   --ab A B     two cubelet binaries, alternating, for before/after
 #                comparisons: ratios B/A as well as each against the peers
@@ -28,6 +28,7 @@
 #      sandboxReady -> containerStarted -> phase:Running -> statusDelivered)
 #   3  bursts of 30 and 110 pods: first Running, per pod, all Running, all
 #      gone after delete (grace 1 s)
+#   4  one pod's created -> Running while the largest burst runs (vs 2)
 #   5  container exit (the agent's containerExited stamp) -> the terminal
 #      status stored at the apiserver (seen by a watch)
 #   6  memory and CPU: agent RSS/PSS idle and at the burst's peak, agent
@@ -38,7 +39,7 @@
 # Root, Debian packages only (scripts/deps.sh --bench installs them).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-runs=30 quick=0 noisy=0 only=1,2,3,5,6,7 peers=1 bin_a="" bin_b=""
+runs=30 quick=0 noisy=0 only=1,2,3,4,5,6,7 peers=1 bin_a="" bin_b=""
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 runs=3 ;;
@@ -385,6 +386,14 @@ fig3() {
         local mem mon
         mem=$(agent_mem "$pid")
         mon=$(pod_overhead "$(rootdir "$s")")
+        if want 4 && [ "$rep" = 1 ] && [ "$n" = "${sizes[-1]}" ]; then
+          # figure 4: one pod at a time while the burst's pods run
+          client perpod --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
+            --token-file "$(rootdir "$s")/endpoint.token" --count "$runs" >"$out/f4-$s.jsonl" ||
+            die "figure 4: bench_client.py perpod failed"
+          jq -r '.running_ms' "$out/f4-$s.jsonl" >"$out/f4-$s-running"
+          f4_n=$n
+        fi
         rm -f "$tmp/hold"
         wait "$cpid" || die "figure 3: bench_client.py burst failed"
         jq -r 'select(.summary) | "first Running \(.first_running_ms|floor) ms, all Running \(.all_running_ms|floor) ms (creates took \(.create_ms|floor) ms), all gone \(.all_gone_ms|floor) ms after the deletes"' \
@@ -433,6 +442,17 @@ pod_overhead() {
   echo "monitor PSS $((mp / nm)) KiB (RSS $((mr / nm))) x$nm$([ "$np" -gt 0 ] && echo ", pause PSS $((pp / np)) KiB (RSS $((pr / np))) x$np" || echo ", no pause process")"
 }
 
+fig4() {
+  [ -n "${f4_n:-}" ] || return 0
+  say ""
+  say "4. one pod created -> Running observed with $f4_n pods already running (vs figure 2: none), $runs each"
+  local s
+  for s in "${sides[@]}"; do
+    say "   cubelet$s at $f4_n: $(dist "$out/f4-$s-running")"
+    [ -s "$out/f2-$s-running" ] && say "     ratio at $f4_n / at 0 (medians; not paired) $(python3 "$tmp/stats.py" ratio "$out/f4-$s-running" "$out/f2-$s-running" | sed 's/ (runs.*//')"
+  done
+  return 0
+}
 fig6_peers() {
   [ "$peers" -eq 1 ] || return 0
   say ""
@@ -503,7 +523,8 @@ say "machine: $machine"
 want 1 && { progress "figure 1"; fig1; }
 want 2 && { progress "figure 2"; fig2; }
 want 5 && { progress "figure 5"; fig5; }
-{ want 3 || want 6; } && { progress "figures 3 and 6"; fig3; }
+{ want 3 || want 4 || want 6; } && { progress "figures 3, 4 and 6"; fig3; }
+want 4 && fig4
 want 6 && { progress "figure 6, peers"; fig6_peers; }
 want 7 && { progress "figure 7"; fig7; }
 stop_pids "${bg_pids[@]}" || true

@@ -2,6 +2,7 @@
 #include "lib/file.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,8 +60,8 @@ int cb_read_file(const char *path, size_t max, char **ret_buf, size_t *ret_len,
         return 0;
 }
 
-int cb_write_file_atomic(const char *path, const void *data, size_t len, int mode,
-                         struct cb_error *err)
+static int write_file(const char *path, const void *data, size_t len, int mode, bool sync,
+                      struct cb_error *err)
 {
         char tmp[4096];
         if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
@@ -82,7 +83,7 @@ int cb_write_file_atomic(const char *path, const void *data, size_t len, int mod
                 p += n;
                 left -= (size_t)n;
         }
-        if (fsync(fd) < 0) {
+        if (sync && fsync(fd) < 0) {
                 int e = errno;
                 unlink(tmp);
                 return cb_error_set(err, e, "cannot sync %s", tmp);
@@ -93,6 +94,18 @@ int cb_write_file_atomic(const char *path, const void *data, size_t len, int mod
                 return cb_error_set(err, e, "cannot rename %s to %s", tmp, path);
         }
         return 0;
+}
+
+int cb_write_file_atomic(const char *path, const void *data, size_t len, int mode,
+                         struct cb_error *err)
+{
+        return write_file(path, data, len, mode, true, err);
+}
+
+int cb_write_file_replace(const char *path, const void *data, size_t len, int mode,
+                          struct cb_error *err)
+{
+        return write_file(path, data, len, mode, false, err);
 }
 
 int cb_mkdir_p(const char *path, unsigned parent_mode, unsigned mode, struct cb_error *err)

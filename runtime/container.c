@@ -454,7 +454,7 @@ int rt_container_save_config(const struct rt_container_config *c, struct cb_erro
         if (rt_config_to_json(c, &json, err) < 0)
                 return cb_error_prefix(err, "container %s", c->id);
         snprintf(path, sizeof(path), "%s/config.json", dir);
-        if (cb_write_file_atomic(path, json, strlen(json), 0600, err) < 0)
+        if (cb_write_file_replace(path, json, strlen(json), 0600, err) < 0)
                 return cb_error_prefix(err, "container %s", c->id);
         return 0;
 }
@@ -483,7 +483,8 @@ static int write_json(const char *dir, const char *name, cJSON *o, struct cb_err
         _cleanup_free_ char *s = cJSON_PrintUnformatted(o);
         if (s == NULL)
                 return cb_error_set(err, ENOMEM, "cannot encode %s", path);
-        return cb_write_file_atomic(path, s, strlen(s), 0600, err);
+        /* Records of live processes: no fsync (lib/file.h). */
+        return cb_write_file_replace(path, s, strlen(s), 0600, err);
 }
 
 static void add_time(cJSON *o, const char *k, int64_t ns)

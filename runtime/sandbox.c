@@ -150,7 +150,10 @@ static cJSON *read_json(const char *path, struct cb_error *err)
         return j;
 }
 
-static int write_json(const char *dir, const char *name, const cJSON *j, struct cb_error *err)
+/* durable: fsync'd (lib/file.h), for the records a DEL after a power
+ * failure needs: the config and the state before the CNI ADD. */
+static int write_json_as(const char *dir, const char *name, const cJSON *j, bool durable,
+                         struct cb_error *err)
 {
         char path[RT_PATH_MAX];
         if (path_join(path, sizeof(path), err, "%s/%s", dir, name) < 0)
@@ -158,7 +161,13 @@ static int write_json(const char *dir, const char *name, const cJSON *j, struct 
         _cleanup_free_ char *text = cJSON_Print(j);
         if (text == NULL)
                 return cb_error_set(err, ENOMEM, "cannot write %s", path);
-        return cb_write_file_atomic(path, text, strlen(text), 0600, err);
+        return durable ? cb_write_file_atomic(path, text, strlen(text), 0600, err)
+                       : cb_write_file_replace(path, text, strlen(text), 0600, err);
+}
+
+static int write_json(const char *dir, const char *name, const cJSON *j, struct cb_error *err)
+{
+        return write_json_as(dir, name, j, false, err);
 }
 
 /* The ports of a loaded config (owned by the caller's array). */
@@ -289,7 +298,7 @@ static int write_text(const char *dir, const char *name, const char *text, struc
         char path[RT_PATH_MAX];
         if (path_join(path, sizeof(path), err, "%s/%s", dir, name) < 0)
                 return -1;
-        return cb_write_file_atomic(path, text, strlen(text), 0644, err);
+        return cb_write_file_replace(path, text, strlen(text), 0644, err); /* derived */
 }
 
 static int make_resolv_conf(const struct rt_sandbox_config *cfg, char **ret, struct cb_error *err)
@@ -465,7 +474,7 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                 /* Recorded before the ADD: a crash inside it must lead to a DEL. */
                 cJSON_ReplaceItemInObjectCaseSensitive(state, "cniAdd",
                                                        cJSON_CreateString("started"));
-                if (write_json(dir, "state.json", state, err) < 0)
+                if (write_json_as(dir, "state.json", state, true, err) < 0)
                         return -1;
                 char cache[RT_PATH_MAX];
                 if (cfg->cni.cache_dir != NULL && cfg->cni.cache_dir[0] != '\0')
@@ -525,7 +534,7 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
                 cJSON_AddStringToObject(state, "cniAdd", "none");
                 cJSON_AddArrayToObject(state, "podIPs");
                 cJSON_AddBoolToObject(state, "complete", false);
-                if (write_json(dir, "config.json", config, err) == 0 &&
+                if (write_json_as(dir, "config.json", config, true, err) == 0 &&
                     write_json(dir, "state.json", state, err) == 0 &&
                     create_steps(cfg, dir, state, ret, err) == 0)
                         rc = fill_sandbox(dir, config, state, ret, err);

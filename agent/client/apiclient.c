@@ -21,6 +21,9 @@ struct ag_request {
         char *method, *url, *body;
         size_t body_len;
         bool queued, cancelled, started;
+        struct bucket *bucket; /* NULL: not limited */
+        uint64_t queued_ms;
+        enum ag_api_verb verb;
         ag_api_done_fn done;
         ag_api_stream_fn stream;
         void *data;
@@ -31,17 +34,25 @@ struct ag_request {
         char errbuf[CURL_ERROR_SIZE];
 };
 
+/* A token bucket and the requests waiting on it. */
+struct bucket {
+        struct ag_api *api;
+        enum ag_api_class cls;
+        struct ag_timer *rate_timer;
+        struct ag_request *queue_head, *queue_tail;
+        double qps, tokens;
+        int burst;
+        uint64_t last_refill_ms;
+};
+
 struct ag_api {
         struct ag_loop *loop;
         const struct ag_kubeconfig *kc;
         CURLM *multi;
         struct ag_curl *curl; /* libcurl on the loop; multi is its handle */
-        struct ag_timer *rate_timer;
         struct ag_request *active;
-        struct ag_request *queue_head, *queue_tail;
-        double qps, tokens;
-        int burst;
-        uint64_t last_refill_ms;
+        struct bucket buckets[AG_API_CLASS_N]; /* [AG_API_CLASS_LEASE] unused */
+        struct ag_api_stats stats;
         size_t max_response;
         bool fresh_connect;
         uint64_t creds_changed_ms; /* ag_api_credentials_changed; 0: never */
@@ -75,11 +86,11 @@ static void list_unlink(struct ag_request **head, struct ag_request *r)
         r->prev = r->next = NULL;
 }
 
-static void queue_unlink(struct ag_api *api, struct ag_request *r)
+static void queue_unlink(struct bucket *b, struct ag_request *r)
 {
-        if (api->queue_tail == r)
-                api->queue_tail = r->prev;
-        list_unlink(&api->queue_head, r);
+        if (b->queue_tail == r)
+                b->queue_tail = r->prev;
+        list_unlink(&b->queue_head, r);
         r->queued = false;
 }
 
@@ -389,6 +400,7 @@ static int start(struct ag_api *api, struct ag_request *r)
         if (curl_multi_add_handle(api->multi, r->easy) != CURLM_OK)
                 return -1;
         r->started = true;
+        api->stats.requests[r->verb]++;
         r->next = api->active;
         if (api->active != NULL)
                 api->active->prev = r;
@@ -396,19 +408,19 @@ static int start(struct ag_api *api, struct ag_request *r)
         return 0;
 }
 
-static void refill(struct ag_api *api)
+static void refill(struct bucket *b)
 {
         uint64_t now = ag_now_ms();
-        api->tokens += (double)(now - api->last_refill_ms) * api->qps / 1000.0;
-        if (api->tokens > api->burst)
-                api->tokens = api->burst;
-        api->last_refill_ms = now;
+        b->tokens += (double)(now - b->last_refill_ms) * b->qps / 1000.0;
+        if (b->tokens > b->burst)
+                b->tokens = b->burst;
+        b->last_refill_ms = now;
 }
 
-static void arm_rate_timer(struct ag_api *api)
+static void arm_rate_timer(struct bucket *b)
 {
-        double wait_ms = (1.0 - api->tokens) * 1000.0 / api->qps;
-        ag_timer_arm(api->rate_timer, wait_ms < 1 ? 1 : (uint64_t)wait_ms + 1);
+        double wait_ms = (1.0 - b->tokens) * 1000.0 / b->qps;
+        ag_timer_arm(b->rate_timer, wait_ms < 1 ? 1 : (uint64_t)wait_ms + 1);
 }
 
 static void fail_unstarted(struct ag_request *r)
@@ -423,17 +435,56 @@ static void fail_unstarted(struct ag_request *r)
 
 static void on_rate_timer(struct ag_timer *t, void *data)
 {
-        struct ag_api *api = data;
-        refill(api);
-        while (api->queue_head != NULL && api->tokens >= 1.0) {
-                struct ag_request *r = api->queue_head;
-                queue_unlink(api, r);
-                api->tokens -= 1.0;
+        struct bucket *b = data;
+        struct ag_api *api = b->api;
+        (void)t;
+        refill(b);
+        uint64_t now = ag_now_ms();
+        while (b->queue_head != NULL && (b->tokens >= 1.0 || b->qps <= 0)) {
+                struct ag_request *r = b->queue_head;
+                queue_unlink(b, r);
+                if (b->qps > 0)
+                        b->tokens -= 1.0;
+                /* Only the time over the rate counts as waiting (not a
+                 * request queued from a libcurl callback). */
+                if (now > r->queued_ms + 1) {
+                        api->stats.waited[b->cls]++;
+                        api->stats.wait_seconds[b->cls] += (double)(now - r->queued_ms) / 1000.0;
+                }
                 if (start(api, r) < 0)
                         fail_unstarted(r);
         }
-        if (api->queue_head != NULL)
-                arm_rate_timer(api);
+        if (b->queue_head != NULL)
+                arm_rate_timer(b);
+}
+
+static enum ag_api_verb verb_of(const char *method, bool stream)
+{
+        static const char *const names[] = {"GET", "", "POST", "PUT", "PATCH", "DELETE"};
+        if (strcmp(method, "GET") == 0)
+                return stream ? AG_VERB_WATCH : AG_VERB_GET;
+        for (size_t i = 2; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strcmp(method, names[i]) == 0)
+                        return (enum ag_api_verb)i;
+        return AG_VERB_OTHER;
+}
+
+const char *ag_api_verb_name(enum ag_api_verb v)
+{
+        static const char *const names[] = {"GET",   "WATCH",  "POST", "PUT",
+                                            "PATCH", "DELETE", "other"};
+        return v < AG_VERB_N ? names[v] : "other";
+}
+
+const char *ag_api_class_name(enum ag_api_class c)
+{
+        static const char *const names[] = {"default", "status", "events", "lease"};
+        return c < AG_API_CLASS_N ? names[c] : "default";
+}
+
+void ag_api_get_stats(const struct ag_api *api, struct ag_api_stats *ret)
+{
+        *ret = api->stats;
 }
 
 struct ag_request *ag_api_request(struct ag_api *api, const char *method, const char *path,
@@ -451,6 +502,7 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
         r->done = done;
         r->data = data;
         r->stream = o->stream;
+        r->verb = verb_of(method, o->stream != NULL);
         r->method = strdup(method);
         if (asprintf(&r->url, "%s%s", api->kc->server, path) < 0)
                 r->url = NULL;
@@ -471,12 +523,17 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
                 req_free(r);
                 return NULL;
         }
-        refill(api);
+        enum ag_api_class cls = o->cls < AG_API_CLASS_N ? o->cls : AG_API_CLASS_DEFAULT;
+        struct bucket *b = &api->buckets[cls];
+        refill(b);
+        bool unlimited = b->qps <= 0;
         /* Inside a libcurl callback (a watch event handled on the spot)
          * libcurl refuses new handles (CURLM_RECURSIVE_API_CALL): queue the
          * request and start it from the loop's next iteration. */
-        if (!ag_curl_in_callback(api->curl) && api->queue_head == NULL && api->tokens >= 1.0) {
-                api->tokens -= 1.0;
+        if (!ag_curl_in_callback(api->curl) && b->queue_head == NULL &&
+            (unlimited || b->tokens >= 1.0)) {
+                if (!unlimited)
+                        b->tokens -= 1.0;
                 if (start(api, r) < 0) {
                         cb_error_set(err, 0, "%s %s: libcurl refused the request", method, r->url);
                         req_free(r);
@@ -485,16 +542,18 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
                 return r;
         }
         r->queued = true;
-        r->prev = api->queue_tail;
-        if (api->queue_tail != NULL)
-                api->queue_tail->next = r;
+        r->bucket = b;
+        r->queued_ms = ag_now_ms();
+        r->prev = b->queue_tail;
+        if (b->queue_tail != NULL)
+                b->queue_tail->next = r;
         else
-                api->queue_head = r;
-        api->queue_tail = r;
-        if (api->tokens >= 1.0)
-                ag_timer_arm(api->rate_timer, 0);
-        else if (!ag_timer_armed(api->rate_timer))
-                arm_rate_timer(api);
+                b->queue_head = r;
+        b->queue_tail = r;
+        if (unlimited || b->tokens >= 1.0)
+                ag_timer_arm(b->rate_timer, 0);
+        else if (!ag_timer_armed(b->rate_timer))
+                arm_rate_timer(b);
         return r;
 }
 
@@ -504,7 +563,7 @@ void ag_api_cancel(struct ag_request *r)
                 return;
         struct ag_api *api = r->api;
         if (r->queued) {
-                queue_unlink(api, r);
+                queue_unlink(r->bucket, r);
                 req_free(r);
                 return;
         }
@@ -559,16 +618,26 @@ int ag_api_new(struct ag_loop *loop, const struct ag_kubeconfig *kc,
                 return cb_error_set(err, ENOMEM, "out of memory");
         api->loop = loop;
         api->kc = kc;
-        api->qps = cfg && cfg->qps > 0 ? cfg->qps : AG_API_QPS;
-        api->burst = cfg && cfg->burst > 0 ? cfg->burst : AG_API_BURST;
+        double qps = cfg && cfg->qps > 0 ? cfg->qps : AG_API_QPS;
+        int burst = cfg && cfg->burst > 0 ? cfg->burst : AG_API_BURST;
+        double eqps = cfg && cfg->event_qps > 0 ? cfg->event_qps : AG_API_EVENT_QPS;
+        int eburst = cfg && cfg->event_burst > 0 ? cfg->event_burst : AG_API_EVENT_BURST;
         api->max_response =
             cfg && cfg->max_response_bytes ? cfg->max_response_bytes : AG_API_MAX_RESPONSE;
-        api->tokens = api->burst;
-        api->last_refill_ms = ag_now_ms();
         snprintf(api->user_agent, sizeof(api->user_agent), "cubelet/%s", CUBELET_VERSION);
-        api->rate_timer = ag_timer_new(loop, on_rate_timer, api, err);
-        if (api->rate_timer == NULL ||
-            ag_curl_new(loop, on_done, after_curl, api, &api->curl, err) < 0) {
+        bool timers = true;
+        for (int c = 0; c < AG_API_CLASS_N; c++) {
+                struct bucket *b = &api->buckets[c];
+                b->api = api;
+                b->cls = (enum ag_api_class)c;
+                b->qps = c == AG_API_CLASS_EVENTS ? eqps : c == AG_API_CLASS_LEASE ? 0 : qps;
+                b->burst = c == AG_API_CLASS_EVENTS ? eburst : c == AG_API_CLASS_LEASE ? 0 : burst;
+                b->tokens = b->burst;
+                b->last_refill_ms = ag_now_ms();
+                b->rate_timer = ag_timer_new(loop, on_rate_timer, b, err);
+                timers = timers && b->rate_timer != NULL;
+        }
+        if (!timers || ag_curl_new(loop, on_done, after_curl, api, &api->curl, err) < 0) {
                 ag_api_free(api);
                 return cb_error_set(err, 0, "cannot set up the API client");
         }
@@ -582,10 +651,13 @@ void ag_api_free(struct ag_api *api)
 {
         if (api == NULL)
                 return;
-        while (api->queue_head != NULL) {
-                struct ag_request *r = api->queue_head;
-                queue_unlink(api, r);
-                req_free(r);
+        for (int c = 0; c < AG_API_CLASS_N; c++) {
+                struct bucket *b = &api->buckets[c];
+                while (b->queue_head != NULL) {
+                        struct ag_request *r = b->queue_head;
+                        queue_unlink(b, r);
+                        req_free(r);
+                }
         }
         while (api->active != NULL) {
                 struct ag_request *r = api->active;
@@ -595,6 +667,7 @@ void ag_api_free(struct ag_api *api)
         }
         /* Closes the cached connections and frees their watchers. */
         ag_curl_free(api->curl);
-        ag_timer_free(api->rate_timer);
+        for (int c = 0; c < AG_API_CLASS_N; c++)
+                ag_timer_free(api->buckets[c].rate_timer);
         free(api);
 }

@@ -5,8 +5,12 @@
  * Asynchronous requests to the apiserver, driven by the agent's loop
  * through libcurl's multi socket interface. One connection cache for the
  * whole agent (keep-alive; HTTP/2 over TLS when both ends offer it).
- * Requests pass a token bucket like client-go's default (QPS 50, burst
- * 100): over the rate they wait in FIFO order on a timer.
+ * Requests pass token buckets like client-go's (QPS 50, burst 100), one
+ * per class, so that a burst of one kind never delays another: pod status
+ * PATCHes have a bucket of their own, events one with the kubelet's
+ * eventRecordQPS/eventBurst (50/100), the Lease none (it never waits);
+ * everything else (lists, watches, node status, deletes) shares the
+ * default one. Over the rate, requests wait in FIFO order on a timer.
  *
  * Every request ends in exactly one call of its done callback, unless it is
  * cancelled first (then never). A streaming request (watch) hands 2xx body
@@ -16,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -25,6 +30,8 @@
 
 #define AG_API_QPS          50.0
 #define AG_API_BURST        100
+#define AG_API_EVENT_QPS    50.0        /* the kubelet's eventRecordQPS */
+#define AG_API_EVENT_BURST  100         /* ... and eventBurst */
 #define AG_API_MAX_RESPONSE (64u << 20) /* K8S_MAX_LIST_BYTES */
 #define AG_API_TIMEOUT_MS   60000       /* non-streaming requests */
 
@@ -46,7 +53,17 @@ typedef void (*ag_api_done_fn)(struct ag_api_result *res, void *data);
 /* Returns 0 to go on, -1 to abort the request (done then has aborted). */
 typedef int (*ag_api_stream_fn)(const char *buf, size_t len, void *data);
 
+/* Which rate limiter a request passes (see the top). */
+enum ag_api_class {
+        AG_API_CLASS_DEFAULT = 0,
+        AG_API_CLASS_STATUS, /* pod status PATCHes */
+        AG_API_CLASS_EVENTS, /* events */
+        AG_API_CLASS_LEASE,  /* the node's Lease: not limited */
+        AG_API_CLASS_N
+};
+
 struct ag_api_req_opts {
+        enum ag_api_class cls;
         const char *content_type; /* of the body; NULL: application/json */
         const char *body;         /* copied */
         size_t body_len;
@@ -56,8 +73,10 @@ struct ag_api_req_opts {
 };
 
 struct ag_api_config {
-        double qps;                /* 0: AG_API_QPS */
+        double qps;                /* 0: AG_API_QPS (default and status buckets) */
         int burst;                 /* 0: AG_API_BURST */
+        double event_qps;          /* 0: AG_API_EVENT_QPS */
+        int event_burst;           /* 0: AG_API_EVENT_BURST */
         size_t max_response_bytes; /* 0: AG_API_MAX_RESPONSE */
 };
 
@@ -74,6 +93,26 @@ const char *ag_api_server(const struct ag_api *api);
 struct ag_request *ag_api_request(struct ag_api *api, const char *method, const char *path,
                                   const struct ag_api_req_opts *opts, ag_api_done_fn done,
                                   void *data, struct cb_error *err);
+/* What the client did, for the agent's metrics and the benchmark. */
+enum ag_api_verb {
+        AG_VERB_GET,
+        AG_VERB_WATCH,
+        AG_VERB_POST,
+        AG_VERB_PUT,
+        AG_VERB_PATCH,
+        AG_VERB_DELETE,
+        AG_VERB_OTHER,
+        AG_VERB_N
+};
+struct ag_api_stats {
+        uint64_t requests[AG_VERB_N];        /* started */
+        uint64_t waited[AG_API_CLASS_N];     /* requests that waited on their bucket */
+        double wait_seconds[AG_API_CLASS_N]; /* time spent waiting, summed */
+};
+void ag_api_get_stats(const struct ag_api *api, struct ag_api_stats *ret);
+const char *ag_api_verb_name(enum ag_api_verb v);
+const char *ag_api_class_name(enum ag_api_class c);
+
 /* Stops a request that has not completed; its done callback is not called.
  * Safe from any callback, including the request's own stream callback. */
 void ag_api_cancel(struct ag_request *req);

@@ -127,7 +127,7 @@ static void write_record(struct record *r)
         struct ag_events *ev = r->ev;
         _cleanup_free_ char *ns = ag_api_escape(r->ns);
         char path[1024];
-        struct ag_api_req_opts opts = {0};
+        struct ag_api_req_opts opts = {.cls = AG_API_CLASS_EVENTS};
         _cleanup_free_ char *patch = NULL;
         const char *method;
         if (!r->created) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "agent/core/log.h"
 #include "lib/cleanup.h"
@@ -228,14 +229,18 @@ static char *dup_or_null(const char *s)
 }
 
 /* Builds an object from json (taken, also on failure). */
-static int object_new(enum ag_kind kind, cJSON *json, struct ag_object **ret, struct cb_error *err)
+static int object_new(const struct ag_store *s, cJSON *json, struct ag_object **ret,
+                      struct cb_error *err)
 {
+        enum ag_kind kind = s->kind;
         struct ag_object *o = calloc(1, sizeof(*o));
         if (o == NULL) {
                 cJSON_Delete(json);
                 return cb_error_set(err, ENOMEM, "out of memory");
         }
         o->json = json;
+        o->received_mono_us = s->arrival_mono_us;
+        o->received_wall_us = s->arrival_wall_us;
         char ref[320];
         object_ref(json, ref, sizeof(ref));
         const char *uid = meta_string(json, "uid");
@@ -328,7 +333,7 @@ int ag_store_apply(struct ag_store *s, enum k8s_watch_type type, cJSON *json, st
                         /* Report the object's final state, as the event has it. */
                         struct ag_object *o;
                         s->received++;
-                        if (object_new(s->kind, json, &o, err) == 0) {
+                        if (object_new(s, json, &o, err) == 0) {
                                 object_free(s->items[i]);
                                 s->items[i] = o;
                         }
@@ -340,7 +345,7 @@ int ag_store_apply(struct ag_store *s, enum k8s_watch_type type, cJSON *json, st
         }
         struct ag_object *o;
         s->received++;
-        if (object_new(s->kind, json, &o, err) < 0)
+        if (object_new(s, json, &o, err) < 0)
                 return -1;
         return store_upsert(s, o, err);
 }
@@ -363,7 +368,7 @@ int ag_store_replace(struct ag_store *s, cJSON *items, struct cb_error *err)
                 s->received++;
                 /* An item that cannot be decoded is skipped (and reported),
                  * so one bad object cannot stop the node from syncing. */
-                if (object_new(s->kind, it, &fresh[k], &item_err) < 0) {
+                if (object_new(s, it, &fresh[k], &item_err) < 0) {
                         if (skipped++ == 0 && err != NULL) {
                                 *err = item_err;
                                 cb_error_prefix(err, "items[%zu]", idx);
@@ -418,6 +423,17 @@ struct ag_reflector {
 
 static void do_list(struct ag_reflector *r, const char *rv);
 static void do_watch(struct ag_reflector *r);
+
+/* The objects decoded from what just arrived carry its arrival time (the
+ * pod timeline's `watched` step). */
+static void stamp_arrival(struct ag_reflector *r)
+{
+        struct timespec m, w;
+        clock_gettime(CLOCK_MONOTONIC, &m);
+        clock_gettime(CLOCK_REALTIME, &w);
+        r->store.arrival_mono_us = (uint64_t)m.tv_sec * 1000000u + (uint64_t)m.tv_nsec / 1000u;
+        r->store.arrival_wall_us = (int64_t)w.tv_sec * 1000000 + w.tv_nsec / 1000;
+}
 
 static void set_str(char **dst, const char *src)
 {
@@ -479,6 +495,7 @@ static void on_list_done(struct ag_api_result *res, void *data)
                 items = cJSON_CreateArray(); /* an empty list may omit items */
         }
         struct cb_error err = {0};
+        stamp_arrival(r);
         int skipped = ag_store_replace(&r->store, items, &err);
         if (skipped < 0) {
                 log_error("%s: cannot apply the list: %s", r->what, err.msg);
@@ -569,6 +586,7 @@ static int on_stream(const char *buf, size_t len, void *data)
 {
         struct ag_reflector *r = data;
         struct cb_error err = {0};
+        stamp_arrival(r);
         if (ag_watch_parser_feed(&r->parser, buf, len, on_event, r, &err) < 0) {
                 r->stream_failed = true;
                 snprintf(r->stream_error, sizeof(r->stream_error), "%s", err.msg);

@@ -78,6 +78,12 @@ struct ag_object {
         cJSON *json;           /* owned, or the pod's */
         struct k8s_pod *pod;   /* AG_KIND_POD */
         struct k8s_node *node; /* AG_KIND_NODE */
+        /* When the bytes of the event (or list) carrying this version
+         * reached the agent: the timeline's `watched` step. 0 when the
+         * store was fed without a stamp (the consumer then uses its own
+         * clock). */
+        uint64_t received_mono_us; /* CLOCK_MONOTONIC */
+        int64_t received_wall_us;  /* CLOCK_REALTIME */
 };
 
 typedef void (*ag_change_fn)(enum ag_change change, const struct ag_object *obj, void *data);
@@ -89,6 +95,10 @@ struct ag_store {
         ag_change_fn fn;
         void *data;
         uint64_t received; /* objects handed to the store (events and list items) */
+        /* The arrival stamp given to the objects built next (the reflector
+         * sets it as a chunk or a list comes in; 0: none). */
+        uint64_t arrival_mono_us;
+        int64_t arrival_wall_us;
 };
 
 void ag_store_init(struct ag_store *s, enum ag_kind kind, ag_change_fn fn, void *data);

@@ -115,6 +115,7 @@ static void send_entry(struct entry *e)
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s/status", ns ? ns : "",
                  name ? name : "");
         struct ag_api_req_opts opts = {
+            .cls = AG_API_CLASS_STATUS,
             .content_type = "application/strategic-merge-patch+json",
             .body = e->body,
             .body_len = strlen(e->body),

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/cmd/agent.h"
+#include "agent/cmd/cli.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -77,6 +78,7 @@ struct agent {
         struct ag_timer *notify; /* STATUS= and WATCHDOG=1 for systemd */
         uint64_t watchdog_us;
         uint64_t decodes_reported, received_reported; /* src_metrics */
+        struct ag_api_stats api_reported;
         int signal;
 };
 
@@ -283,6 +285,27 @@ static char *src_metrics(void *data)
                             "Pod objects received from the apiserver (watch events and list "
                             "items).",
                             ag_reflector_received(a->pods), &a->received_reported);
+        if (a->api != NULL) {
+                /* The API client's requests by verb and the time they spent
+                 * on the client-side rate limiters, per bucket. */
+                struct ag_api_stats now;
+                ag_api_get_stats(a->api, &now);
+                for (int v = 0; v < AG_VERB_N; v++) {
+                        const char *labels[] = {"verb", ag_api_verb_name(v), NULL};
+                        ag_metrics_counter_add(
+                            a->metrics, "cubelet_api_requests_total",
+                            "Requests the agent sent to the apiserver.", labels,
+                            (double)(now.requests[v] - a->api_reported.requests[v]), NULL);
+                }
+                for (int c = 0; c < AG_API_CLASS_N; c++) {
+                        const char *labels[] = {"bucket", ag_api_class_name(c), NULL};
+                        ag_metrics_counter_add(
+                            a->metrics, "cubelet_api_rate_limiter_wait_seconds_total",
+                            "Time requests waited on the client-side rate limiter.", labels,
+                            now.wait_seconds[c] - a->api_reported.wait_seconds[c], NULL);
+                }
+                a->api_reported = now;
+        }
         return ag_metrics_render(a->metrics);
 }
 
@@ -577,6 +600,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (n <= 0)
                 return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
         a->exe[n] = '\0';
+        ag_monitor_path(a->exe, sizeof(a->exe));
         a->host_ips[0] = nc->facts.node_ip;
         size_t n_dns = dns_settings(a, fl);
         int64_t mem = nc->facts.memory_bytes;
@@ -612,6 +636,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         };
         if (ag_offload_new(a->loop, "image pulls", 1, &a->env.pulls, err) < 0 ||
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||
+            ag_offload_new(a->loop, "container starts", AG_START_THREADS, &a->env.starts, err) <
+                0 ||
             ag_offload_new(a->loop, "hooks", AG_HOOK_THREADS, &a->env.hooks, err) < 0 ||
             ag_probe_http_new(a->loop, &a->env.probe_http, err) < 0)
                 return -1;
@@ -802,6 +828,7 @@ static void stop_agent(struct agent *a)
          * are dropped (the next agent finds and redoes a half-made sandbox). */
         ag_offload_free(a->env.pulls);
         ag_offload_free(a->env.sandboxes);
+        ag_offload_free(a->env.starts);
         ag_offload_free(a->env.hooks);
         ag_logrotate_free(a->logrotate);
         ag_curl_free(a->env.probe_http); /* after the probers */

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "lib/error.h"
 
@@ -14,6 +15,13 @@ struct cb_global_opts {
 };
 
 int cubelet_main(int argc, char **argv);
+
+/* exe (the resolved cubelet binary, a buffer of size bytes) becomes the
+ * cubelet-monitor binary next to it when there is one (a regular,
+ * executable file of the same owner, writable by nobody else): the
+ * runtime's monitor, exec helper and pause processes are execs of it
+ * (agent/cmd/monitor_main.c). Else exe is left as it is. */
+void ag_monitor_path(char *exe, size_t size);
 
 /* The global flags of argv (argv[0] the program) into opts, anywhere on the
  * line; the other arguments, in order, into rest (room for argc) and their

@@ -334,6 +334,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
                 return 1;
         }
         exe[n] = '\0';
+        ag_monitor_path(exe, sizeof(exe));
         struct k8s_node_allocatable alloc;
         k8s_node_allocatable(node, &alloc);
         const struct k8s_quantity *memcap = k8s_resource_get(&node->capacity, "memory");
@@ -372,6 +373,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
         env.loop = rp.loop;
         if (ag_offload_new(rp.loop, "image pulls", 1, &env.pulls, &err) < 0 ||
             ag_offload_new(rp.loop, "sandboxes", 1, &env.sandboxes, &err) < 0 ||
+            ag_offload_new(rp.loop, "container starts", 2, &env.starts, &err) < 0 ||
             ag_offload_new(rp.loop, "hooks", 2, &env.hooks, &err) < 0 ||
             ag_probe_http_new(rp.loop, &env.probe_http, &err) < 0)
                 goto fail;
@@ -401,6 +403,7 @@ out:
         ag_pod_worker_free(rp.worker);
         ag_offload_free(env.pulls);
         ag_offload_free(env.sandboxes);
+        ag_offload_free(env.starts);
         ag_offload_free(env.hooks);
         ag_logrotate_free(logrotate);
         ag_curl_free(env.probe_http);

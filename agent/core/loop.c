@@ -24,7 +24,8 @@ struct ag_io {
         uint32_t events;
         ag_io_fn fn;
         void *data;
-        struct ag_io *next; /* all watchers of the loop */
+        struct ag_io *next, *prev; /* all watchers of the loop */
+        struct ag_io *next_dead;   /* freed, waiting for the reap */
 };
 
 struct ag_timer {
@@ -46,6 +47,7 @@ struct ag_loop {
         bool quit;
         int dispatching;
         struct ag_io *watchers;
+        struct ag_io *dead; /* freed watchers, released after the dispatch */
         struct signal_watch *signals;
 };
 
@@ -78,18 +80,22 @@ static void io_release(struct ag_io *io)
         free(io);
 }
 
-/* Frees the watchers marked dead; only outside a dispatch batch. */
+/* Frees the watchers marked dead; only outside a dispatch batch. Only the
+ * dead are visited: a node with 110 pods has over a thousand timers, and
+ * walking all of them after every loop iteration showed in a burst's
+ * profile. */
 static void reap(struct ag_loop *l)
 {
-        struct ag_io **pp = &l->watchers;
-        while (*pp != NULL) {
-                struct ag_io *io = *pp;
-                if (io->dead) {
-                        *pp = io->next;
-                        io_release(io);
-                } else {
-                        pp = &io->next;
-                }
+        while (l->dead != NULL) {
+                struct ag_io *io = l->dead;
+                l->dead = io->next_dead;
+                if (io->prev != NULL)
+                        io->prev->next = io->next;
+                else
+                        l->watchers = io->next;
+                if (io->next != NULL)
+                        io->next->prev = io->prev;
+                io_release(io);
         }
 }
 
@@ -116,6 +122,9 @@ static int io_register(struct ag_loop *l, struct ag_io *io, struct cb_error *err
                 return cb_error_set(err, errno, "epoll_ctl ADD fd %d failed", io->fd);
         io->loop = l;
         io->next = l->watchers;
+        io->prev = NULL;
+        if (l->watchers != NULL)
+                l->watchers->prev = io;
         l->watchers = io;
         return 0;
 }
@@ -159,6 +168,8 @@ void ag_io_free(struct ag_io *io)
                 io->fd = -1;
         }
         io->dead = true;
+        io->next_dead = io->loop->dead;
+        io->loop->dead = io;
         if (io->loop->dispatching == 0)
                 reap(io->loop);
 }

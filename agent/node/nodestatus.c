@@ -711,7 +711,8 @@ static void lease_send(struct ag_nodestatus *ns, const char *method, const char 
 {
         _cleanup_free_ char *body = body_json ? cJSON_PrintUnformatted(body_json) : NULL;
         struct cb_error err = {0};
-        struct ag_api_req_opts o = {.body = body, .body_len = body ? strlen(body) : 0};
+        struct ag_api_req_opts o = {
+            .cls = AG_API_CLASS_LEASE, .body = body, .body_len = body ? strlen(body) : 0};
         ns->lease_req = ag_api_request(ns->api, method, path, &o, done, ns, &err);
         if (ns->lease_req == NULL)
                 lease_failed(ns, "renew", err.msg);

@@ -53,6 +53,11 @@ struct rec {
         char *delivered_phase;      /* the last phase the apiserver accepted */
         char *pressure_message;     /* evicted for node pressure: the message */
         char pressure_time[32];     /* ... and when (DisruptionTarget) */
+        /* When the first event (or list) with this pod reached the agent:
+         * the timeline's `watched` step (0: a static pod, the worker's own
+         * start is the first step). */
+        uint64_t watched_mono_us;
+        int64_t watched_wall_us;
 };
 
 struct ag_pods {
@@ -265,7 +270,7 @@ static void save_pod_json(const struct rec *r)
         snprintf(pods, sizeof(pods), "%s/pods", r->p->env->root_dir);
         mkdir(pods, 0700);
         if (text == NULL || (mkdir(dir, 0700) < 0 && errno != EEXIST) ||
-            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0)
+            cb_write_file_replace(path, text, strlen(text), 0600, &err) < 0)
                 log_warning("pod %s/%s: cannot save pod.json: %s", pod_ns(r), r->name,
                             err.msg[0] ? err.msg : strerror(errno));
 }
@@ -369,6 +374,7 @@ static void admit(struct rec *r)
                 return;
         }
         log_info("pod %s/%s uid=%s admitted", pod_ns(r), r->name, r->uid);
+        ag_pod_worker_mark_at(r->worker, "watched", r->watched_mono_us, r->watched_wall_us);
         ag_pod_worker_mark(r->worker, "admitted", NULL);
         if (r->deleting) {
                 /* Deleted before admission (which waits for the Node): the
@@ -705,6 +711,8 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
                         return;
                 }
                 log_v(1, "pod %s/%s uid=%s seen", pod_ns(r), r->name, r->uid);
+                r->watched_mono_us = o->received_mono_us;
+                r->watched_wall_us = o->received_wall_us;
         }
         update_object(r, o);
         if (r->pod == NULL)

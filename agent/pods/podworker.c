@@ -55,6 +55,27 @@ void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *c
                 w->ops->timeline(w, st->name, st->mono_us - w->steps[0].mono_us, w->data);
 }
 
+void ag_pod_worker_mark_at(struct ag_pod_worker *w, const char *step, uint64_t mono_us,
+                           int64_t wall_us)
+{
+        if (w->n_steps >= AG_TIMELINE_MAX || mono_us == 0)
+                return;
+        /* In time order: a step from before the worker existed (the watch
+         * event that brought the pod) goes first and becomes the base of
+         * every offset. */
+        size_t i = w->n_steps;
+        while (i > 0 && w->steps[i - 1].mono_us > mono_us)
+                i--;
+        memmove(&w->steps[i + 1], &w->steps[i], (w->n_steps - i) * sizeof(w->steps[0]));
+        w->n_steps++;
+        struct step *st = &w->steps[i];
+        snprintf(st->name, sizeof(st->name), "%s", step);
+        st->mono_us = mono_us;
+        st->wall_us = wall_us;
+        if (w->ops->timeline != NULL)
+                w->ops->timeline(w, st->name, st->mono_us - w->steps[0].mono_us, w->data);
+}
+
 cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w)
 {
         cJSON *arr = cJSON_CreateArray();
@@ -1023,6 +1044,7 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 return;
         if (w->sandbox_job)
                 w->sandbox_job->w = NULL;
+        pw_teardown_detach(w);
         for (size_t i = 0; w->ctrs && i < w->n; i++) {
                 if (w->ctrs[i].pull_job)
                         w->ctrs[i].pull_job->c = NULL;

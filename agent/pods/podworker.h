@@ -35,8 +35,13 @@
 /* What every worker on the node shares. Strings are borrowed. */
 struct ag_offload;
 
-/* Sandboxes made at once (CNI ADDs in parallel, as the CRI runtimes do). */
-#define AG_SANDBOX_THREADS 3
+/* Sandboxes made at once (CNI ADDs in parallel, as the CRI runtimes do).
+ * The jobs mostly wait on child processes (CNI plugins, iptables), so
+ * more threads than cores. */
+#define AG_SANDBOX_THREADS 6
+/* Container create+start at once: their own queue, so that a burst's first
+ * containers never wait behind the other pods' sandboxes. */
+#define AG_START_THREADS 6
 /* httpGet lifecycle hooks in flight at once. */
 #define AG_HOOK_THREADS 4
 
@@ -66,7 +71,8 @@ struct ag_node_env {
         int64_t backoff_base, backoff_cap;           /* seconds; crash-loop */
         int64_t pull_backoff_base, pull_backoff_cap; /* seconds; image pulls */
         struct ag_offload *pulls;     /* image pulls, one at a time (agent/core/offload.h) */
-        struct ag_offload *sandboxes; /* sandbox creation, container starts */
+        struct ag_offload *sandboxes; /* sandbox creation, volume setup */
+        struct ag_offload *starts;    /* container create+start (NULL: sandboxes) */
         struct ag_offload *hooks;     /* httpGet lifecycle hooks */
         struct ag_curl *probe_http;   /* httpGet probes (ag_probe_http_new) */
         struct ag_objmgr *objects;    /* ConfigMaps/Secrets of the pods (NULL: no apiserver) */
@@ -115,6 +121,11 @@ struct ag_pod_worker_ops {
  * deleted). Kept in worker.json, so it survives an agent restart. */
 #define AG_TIMELINE_MAX 128
 void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container);
+/* A step stamped earlier (mono_us CLOCK_MONOTONIC, wall_us CLOCK_REALTIME,
+ * in microseconds), put in time order: `watched`, when the watch event
+ * that brought the pod reached the agent. mono_us 0: nothing marked. */
+void ag_pod_worker_mark_at(struct ag_pod_worker *w, const char *step, uint64_t mono_us,
+                           int64_t wall_us);
 /* [{"step", "offsetUs", "time"}]; the caller owns it. */
 cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w);
 

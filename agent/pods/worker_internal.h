@@ -53,6 +53,7 @@
 struct pull_job;
 struct sandbox_job;
 struct start_job;
+struct teardown_job;
 
 struct ctr {
         const struct k8s_container *spec;
@@ -109,8 +110,9 @@ struct ag_pod_worker {
         bool have_plan;
         bool cgroup_created;
         bool sandbox_ready;
-        struct sandbox_job *sandbox_job; /* being made, off the loop */
-        struct ag_pod_volumes *volumes;  /* configMap/secret/projected/... (worker_volumes.c) */
+        struct sandbox_job *sandbox_job;   /* being made, off the loop */
+        struct teardown_job *teardown_job; /* being torn down, off the loop */
+        struct ag_pod_volumes *volumes;    /* configMap/secret/projected/... (worker_volumes.c) */
         struct rt_sandbox sandbox;
         char pod_ip_buf[2][64];
         const char *pod_ips[2];
@@ -217,7 +219,8 @@ bool pw_start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_hand
 void pw_start_probers(struct ag_pod_worker *w, struct ctr *c);
 void pw_stop_probers(struct ctr *c);
 void pw_stop_watch(struct ctr *c);
-void pw_teardown(struct ag_pod_worker *w);
+int pw_teardown(struct ag_pod_worker *w); /* 1: running off the loop, pw_finish again at its end */
+void pw_teardown_detach(struct ag_pod_worker *w);
 bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c);
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
                             char *buf, size_t size);

@@ -546,7 +546,8 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         /* The start's id is on disk before its monitor exists. */
         snprintf(c->pending_id, sizeof(c->pending_id), "%s", j->id);
         pw_save_state(w);
-        if (ag_offload_submit(w->env->sandboxes, start_work, start_done, j, &err) < 0) {
+        struct ag_offload *q = w->env->starts ? w->env->starts : w->env->sandboxes;
+        if (ag_offload_submit(q, start_work, start_done, j, &err) < 0) {
                 j->rc = -1;
                 j->err = err;
                 start_done(j, false); /* reported as a failed start */

@@ -3,7 +3,8 @@
 
 /* ---- restart safety: the worker's state on disk -------------------------------
  *
- * <root>/pods/<uid>/worker.json (written atomically after every step) keeps
+ * <root>/pods/<uid>/worker.json (written atomically after every step that
+ * changes it; no fsync: lib/file.h) keeps
  * what the runtime does not know: which runtime container is the current
  * instance of which spec container, restart counts, backoff, lastState, and
  * whether the sandbox and the pod cgroup exist. A restarted agent reads it
@@ -30,13 +31,12 @@ static cJSON *term_json(const struct st_container_state *t, const char *reason, 
 
 void pw_save_state(struct ag_pod_worker *w)
 {
-        if (w->torn_down)
+        if (w->torn_down || w->teardown_job != NULL)
                 return;
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "startTime", (double)w->start_time);
         cJSON_AddBoolToObject(o, "cgroupCreated", w->cgroup_created);
         cJSON_AddBoolToObject(o, "sandbox", w->sandbox_ready);
-        cJSON_AddItemToObject(o, "timeline", ag_pod_worker_timeline_json(w));
         cJSON *arr = cJSON_AddArrayToObject(o, "containers");
         for (size_t i = 0; i < w->n; i++) {
                 const struct ctr *c = &w->ctrs[i];
@@ -61,12 +61,20 @@ void pw_save_state(struct ag_pod_worker *w)
                                                         c->last_message, c->last_cid));
                 cJSON_AddItemToArray(arr, j);
         }
+        /* The timeline goes along, but a new step alone is no reason to
+         * write: it is served from memory (/timelines), and a file create +
+         * rename per step was a measurable part of a burst's CPU. */
+        char *key = cJSON_PrintUnformatted(o);
+        if (key == NULL || (w->saved != NULL && strcmp(w->saved, key) == 0)) {
+                free(key); /* unchanged: no write */
+                cJSON_Delete(o);
+                return;
+        }
+        cJSON_AddItemToObject(o, "timeline", ag_pod_worker_timeline_json(w));
         char *text = cJSON_PrintUnformatted(o);
         cJSON_Delete(o);
-        if (text == NULL)
-                return;
-        if (w->saved != NULL && strcmp(w->saved, text) == 0) {
-                free(text); /* unchanged: no write, no fsync */
+        if (text == NULL) {
+                free(key);
                 return;
         }
         char path[RT_PATH_MAX], dir[RT_PATH_MAX];
@@ -74,14 +82,16 @@ void pw_save_state(struct ag_pod_worker *w)
         state_path(w, path, sizeof(path));
         struct cb_error err = {0};
         if (cb_mkdir_p(dir, 0755, 0700, &err) < 0 ||
-            cb_write_file_atomic(path, text, strlen(text), 0600, &err) < 0) {
+            cb_write_file_replace(path, text, strlen(text), 0600, &err) < 0) {
                 pw_emit_event(w, NULL, "Warning", "FailedSync", "cannot save the pod's state: %s",
                               err.msg[0] ? err.msg : strerror(errno));
                 free(text);
+                free(key);
                 return;
         }
+        free(text);
         free(w->saved);
-        w->saved = text;
+        w->saved = key;
 }
 
 static int64_t jint(const cJSON *o, const char *k)
@@ -219,33 +229,171 @@ void pw_adopt(struct ag_pod_worker *w)
         }
 }
 
-void pw_teardown(struct ag_pod_worker *w)
+/* The teardown runs off the loop (container removal: unmounts and
+ * recursive removal; the sandbox: CNI DEL, namespace pins; the pod cgroup,
+ * which waits for its processes to go; the volumes), in parallel for many
+ * pods; its errors become events on the loop. */
+#define TEARDOWN_ERRORS_MAX 8
+struct teardown_job {
+        struct ag_pod_worker *w; /* NULL once the worker is gone */
+        char *root_dir, *uid, *pod_cgroup;
+        bool cgroup_created;
+        size_t n;
+        char (*ids)[RT_ID_MAX];
+        char (*names)[256];
+        char (*term_paths)[RT_PATH_MAX]; /* "" when none */
+        size_t n_errors;
+        struct {
+                char msg[sizeof(((struct cb_error *)0)->msg) + 340];
+        } errors[TEARDOWN_ERRORS_MAX];
+};
+
+static void teardown_job_free(struct teardown_job *j)
 {
-        if (w->torn_down)
+        if (j == NULL)
                 return;
+        free(j->root_dir);
+        free(j->uid);
+        free(j->pod_cgroup);
+        free(j->ids);
+        free(j->names);
+        free(j->term_paths);
+        free(j);
+}
+
+static void teardown_error(struct teardown_job *j, const char *what, const char *msg)
+{
+        if (j->n_errors < TEARDOWN_ERRORS_MAX)
+                snprintf(j->errors[j->n_errors++].msg, sizeof(j->errors[0].msg), "%s: %s", what,
+                         msg);
+}
+
+static void teardown_work(void *data)
+{
+        struct teardown_job *j = data;
         struct cb_error err = {0};
-        for (size_t i = 0; i < w->n; i++) {
-                pw_stop_watch(&w->ctrs[i]);
-                pw_remove_container(w, &w->ctrs[i]);
+        for (size_t i = 0; i < j->n; i++) {
+                if (j->ids[i][0] == '\0')
+                        continue;
+                char what[320];
+                snprintf(what, sizeof(what), "error removing container %s", j->names[i]);
+                if (rt_container_remove(j->root_dir, j->ids[i], &err) < 0)
+                        teardown_error(j, what, err.msg);
+                if (j->term_paths[i][0] != '\0')
+                        unlink(j->term_paths[i]);
         }
-        const char *uid = w->pod->meta.uid;
-        if (rt_sandbox_remove(w->env->root_dir, uid, &err) < 0)
-                pw_emit_event(w, NULL, "Warning", "FailedKillPod",
-                              "error tearing down the pod sandbox: %s", err.msg);
-        if (w->cgroup_created && cg_destroy(w->pod_cgroup, &err) < 0)
-                pw_emit_event(w, NULL, "Warning", "FailedKillPod",
-                              "error removing the pod cgroup: %s", err.msg);
-        char dir[RT_PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
+        if (rt_sandbox_remove(j->root_dir, j->uid, &err) < 0)
+                teardown_error(j, "error tearing down the pod sandbox", err.msg);
+        if (j->cgroup_created && cg_destroy(j->pod_cgroup, &err) < 0)
+                teardown_error(j, "error removing the pod cgroup", err.msg);
         /* The volumes' tmpfs and subPath binds go before the directory. */
-        pw_volumes_stop(w);
-        if (ag_pod_volumes_unmount_all(w->env->root_dir, uid, &err) < 0)
-                pw_emit_event(w, NULL, "Warning", "FailedKillPod",
-                              "error unmounting the pod's volumes: %s", err.msg);
+        if (ag_pod_volumes_unmount_all(j->root_dir, j->uid, &err) < 0)
+                teardown_error(j, "error unmounting the pod's volumes", err.msg);
+        char dir[RT_PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s/pods/%s", j->root_dir, j->uid);
         rt_rm_rf(dir, NULL);
+}
+
+static void torn_down(struct ag_pod_worker *w)
+{
         w->sandbox_ready = false;
         ag_pod_worker_mark(w, "tornDown", NULL);
         w->torn_down = true;
+}
+
+static void teardown_done(void *data, bool cancelled)
+{
+        struct teardown_job *j = data;
+        struct ag_pod_worker *w = j->w;
+        (void)cancelled; /* at shutdown: the next agent finds what is left */
+        if (w != NULL) {
+                w->teardown_job = NULL;
+                for (size_t i = 0; i < j->n_errors; i++)
+                        pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
+                torn_down(w);
+                pw_finish(w);
+        }
+        teardown_job_free(j);
+}
+
+/* Starts the teardown: 1 while it runs off the loop (pw_finish is called
+ * again at its end), 0 when it is done (nothing left, or done here because
+ * the job could not be queued). */
+int pw_teardown(struct ag_pod_worker *w)
+{
+        if (w->torn_down)
+                return 0;
+        if (w->teardown_job != NULL)
+                return 1;
+        struct teardown_job *j = calloc(1, sizeof(*j));
+        if (j != NULL) {
+                j->w = w;
+                j->root_dir = strdup(w->env->root_dir);
+                j->uid = strdup(w->pod->meta.uid);
+                j->pod_cgroup = strdup(w->pod_cgroup);
+                j->cgroup_created = w->cgroup_created;
+                j->n = w->n;
+                j->ids = calloc(w->n + 1, sizeof(*j->ids));
+                j->names = calloc(w->n + 1, sizeof(*j->names));
+                j->term_paths = calloc(w->n + 1, sizeof(*j->term_paths));
+        }
+        if (j == NULL || !j->root_dir || !j->uid || !j->pod_cgroup || !j->ids || !j->names ||
+            !j->term_paths) {
+                teardown_job_free(j);
+                j = NULL;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+                struct ctr *c = &w->ctrs[i];
+                pw_stop_watch(c);
+                if (j != NULL && c->id[0] != '\0') {
+                        snprintf(j->ids[i], sizeof(j->ids[i]), "%s", c->id);
+                        snprintf(j->names[i], sizeof(j->names[i]), "%s", c->spec->name);
+                        if (pw_termination_log_path(w, c, c->id, j->term_paths[i],
+                                                    sizeof(j->term_paths[i])) < 0)
+                                j->term_paths[i][0] = '\0';
+                        c->id[0] = '\0';
+                }
+        }
+        pw_volumes_stop(w);
+        struct cb_error err = {0};
+        if (j != NULL && w->env->sandboxes != NULL &&
+            ag_offload_submit(w->env->sandboxes, teardown_work, teardown_done, j, &err) == 0) {
+                w->teardown_job = j;
+                return 1;
+        }
+        if (j != NULL) {
+                /* Could not be queued: on the loop, as before. */
+                j->w = NULL;
+                teardown_work(j);
+                for (size_t i = 0; i < j->n_errors; i++)
+                        pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
+                teardown_job_free(j);
+        } else {
+                for (size_t i = 0; i < w->n; i++)
+                        pw_remove_container(w, &w->ctrs[i]);
+                const char *uid = w->pod->meta.uid;
+                if (rt_sandbox_remove(w->env->root_dir, uid, &err) < 0)
+                        pw_emit_event(w, NULL, "Warning", "FailedKillPod",
+                                      "error tearing down the pod sandbox: %s", err.msg);
+                if (w->cgroup_created && cg_destroy(w->pod_cgroup, &err) < 0)
+                        pw_emit_event(w, NULL, "Warning", "FailedKillPod",
+                                      "error removing the pod cgroup: %s", err.msg);
+                if (ag_pod_volumes_unmount_all(w->env->root_dir, uid, &err) < 0)
+                        pw_emit_event(w, NULL, "Warning", "FailedKillPod",
+                                      "error unmounting the pod's volumes: %s", err.msg);
+                char dir[RT_PATH_MAX];
+                snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
+                rt_rm_rf(dir, NULL);
+        }
+        torn_down(w);
+        return 0;
+}
+
+void pw_teardown_detach(struct ag_pod_worker *w)
+{
+        if (w->teardown_job != NULL)
+                w->teardown_job->w = NULL;
+        w->teardown_job = NULL;
 }
 
 /* Running, or being started off the loop. */
@@ -273,7 +421,8 @@ void pw_finish(struct ag_pod_worker *w)
                         ag_timer_disarm(w->ctrs[i].timer);
         ag_timer_disarm(w->deadline);
         ag_timer_disarm(w->grace);
-        pw_teardown(w);
+        if (pw_teardown(w) > 0)
+                return; /* teardown_done() calls again */
         pw_compute_status(w);
         w->done = true;
         if (w->ops->done)

@@ -266,6 +266,38 @@ START_TEST(test_store_decodes_once)
 }
 END_TEST
 
+/* Every object carries the arrival stamp the store had when it was built
+ * (the timeline's `watched` step); 0 without one. */
+static void stamps(enum ag_change change, const struct ag_object *o, void *data)
+{
+        (void)change;
+        uint64_t *seen = data;
+        *seen = o->received_mono_us;
+        ck_assert_int_eq(o->received_wall_us, (int64_t)o->received_mono_us * 10);
+}
+
+START_TEST(test_store_arrival_stamp)
+{
+        uint64_t seen = 1;
+        struct ag_store s;
+        struct cb_error err = {0};
+        ag_store_init(&s, AG_KIND_POD, stamps, &seen);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, pod("a", "u1", "1"), &err), 0);
+        ck_assert_uint_eq(seen, 0);
+        s.arrival_mono_us = 1234;
+        s.arrival_wall_us = 12340;
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_MODIFIED, pod("a", "u1", "2"), &err), 0);
+        ck_assert_uint_eq(seen, 1234);
+        s.arrival_mono_us = 77;
+        s.arrival_wall_us = 770;
+        cJSON *items = cJSON_CreateArray();
+        cJSON_AddItemToArray(items, pod("b", "u2", "3"));
+        ck_assert_int_eq(ag_store_replace(&s, items, &err), 0);
+        ck_assert_uint_eq(seen, 77);
+        ag_store_clear(&s);
+}
+END_TEST
+
 START_TEST(test_store_relist_diff)
 {
         struct changes c = {0};
@@ -428,6 +460,7 @@ int main(void)
         tcase_add_test(tc, test_store_events);
         tcase_add_test(tc, test_store_decodes_once);
         tcase_add_test(tc, test_store_relist_diff);
+        tcase_add_test(tc, test_store_arrival_stamp);
         tcase_add_test(tc, test_backoff);
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_labels_taints);

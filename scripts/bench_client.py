@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The API side of scripts/bench.sh (figures 2 and 3): creates pods bound to
+a node through an apiserver, sees them Running and gone through a watch (as
+a controller would), and reads the agent's own timeline of each pod from its
+local endpoint. Standard library only: one HTTPS connection for requests and
+one per watch, client certificate from the admin kubeconfig's files.
+
+  bench_client.py perpod --data D[,D2...] --node N[,N2...] --endpoint URL[,URL2...] --token-file F[,F2...]
+                         --count K    one pod at a time, the nodes in turn
+  bench_client.py burst  --node N --endpoint URL --token-file F --count K
+                         K pods created at once
+
+Prints one JSON object per line: per pod {"node","created_ms","running_ms",
+"post_ms","timeline":{step: wall ms}}, for a burst a summary line as well.
+Times are wall clock (both ends run on this machine).
+"""
+import argparse
+import http.client
+import json
+import os
+import queue
+import ssl
+import sys
+import threading
+import time
+import urllib.request
+
+
+def now_ms():
+    return time.time() * 1000.0
+
+
+class Api:
+    def __init__(self, data):
+        with open(os.path.join(data, "admin.kubeconfig")) as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("server:"):
+                    self.server = line.split(None, 1)[1].strip().strip('"')
+        self.ctx = ssl.create_default_context(cafile=os.path.join(data, "ca.crt"))
+        self.ctx.check_hostname = False
+        self.ctx.load_cert_chain(os.path.join(data, "admin.crt"), os.path.join(data, "admin.key"))
+        hp = self.server.split("://", 1)[1]
+        self.host, self.port = hp.rsplit(":", 1)
+        self.conn = self.connect()
+
+    def connect(self):
+        return http.client.HTTPSConnection(self.host, int(self.port), context=self.ctx, timeout=120)
+
+    def request(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        hdr = {"Content-Type": "application/json", "Accept": "application/json"}
+        for attempt in range(3):
+            try:
+                self.conn.request(method, path, body=data, headers=hdr)
+                r = self.conn.getresponse()
+                out = r.read()
+                return r.status, json.loads(out) if out else None
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = self.connect()
+                if attempt == 2:
+                    raise
+        return 0, None
+
+    def watch(self, node, rv, events):
+        """Feeds (wall ms, type, pod) for the pods bound to node into events."""
+        c = self.connect()
+        c.request("GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s"
+                  "&fieldSelector=spec.nodeName%%3D%s&timeoutSeconds=3600" % (rv, node))
+        r = c.getresponse()
+        buf = b""
+        while True:
+            chunk = r.read1(65536) if hasattr(r, "read1") else r.read(1)
+            if not chunk:
+                events.put((now_ms(), "END", None))
+                return
+            t = now_ms()
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if line.strip():
+                    ev = json.loads(line)
+                    events.put((t, ev["type"], ev["object"]))
+
+
+HOST_NETWORK = False
+
+
+def pod_body(name, node, image, grace, command="sleep 3600"):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "restartPolicy": "Never", "hostNetwork": HOST_NETWORK,
+                     "terminationGracePeriodSeconds": grace,
+                     "automountServiceAccountToken": False,
+                     "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                     "containers": [{"name": "main", "image": image,
+                                     "imagePullPolicy": "IfNotPresent",
+                                     "command": ["sh", "-c", command]}]}}
+
+
+def parse_ts(s):
+    # 2026-12-01T23:30:47.123456Z
+    import calendar
+    base, frac = s.rstrip("Z").split(".")
+    t = calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S"))
+    return t * 1000.0 + int(frac.ljust(6, "0")[:6]) / 1000.0
+
+
+def timelines(endpoint, token_file):
+    with open(token_file) as f:
+        tok = f.read().strip()
+    req = urllib.request.Request(endpoint + "/timelines", headers={"Authorization": "Bearer " + tok})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        doc = json.load(r)
+    out = {}
+    for p in doc.get("pods", []):
+        steps = {}
+        for st in p.get("timeline", []):
+            steps.setdefault(st["step"], parse_ts(st["time"]))
+        out[p["uid"]] = steps
+    return out
+
+
+class Node:
+    def __init__(self, api, name, endpoint, token_file):
+        self.api, self.name, self.endpoint, self.token_file = api, name, endpoint, token_file
+        self.events = queue.Queue()
+        st, lst = api.request("GET", "/api/v1/namespaces/default/pods?fieldSelector=spec.nodeName%%3D%s"
+                              % name)
+        rv = lst["metadata"]["resourceVersion"]
+        threading.Thread(target=api.watch, args=(name, rv, self.events), daemon=True).start()
+
+    def until(self, pred, timeout_s):
+        end = time.time() + timeout_s
+        while True:
+            left = end - time.time()
+            if left <= 0:
+                raise TimeoutError("node %s: timed out" % self.name)
+            t, typ, obj = self.events.get(timeout=left)
+            if typ == "END":
+                raise RuntimeError("node %s: the watch ended" % self.name)
+            if pred(t, typ, obj):
+                return
+
+
+def running(obj):
+    return obj["status"].get("phase") == "Running"
+
+
+def perpod(args):
+    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
+             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
+                 args.token_file.split(","))]
+    for i in range(args.count):
+        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
+        for nd in order:
+            api = nd.api
+            name = "bench-%d" % i
+            t0 = now_ms()
+            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                                  pod_body(name, nd.name, args.image, 1))
+            t1 = now_ms()
+            if st != 201:
+                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+            uid = obj["metadata"]["uid"]
+            seen = {}
+
+            def is_running(t, typ, o):
+                if o["metadata"]["uid"] == uid and running(o):
+                    seen["t"] = t
+                    return True
+                return False
+            nd.until(is_running, args.timeout)
+            tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+            # the status acknowledged: stamped when the PATCH's answer is back
+            for _ in range(50):
+                if "statusDelivered:Running" in tl:
+                    break
+                time.sleep(0.02)
+                tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+            api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+            t2 = now_ms()
+            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
+            print(json.dumps({"node": nd.name, "i": i, "created_ms": t0, "post_ms": t1 - t0,
+                              "running_ms": seen["t"] - t0, "deleted_ms": now_ms() - t2,
+                              "timeline": {k: v - t0 for k, v in tl.items()}}), flush=True)
+
+
+def exits(args):
+    """Figure 5: a container exits -> its terminal status stored (seen by a
+    watch), against the agent's containerExited stamp."""
+    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
+             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
+                 args.token_file.split(","))]
+    for i in range(args.count):
+        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
+        for nd in order:
+            api = nd.api
+            name = "exit-%d" % i
+            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                                  pod_body(name, nd.name, args.image, 1, "sleep 0.3"))
+            if st != 201:
+                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+            uid = obj["metadata"]["uid"]
+            seen = {}
+
+            def terminal(t, typ, o):
+                if o["metadata"]["uid"] == uid and o["status"].get("phase") == "Succeeded":
+                    seen["t"] = t
+                    return True
+                return False
+            nd.until(terminal, args.timeout)
+            tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+            api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
+            ex = tl.get("containerExited:main")
+            print(json.dumps({"node": nd.name, "i": i,
+                              "exit_to_stored_ms": seen["t"] - ex if ex else None,
+                              "exit_to_delivered_ms": tl["statusDelivered:Succeeded"] - ex
+                              if ex and "statusDelivered:Succeeded" in tl else None}), flush=True)
+
+
+def burst(args):
+    api = Api(args.data)
+    nd = Node(api, args.node, args.endpoint, args.token_file)
+    t0 = now_ms()
+    created = {}
+    for i in range(args.count):
+        name = "burst-%d" % i
+        t = now_ms()
+        st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                              pod_body(name, nd.name, args.image, 1))
+        if st != 201:
+            sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+        created[obj["metadata"]["uid"]] = (name, t)
+    t_created = now_ms()
+    run = {}
+
+    def all_running(t, typ, o):
+        uid = o["metadata"]["uid"]
+        if uid in created and uid not in run and running(o):
+            run[uid] = t
+        return len(run) == len(created)
+    nd.until(all_running, args.timeout)
+    t_all = now_ms()
+    if args.hold_file:
+        # the caller measures memory now and removes the file
+        open(args.hold_file, "w").close()
+        while os.path.exists(args.hold_file):
+            time.sleep(0.1)
+    tl = timelines(nd.endpoint, nd.token_file)
+    for uid, (name, t) in created.items():
+        print(json.dumps({"node": nd.name, "name": name, "created_ms": t, "running_ms": run[uid] - t,
+                          "timeline": {k: v - t for k, v in tl.get(uid, {}).items()}}), flush=True)
+    d0 = now_ms()
+    for uid, (name, t) in created.items():
+        api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                    {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+    gone = set()
+
+    def all_gone(t, typ, o):
+        if typ == "DELETED" and o["metadata"]["uid"] in created:
+            gone.add(o["metadata"]["uid"])
+        return len(gone) == len(created)
+    nd.until(all_gone, args.timeout)
+    print(json.dumps({"summary": True, "count": args.count, "create_ms": t_created - t0,
+                      "first_running_ms": min(run.values()) - t0, "all_running_ms": t_all - t0,
+                      "all_gone_ms": now_ms() - d0}), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["perpod", "burst", "exits"])
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--node", required=True)
+    ap.add_argument("--endpoint", required=True)
+    ap.add_argument("--token-file", required=True)
+    ap.add_argument("--count", type=int, default=30)
+    ap.add_argument("--image", default="docker.io/library/busybox:1.36")
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--hold-file")
+    ap.add_argument("--host-network", action="store_true")
+    args = ap.parse_args()
+    global HOST_NETWORK
+    HOST_NETWORK = args.host_network
+    {"perpod": perpod, "burst": burst, "exits": exits}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -433,6 +433,11 @@ size_t ag_pod_object_refs(struct cb_arena *a, const struct k8s_pod *pod, struct 
                 container_refs(a, &pod->spec.init_containers[i], &refs, &n, &cap);
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 container_refs(a, &pod->spec.containers[i], &refs, &n, &cap);
+        /* The kubelet's secret manager registers the pull secrets too
+         * (podutil.VisitPodSecretNames), so the Node authorizer's graph and
+         * the watch have them when the image is pulled. */
+        for (size_t i = 0; i < pod->spec.n_image_pull_secrets; i++)
+                add_ref(a, &refs, &n, &cap, AG_OBJ_SECRET, pod->spec.image_pull_secrets[i]);
         *ret = refs;
         return n;
 }

@@ -65,7 +65,7 @@ char *ag_volume_dir(struct cb_arena *a, const char *root_dir, const char *uid,
                     const struct k8s_volume *v);
 
 /* The ConfigMaps and Secrets a pod refers to (volumes, env, envFrom of
- * every container), in arena. */
+ * every container, imagePullSecrets), in arena. */
 size_t ag_pod_object_refs(struct cb_arena *a, const struct k8s_pod *pod, struct ag_obj_ref **ret);
 
 /* ---- one pod's volumes, on the loop ---- */

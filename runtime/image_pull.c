@@ -416,9 +416,9 @@ static int http_get(struct pull_session *s, const char *url, const char *accept,
                             err, 0, PULL_ACCESS_DENIED ": server message: %s: authorization failed",
                             e);
         }
-        if (r->status == 401 || r->status == 403)
-                return cb_error_set(err, 0, "unexpected status from GET request to %s: %ld %s%s",
-                                    url, r->status, status_text(r->status), msg);
+        if (r->status == 401 || r->status == 403) /* containerd's words, without the body */
+                return cb_error_set(err, 0, "unexpected status from GET request to %s: %ld %s", url,
+                                    r->status, status_text(r->status));
         if (r->status == 404)
                 return cb_error_set(err, ENOENT, "GET %s: not found (HTTP 404)%s", url, msg);
         return cb_error_set(err, 0, "GET %s: HTTP %ld%s", url, r->status, msg);

@@ -21,7 +21,8 @@ need_root
 need_tools jq umoci ip iptables nsenter ldd busybox kubectl openssl python3 /usr/bin/etcd
 need_cni bridge host-local
 kubectl_bin=$(readlink -f "$(command -v kubectl)")
-ldd "$kubectl_bin" 2>&1 | grep -q "not a dynamic executable" ||
+ldd_out=$(ldd "$kubectl_bin" 2>&1) # exits 1 for a static binary
+grep -q "not a dynamic executable" <<<"$ldd_out" ||
         skip "kubectl ($kubectl_bin) is not a static binary: it cannot run in a busybox pod"
 harness_init incluster
 
@@ -105,8 +106,8 @@ python3 "$tmp/relay.py" "$gw" "$standin_port" "$tmp/relay.port" 2>"$tmp/relay.lo
 track $!
 poll 10 test -s "$tmp/relay.port" || die "the relay did not start: $(cat "$tmp/relay.log")"
 rport=$(cat "$tmp/relay.port")
-netns=$(find "$root" -path "*$puid*" -name net -path "*/ns/net" 2>/dev/null | head -1)
-[ -n "$netns" ] || die "no network namespace file for pod $puid under $root"
+netns=$root/sandboxes/$puid/ns/net # the sandbox's pin (runtime/sandbox.c)
+[ -e "$netns" ] || die "no network namespace file $netns"
 nsenter --net="$netns" iptables -t nat -A OUTPUT -d 10.96.0.1/32 -p tcp --dport 443 \
         -j DNAT --to-destination "$gw:$rport" || die "cannot add the DNAT rule in $netns"
 pass "2 DNAT 10.96.0.1:443 -> $gw:$rport (relay to the stand-in on 127.0.0.1:$standin_port) in the pod's netns"

@@ -8,59 +8,24 @@
 
 #include "agent/k8s/k8s.h"
 #include "lib/cleanup.h"
+#include "lib/base64.h"
 #include "lib/file.h"
 
 #define MAX_TOKEN_FILE_BYTES (64u << 10)
 
-static int b64_value(unsigned char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
 int ag_base64_decode(const char *in, size_t len, struct ag_blob *ret, struct cb_error *err)
 {
-        _cleanup_free_ char *out = malloc(len / 4 * 3 + 4);
+        _cleanup_free_ char *out = malloc(cb_base64_max(len));
+        size_t bad = 0;
         if (out == NULL)
                 return cb_error_set(err, ENOMEM, "out of memory decoding base64");
-        size_t n = 0, pad = 0;
-        uint32_t acc = 0;
-        int bits = 0;
-        for (size_t i = 0; i < len; i++) {
-                unsigned char c = (unsigned char)in[i];
-                if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
-                        continue;
-                if (c == '=') {
-                        pad++;
-                        continue;
-                }
-                int v = b64_value(c);
-                if (v < 0 || pad > 0)
-                        return cb_error_set(
-                            err, 0, "invalid base64: unexpected character '%c' at offset %zu",
-                            c >= 0x20 && c < 0x7f ? c : '?', i);
-                acc = (acc << 6) | (uint32_t)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[n++] = (char)((acc >> bits) & 0xff);
-                }
-        }
-        /* Leftover bits must be the zero padding of the last group. */
-        if (bits >= 6 || pad > 2 || (acc & ((1u << bits) - 1)) != 0)
-                return cb_error_set(err, 0, "invalid base64: truncated input");
-        out[n] = '\0';
+        ssize_t n =
+            cb_base64_decode(in, len, CB_B64_SKIP_SPACE | CB_B64_PAD_OPTIONAL | CB_B64_STRICT_BITS,
+                             (unsigned char *)out, &bad);
+        if (n < 0)
+                return cb_error_set(err, 0, "invalid base64 data at input byte %zu", bad);
         ret->data = steal_pointer(&out);
-        ret->len = n;
+        ret->len = (size_t)n;
         return 0;
 }
 

@@ -126,7 +126,7 @@ static struct ag_objmgr_entry *find_entry(const struct ag_objmgr *m, enum ag_obj
 
 static void entry_free(struct ag_objmgr *m, struct ag_objmgr_entry *e)
 {
-        if (m->ops.stop)
+        if (m->ops.stop && e->watch != NULL)
                 m->ops.stop(e->watch, m->ops.data);
         k8s_keyed_data_free(e->obj);
         free(e->ns);
@@ -248,13 +248,26 @@ int ag_objmgr_get(struct ag_objmgr *m, enum ag_obj_kind kind, const char *ns, co
                                     e->decode_error);
         if (e->obj == NULL)
                 return 0;
+        /* As the kubelet's objectCache.Get: an immutable object cannot
+         * change, so its watch stops at the first read and the cached
+         * version serves every later one (a deletion is not seen either). */
+        if (e->obj->immutable && e->watch != NULL) {
+                if (m->ops.stop)
+                        m->ops.stop(e->watch, m->ops.data);
+                e->watch = NULL;
+                log_v(4, "%s %s/%s: stopped watching for changes - object is immutable",
+                      ag_obj_kind_name(kind), ns, name);
+        }
         *ret = e->obj;
         return 1;
 }
 
 size_t ag_objmgr_watches(const struct ag_objmgr *m)
 {
-        return m ? m->n_entries : 0;
+        size_t n = 0;
+        for (size_t i = 0; m != NULL && i < m->n_entries; i++)
+                n += m->entries[i]->watch != NULL;
+        return n;
 }
 
 /* ---- pods ---- */

@@ -10,7 +10,8 @@
  * /api/v1/namespaces/<ns>/{configmaps,secrets} with the field selector
  * metadata.name=<name>, which the Node authorizer allows for an object a
  * pod bound to the node refers to), shared by every pod that refers to it
- * and stopped when the last one lets go. A change of a watched object
+ * and stopped when the last one lets go, or once the object read is
+ * immutable (objectCache.Get). A change of a watched object
  * calls the callbacks of the pods that refer to it, on the loop.
  */
 
@@ -67,7 +68,7 @@ void ag_objmgr_unregister(struct ag_objmgr *m, const char *pod_uid);
 int ag_objmgr_get(struct ag_objmgr *m, enum ag_obj_kind kind, const char *ns, const char *name,
                   const struct k8s_keyed_data **ret, struct cb_error *err);
 
-/* Objects watched now (one per referenced object). */
+/* Objects watched now (one per referenced object that is not immutable). */
 size_t ag_objmgr_watches(const struct ag_objmgr *m);
 
 /* For watch implementations: the object's JSON after a change (NULL:

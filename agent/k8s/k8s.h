@@ -635,6 +635,7 @@ struct k8s_keyed_data {
         struct cb_arena *arena;
         struct k8s_object_meta meta;
         bool secret;
+        bool immutable;              /* immutable: true (the kubelet stops watching it) */
         char *type;                  /* Secret type */
         struct k8s_data_item *items; /* sorted by key */
         size_t n;

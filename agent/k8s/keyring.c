@@ -9,45 +9,16 @@
 
 #include <cjson/cJSON.h>
 
-static int b64(char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
+#include "lib/base64.h"
 
 /* Standard base64 (padding optional); NULL when it is not. */
 static char *b64_decode(struct cb_arena *a, const char *in)
 {
         size_t n = strlen(in);
-        char *out = cb_arena_alloc(a, n / 4 * 3 + 4);
-        if (out == NULL)
+        char *out = cb_arena_alloc(a, cb_base64_max(n));
+        if (out == NULL || cb_base64_decode(in, n, CB_B64_SKIP_NEWLINES | CB_B64_PAD_OPTIONAL,
+                                            (unsigned char *)out, NULL) < 0)
                 return NULL;
-        size_t o = 0;
-        unsigned acc = 0;
-        int bits = 0;
-        for (size_t i = 0; i < n; i++) {
-                if (in[i] == '=')
-                        break;
-                int v = b64(in[i]);
-                if (v < 0)
-                        return NULL;
-                acc = (acc << 6) | (unsigned)v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[o++] = (char)((acc >> bits) & 0xff);
-                }
-        }
-        out[o] = '\0';
         return out;
 }
 

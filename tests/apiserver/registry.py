@@ -569,8 +569,16 @@ def default_object(res, obj):
         obj.setdefault("status", {}).setdefault("phase", "Active")
     elif res.name == "secrets":
         obj.setdefault("type", "Opaque")
-        for k, v in (obj.pop("stringData", None) or {}).items():
-            obj.setdefault("data", {})[k] = base64.b64encode(v.encode()).decode()
+        string_data_into_data(obj)
+
+
+def string_data_into_data(secret):
+    """stringData is write-only: kube-apiserver's conversion of a v1 Secret
+    (Convert_v1_Secret_To_core_Secret) merges it into data, its keys winning,
+    on every write (create, update and patch alike)."""
+    for k, v in (secret.pop("stringData", None) or {}).items():
+        if isinstance(v, str):
+            secret.setdefault("data", {})[k] = base64.b64encode(v.encode()).decode()
 
 
 # ---------------------------------------------------------------- validation
@@ -820,7 +828,29 @@ def prepare_update(res, sub, old, new):
             new.pop("status", None)
     if res.name == "pods":
         validate_pod_update(new, old)
+    if res.name == "secrets":
+        string_data_into_data(new)
+    if res.name in ("configmaps", "secrets"):
+        validate_keyed_data_update(res, new, old)
     return new
+
+
+def validate_keyed_data_update(res, new, old):
+    """ValidateConfigMapUpdate / ValidateSecretUpdate: a Secret's type never
+    changes; once `immutable` is set, neither it nor the data may change."""
+    name = old["metadata"]["name"]
+    errs = []
+    if res.name == "secrets" and new.get("type", "Opaque") != old.get("type", "Opaque"):
+        errs.append(("type", "Invalid value", "field is immutable", new.get("type")))
+    if old.get("immutable") is True:
+        msg = "field is immutable when `immutable` is set"
+        if new.get("immutable") is not True:
+            errs.append(("immutable", "Forbidden", msg, _NOVALUE))
+        for f in ("data",) + (("binaryData",) if res.name == "configmaps" else ()):
+            if (new.get(f) or {}) != (old.get(f) or {}):
+                errs.append((f, "Forbidden", msg, _NOVALUE))
+    if errs:
+        raise invalid(res, name, errs)
 
 
 # ---------------------------------------------------------------- graceful deletion

@@ -145,6 +145,34 @@ class Defaulting(unittest.TestCase):
             with self.subTest(image):
                 self.assertEqual(p["spec"]["containers"][0]["imagePullPolicy"], want)
 
+    def test_secret_string_data(self):
+        secrets = next(r for r in reg.RESOURCES if r.name == "secrets")
+        s = {"metadata": {"name": "s"}, "data": {"a": "MQ=="}, "stringData": {"b": "two"}}
+        reg.default_object(secrets, s)
+        self.assertEqual(s, {"metadata": {"name": "s"}, "type": "Opaque",
+                             "data": {"a": "MQ==", "b": "dHdv"}})
+        # a merge patch {"stringData": {"a": "x"}} onto the stored object
+        stored = dict(s, metadata={"name": "s", "uid": "u", "resourceVersion": "5"})
+        patched = dict(stored, stringData={"a": "x"})
+        out = reg.prepare_update(secrets, None, stored, patched)
+        self.assertEqual(out["data"], {"a": "eA==", "b": "dHdv"})
+        self.assertNotIn("stringData", out)
+
+    def test_immutable_keyed_data(self):
+        cms = next(r for r in reg.RESOURCES if r.name == "configmaps")
+        old = {"metadata": {"name": "c", "uid": "u"}, "immutable": True, "data": {"a": "1"}}
+        reg.prepare_update(cms, None, old, dict(old, metadata={"name": "c"}))  # no change: fine
+        with self.assertRaises(Exception) as e:
+            reg.prepare_update(cms, None, old, dict(old, data={"a": "2"}))
+        self.assertIn('ConfigMap "c" is invalid: data: Forbidden: field is immutable when '
+                      '`immutable` is set', str(e.exception.args))
+        with self.assertRaises(Exception) as e:
+            reg.prepare_update(cms, None, old, dict(old, immutable=False))
+        self.assertIn("immutable: Forbidden", str(e.exception.args))
+        mutable = dict(old, immutable=False)
+        self.assertEqual(reg.prepare_update(cms, None, mutable, dict(mutable, data={"a": "2"}))
+                         ["data"], {"a": "2"})
+
     def test_qos_and_requests(self):
         def res(**r):
             return {"containers": [{"name": "c", "image": "i", "resources": r}]}

@@ -81,20 +81,24 @@ k create token default --duration=10m >/dev/null 2>&1 || true
 k create configmap app-cfg --from-literal=mode=one --from-literal=1bad=x >/dev/null || fail "create configmap"
 k create secret generic app-sec --from-literal=pass=p1 >/dev/null || fail "create secret"
 k create configmap opt-cfg --from-literal=k=here >/dev/null || fail "create opt-cfg"
+echo '{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "imm-cfg"}, "immutable": true, "data": {"k": "fixed"}}' |
+        k apply -f - >/dev/null || fail "create imm-cfg"
 mkpod files <<'EOF'
   securityContext: {fsGroup: 1234}
   volumes:
   - {name: cfg, configMap: {name: app-cfg, items: [{key: mode, path: sub/mode, mode: 0600}]}}
   - {name: sec, secret: {secretName: app-sec, defaultMode: 0400}}
   - {name: opt, configMap: {name: opt-cfg, optional: true}}
+  - {name: imm, configMap: {name: imm-cfg, optional: true}}
   containers:
   - name: main
     image: busybox:1.36
-    command: [sh, -c, 'last=; while :; do s="cfg=$(cat /cfg/sub/mode) sec=$(cat /sec/pass) opt=$(cat /opt/k 2>/dev/null || echo none)"; [ "$s" = "$last" ] || echo "$s"; last=$s; sleep 0.2; done']
+    command: [sh, -c, 'last=; while :; do s="cfg=$(cat /cfg/sub/mode) sec=$(cat /sec/pass) opt=$(cat /opt/k 2>/dev/null || echo none) imm=$(cat /imm/k 2>/dev/null || echo none)"; [ "$s" = "$last" ] || echo "$s"; last=$s; sleep 0.2; done']
     volumeMounts:
     - {name: cfg, mountPath: /cfg}
     - {name: sec, mountPath: /sec}
     - {name: opt, mountPath: /opt}
+    - {name: imm, mountPath: /imm}
 EOF
 wait_running files 60
 poll 10 has_log files "cfg=one sec=p1 opt=here" || fail "files: $(plog files | tail -3)"
@@ -109,14 +113,23 @@ k patch configmap app-cfg --type merge -p '{"data":{"mode":"two"}}' >/dev/null
 poll 30 has_log files "cfg=two sec=p1" || fail "files: the ConfigMap edit did not arrive: $(plog files | tail -2)"
 d_cm=$(since "$t")
 t=$(now)
-k patch secret app-sec --type merge -p '{"data":{"pass":"cDI="}}' >/dev/null
+k patch secret app-sec --type merge -p '{"stringData":{"pass":"p2"}}' >/dev/null # write-only stringData, as users patch
 poll 30 has_log files "cfg=two sec=p2" || fail "files: the Secret edit did not arrive: $(plog files | tail -2)"
 d_sec=$(since "$t")
+has_log files "imm=fixed" || fail "files: the immutable ConfigMap: $(plog files | tail -2)"
+out=$(k patch configmap imm-cfg --type merge -p '{"data":{"k":"changed"}}' 2>&1) &&
+        fail "files: an immutable ConfigMap was changed"
+case "$out" in *'data: Forbidden: field is immutable when `immutable` is set'*) ;; *) fail "files: immutable patch: $out" ;; esac
 t=$(now)
-k delete configmap opt-cfg >/dev/null
+# Both optional; the kubelet stops watching an immutable object once read,
+# so only the mutable one's deletion reaches the files.
+k delete configmap opt-cfg imm-cfg >/dev/null
 poll 30 has_log files "opt=none" || fail "files: the optional ConfigMap's deletion did not empty it"
 d_opt=$(since "$t")
-pass "2 ConfigMap edit in ${d_cm}s, Secret edit in ${d_sec}s, optional ConfigMap deleted -> empty in ${d_opt}s; item mode 0600+fsGroup -> 640 gid 1234, secret 0400+fsGroup -> 440 on tmpfs"
+sleep 2
+last=$(plog files | tail -1)
+case "$last" in *"opt=none imm=fixed"*) ;; *) fail "files: after deleting the immutable ConfigMap: '$last' (it is no longer watched: its files stay)" ;; esac
+pass "2 ConfigMap edit in ${d_cm}s, Secret edit in ${d_sec}s, optional ConfigMap deleted -> empty in ${d_opt}s, an immutable one unwatched (files kept, edits refused); item mode 0600+fsGroup -> 640 gid 1234, secret 0400+fsGroup -> 440 on tmpfs"
 w=$(k get --raw "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Dapp-cfg" | jq -r '.items|length')
 [ "$w" = 1 ] || fail "the admin cannot list app-cfg"
 

@@ -333,15 +333,32 @@ START_TEST(test_manager_refcount)
         ag_objmgr_deliver(m, se, NULL);
         ck_assert_int_eq(ag_objmgr_get(m, AG_OBJ_SECRET, "ns", "t", &kd, &err), 0);
 
+        /* immutable: the first read stops the watch, the cached object stays */
+        size_t watches = ag_objmgr_watches(m);
+        int stopped = f.stopped;
+        _cleanup_cjson_ cJSON *imm = cJSON_Parse("{\"metadata\":{\"name\":\"t\",\"uid\":\"2\"},"
+                                                 "\"immutable\":true,\"data\":{\"k\":\"dw==\"}}");
+        ag_objmgr_deliver(m, se, imm);
+        ck_assert_int_eq(f.stopped, stopped); /* not before it is read */
+        ck_assert_int_eq(ag_objmgr_get(m, AG_OBJ_SECRET, "ns", "t", &kd, &err), 1);
+        ck_assert(kd->immutable);
+        ck_assert_int_eq(f.stopped, stopped + 1);
+        ck_assert_uint_eq(ag_objmgr_watches(m), watches - 1);
+        ck_assert_int_eq(ag_objmgr_get(m, AG_OBJ_SECRET, "ns", "t", &kd, &err), 1);
+        ck_assert_str_eq(k8s_keyed_data_get(kd, "k")->value, "w");
+        ck_assert_int_eq(f.stopped, stopped + 1); /* once */
+        ag_objmgr_unregister(m, "pod4");
+        ck_assert_int_eq(f.stopped, stopped + 1); /* no second stop when it goes */
+
         /* re-registering pod1 with only the ConfigMap drops the Secret "s" */
         ck_assert_int_eq(ag_objmgr_register(m, "pod1", "ns", a, 1, on_change, NULL, &err), 0);
-        ck_assert_int_eq(f.stopped, 1);
-        ag_objmgr_unregister(m, "pod1");
-        ck_assert_int_eq(f.stopped, 1); /* pod2 still refers to it */
-        ag_objmgr_unregister(m, "pod2");
         ck_assert_int_eq(f.stopped, 2);
+        ag_objmgr_unregister(m, "pod1");
+        ck_assert_int_eq(f.stopped, 2); /* pod2 still refers to it */
+        ag_objmgr_unregister(m, "pod2");
+        ck_assert_int_eq(f.stopped, 3);
         ag_objmgr_unregister(m, "pod2"); /* twice: nothing */
-        ck_assert_uint_eq(ag_objmgr_watches(m), 2);
+        ck_assert_uint_eq(ag_objmgr_watches(m), 1);
         ag_objmgr_free(m);
         ck_assert_int_eq(f.stopped, 4);
 }

@@ -108,6 +108,10 @@ poll 10 test -s "$tmp/relay.port" || die "the relay did not start: $(cat "$tmp/r
 rport=$(cat "$tmp/relay.port")
 netns=$root/sandboxes/$puid/ns/net # the sandbox's pin (runtime/sandbox.c)
 [ -e "$netns" ] || die "no network namespace file $netns"
+# The test network's pods have only their subnet's route (the bridge plugin
+# without isDefaultGateway): the route lookup comes before the nat OUTPUT
+# hook, so 10.96.0.1 needs a route (a cluster's pods have a default route).
+nsenter --net="$netns" ip route add 10.96.0.1/32 via "$gw" || die "cannot add a route to 10.96.0.1 in $netns"
 nsenter --net="$netns" iptables -t nat -A OUTPUT -d 10.96.0.1/32 -p tcp --dport 443 \
         -j DNAT --to-destination "$gw:$rport" || die "cannot add the DNAT rule in $netns"
 pass "2 DNAT 10.96.0.1:443 -> $gw:$rport (relay to the stand-in on 127.0.0.1:$standin_port) in the pod's netns"

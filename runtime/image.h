@@ -134,16 +134,39 @@ int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err)
 int rt_image_import(const char *root_dir, const char *archive, const char *name, char ***ret_refs,
                     struct cb_error *err);
 
+/* One registry credential (the CRI's AuthConfig username and password). */
+struct rt_registry_auth {
+        const char *username, *password;
+};
+
 struct rt_pull_opts {
         const char *const *insecure_registries; /* "host:port", plain HTTP allowed */
         size_t n_insecure;
         const char *arch; /* NULL: the host's ("amd64" on x86_64) */
+        /* Credentials for the image's registry, tried one after the other
+         * until one pulls (the kubelet's order: kuberuntime PullImage);
+         * none: an anonymous pull. Used for a Basic challenge (sent again
+         * with every later request to that host, never to a redirected-to
+         * host) and for a Bearer challenge (GET realm?service=&scope= with
+         * Basic auth, the token then sent as Bearer). Never put in an error
+         * message. */
+        const struct rt_registry_auth *auths;
+        size_t n_auths;
 };
 
 /* Pulls ref over the OCI distribution API into the store. Every blob is
  * verified against its sha256 while streaming; nothing is stored unless
  * the whole image verified and unpacked. *ret_ref (may be NULL) gets the
- * canonical reference stored (malloc'd). */
+ * canonical reference stored (malloc'd).
+ *
+ * Errors are worded as containerd's (what the kubelet shows in
+ * state.waiting.message): 'failed to pull and unpack image "<ref>":
+ * failed to resolve reference "<ref>": pull access denied, repository does
+ * not exist or may require authorization: authorization failed: no basic
+ * auth credentials', '... unexpected status from GET request to <url>: 401
+ * Unauthorized', '... failed to authorize: failed to fetch oauth token:
+ * ...'. With several credentials, the distinct errors of every attempt are
+ * joined as the kubelet's aggregate error: "[e1, e2]". */
 int rt_image_pull(const char *root_dir, const char *ref, const struct rt_pull_opts *opts,
                   char **ret_ref, struct cb_error *err);
 

@@ -9,10 +9,21 @@
  * same handlers from a multi handle. Bodies of non-2xx responses never
  * reach a sink: they are kept (up to 4 KiB) for the error message.
  *
+ * Authentication (the Docker registry token spec, as containerd answers
+ * it): a 401 with "WWW-Authenticate: Basic" gets the request again with the
+ * credential (and every later request to the registry sends it at once); a
+ * 401 with "Bearer realm=,service=,scope=" gets a token from the realm (GET
+ * with Basic auth when there is a credential, anonymous otherwise), sent
+ * as "Authorization: Bearer" from then on and fetched again when a request
+ * with it gets a 401 (expired). Credentials and tokens are never part of a
+ * URL or an error message.
+ *
  * Security: TLS verification stays on unless the caller named the registry
  * insecure (then, and only then, plain HTTP is allowed); redirects (blob
- * storage) may not downgrade to HTTP; the bearer token is not sent to a
- * redirected-to host (curl drops CURLOPT_XOAUTH2_BEARER across hosts);
+ * storage) may not downgrade to HTTP; neither the bearer token nor Basic
+ * credentials are sent to a redirected-to host (curl drops
+ * CURLOPT_XOAUTH2_BEARER and CURLOPT_USERNAME/PASSWORD across hosts unless
+ * CURLOPT_UNRESTRICTED_AUTH, which is never set);
  * manifests are limited to 4 MiB, configs to 16 MiB and layers to the size
  * their descriptor states; every blob's sha256 is checked before it is
  * staged, and nothing reaches the store until the whole image verified.
@@ -20,6 +31,7 @@
 #include "runtime/image.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +58,47 @@ struct pull_session {
         struct rt_image_ref ref;
         char base[1024]; /* scheme://host/v2/<path> */
         int insecure;
-        char *token;
+        const struct rt_registry_auth *auth; /* NULL: anonymous */
+        int basic;                           /* the registry asked for Basic auth */
+        char *token;                         /* the Bearer token, once fetched */
         char curl_err[CURL_ERROR_SIZE];
 };
+
+static bool have_auth(const struct rt_registry_auth *a)
+{
+        return a != NULL && a->username != NULL && a->username[0] && a->password != NULL &&
+               a->password[0];
+}
+
+/* The reason phrase Go's net/http puts after the code (containerd's
+ * "unexpected status ...: 401 Unauthorized"). */
+static const char *status_text(long code)
+{
+        switch (code) {
+        case 400:
+                return "Bad Request";
+        case 401:
+                return "Unauthorized";
+        case 403:
+                return "Forbidden";
+        case 404:
+                return "Not Found";
+        case 405:
+                return "Method Not Allowed";
+        case 429:
+                return "Too Many Requests";
+        case 500:
+                return "Internal Server Error";
+        case 502:
+                return "Bad Gateway";
+        case 503:
+                return "Service Unavailable";
+        case 504:
+                return "Gateway Timeout";
+        default:
+                return "";
+        }
+}
 
 /* One response: headers parsed as they arrive, the body either fed to a
  * handler (2xx) or kept for the error message. */
@@ -176,9 +226,11 @@ static void body_message(const struct http_response *r, char *buf, size_t size)
                 snprintf(buf, size, ": %s", m->valuestring);
 }
 
-/* The request builder: one GET, no retry. */
+/* The request builder: one GET, no retry; bearer or basic (or neither)
+ * authenticates it. */
 static int http_perform(struct pull_session *s, const char *url, const char *accept,
-                        const char *bearer, struct http_response *r, struct cb_error *err)
+                        const char *bearer, const struct rt_registry_auth *basic,
+                        struct http_response *r, struct cb_error *err)
 {
         CURL *c = s->curl;
         struct curl_slist *hdrs = NULL;
@@ -209,6 +261,10 @@ static int http_perform(struct pull_session *s, const char *url, const char *acc
         if (bearer != NULL) {
                 curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
                 curl_easy_setopt(c, CURLOPT_XOAUTH2_BEARER, bearer);
+        } else if (basic != NULL) {
+                curl_easy_setopt(c, CURLOPT_HTTPAUTH, CURLAUTH_BASIC);
+                curl_easy_setopt(c, CURLOPT_USERNAME, basic->username);
+                curl_easy_setopt(c, CURLOPT_PASSWORD, basic->password);
         }
         CURLcode rc = curl_easy_perform(c);
         curl_slist_free_all(hdrs);
@@ -248,18 +304,17 @@ static void challenge_param(const char *ch, const char *key, char *buf, size_t s
         }
 }
 
-/* The 401 handler: GET the realm with service and scope, keep the token. */
+#define PULL_ACCESS_DENIED                                                                         \
+        "pull access denied, repository does not exist or may require authorization"
+
+/* The Bearer challenge: GET the realm with service and scope (Basic auth
+ * with the credential, if any), keep the token. */
 static int fetch_token(struct pull_session *s, const char *challenge, struct cb_error *err)
 {
-        if (strncasecmp(challenge, "Bearer ", 7) != 0)
-                return cb_error_set(err, 0,
-                                    "registry %s requires credentials (challenge \"%.60s\"); "
-                                    "only anonymous bearer tokens are supported",
-                                    s->ref.domain, challenge);
         char realm[1024], service[512], scope[768];
-        challenge_param(challenge + 7, "realm", realm, sizeof(realm));
-        challenge_param(challenge + 7, "service", service, sizeof(service));
-        challenge_param(challenge + 7, "scope", scope, sizeof(scope));
+        challenge_param(challenge, "realm", realm, sizeof(realm));
+        challenge_param(challenge, "service", service, sizeof(service));
+        challenge_param(challenge, "scope", scope, sizeof(scope));
         if (scope[0] == '\0')
                 snprintf(scope, sizeof(scope), "repository:%s:pull", s->ref.path);
         if (strncmp(realm, "https://", 8) != 0 &&
@@ -273,18 +328,30 @@ static int fetch_token(struct pull_session *s, const char *challenge, struct cb_
                  esc_service ? esc_service : "", esc_scope ? esc_scope : "");
         curl_free(esc_service);
         curl_free(esc_scope);
+        bool creds = have_auth(s->auth);
+        /* containerd's words: "oauth" when it had a credential to send */
+        const char *what =
+            creds ? "failed to fetch oauth token" : "failed to fetch anonymous token";
         struct http_response r = {.memlimit = TOKEN_MAX};
-        int ret = http_perform(s, url, "Accept: application/json", NULL, &r, err);
-        if (ret == 0 && r.status != 200)
-                ret = cb_error_set(err, 0, "GET %s: token request failed with HTTP %ld", realm,
-                                   r.status);
+        int ret =
+            http_perform(s, url, "Accept: application/json", NULL, creds ? s->auth : NULL, &r, err);
+        if (ret < 0)
+                cb_error_prefix(err, "failed to authorize: %s", what);
+        else if (r.status != 200)
+                ret = cb_error_set(err, 0,
+                                   "failed to authorize: %s: unexpected status from GET request to "
+                                   "%s: %ld %s",
+                                   what, url, r.status, status_text(r.status));
         if (ret == 0) {
                 _cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(r.mem ? r.mem : "", r.memlen);
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "token");
                 if (!cJSON_IsString(t))
                         t = cJSON_GetObjectItemCaseSensitive(j, "access_token");
                 if (!cJSON_IsString(t) || t->valuestring[0] == '\0')
-                        ret = cb_error_set(err, 0, "GET %s: the response has no token", realm);
+                        ret = cb_error_set(err, 0,
+                                           "failed to authorize: %s: GET %s: no token in the "
+                                           "response",
+                                           what, realm);
                 else if ((free(s->token), s->token = strdup(t->valuestring)) == NULL)
                         ret = cb_error_set(err, ENOMEM, "token");
         }
@@ -292,21 +359,46 @@ static int fetch_token(struct pull_session *s, const char *challenge, struct cb_
         return ret;
 }
 
-/* GET with the anonymous-token dance: a 401 with a Bearer challenge gets a
- * token and one retry. Non-2xx ends in an error naming the URL. */
+/* The 401 handler: 1 to send the request again (now with a credential or
+ * token), 0 when there is nothing to try (the 401 is the answer), -1 on an
+ * error. */
+static int on_challenge(struct pull_session *s, const char *challenge, struct cb_error *err)
+{
+        if (strncasecmp(challenge, "Bearer ", 7) == 0)
+                return fetch_token(s, challenge + 7, err) < 0 ? -1 : 1;
+        if (strncasecmp(challenge, "Basic", 5) == 0 &&
+            (challenge[5] == '\0' || challenge[5] == ' ')) {
+                if (!have_auth(s->auth))
+                        return cb_error_set(err, 0,
+                                            PULL_ACCESS_DENIED
+                                            ": authorization failed: no basic auth credentials");
+                if (s->basic)
+                        return 0; /* sent and refused: a wrong credential */
+                s->basic = 1;
+                return 1;
+        }
+        return 0; /* a scheme we cannot answer */
+}
+
+/* GET with the registry's authentication (above): a 401 gets its challenge
+ * answered and one retry. Non-2xx ends in an error naming the URL. */
 static int http_get(struct pull_session *s, const char *url, const char *accept,
                     struct http_response *r, struct cb_error *err)
 {
         for (int attempt = 0;; attempt++) {
-                if (http_perform(s, url, accept, s->token, r, err) < 0)
+                const struct rt_registry_auth *basic = s->basic ? s->auth : NULL;
+                if (http_perform(s, url, accept, s->token, basic, r, err) < 0)
                         return -1;
                 if (r->status == 401 && attempt == 0 && r->www_auth[0] != '\0') {
                         char ch[2048];
                         snprintf(ch, sizeof(ch), "%s", r->www_auth);
-                        if (fetch_token(s, ch, err) < 0)
+                        int again = on_challenge(s, ch, err);
+                        if (again < 0)
                                 return -1;
-                        r->memlen = 0;
-                        continue;
+                        if (again) {
+                                r->memlen = 0;
+                                continue;
+                        }
                 }
                 break;
         }
@@ -314,11 +406,19 @@ static int http_get(struct pull_session *s, const char *url, const char *accept,
                 return 0;
         char msg[512];
         body_message(r, msg, sizeof(msg));
-        if (r->status == 401 || r->status == 403)
-                return cb_error_set(err, 0,
-                                    "GET %s: access denied (HTTP %ld)%s; private registries "
-                                    "need credentials, which are not supported yet",
-                                    url, r->status, msg);
+        if (r->status == 401 && s->token != NULL && strncasecmp(r->www_auth, "Bearer ", 7) == 0) {
+                /* A fresh token and still refused: the registry's error
+                 * (insufficient_scope, invalid_token) says why. */
+                char e[256];
+                challenge_param(r->www_auth + 7, "error", e, sizeof(e));
+                if (e[0] != '\0')
+                        return cb_error_set(
+                            err, 0, PULL_ACCESS_DENIED ": server message: %s: authorization failed",
+                            e);
+        }
+        if (r->status == 401 || r->status == 403) /* containerd's words, without the body */
+                return cb_error_set(err, 0, "unexpected status from GET request to %s: %ld %s", url,
+                                    r->status, status_text(r->status));
         if (r->status == 404)
                 return cb_error_set(err, ENOENT, "GET %s: not found (HTTP 404)%s", url, msg);
         return cb_error_set(err, 0, "GET %s: HTTP %ld%s", url, r->status, msg);
@@ -378,7 +478,7 @@ static int pull_image(struct pull_session *s, const char *arch, const char *cano
         const char *first = s->ref.digest[0] ? s->ref.digest : s->ref.tag;
         if (fetch_verified(s, "manifests", first, s->ref.digest[0] ? s->ref.digest : NULL, -1,
                            RT_MANIFEST_MAX, digest, ct, sizeof(ct), err) < 0)
-                return -1;
+                return cb_error_prefix(err, "failed to resolve reference \"%s\"", canon);
         _cleanup_free_ char *json = NULL;
         size_t len;
         for (int depth = 0;; depth++) {
@@ -418,6 +518,27 @@ static int pull_image(struct pull_session *s, const char *arch, const char *cano
         return ret;
 }
 
+/* Appends msg to the aggregate unless an earlier attempt said the same
+ * (k8s.io/apimachinery's utilerrors aggregate drops repeated messages). */
+static void aggregate_add(char *agg, size_t size, size_t *n, const char *msg)
+{
+        size_t ml = strlen(msg);
+        for (const char *p = agg; (p = strstr(p, msg)) != NULL; p++)
+                if ((p == agg || (p - agg >= 2 && p[-2] == ',' && p[-1] == ' ')) &&
+                    (p[ml] == '\0' || (p[ml] == ',' && p[ml + 1] == ' ')))
+                        return;
+        size_t len = strlen(agg), sep = *n ? 2 : 0;
+        if (len + sep + 1 >= size)
+                return;
+        size_t room = size - len - sep - 1, take = ml < room ? ml : room;
+        memcpy(agg + len, ", ", sep);
+        memcpy(agg + len + sep, msg, take);
+        agg[len + sep + take] = '\0';
+        (*n)++;
+}
+
+#define PULL_AUTHS_MAX 16
+
 int rt_image_pull(const char *root_dir, const char *ref, const struct rt_pull_opts *opts,
                   char **ret_ref, struct cb_error *err)
 {
@@ -434,6 +555,9 @@ int rt_image_pull(const char *root_dir, const char *ref, const struct rt_pull_op
         snprintf(s.base, sizeof(s.base), "%s://%s/v2/%s", s.insecure ? "http" : "https", host,
                  s.ref.path);
         const char *arch = opts != NULL && opts->arch != NULL ? opts->arch : rt_host_arch();
+        size_t n_auths = opts != NULL && opts->auths != NULL ? opts->n_auths : 0;
+        if (n_auths > PULL_AUTHS_MAX)
+                n_auths = PULL_AUTHS_MAX;
 
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
                 return cb_error_set(err, 0, "cannot initialise libcurl");
@@ -444,13 +568,33 @@ int rt_image_pull(const char *root_dir, const char *ref, const struct rt_pull_op
         int ret = rt_store_open(root_dir, &store, err);
         if (ret == 0) {
                 s.store = &store;
-                ret = pull_image(&s, arch, canon, err);
+                /* One pull per credential until one works, as the kubelet
+                 * calls the CRI's PullImage once per matching credential. */
+                char agg[CB_ERROR_MSG_MAX] = "";
+                size_t n_seen = 0;
+                for (size_t i = 0; i < (n_auths ? n_auths : 1); i++) {
+                        struct cb_error e = {0};
+                        s.auth = n_auths ? &opts->auths[i] : NULL;
+                        s.basic = 0;
+                        free(s.token);
+                        s.token = NULL;
+                        ret = pull_image(&s, arch, canon, &e);
+                        if (ret == 0)
+                                break;
+                        cb_error_prefix(&e, "failed to pull and unpack image \"%s\"", canon);
+                        *err = e;
+                        aggregate_add(agg, sizeof(agg), &n_seen, e.msg);
+                }
+                if (ret < 0 && n_seen > 1)
+                        cb_error_set(err, 0, "[%.1020s]", agg);
                 rt_store_close(&store);
+        } else {
+                cb_error_prefix(err, "failed to pull and unpack image \"%s\"", canon);
         }
         curl_easy_cleanup(s.curl);
         free(s.token);
         if (ret < 0)
-                return cb_error_prefix(err, "pull %s", canon);
+                return -1;
         if (ret_ref != NULL && (*ret_ref = strdup(canon)) == NULL)
                 return cb_error_set(err, ENOMEM, "pull %s", canon);
         return 0;

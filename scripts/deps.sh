@@ -12,6 +12,8 @@ pkgs=(
 # Components the integration tests and the demo drive for real.
 pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static
   docker-registry skopeo umoci)
+# htpasswd -B for the private registry test (tests/integration/private_registry.sh).
+pkgs+=(apache2-utils)
 # The stand-in apiserver signs service-account tokens (RS256) with it.
 pkgs+=(python3-cryptography)
 # Pod networking: portmap (CNI) drives iptables.

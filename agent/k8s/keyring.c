@@ -115,7 +115,10 @@ int k8s_keyring_add_text(struct k8s_keyring *k, const char *text, bool dockercfg
                         return cb_error_set(err, 0, "%s: auths: want an object", source);
                 }
         }
+        size_t before = k->n;
         int r = add_entries(k, map, origin, source, err);
+        if (r < 0)
+                k->n = before; /* all of a source or nothing */
         cJSON_Delete(j);
         return r;
 }
@@ -211,7 +214,12 @@ static int cmp_cred(const void *x, const void *y)
         const struct k8s_registry_cred *const *a = x, *const *b = y;
         if ((*a)->origin != (*b)->origin)
                 return (*a)->origin < (*b)->origin ? -1 : 1;
-        return -strcmp((*a)->key, (*b)->key); /* reverse: the most specific first */
+        int c = strcmp((*a)->key, (*b)->key);
+        if (c != 0)
+                return -c; /* reverse: the most specific first */
+        /* the same key in two sources: the order they were added (the
+         * kubelet appends each one's credentials to the key's list) */
+        return *a < *b ? -1 : *a > *b;
 }
 
 size_t k8s_keyring_lookup(const struct k8s_keyring *k, const char *image,

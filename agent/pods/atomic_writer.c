@@ -74,13 +74,14 @@ static int rm_rf_at(int dfd, const char *name)
         return r;
 }
 
-/* Whether the file at dfd/path has exactly these bytes and mode. */
+/* Whether the file at dfd/path has exactly these bytes, mode and owner. */
 static bool same_file(int dfd, const struct ag_payload_file *f, int want_mode)
 {
         _cleanup_close_ int fd = openat(dfd, f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         struct stat sb;
         if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
-            (sb.st_mode & 07777) != (unsigned)want_mode || (size_t)sb.st_size != f->len)
+            (sb.st_mode & 07777) != (unsigned)want_mode || (size_t)sb.st_size != f->len ||
+            (f->has_fs_user && sb.st_uid != (uid_t)f->fs_user))
                 return false;
         char buf[8192];
         size_t off = 0;
@@ -193,6 +194,9 @@ static int write_one(int root, const struct ag_payload_file *f, const struct ag_
                         return cb_error_set(err, errno, "%s: cannot write it", f->path);
                 off += (size_t)k;
         }
+        if (f->has_fs_user && fchown(fd, (uid_t)f->fs_user, (gid_t)-1) < 0)
+                return cb_error_set(err, errno, "%s: cannot set its owner %lld", f->path,
+                                    (long long)f->fs_user);
         if (o && o->has_fs_group && fchown(fd, (uid_t)-1, (gid_t)o->fs_group) < 0)
                 return cb_error_set(err, errno, "%s: cannot set its group %lld", f->path,
                                     (long long)o->fs_group);

@@ -27,7 +27,9 @@ struct ag_payload_file {
         const char *path; /* relative, checked: no "..", not absolute, no "..x" first element */
         const char *data;
         size_t len;
-        int mode; /* permission bits */
+        int mode;         /* permission bits */
+        bool has_fs_user; /* chowned to this user (the kubelet's FileProjection.FsUser) */
+        int64_t fs_user;
 };
 
 struct ag_atomic_opts {

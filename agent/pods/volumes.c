@@ -75,6 +75,32 @@ struct files {
         size_t n, cap;
 };
 
+bool ag_pod_fs_user(const struct k8s_pod *pod, int64_t *ret)
+{
+        const struct k8s_pod_spec *s = &pod->spec;
+        bool have = false;
+        int64_t user = 0;
+        for (size_t i = 0; i < s->n_init_containers + s->n_containers; i++) {
+                const struct k8s_container *c = i < s->n_init_containers
+                                                    ? &s->init_containers[i]
+                                                    : &s->containers[i - s->n_init_containers];
+                int64_t u;
+                if (c->security_context.has_run_as_user)
+                        u = c->security_context.run_as_user;
+                else if (s->security_context.has_run_as_user)
+                        u = s->security_context.run_as_user;
+                else
+                        return false; /* one container runs as the image's user */
+                if (have && u != user)
+                        return false; /* two different users */
+                have = true;
+                user = u;
+        }
+        if (have)
+                *ret = user;
+        return have;
+}
+
 static int add_file(struct files *fs, const char *path, const char *data, size_t len, int mode,
                     struct cb_error *err)
 {
@@ -82,7 +108,8 @@ static int add_file(struct files *fs, const char *path, const char *data, size_t
          * (the kubelet's payload map). */
         for (size_t i = 0; i < fs->n; i++)
                 if (strcmp(fs->f[i].path, path) == 0) {
-                        fs->f[i] = (struct ag_payload_file){fs->f[i].path, data, len, mode};
+                        fs->f[i] = (struct ag_payload_file){
+                            .path = fs->f[i].path, .data = data, .len = len, .mode = mode};
                         return 0;
                 }
         if (fs->n == fs->cap) {
@@ -95,11 +122,32 @@ static int add_file(struct files *fs, const char *path, const char *data, size_t
                 fs->f = g;
                 fs->cap = cap;
         }
-        fs->f[fs->n++] = (struct ag_payload_file){path, data, len, mode};
+        fs->f[fs->n++] =
+            (struct ag_payload_file){.path = path, .data = data, .len = len, .mode = mode};
         return 0;
 }
 
 /* configmap.MakePayload / secret.MakePayload */
+/* The token file as projected.go writes it: 0600 (and owned by the fsUser)
+ * when every container runs as one user (FsUserFrom) or the pod has an
+ * fsGroup (the atomic writer then adds g+r: 0640, group fsGroup), else the
+ * volume's defaultMode. */
+static int add_token(struct files *fs, const struct k8s_pod *pod, const char *path, const char *tok,
+                     int default_mode, struct cb_error *err)
+{
+        int64_t user = 0;
+        bool has_user = ag_pod_fs_user(pod, &user);
+        bool owned = has_user || pod->spec.security_context.has_fs_group;
+        if (add_file(fs, path, tok, strlen(tok), owned ? 0600 : default_mode, err) < 0)
+                return -1;
+        for (size_t i = 0; i < fs->n; i++)
+                if (strcmp(fs->f[i].path, path) == 0) {
+                        fs->f[i].has_fs_user = has_user;
+                        fs->f[i].fs_user = user;
+                }
+        return 0;
+}
+
 static int keyed_payload(struct files *fs, enum ag_obj_kind kind, const struct k8s_keyed_source *ks,
                          const struct k8s_keyed_data *kd, int default_mode, struct cb_error *err)
 {
@@ -351,8 +399,8 @@ int ag_volume_payload(struct cb_arena *a, const struct k8s_pod *pod, const struc
                                         r = cb_error_prefix(err, "failed to fetch token");
                                 else if (t == 0)
                                         r = 0;
-                                else if (add_file(&fs, p->path, tok, strlen(tok), v->default_mode,
-                                                  err) < 0)
+                                else if (add_token(&fs, pod, p->path, tok, v->default_mode, err) <
+                                         0)
                                         r = -1;
                         } else if (p->kind == K8S_PROJ_CLUSTER_TRUST_BUNDLE) {
                                 r = cb_error_set(err, 0,
@@ -433,6 +481,11 @@ size_t ag_pod_object_refs(struct cb_arena *a, const struct k8s_pod *pod, struct 
                 container_refs(a, &pod->spec.init_containers[i], &refs, &n, &cap);
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 container_refs(a, &pod->spec.containers[i], &refs, &n, &cap);
+        /* The kubelet's secret manager registers the pull secrets too
+         * (podutil.VisitPodSecretNames), so the Node authorizer's graph and
+         * the watch have them when the image is pulled. */
+        for (size_t i = 0; i < pod->spec.n_image_pull_secrets; i++)
+                add_ref(a, &refs, &n, &cap, AG_OBJ_SECRET, pod->spec.image_pull_secrets[i]);
         *ret = refs;
         return n;
 }

@@ -64,8 +64,13 @@ bool ag_volume_managed(const struct k8s_volume *v);
 char *ag_volume_dir(struct cb_arena *a, const char *root_dir, const char *uid,
                     const struct k8s_volume *v);
 
+/* The kubelet's FsUserFrom (pkg/volume/util): the runAsUser every init and
+ * regular container runs as (its own, else the pod's), when they all
+ * have one and it is the same; false otherwise. */
+bool ag_pod_fs_user(const struct k8s_pod *pod, int64_t *ret);
+
 /* The ConfigMaps and Secrets a pod refers to (volumes, env, envFrom of
- * every container), in arena. */
+ * every container, imagePullSecrets), in arena. */
 size_t ag_pod_object_refs(struct cb_arena *a, const struct k8s_pod *pod, struct ag_obj_ref **ret);
 
 /* ---- one pod's volumes, on the loop ---- */

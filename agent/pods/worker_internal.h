@@ -26,6 +26,7 @@
 #include "agent/pods/prober.h"
 #include "agent/pods/services.h"
 #include "agent/k8s/dns.h"
+#include "agent/k8s/keyring.h"
 #include "agent/k8s/qos.h"
 #include "agent/pods/statusgen.h"
 #include "cgroups/cgroup.h"
@@ -88,9 +89,10 @@ struct ctr {
         int64_t pull_failed_at;
         struct ag_timer *timer; /* restart or pull backoff */
         bool waiting_timer;
-        struct pull_job *pull_job;   /* a pull in progress */
-        struct start_job *start_job; /* a container being created and started */
-        struct rt_image *pulled;     /* its result, not yet used */
+        struct pull_job *pull_job;    /* a pull in progress */
+        char pull_error[MESSAGE_MAX]; /* the last failed pull's, for ImagePullBackOff */
+        struct start_job *start_job;  /* a container being created and started */
+        struct rt_image *pulled;      /* its result, not yet used */
         /* The id of that start, saved in worker.json (pendingId) before the
          * monitor is spawned: an agent killed mid-start leaves a container
          * the next agent must adopt, not start a second one beside. */
@@ -150,6 +152,14 @@ struct pull_job {
         char *root_dir, *image;
         char **insecure;
         size_t n_insecure;
+        /* the credentials: the pod's pull secrets (origin 0), read on the
+         * loop; the node's config.json (origin 1), read by the job */
+        struct cb_arena *arena;
+        struct k8s_keyring keyring;
+        int secrets_rc; /* -1: a pull secret does not parse; the pull fails with it */
+        struct cb_error secrets_err;
+        const char *node_config; /* the node file used, or NULL (for the log) */
+        size_t n_creds;          /* credentials tried */
         int rc;
         struct cb_error err;
         struct rt_image *img;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
 
+#include <limits.h>
+
 #include "agent/core/log.h"
 
 static void start_done(void *data, bool cancelled);
@@ -29,16 +31,60 @@ static void pull_job_free(struct pull_job *j)
                 free(j->insecure[i]);
         free(j->insecure);
         rt_image_free(j->img);
+        cb_arena_free(j->arena);
         free(j);
+}
+
+#define PULL_CREDS_MAX 16
+
+/* The node's own credentials, as the kubelet's default docker config
+ * provider reads them: the first config.json of the search paths that
+ * reads and parses, else the first .dockercfg. Files that are missing or
+ * do not parse are passed over (the kubelet logs them at -v 4). Blocking
+ * reads: on the pull queue, never on the loop. */
+static void add_node_credentials(struct pull_job *j)
+{
+        const char *paths[8];
+        bool dockercfg[8];
+        char cwd[PATH_MAX];
+        const char *home = getenv("HOME");
+        size_t n = k8s_docker_config_paths(
+            j->arena, j->root_dir, getcwd(cwd, sizeof(cwd)) ? cwd : NULL, home, paths, dockercfg);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *text = NULL;
+                struct cb_error err = {0};
+                if (paths[i] == NULL || cb_read_file(paths[i], 1u << 20, &text, NULL, &err) < 0)
+                        continue;
+                if (k8s_keyring_add_text(&j->keyring, text, dockercfg[i], 1, paths[i], &err) == 0) {
+                        j->node_config = paths[i];
+                        return;
+                }
+        }
 }
 
 static void pull_work(void *data)
 {
         struct pull_job *j = data;
         j->started_us = pw_mono_us();
+        if (j->secrets_rc < 0) {
+                /* kubelet: MakeDockerKeyring's error fails the pull */
+                j->rc = -1;
+                j->err = j->secrets_err;
+                j->finished_us = pw_mono_us();
+                return;
+        }
+        add_node_credentials(j);
+        const struct k8s_registry_cred *creds[PULL_CREDS_MAX];
+        struct rt_registry_auth auths[PULL_CREDS_MAX];
+        size_t n = k8s_keyring_lookup(&j->keyring, j->image, creds, PULL_CREDS_MAX);
+        for (size_t i = 0; i < n; i++)
+                auths[i] = (struct rt_registry_auth){creds[i]->username, creds[i]->password};
+        j->n_creds = n;
         struct rt_pull_opts opts = {
             .insecure_registries = (const char *const *)j->insecure,
             .n_insecure = j->n_insecure,
+            .auths = auths,
+            .n_auths = n,
         };
         j->rc = rt_image_pull(j->root_dir, j->image, &opts, NULL, &j->err);
         if (j->rc == 0) {
@@ -63,11 +109,16 @@ static void pull_done(void *data, bool cancelled)
                 pull_job_free(j);
                 return;
         }
+        /* Which sources, never what they hold. */
+        log_v(2, "pod %s/%s: pull of \"%s\" with %zu credential(s)%s%s", pw_pod_ns(w->pod),
+              w->pod->meta.name, j->image, j->n_creds, j->node_config ? "; the node's from " : "",
+              j->node_config ? j->node_config : "");
         int64_t now = pw_now_s();
         if (j->rc < 0) {
                 st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
                                 w->env->pull_backoff_cap);
                 c->pull_failed_at = now;
+                snprintf(c->pull_error, sizeof(c->pull_error), "%s", j->err.msg);
                 pw_set_waiting(c, "ErrImagePull", "%s", j->err.msg);
                 pw_emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s",
                               j->image, j->err.msg);
@@ -85,12 +136,59 @@ static void pull_done(void *data, bool cancelled)
                     "Image size: %" PRIu64 " bytes.",
                     j->image, secs, total, j->img->size);
                 c->pull_failed_at = 0;
+                c->pull_error[0] = '\0';
                 rt_image_free(c->pulled);
                 c->pulled = j->img;
                 j->img = NULL;
         }
         pull_job_free(j);
         ag_timer_arm(w->kick, 0);
+}
+
+/* The pod's imagePullSecrets as the kubelet's getPullSecretsForPod reads
+ * them: the ones it cannot get are named in a FailedToRetrieveImagePullSecret
+ * warning and the pull goes on without them. With k (may be NULL), the
+ * ones of a pull-secret type go into it (origin 0); a Secret of another
+ * type, or without its key, is passed over (credentialprovider/secrets
+ * MakeDockerKeyring); one that does not parse is an error for the pull. */
+static int pull_secrets(struct ag_pod_worker *w, struct k8s_keyring *k, struct cb_error *err)
+{
+        const struct k8s_pod_spec *ps = &w->pod->spec;
+        char missing[512] = "";
+        int ret = 0;
+        for (size_t i = 0; i < ps->n_image_pull_secrets; i++) {
+                const char *name = ps->image_pull_secrets[i];
+                if (name == NULL || name[0] == '\0')
+                        continue;
+                const struct k8s_keyed_data *kd = NULL;
+                struct cb_error gerr = {0};
+                int r = w->env->objects == NULL
+                            ? -1
+                            : ag_objmgr_get(w->env->objects, AG_OBJ_SECRET, pw_pod_ns(w->pod), name,
+                                            &kd, &gerr);
+                if (r <= 0) {
+                        size_t len = strlen(missing);
+                        snprintf(missing + len, sizeof(missing) - len, "%s%s", len ? ", " : "",
+                                 name);
+                        continue;
+                }
+                if (k == NULL || ret < 0)
+                        continue;
+                const char *type = kd->type ? kd->type : "";
+                bool cfg = strcmp(type, "kubernetes.io/dockercfg") == 0;
+                const struct k8s_data_item *it = NULL;
+                if (cfg || strcmp(type, "kubernetes.io/dockerconfigjson") == 0)
+                        it = k8s_keyed_data_get(kd, cfg ? ".dockercfg" : ".dockerconfigjson");
+                if (it == NULL || it->value == NULL || it->value[0] == '\0')
+                        continue;
+                ret = k8s_keyring_add_secret(k, kd, 0, err);
+        }
+        if (missing[0] != '\0')
+                pw_emit_event(w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
+                              "Unable to retrieve some image pull secrets (%s); attempting to "
+                              "pull the image may not succeed.",
+                              missing);
+        return ret;
 }
 
 /* Queues the pull; 1 (in progress) or -1. */
@@ -103,7 +201,9 @@ static int submit_pull(struct ag_pod_worker *w, struct ctr *c, const char *image
         j->root_dir = strdup(w->env->root_dir);
         j->image = strdup(image);
         j->insecure = calloc(w->env->n_insecure_registries + 1, sizeof(char *));
-        bool ok = j->root_dir && j->image && j->insecure;
+        j->arena = cb_arena_new(0);
+        j->keyring.a = j->arena;
+        bool ok = j->root_dir && j->image && j->insecure && j->arena;
         for (size_t i = 0; ok && i < w->env->n_insecure_registries; i++) {
                 j->insecure[i] = strdup(w->env->insecure_registries[i]);
                 ok = j->insecure[i] != NULL;
@@ -113,6 +213,7 @@ static int submit_pull(struct ag_pod_worker *w, struct ctr *c, const char *image
         if (!ok) {
                 cb_error_set(&err, ENOMEM, "queueing the pull");
         } else {
+                j->secrets_rc = pull_secrets(w, &j->keyring, &j->secrets_err);
                 j->submitted_us = pw_mono_us();
                 if (ag_offload_submit(w->env->pulls, pull_work, pull_done, j, &err) == 0) {
                         c->pull_job = j;
@@ -154,6 +255,8 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                 return -1;
         }
         if (img != NULL && policy != K8S_PULL_ALWAYS) {
+                /* the kubelet reads the pull secrets at every sync, pulling or not */
+                pull_secrets(w, NULL, NULL);
                 pw_emit_event(w, c, "Normal", "Pulled",
                               "Container image \"%s\" already present on machine", image);
                 *ret = img;
@@ -170,7 +273,15 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         img = NULL;
         int64_t now = pw_now_s();
         if (c->pull_failed_at && st_backoff_active(&c->pull_backoff, c->pull_failed_at, now)) {
-                pw_set_waiting(c, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
+                /* The kubelet wraps the last pull's error (image_manager.go
+                 * prevPullErrMsg: "<reason>: <message>"). */
+                if (c->pull_error[0] != '\0')
+                        pw_set_waiting(c, "ImagePullBackOff",
+                                       "Back-off pulling image \"%s\": ErrImagePull: %s", image,
+                                       c->pull_error);
+                else
+                        pw_set_waiting(c, "ImagePullBackOff", "Back-off pulling image \"%s\"",
+                                       image);
                 pw_emit_event(w, c, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
                 pw_arm_ctr_timer(c, c->pull_failed_at + c->pull_backoff.backoff - now);
                 return -1;

@@ -1,7 +1,11 @@
 #!/bin/bash
 # Generate the PKI of the stand-in apiserver with the openssl CLI:
 #   ca.crt/ca.key          self-signed CA
-#   server.crt/server.key  serving cert for 127.0.0.1 and localhost
+#   server.crt/server.key  serving cert for 127.0.0.1, localhost and, as
+#                          kube-apiserver's, the kubernetes Service (10.96.0.1,
+#                          the first IP of the default service range, and
+#                          kubernetes.default.svc[.cluster.local]) for
+#                          in-cluster clients (tests/integration/incluster.sh)
 #   admin.crt/admin.key    client cert CN=kubernetes-admin, O=system:masters
 #   node.crt/node.key      client cert CN=system:node:NODE, O=system:nodes
 #   kubelet-client.crt/.key  the apiserver's client cert towards kubelets
@@ -47,7 +51,7 @@ sign() {
 sign server "/CN=kube-apiserver" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=serverAuth
-subjectAltName=IP:127.0.0.1,DNS:localhost"
+subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 sign admin "/O=system:masters/CN=kubernetes-admin" "basicConstraints=CA:FALSE
 keyUsage=critical,digitalSignature,keyEncipherment
 extendedKeyUsage=clientAuth"

@@ -60,9 +60,9 @@ static int count_ts_dirs(void)
 START_TEST(test_layout)
 {
         struct ag_payload_file files[] = {
-            {"token", "abc", 3, 0644},
-            {"ca.crt", "PEM", 3, 0400},
-            {"sub/dir/file", "x", 1, 0600},
+            {"token", "abc", 3, 0644, false, 0},
+            {"ca.crt", "PEM", 3, 0400, false, 0},
+            {"sub/dir/file", "x", 1, 0600, false, 0},
         };
         bool changed = false;
         struct cb_error err = {0};
@@ -108,7 +108,8 @@ START_TEST(test_layout)
         ck_assert_int_eq(sb.st_mode & 07777, 0440);
 
         /* new content, "sub" gone: its link and the old directory go */
-        struct ag_payload_file next[] = {{"token", "defg", 4, 0644}, {"ca.crt", "PEM", 3, 0400}};
+        struct ag_payload_file next[] = {{"token", "defg", 4, 0644, false, 0},
+                                         {"ca.crt", "PEM", 3, 0400, false, 0}};
         ck_assert_int_eq(ag_atomic_write(dir, next, 2, NULL, &changed, &err), 0);
         ck_assert(changed);
         ck_assert_str_eq(slurp("token"), "defg");
@@ -126,7 +127,7 @@ END_TEST
 
 START_TEST(test_fs_group)
 {
-        struct ag_payload_file files[] = {{"a/b", "1", 1, 0400}};
+        struct ag_payload_file files[] = {{"a/b", "1", 1, 0400, false, 0}};
         struct ag_atomic_opts o = {.has_fs_group = true, .fs_group = getgid()};
         struct cb_error err = {0};
         ck_assert_msg(ag_atomic_write(dir, files, 1, &o, NULL, &err) == 0, "%s", err.msg);
@@ -142,16 +143,44 @@ START_TEST(test_fs_group)
 }
 END_TEST
 
+/* A file with an fsUser is chowned to it (the token of a pod whose
+ * containers all run as one user); an owner change alone rewrites it. */
+START_TEST(test_fs_user)
+{
+        uid_t want = geteuid() == 0 ? 4242 : geteuid();
+        struct ag_payload_file files[] = {{"token", "t", 1, 0600, true, want}};
+        struct cb_error err = {0};
+        bool changed = false;
+        ck_assert_msg(ag_atomic_write(dir, files, 1, NULL, &changed, &err) == 0, "%s", err.msg);
+        char p[PATH_MAX * 2];
+        struct stat sb;
+        snprintf(p, sizeof(p), "%s/token", dir);
+        ck_assert_int_eq(stat(p, &sb), 0);
+        ck_assert_int_eq(sb.st_mode & 07777, 0600);
+        ck_assert_int_eq(sb.st_uid, want);
+        ck_assert_int_eq(ag_atomic_write(dir, files, 1, NULL, &changed, &err), 0);
+        ck_assert(!changed);
+        if (geteuid() == 0) {
+                files[0].fs_user = 4343;
+                ck_assert_int_eq(ag_atomic_write(dir, files, 1, NULL, &changed, &err), 0);
+                ck_assert(changed);
+                ck_assert_int_eq(stat(p, &sb), 0);
+                ck_assert_int_eq(sb.st_uid, 4343);
+        }
+}
+END_TEST
+
 START_TEST(test_bad_paths)
 {
         static const char *const bad[] = {"/abs", "../x", "a/../b", "..data", "a//b", "", "./a"};
         struct cb_error err = {0};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-                struct ag_payload_file f = {bad[i], "x", 1, 0644};
+                struct ag_payload_file f = {bad[i], "x", 1, 0644, false, 0};
                 ck_assert_msg(ag_atomic_write(dir, &f, 1, NULL, NULL, &err) == -1, "%s", bad[i]);
                 ck_assert_msg(strstr(err.msg, "invalid path"), "%s", err.msg);
         }
-        struct ag_payload_file dup[] = {{"a", "x", 1, 0644}, {"a", "y", 1, 0644}};
+        struct ag_payload_file dup[] = {{"a", "x", 1, 0644, false, 0},
+                                        {"a", "y", 1, 0644, false, 0}};
         ck_assert_int_eq(ag_atomic_write(dir, dup, 2, NULL, NULL, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "duplicate"));
         ck_assert_int_eq(count_ts_dirs(), 0);
@@ -187,7 +216,8 @@ static void *reader(void *arg)
 
 START_TEST(test_swap_under_reader)
 {
-        struct ag_payload_file a = {"f", "AAAAAAAA", 8, 0644}, b = {"f", "BBBBBBBB", 8, 0644};
+        struct ag_payload_file a = {"f", "AAAAAAAA", 8, 0644, false, 0},
+                               b = {"f", "BBBBBBBB", 8, 0644, false, 0};
         struct cb_error err = {0};
         ck_assert_int_eq(ag_atomic_write(dir, &a, 1, NULL, NULL, &err), 0);
         char p[PATH_MAX * 2];
@@ -217,6 +247,7 @@ int main(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, test_layout);
         tcase_add_test(tc, test_fs_group);
+        tcase_add_test(tc, test_fs_user);
         tcase_add_test(tc, test_bad_paths);
         tcase_add_test(tc, test_swap_under_reader);
         suite_add_tcase(s, tc);

@@ -2,6 +2,7 @@
 /* Registry credentials (agent/k8s/keyring.c) as the kubelet's
  * credentialprovider keyring reads and matches them. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,35 @@ START_TEST(test_matching_order)
 }
 END_TEST
 
+/* Two pull secrets for the same registry: both are tried, in the order of
+ * imagePullSecrets (the kubelet appends each one's entry to the key's
+ * list); a source that does not parse adds nothing. */
+START_TEST(test_same_key_order)
+{
+        _cleanup_(cb_arena_freep) struct cb_arena *a = cb_arena_new(0);
+        struct k8s_keyring k = {.a = a};
+        struct cb_error err = {0};
+        const char *names[] = {"first", "second", "third", "fourth", "fifth", "sixth"};
+        for (size_t i = 0; i < CB_ARRAY_SIZE(names); i++) {
+                char text[128];
+                snprintf(text, sizeof(text), "{\"auths\":{\"reg.example\":{\"username\":\"%s\"}}}",
+                         names[i]);
+                ck_assert(k8s_keyring_add_text(&k, text, false, 0, "secret", &err) == 0);
+        }
+        ck_assert_int_eq(k8s_keyring_add_text(&k,
+                                              "{\"auths\":{\"reg.example\":{\"username\":\"x\"},"
+                                              "\"bad\":{\"auth\":\"!!\"}}}",
+                                              false, 0, "secret ns/bad", &err),
+                         -1);
+        ck_assert_str_eq(err.msg, "secret ns/bad: entry bad: auth is not base64 of user:password");
+        ck_assert_uint_eq(k.n, CB_ARRAY_SIZE(names));
+        const struct k8s_registry_cred *c[8];
+        ck_assert_uint_eq(k8s_keyring_lookup(&k, "reg.example/app", c, 8), CB_ARRAY_SIZE(names));
+        for (size_t i = 0; i < CB_ARRAY_SIZE(names); i++)
+                ck_assert_str_eq(c[i]->username, names[i]);
+}
+END_TEST
+
 START_TEST(test_secrets)
 {
         _cleanup_(cb_arena_freep) struct cb_arena *a = cb_arena_new(0);
@@ -138,6 +168,7 @@ int main(void)
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_formats);
         tcase_add_test(tc, test_matching_order);
+        tcase_add_test(tc, test_same_key_order);
         tcase_add_test(tc, test_secrets);
         tcase_add_test(tc, test_search_paths);
         suite_add_tcase(s, tc);

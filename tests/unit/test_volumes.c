@@ -196,12 +196,72 @@ START_TEST(test_items_modes_optional)
 }
 END_TEST
 
+/* The token file's mode and owner (projected.go: 0600 with an fsUser or an
+ * fsGroup, else defaultMode; FsUserFrom: the one runAsUser of every init
+ * and regular container), and the pull secrets among the refs. */
+START_TEST(test_token_mode)
+{
+        static const struct {
+                const char *pod_sc, *init_sc, *c1_sc, *c2_sc;
+                int mode;
+                bool has_user;
+                int64_t user;
+        } cases[] = {
+            {"", "", "", "", 0644, false, 0},                               /* image users */
+            {"\"runAsUser\":1000", "", "", "", 0600, true, 1000},           /* the pod's */
+            {"", "", "\"runAsUser\":7", "\"runAsUser\":7", 0644, false, 0}, /* init has none */
+            {"", "\"runAsUser\":7", "\"runAsUser\":7", "\"runAsUser\":7", 0600, true, 7},
+            {"\"runAsUser\":1000", "", "\"runAsUser\":0", "", 0644, false, 0}, /* 0 and 1000 */
+            {"\"runAsUser\":1000", "\"runAsUser\":0", "\"runAsUser\":0", "\"runAsUser\":0", 0600,
+             true, 0},                                        /* root is a user too */
+            {"\"fsGroup\":2000", "", "", "", 0600, false, 0}, /* the writer adds g+r */
+            {"\"runAsUser\":5,\"fsGroup\":2000", "", "", "", 0600, true, 5},
+        };
+        for (size_t i = 0; i < CB_ARRAY_SIZE(cases); i++) {
+                char text[2048];
+                snprintf(text, sizeof(text),
+                         "{\"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"uid\":\"u\"},"
+                         "\"spec\":{\"securityContext\":{%s},"
+                         "\"imagePullSecrets\":[{\"name\":\"reg\"},{\"name\":\"\"}],"
+                         "\"initContainers\":[{\"name\":\"i\",\"securityContext\":{%s}}],"
+                         "\"containers\":[{\"name\":\"a\",\"securityContext\":{%s}},"
+                         "{\"name\":\"b\",\"securityContext\":{%s}}],"
+                         "\"volumes\":[{\"name\":\"t\",\"projected\":{\"defaultMode\":420,"
+                         "\"sources\":[{\"serviceAccountToken\":{\"path\":\"token\"}}]}}]}}",
+                         cases[i].pod_sc, cases[i].init_sc, cases[i].c1_sc, cases[i].c2_sc);
+                struct k8s_pod *p = pod_text(text);
+                struct fake f = {.token_state = 1};
+                struct ag_volume_lookup lk = {fake_get, fake_token, &f};
+                struct ag_env_context ctx = {0};
+                struct cb_arena *a = cb_arena_new(0);
+                struct ag_payload_file *files;
+                size_t n;
+                struct cb_error err = {0};
+                ck_assert_int_eq(
+                    ag_volume_payload(a, p, &p->spec.volumes[0], &lk, &ctx, &files, &n, &err), 1);
+                const struct ag_payload_file *t = file(files, n, "token");
+                ck_assert_ptr_nonnull(t);
+                ck_assert_msg(t->mode == cases[i].mode, "case %zu: mode %o", i, (unsigned)t->mode);
+                ck_assert_msg(t->has_fs_user == cases[i].has_user, "case %zu", i);
+                if (cases[i].has_user)
+                        ck_assert_int_eq(t->fs_user, cases[i].user);
+                struct ag_obj_ref *refs;
+                ck_assert_uint_eq(ag_pod_object_refs(a, p, &refs), 1);
+                ck_assert_int_eq(refs[0].kind, AG_OBJ_SECRET);
+                ck_assert_str_eq(refs[0].name, "reg");
+                cb_arena_free(a);
+                k8s_pod_free(p);
+        }
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("volumes");
         TCase *tc = tcase_create("payload");
         tcase_add_test(tc, test_kube_api_access);
         tcase_add_test(tc, test_items_modes_optional);
+        tcase_add_test(tc, test_token_mode);
         suite_add_tcase(s, tc);
         return th_run(s) ? 1 : 0;
 }

@@ -184,9 +184,12 @@ void pw_compute_status(struct ag_pod_worker *w)
         else
                 ag_pod_status_hold_terminal(st, api->status.phase, api->status.reason,
                                             api->status.message, pw_any_running(w));
-        if (phase != w->phase)
+        bool phase_changed = phase != w->phase;
+        if (phase_changed)
                 ag_pod_worker_mark(w, "phase", st_phase_name(phase));
         w->phase = phase;
+        if (phase_changed)
+                pw_save_state(w); /* the phase step reaches worker.json */
         char *text = cJSON_PrintUnformatted(st);
         if (text != NULL && (w->last_status == NULL || strcmp(text, w->last_status) != 0)) {
                 free(w->last_status);

@@ -37,6 +37,9 @@ void pw_save_state(struct ag_pod_worker *w)
         cJSON_AddNumberToObject(o, "startTime", (double)w->start_time);
         cJSON_AddBoolToObject(o, "cgroupCreated", w->cgroup_created);
         cJSON_AddBoolToObject(o, "sandbox", w->sandbox_ready);
+        /* the phase: its changes are the steps `cubelet timeline` must
+         * find in the state dir when the agent is down */
+        cJSON_AddStringToObject(o, "phase", st_phase_name(w->phase));
         cJSON *arr = cJSON_AddArrayToObject(o, "containers");
         for (size_t i = 0; i < w->n; i++) {
                 const struct ctr *c = &w->ctrs[i];

@@ -41,6 +41,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 
+#include "lib/http.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 #include "runtime/image_internal.h"
@@ -68,36 +69,6 @@ static bool have_auth(const struct rt_registry_auth *a)
 {
         return a != NULL && a->username != NULL && a->username[0] && a->password != NULL &&
                a->password[0];
-}
-
-/* The reason phrase Go's net/http puts after the code (containerd's
- * "unexpected status ...: 401 Unauthorized"). */
-static const char *status_text(long code)
-{
-        switch (code) {
-        case 400:
-                return "Bad Request";
-        case 401:
-                return "Unauthorized";
-        case 403:
-                return "Forbidden";
-        case 404:
-                return "Not Found";
-        case 405:
-                return "Method Not Allowed";
-        case 429:
-                return "Too Many Requests";
-        case 500:
-                return "Internal Server Error";
-        case 502:
-                return "Bad Gateway";
-        case 503:
-                return "Service Unavailable";
-        case 504:
-                return "Gateway Timeout";
-        default:
-                return "";
-        }
 }
 
 /* One response: headers parsed as they arrive, the body either fed to a
@@ -341,7 +312,7 @@ static int fetch_token(struct pull_session *s, const char *challenge, struct cb_
                 ret = cb_error_set(err, 0,
                                    "failed to authorize: %s: unexpected status from GET request to "
                                    "%s: %ld %s",
-                                   what, url, r.status, status_text(r.status));
+                                   what, url, r.status, cb_http_reason_phrase(r.status));
         if (ret == 0) {
                 _cleanup_cjson_ cJSON *j = cJSON_ParseWithLength(r.mem ? r.mem : "", r.memlen);
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "token");
@@ -418,7 +389,7 @@ static int http_get(struct pull_session *s, const char *url, const char *accept,
         }
         if (r->status == 401 || r->status == 403) /* containerd's words, without the body */
                 return cb_error_set(err, 0, "unexpected status from GET request to %s: %ld %s", url,
-                                    r->status, status_text(r->status));
+                                    r->status, cb_http_reason_phrase(r->status));
         if (r->status == 404)
                 return cb_error_set(err, ENOENT, "GET %s: not found (HTTP 404)%s", url, msg);
         return cb_error_set(err, 0, "GET %s: HTTP %ld%s", url, r->status, msg);

@@ -11,6 +11,7 @@
 
 #include <curl/curl.h>
 
+#include "lib/http.h"
 #include "lib/cleanup.h"
 
 struct ag_request {
@@ -151,48 +152,6 @@ static bool is_tls_verify_error(CURLcode c)
                c == CURLE_SSL_ISSUER_ERROR || c == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
 }
 
-const char *ag_http_reason_phrase(long code)
-{
-        switch (code) {
-        case 101:
-                return "Switching Protocols";
-        case 200:
-                return "OK";
-        case 400:
-                return "Bad Request";
-        case 401:
-                return "Unauthorized";
-        case 403:
-                return "Forbidden";
-        case 404:
-                return "Not Found";
-        case 405:
-                return "Method Not Allowed";
-        case 409:
-                return "Conflict";
-        case 410:
-                return "Gone";
-        case 415:
-                return "Unsupported Media Type";
-        case 431:
-                return "Request Header Fields Too Large";
-        case 422:
-                return "Unprocessable Entity";
-        case 429:
-                return "Too Many Requests";
-        case 500:
-                return "Internal Server Error";
-        case 502:
-                return "Bad Gateway";
-        case 503:
-                return "Service Unavailable";
-        case 504:
-                return "Gateway Timeout";
-        default:
-                return "";
-        }
-}
-
 static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
 {
         char msg[1536];
@@ -248,13 +207,13 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
                 snprintf(msg, sizeof(msg),
                          "the apiserver at %s refused the credentials (%ld %s): check the "
                          "token/client certificate in %s",
-                         api->kc->server, res.status, ag_http_reason_phrase(res.status),
+                         api->kc->server, res.status, cb_http_reason_phrase(res.status),
                          kubeconfig_name(api));
                 res.error = msg;
         } else if (res.status < 200 || res.status >= 300) {
                 const cJSON *m = cJSON_GetObjectItemCaseSensitive(res.json, "message");
                 snprintf(msg, sizeof(msg), "%s %s: HTTP %ld %s%s%s", r->method, r->url, res.status,
-                         ag_http_reason_phrase(res.status), cJSON_IsString(m) ? ": " : "",
+                         cb_http_reason_phrase(res.status), cJSON_IsString(m) ? ": " : "",
                          cJSON_IsString(m) ? m->valuestring : "");
                 res.error = msg;
         }

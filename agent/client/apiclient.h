@@ -127,7 +127,3 @@ void ag_api_close_idle(struct ag_api *api);
  * so they handshake with the new certificate; requests in flight and open
  * watches keep their connections. */
 void ag_api_credentials_changed(struct ag_api *api);
-
-/* The standard reason phrase of an HTTP status code ("" for one not known
- * here). */
-const char *ag_http_reason_phrase(long code);

@@ -46,6 +46,7 @@
 #include <openssl/x509.h>
 
 #include "agent/core/log.h"
+#include "lib/http.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 
@@ -172,7 +173,7 @@ void ag_napi_conn_head(struct conn *c, int code, const char *ctype, long long le
 {
         ag_napi_conn_printf(
             c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nCache-Control: no-cache, private\r\n", code,
-            ag_http_reason_phrase(code), ctype);
+            cb_http_reason_phrase(code), ctype);
         if (len >= 0)
                 ag_napi_conn_printf(c, "Content-Length: %lld\r\n", len);
         ag_napi_conn_printf(c, "Connection: close\r\n\r\n");

@@ -114,6 +114,7 @@ struct ag_pod_worker {
         bool sandbox_ready;
         struct sandbox_job *sandbox_job;   /* being made, off the loop */
         struct teardown_job *teardown_job; /* being torn down, off the loop */
+        unsigned teardown_retries;         /* failed sandbox/cgroup teardowns so far */
         struct ag_pod_volumes *volumes;    /* configMap/secret/projected/... (worker_volumes.c) */
         struct rt_sandbox sandbox;
         char pod_ip_buf[2][64];

@@ -244,7 +244,8 @@ struct teardown_job {
         size_t n;
         char (*ids)[RT_ID_MAX];
         char (*names)[256];
-        char (*term_paths)[RT_PATH_MAX]; /* "" when none */
+        char (*term_paths)[RT_PATH_MAX];    /* "" when none */
+        bool sandbox_failed, cgroup_failed; /* retried: the pod stays Terminating meanwhile */
         size_t n_errors;
         struct {
                 char msg[sizeof(((struct cb_error *)0)->msg) + 340];
@@ -285,10 +286,14 @@ static void teardown_work(void *data)
                 if (j->term_paths[i][0] != '\0')
                         unlink(j->term_paths[i]);
         }
-        if (rt_sandbox_remove(j->root_dir, j->uid, &err) < 0)
+        if (rt_sandbox_remove(j->root_dir, j->uid, &err) < 0) {
+                j->sandbox_failed = true;
                 teardown_error(j, "error tearing down the pod sandbox", err.msg);
-        if (j->cgroup_created && cg_destroy(j->pod_cgroup, &err) < 0)
+        }
+        if (j->cgroup_created && cg_destroy(j->pod_cgroup, &err) < 0) {
+                j->cgroup_failed = true;
                 teardown_error(j, "error removing the pod cgroup", err.msg);
+        }
         /* The volumes' tmpfs and subPath binds go before the directory. */
         if (ag_pod_volumes_unmount_all(j->root_dir, j->uid, &err) < 0)
                 teardown_error(j, "error unmounting the pod's volumes", err.msg);
@@ -313,6 +318,18 @@ static void teardown_done(void *data, bool cancelled)
                 w->teardown_job = NULL;
                 for (size_t i = 0; i < j->n_errors; i++)
                         pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
+                if (!cancelled && (j->sandbox_failed || j->cgroup_failed)) {
+                        /* As the kubelet, whose pod stays terminating while
+                         * KillPodSandbox fails: the sandbox (CNI DEL, its IP)
+                         * and the cgroup are tried again with backoff
+                         * (1 s doubling to 32 s), nothing of them leaked. */
+                        w->cgroup_created = j->cgroup_failed;
+                        unsigned n = w->teardown_retries < 5 ? w->teardown_retries : 5;
+                        w->teardown_retries++;
+                        ag_timer_arm(w->kick, 1000u << n);
+                        teardown_job_free(j);
+                        return;
+                }
                 torn_down(w);
                 pw_finish(w);
         }

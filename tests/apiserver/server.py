@@ -753,6 +753,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.review(parts[3])
         if path == "/debug/hostile-objects" and m == "POST":
             return self.store_hostile()
+        if path == "/debug/hostile-objects" and m == "DELETE":
+            return self.drop_hostile()
         if path == "/debug/reviews" and m in ("GET", "PUT"):
             with self.server.reviews_lock:
                 if m == "PUT":
@@ -822,11 +824,29 @@ class Handler(BaseHTTPRequestHandler):
             raise reg.bad_request("want {\"namespace\": NS, \"object\": {\"metadata\": "
                                   "{\"name\": ...}, ...}}")
         res = reg.find_resource("", "v1", "pods")
-        rev = self.server.etcd.create(res.key(ns, obj["metadata"]["name"]), obj)
+        key = res.key(ns, obj["metadata"]["name"])
+        rev = self.server.etcd.create(key, obj)
         if rev is None:
             raise reg.already_exists(res, obj["metadata"]["name"])
+        self.server.hostile_keys.append(key)
         return self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                     "details": {"resourceVersion": str(rev)}})
+
+    def drop_hostile(self):
+        """DELETE /debug/hostile-objects: every object stored that way is
+        removed (watchers get DELETED), so a test can check the node recovers
+        once the apiserver stops serving them."""
+        if not self.server.serve_hostile:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        n = 0
+        for key in self.server.hostile_keys:
+            kv, _ = self.server.etcd.get(key)
+            if kv is not None and self.server.etcd.delete(key, kv.mod_revision) is not None:
+                n += 1
+        self.server.hostile_keys = []
+        return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success",
+                                    "details": {"deleted": n}})
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
 
@@ -1715,6 +1735,7 @@ def main():
         srv.verbose = args.verbose
         srv.websockets_to_kubelet = args.websockets_to_kubelet
         srv.serve_hostile = args.serve_hostile_objects
+        srv.hostile_keys = []
         srv.data = data
         srv.address = f"127.0.0.1:{port}"
         admin_token = load_or_make_token(os.path.join(data, "admin.token"))

@@ -281,10 +281,13 @@ static void teardown_work(void *data)
                         continue;
                 char what[320];
                 snprintf(what, sizeof(what), "error removing container %s", j->names[i]);
-                if (rt_container_remove(j->root_dir, j->ids[i], &err) < 0)
+                if (rt_container_remove(j->root_dir, j->ids[i], &err) < 0) {
                         teardown_error(j, what, err.msg);
+                        continue; /* its id stays: teardown_done tries it again */
+                }
                 if (j->term_paths[i][0] != '\0')
                         unlink(j->term_paths[i]);
+                j->ids[i][0] = '\0';
         }
         if (rt_sandbox_remove(j->root_dir, j->uid, &err) < 0) {
                 j->sandbox_failed = true;
@@ -318,7 +321,14 @@ static void teardown_done(void *data, bool cancelled)
                 w->teardown_job = NULL;
                 for (size_t i = 0; i < j->n_errors; i++)
                         pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
-                if (!cancelled && (j->sandbox_failed || j->cgroup_failed)) {
+                bool ctr_failed = false;
+                for (size_t i = 0; i < j->n && i < w->n; i++)
+                        if (j->ids[i][0] != '\0') {
+                                /* not removed (e.g. the disk was full): again */
+                                snprintf(w->ctrs[i].id, sizeof(w->ctrs[i].id), "%s", j->ids[i]);
+                                ctr_failed = true;
+                        }
+                if (!cancelled && (j->sandbox_failed || j->cgroup_failed || ctr_failed)) {
                         /* As the kubelet, whose pod stays terminating while
                          * KillPodSandbox fails: the sandbox (CNI DEL, its IP)
                          * and the cgroup are tried again with backoff

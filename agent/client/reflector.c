@@ -259,8 +259,10 @@ static int object_new(const struct ag_store *s, cJSON *json, struct ag_object **
                 : kind == AG_KIND_NODE ? k8s_node_from_json(json, &o->node, err)
                                        : 0; /* AG_KIND_RAW: the consumer decodes */
         if (r < 0 || o->uid == NULL) {
+                if (ref[0] == '\0') /* uid points into json, which goes with o */
+                        snprintf(ref, sizeof(ref), "%s", uid);
                 object_free(o);
-                return cb_error_prefix(err, "%s", ref[0] ? ref : uid);
+                return cb_error_prefix(err, "%s", ref);
         }
         *ret = o;
         return 0;

@@ -287,7 +287,8 @@ for f in "$d"/*.gz; do
 done
 echo "  flood: wrote $wrote MiB (+ CRI framing) in 24 s; at most ${maxfiles:-0} files and $((${maxbytes:-0} >> 20)) MiB on disk; at the end: $(ls "$d" | paste -sd' ')"
 if [ "${wrote:-0}" -lt 20 ]; then escaped "the flood wrote only ${wrote} MiB: $(tail -3 "$tmp/flood.err")"
-# at any moment one more may exist: the file being compressed beside its
+# at any moment one more may exist: the new file of a rotation before the
+# oldest goes, or the file being compressed beside its
 # finished .gz until it is removed (the kubelet's compressLog does the same)
 elif [ "${maxfiles:-9}" -gt 4 ] || [ "$nfiles" -gt 3 ]; then escaped "more than containerLogMaxFiles=3 files (+1 while compressing; at most ${maxfiles:-?} seen): $(ls "$d")"
 elif [ "$ngz" -lt 1 ] || [ "$gzok" -ne "$ngz" ]; then escaped "older logs not gzip-compressed CRI logs ($ngz .gz, $gzok readable)"

@@ -11,7 +11,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 jobs=$(nproc 2>/dev/null || echo 2)
-fuzz_seconds=${CUBELET_FUZZ_SECONDS:-20} # per harness; 10 harnesses stay under ~4 min
+fuzz_seconds=${CUBELET_FUZZ_SECONDS:-12} # per harness; 12 harnesses stay under ~3 min
 failed=()
 
 step() { printf '\n==> %s\n' "$*"; }

@@ -20,6 +20,7 @@
 
 #include "agent/core/loop.h"
 #include "agent/nodeapi/authz.h"
+#include "agent/nodeapi/head.h"
 #include "agent/nodeapi/proto.h"
 #include "agent/nodeapi/server.h"
 #include "agent/nodeapi/spdy.h"
@@ -61,21 +62,6 @@ enum conn_mode {
         C_SPDY,      /* SPDY: exec/attach or port-forward */
 };
 
-struct request {
-        char method[16];
-        char *url; /* path?query as sent */
-        size_t url_len;
-        /* headers of interest (values of repeated headers joined by ',') */
-        char *upgrade, *connection, *authorization, *ws_key, *ws_version, *ws_protocol,
-            *stream_protocol;
-        char *field; /* the header being read */
-        size_t field_len;
-        char **value; /* where its value goes, NULL: not of interest */
-        bool value_started;
-        bool head_done, upgrade_asked;
-        size_t head_bytes;
-};
-
 struct conn {
         struct conn *next;
         struct ag_napi *srv;
@@ -90,7 +76,7 @@ struct conn {
         uint8_t *out;
         size_t out_len, out_off, out_cap;
         http_parser hp;
-        struct request req;
+        struct ag_napi_head req;
         char who[256];
         struct ag_napi_who id;         /* user and groups, for authorization */
         struct ag_napi_review *review; /* the review waited for in C_AUTH */

@@ -50,8 +50,7 @@
 #include "lib/cleanup.h"
 #include "lib/file.h"
 
-#define MAX_HEAD        (64 * 1024) /* request line + headers */
-#define HEAD_TIMEOUT_MS 30000       /* TLS handshake + request head */
+#define HEAD_TIMEOUT_MS 30000 /* TLS handshake + request head */
 /* Connections at once, and from one client address: idle or slow clients
  * (a slowloris) cannot take every fd of the agent, and one address cannot
  * take them all from the others. Over either, a new connection is closed
@@ -309,8 +308,7 @@ static void on_conn_io(struct ag_io *io, int fd, uint32_t events, void *data)
                 if (r == 1) {
                         c->mode = C_HEAD;
                         c->read_wants_write = false;
-                        http_parser_init(&c->hp, HTTP_REQUEST);
-                        c->hp.data = c;
+                        ag_napi_head_init(&c->hp, &c->req);
                 } else {
                         int e = SSL_get_error(c->ssl, r);
                         if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
@@ -423,111 +421,6 @@ static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
                 s->n_conns++;
         }
 }
-
-/* ---- the request head ---- */
-
-static void req_clear(struct request *r)
-{
-        free(r->url);
-        free(r->upgrade);
-        free(r->connection);
-        free(r->authorization);
-        free(r->ws_key);
-        free(r->ws_version);
-        free(r->ws_protocol);
-        free(r->stream_protocol);
-        free(r->field);
-        memset(r, 0, sizeof(*r));
-}
-
-static int append(char **dst, size_t *len, const char *at, size_t n)
-{
-        size_t have = *dst != NULL ? (len != NULL ? *len : strlen(*dst)) : 0;
-        char *p = realloc(*dst, have + n + 1);
-        if (p == NULL)
-                return -1;
-        memcpy(p + have, at, n);
-        p[have + n] = '\0';
-        *dst = p;
-        if (len != NULL)
-                *len = have + n;
-        return 0;
-}
-
-static int on_url(http_parser *p, const char *at, size_t n)
-{
-        struct conn *c = p->data;
-        return append(&c->req.url, &c->req.url_len, at, n);
-}
-
-static int on_header_field(http_parser *p, const char *at, size_t n)
-{
-        struct conn *c = p->data;
-        struct request *r = &c->req;
-        if (r->value != NULL || r->value_started) {
-                free(r->field);
-                r->field = NULL;
-                r->field_len = 0;
-                r->value = NULL;
-                r->value_started = false;
-        }
-        return append(&r->field, &r->field_len, at, n);
-}
-
-static int on_header_value(http_parser *p, const char *at, size_t n)
-{
-        struct conn *c = p->data;
-        struct request *r = &c->req;
-        if (!r->value_started) {
-                static const struct {
-                        const char *name;
-                        size_t off;
-                } wanted[] = {
-                    {"upgrade", offsetof(struct request, upgrade)},
-                    {"connection", offsetof(struct request, connection)},
-                    {"authorization", offsetof(struct request, authorization)},
-                    {"sec-websocket-key", offsetof(struct request, ws_key)},
-                    {"sec-websocket-version", offsetof(struct request, ws_version)},
-                    {"sec-websocket-protocol", offsetof(struct request, ws_protocol)},
-                    {"x-stream-protocol-version", offsetof(struct request, stream_protocol)},
-                };
-                r->value = NULL;
-                for (size_t i = 0; i < CB_ARRAY_SIZE(wanted); i++)
-                        if (r->field != NULL && strcasecmp(r->field, wanted[i].name) == 0)
-                                r->value = (char **)((char *)r + wanted[i].off);
-                r->value_started = true;
-                /* a repeated header: its values join with ',' */
-                if (r->value != NULL && *r->value != NULL && append(r->value, NULL, ",", 1) < 0)
-                        return -1;
-        }
-        if (r->value == NULL)
-                return 0;
-        return append(r->value, NULL, at, n);
-}
-
-static int on_headers_complete(http_parser *p)
-{
-        struct conn *c = p->data;
-        snprintf(c->req.method, sizeof(c->req.method), "%s",
-                 http_method_str((enum http_method)p->method));
-        c->req.head_done = true;
-        /* no request of ours has a body worth reading: skip it */
-        return p->upgrade ? 0 : 1;
-}
-
-static int on_message_complete(http_parser *p)
-{
-        (void)p;
-        return 0;
-}
-
-static const http_parser_settings parser_settings = {
-    .on_url = on_url,
-    .on_header_field = on_header_field,
-    .on_header_value = on_header_value,
-    .on_headers_complete = on_headers_complete,
-    .on_message_complete = on_message_complete,
-};
 
 /* ---- authentication ---- */
 
@@ -762,25 +655,26 @@ void ag_napi_conn_input(struct conn *c, const uint8_t *buf, size_t len)
         }
         switch (c->mode) {
         case C_HEAD: {
-                size_t n = http_parser_execute(&c->hp, &parser_settings, (const char *)buf, len);
-                c->req.head_bytes += n;
-                if (c->hp.http_errno != HPE_OK && !c->req.head_done) {
-                        ag_napi_respond_error(c, 400,
-                                              http_errno_description(HTTP_PARSER_ERRNO(&c->hp)));
+                size_t used;
+                const char *why = NULL;
+                switch (ag_napi_head_feed(&c->hp, &c->req, (const char *)buf, len, &used, &why)) {
+                case AG_NAPI_HEAD_MORE:
                         return;
-                }
-                if (!c->req.head_done) {
-                        if (c->req.head_bytes > MAX_HEAD)
-                                ag_napi_respond_error(c, 431, "the request head is too large");
+                case AG_NAPI_HEAD_BAD:
+                        ag_napi_respond_error(c, 400, why);
                         return;
+                case AG_NAPI_HEAD_TOO_LONG:
+                        ag_napi_respond_error(c, 431, "the request head is too large");
+                        return;
+                case AG_NAPI_HEAD_DONE:
+                        break;
                 }
-                size_t used = c->hp.upgrade ? n : len;
                 handle_request(c, buf + used, len - used);
                 return;
         }
         case C_AUTH: {
                 /* a client that does not wait for the answer: keep it */
-                if (c->held_len + len > MAX_HEAD) {
+                if (c->held_len + len > AG_NAPI_HEAD_MAX) {
                         c->dead = true;
                         return;
                 }
@@ -838,7 +732,7 @@ static void conn_free(struct conn *c)
         if (c->ssl != NULL)
                 SSL_free(c->ssl);
         close(c->fd);
-        req_clear(&c->req);
+        ag_napi_head_clear(&c->req);
         free(c->out);
         free(c);
 }

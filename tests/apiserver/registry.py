@@ -508,7 +508,9 @@ def default_pod(pod):
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
+    # spec.priority and preemptionPolicy are the Priority admission plugin's
+    # (priority.py); without it (disabled) the scheme defaults nothing but
+    # the policy
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     sync_service_account_fields(spec)
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):

@@ -1595,6 +1595,56 @@ class Cluster(unittest.TestCase, TlsBootstrap):
 
     # ---- pod updates
 
+    def test_priority_admission(self):
+        """PriorityClasses and the Priority admission plugin, texts as
+        kube-apiserver's; the system classes exist from the start."""
+        pcs = "/apis/scheduling.k8s.io/v1/priorityclasses"
+        node = self.ok("GET", pcs + "/system-node-critical")
+        self.assertEqual((node["value"], node["preemptionPolicy"]),
+                         (2000001000, "PreemptLowerPriority"))
+        ns = self.namespace("prio")
+        p = self.pod(ns, "crit", priorityClassName="system-node-critical")
+        self.assertEqual(p["spec"]["priority"], 2000001000)
+        p = self.pod(ns, "plain")
+        self.assertEqual((p["spec"]["priority"], p["spec"].get("priorityClassName")),
+                         (0, None))
+        self.refused("POST", f"/api/v1/namespaces/{ns}/pods",
+                     {"metadata": {"name": "x"}, "spec": {"priorityClassName": "nope",
+                      "containers": [{"name": "c", "image": "busybox:1.36"}]}},
+                     message='pods "x" is forbidden: no PriorityClass with name nope was found')
+        self.refused("POST", f"/api/v1/namespaces/{ns}/pods",
+                     {"metadata": {"name": "y"}, "spec": {"priority": 5,
+                      "containers": [{"name": "c", "image": "busybox:1.36"}]}},
+                     message='pods "y" is forbidden: the integer value of priority (5) must not '
+                     'be provided in pod spec; priority admission controller computed 0 from '
+                     'the given PriorityClass name')
+        self.refused("POST", pcs, {"metadata": {"name": "too-high"}, "value": 1000000001},
+                     code=422, message='PriorityClass.scheduling.k8s.io "too-high" is invalid: '
+                     'value: Forbidden: maximum allowed value of a user defined priority is '
+                     '1000000000')
+        self.refused("POST", pcs, {"metadata": {"name": "system-x"}, "value": 1}, code=422,
+                     message='PriorityClass.scheduling.k8s.io "system-x" is invalid: '
+                     "metadata.name: Forbidden: priority class names with 'system-' prefix are "
+                     "reserved for system use only. error: system-x is not a known system "
+                     "priority class")
+        self.ok("POST", pcs, {"metadata": {"name": "dflt"}, "value": 7, "globalDefault": True,
+                              "preemptionPolicy": "Never"})
+        try:
+            self.refused("POST", pcs, {"metadata": {"name": "dflt2"}, "value": 8,
+                                       "globalDefault": True},
+                         message='priorityclasses.scheduling.k8s.io "dflt2" is forbidden: '
+                         'PriorityClass dflt is already marked as default. Only one default '
+                         'can exist')
+            p = self.pod(ns, "defaulted")
+            self.assertEqual((p["spec"]["priority"], p["spec"]["priorityClassName"],
+                              p["spec"]["preemptionPolicy"]), (7, "dflt", "Never"))
+            self.refused("PATCH", pcs + "/dflt", {"value": 9}, code=422,
+                         ctype="application/merge-patch+json",
+                         message='PriorityClass.scheduling.k8s.io "dflt" is invalid: value: '
+                         'Forbidden: may not be changed in an update.')
+        finally:
+            self.ok("DELETE", pcs + "/dflt")
+
     def test_pod_update_rules(self):
         ns = self.namespace("podupd")
         self.pod(ns, "p", activeDeadlineSeconds=100)

@@ -24,6 +24,7 @@ import authz
 import bootstraptoken
 import controllers
 import csr
+import priority
 import patch
 import proto
 import registry as reg
@@ -34,6 +35,7 @@ import tables
 from registry import ApiError
 
 csr.install()
+priority.install()
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit":
            "59526cd4867447956156ae3a602fcbac10a2c335", "gitTreeState": "clean",
@@ -1030,6 +1032,10 @@ class Handler(BaseHTTPRequestHandler):
             meta["name"] = meta["generateName"] + reg._gen_suffix()
         if res.name == "pods" and adm.get("ServiceAccount", True):
             sa.admit_pod(srv.api, ns, body)
+        if res.name == "pods" and adm.get("Priority", True):
+            priority.admit_pod(srv.api, body)
+        if res.name == priority.RESOURCE.name and adm.get("Priority", True):
+            priority.admit_class(srv.api, body)
         node = authz.node_name(self.user)
         if node is not None and adm.get("NodeRestriction", True):
             nr = srv.noderestriction
@@ -1058,6 +1064,8 @@ class Handler(BaseHTTPRequestHandler):
                 controllers.keep_cluster_ip(new, old)
             if res.name == csr.RESOURCE.name:
                 csr.admit_update(getattr(srv, "authz", None), self.user, sub, old, new)
+            if res.name == priority.RESOURCE.name and adm.get("Priority", True):
+                priority.admit_class(srv.api, new, name)
             if nr is None:
                 return
             if res.name == "pods" and sub == "status":
@@ -1624,6 +1632,7 @@ def seed(api, ca_pem=None):
                 raise
         if ca_pem:
             sa.ensure_namespace_objects(api, n, ca_pem)
+    priority.ensure_system_classes(api)
 
 
 def kubeconfig(path, server, ca, user, creds):
@@ -1696,7 +1705,7 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     disabled = {p.strip() for p in args.disable_admission_plugins.split(",") if p.strip()}
-    unknown = disabled - {"ServiceAccount", "NodeRestriction"}
+    unknown = disabled - {"ServiceAccount", "NodeRestriction", "Priority"}
     if unknown:
         raise SystemExit(f"apiserver: unknown admission plugins: {', '.join(sorted(unknown))}")
     if args.authorization_mode not in ("Node,RBAC", "RBAC,Node", "AlwaysAllow"):
@@ -1746,7 +1755,8 @@ def main():
                       stats_token: ("stats-reader", ["test:stats-readers"])}
         srv.stats_only_users = set(args.stats_only_user or ["stats-reader"])
         srv.admission = {"ServiceAccount": "ServiceAccount" not in disabled,
-                         "NodeRestriction": "NodeRestriction" not in disabled}
+                         "NodeRestriction": "NodeRestriction" not in disabled,
+                         "Priority": "Priority" not in disabled}
         srv.authz = None if args.authorization_mode == "AlwaysAllow" else \
             authz.Authorizer(api, srv.stats_only_users)
         srv.noderestriction = authz.NodeRestriction(api)

@@ -11,7 +11,8 @@
 #     condition goes back to False and BestEffort pods run again;
 #  B. restarted with nodefs.inodesFree<99% and pid.available<pid_max:
 #     DiskPressure and PIDPressure, every new pod rejected, running pods
-#     evicted for inodes one per cycle;
+#     evicted for inodes one per cycle, but a system-node-critical pod is
+#     admitted and never evicted;
 #  C. restarted with the defaults: no pressure.
 # Exit 77 when not root or a tool is missing. KEEP_AGENT_LOG=FILE keeps the
 # agent's log.
@@ -29,13 +30,14 @@ cond() {
         k get node "$NODE" -o jsonpath="{range .status.conditions[?(@.type==\"$1\")]}{.status}|{.reason}|{.message}|{.lastTransitionTime}{end}" 2>/dev/null
 }
 cond_status_is() { [ "$(cond "$1" | cut -d'|' -f1)" = "$2" ]; }
-mkpod_res() { # NAME RESOURCES(json) COMMAND
+mkpod_res() { # NAME RESOURCES(json) COMMAND [SPEC-FIELD (key: value)]
         k create -f - >/dev/null <<EOF || fail "$1: kubectl create failed"
 apiVersion: v1
 kind: Pod
 metadata: {name: $1, namespace: default}
 spec:
   nodeName: $NODE
+  ${4:-}
   restartPolicy: Never
   terminationGracePeriodSeconds: 5
   containers:
@@ -174,6 +176,12 @@ mkpod_res gdisk "$GUARANTEED" "$SLEEP"
 poll 20 phase_is gdisk Failed || fail "gdisk: a Guaranteed pod was admitted under DiskPressure"
 [ "$(pj gdisk '{.status.reason}|{.status.message}')" = "Evicted|Pod was rejected: The node had condition: [DiskPressure PIDPressure]. " ] ||
         fail "gdisk: $(pj gdisk '{.status.reason}|{.status.message}')"
+# A critical pod is admitted all the same and never evicted: the stand-in's
+# Priority admission (as kube-apiserver's) gives it spec.priority 2000001000
+# from its class, which is what the kubelet's IsCriticalPod reads.
+mkpod_res crit '{}' "$SLEEP" "priorityClassName: system-node-critical"
+[ "$(pj crit '{.spec.priority}')" = 2000001000 ] || fail "crit: spec.priority '$(pj crit '{.spec.priority}')' (Priority admission)"
+poll 20 phase_is crit Running || fail "crit: a critical pod was not admitted under DiskPressure: $(pj crit '{.status.phase}|{.status.reason}|{.status.message}')"
 # The running pods go, one per monitoring cycle, for inodes (nodefs before pid).
 poll 40 eval '[ "$(k get pods -o jsonpath="{range .items[?(@.status.reason==\"Evicted\")]}{.metadata.name}{\"\n\"}{end}" | grep -cvE "^(hog|late|gdisk)$")" -ge 1 ]' ||
         fail "no running pod evicted under DiskPressure: $(k get pods --no-headers | paste -sd';')"
@@ -181,7 +189,11 @@ first=$(k get pods -o jsonpath='{range .items[?(@.status.reason=="Evicted")]}{.m
 msg=$(pj "$first" '{.status.message}')
 re='^The node was low on resource: inodes\. Threshold quantity: [0-9]+, available: [0-9]+k?\. $'
 [[ "$msg" =~ $re ]] || fail "$first: message '$msg'"
-pass "B DiskPressure+PIDPressure: gdisk rejected; $first evicted '$msg'"
+[ "$first" != crit ] || fail "crit: a critical pod was evicted: $msg"
+# a few more monitoring cycles: the others go, crit stays
+sleep 4
+[ "$(pj crit '{.status.phase}|{.status.reason}')" = "Running|" ] || fail "crit: $(pj crit '{.status.phase}|{.status.reason}|{.status.message}')"
+pass "B DiskPressure+PIDPressure: gdisk rejected, the critical pod admitted and kept; $first evicted '$msg'"
 
 # ---- C. back to the defaults -------------------------------------------------------
 stop_agent

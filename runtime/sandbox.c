@@ -213,7 +213,7 @@ static void cni_of(const cJSON *cfg, const char *root_dir, char *cache_buf, size
 
 int rt_sandbox_hosts_content(const char *hostname, const char *dns_domain,
                              const char *const *pod_ips, size_t n_ips, const char *host_hosts,
-                             char **ret)
+                             const char *extra, char **ret)
 {
         char *buf = NULL;
         size_t len = 0;
@@ -241,6 +241,8 @@ int rt_sandbox_hosts_content(const char *hostname, const char *dns_domain,
                                 fprintf(f, "%s\t%s\n", pod_ips[i], hostname);
                 }
         }
+        if (extra != NULL)
+                fputs(extra, f);
         if (fclose(f) != 0) {
                 free(buf);
                 return -1;
@@ -347,7 +349,7 @@ static int write_files(const struct rt_sandbox_config *cfg, const char *dir,
         const char *ips[2] = {sb->pod_ips[0], sb->pod_ips[1]};
         _cleanup_free_ char *hosts = NULL;
         if (rt_sandbox_hosts_content(cfg->hostname, cfg->dns_domain, ips, sb->n_pod_ips, host_hosts,
-                                     &hosts) < 0)
+                                     cfg->extra_hosts, &hosts) < 0)
                 return cb_error_set(err, ENOMEM, "cannot build the hosts file");
         if (write_text(dir, "hosts", hosts, err) < 0)
                 return -1;
@@ -358,7 +360,8 @@ static int write_files(const struct rt_sandbox_config *cfg, const char *dir,
                 gethostname(h, sizeof(h) - 1);
                 snprintf(hostname, sizeof(hostname), "%s\n", h);
         } else {
-                snprintf(hostname, sizeof(hostname), "%s\n", cfg->hostname);
+                snprintf(hostname, sizeof(hostname), "%s\n",
+                         cfg->uts_hostname ? cfg->uts_hostname : cfg->hostname);
         }
         if (write_text(dir, "hostname", hostname, err) < 0)
                 return -1;
@@ -421,10 +424,11 @@ static int validate_config(const struct rt_sandbox_config *cfg, struct cb_error 
                 if (req[i].value == NULL || req[i].value[0] == '\0')
                         return cb_error_set(err, EINVAL, "sandbox %s: %s must be set", cfg->id,
                                             req[i].field);
-        if (strlen(cfg->hostname) > 64)
+        if (strlen(cfg->hostname) > 64 ||
+            (cfg->uts_hostname != NULL && strlen(cfg->uts_hostname) > 64))
                 return cb_error_set(err, EINVAL,
                                     "sandbox %s: hostname \"%s\" is longer than 64 characters",
-                                    cfg->id, cfg->hostname);
+                                    cfg->id, cfg->uts_hostname ? cfg->uts_hostname : cfg->hostname);
         if (cfg->share_pid && !cfg->host_pid &&
             (cfg->pause_path == NULL || cfg->pause_path[0] != '/'))
                 return cb_error_set(err, EINVAL,
@@ -448,7 +452,8 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
         if (flags != 0) {
                 if (mkdir(ns_dir, 0700) < 0 && errno != EEXIST)
                         return cb_error_set(err, errno, "cannot create %s", ns_dir);
-                if (rt_ns_pin(ns_dir, flags, cfg->hostname, err) < 0)
+                if (rt_ns_pin(ns_dir, flags, cfg->uts_hostname ? cfg->uts_hostname : cfg->hostname,
+                              err) < 0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
         }
         if (cfg->share_pid && !cfg->host_pid) {
@@ -468,6 +473,15 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
         cJSON_ReplaceItemInObjectCaseSensitive(state, "namespaces", cJSON_CreateBool(true));
         if (write_json(dir, "state.json", state, err) < 0)
                 return -1;
+        if (cfg->n_sysctls > 0) {
+                char net[RT_PATH_MAX] = "", ipc[RT_PATH_MAX] = "";
+                if ((!cfg->host_network &&
+                     path_join(net, sizeof(net), err, "%s/net", ns_dir) < 0) ||
+                    (!cfg->host_ipc && path_join(ipc, sizeof(ipc), err, "%s/ipc", ns_dir) < 0))
+                        return -1;
+                if (rt_sysctls_apply(net, ipc, cfg->sysctls, cfg->n_sysctls, err) < 0)
+                        return cb_error_prefix(err, "sandbox %s", cfg->id);
+        }
 
         struct rt_cni_result res = {0};
         if (!cfg->host_network) {

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "lib/error.h"
+#include "runtime/sysctl.h"
 
 #define RT_ID_MAX   80
 #define RT_PATH_MAX 4096
@@ -40,13 +41,19 @@ struct rt_cni_config {
 };
 
 struct rt_sandbox_config {
-        char id[RT_ID_MAX];     /* unique, [a-z0-9-], e.g. the pod uid */
-        const char *root_dir;   /* cubelet --root-dir */
-        const char *name;       /* pod name (K8S_POD_NAME for CNI) */
-        const char *namespace_; /* pod namespace (K8S_POD_NAMESPACE) */
-        const char *uid;        /* pod uid (K8S_POD_UID, K8S_POD_INFRA_CONTAINER_ID) */
-        const char *hostname;   /* UTS hostname (spec.hostname or the pod name) */
-        const char *dns_domain; /* "" when none: hostname.subdomain.ns.svc.<domain> */
+        char id[RT_ID_MAX];       /* unique, [a-z0-9-], e.g. the pod uid */
+        const char *root_dir;     /* cubelet --root-dir */
+        const char *name;         /* pod name (K8S_POD_NAME for CNI) */
+        const char *namespace_;   /* pod namespace (K8S_POD_NAMESPACE) */
+        const char *uid;          /* pod uid (K8S_POD_UID, K8S_POD_INFRA_CONTAINER_ID) */
+        const char *hostname;     /* UTS hostname (spec.hostname or the pod name) */
+        const char *dns_domain;   /* "" when none: hostname.subdomain.ns.svc.<domain> */
+        const char *uts_hostname; /* the kernel's hostname; NULL: hostname */
+        const char *extra_hosts;  /* appended to /etc/hosts as given; NULL: none */
+        /* namespaced sysctls for the pod's network/IPC namespaces
+         * (runtime/sysctl.h), written once they exist, before CNI ADD */
+        const struct rt_sysctl *sysctls;
+        size_t n_sysctls;
         bool host_network, host_ipc, host_pid;
         struct rt_port_mapping *ports; /* hostPorts, for the portmap plugin */
         size_t n_ports;
@@ -121,11 +128,12 @@ int rt_sandbox_release_root(const char *root_dir, struct cb_error *err);
 /* The pod's /etc/hosts (the kubelet's format, managedHostsHeader): with
  * host_hosts != NULL (hostNetwork) the node's file under the host-network
  * header, else localhost and ip6 entries then "<ip>\t<hostname>" (or
- * "<ip>\t<hostname>.<dns_domain>\t<hostname>") per pod IP. *ret is
+ * "<ip>\t<hostname>.<dns_domain>\t<hostname>") per pod IP; then extra
+ * (NULL: nothing) as given. *ret is
  * malloc'd; -1 only on ENOMEM. */
 int rt_sandbox_hosts_content(const char *hostname, const char *dns_domain,
                              const char *const *pod_ips, size_t n_ips, const char *host_hosts,
-                             char **ret);
+                             const char *extra, char **ret);
 
 /* resolv.conf text without loopback nameservers (127.0.0.0/8, ::1), which
  * a pod cannot reach; every other line is kept. *ret is malloc'd;

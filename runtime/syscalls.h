@@ -96,6 +96,7 @@ struct rt_open_how {
 };
 #define RT_RESOLVE_NO_MAGICLINKS 0x02
 #define RT_RESOLVE_NO_SYMLINKS   0x04
+#define RT_RESOLVE_BENEATH       0x08
 #define RT_RESOLVE_IN_ROOT       0x10
 
 static inline int rt_openat2(int dirfd, const char *path, struct rt_open_how *how)

@@ -18,6 +18,7 @@
 #include "agent/client/objmanager.h"
 #include "agent/client/tokenmgr.h"
 #include "agent/core/log.h"
+#include "agent/k8s/sysctl.h"
 #include "agent/core/loop.h"
 #include "agent/node/nodeinfo.h"
 #include "agent/core/endpoint.h"
@@ -65,7 +66,8 @@ struct agent {
         struct ag_node_env env;
         struct ag_logrotate *logrotate; /* container log rotation */
         const char *host_ips[1];
-        char dns_buf[512]; /* --cluster-dns, split at the commas */
+        char dns_buf[512];                   /* --cluster-dns, split at the commas */
+        struct k8s_sysctl_allowlist sysctls; /* safe + --allowed-unsafe-sysctls */
         const char *cluster_dns[16];
         char resolv_conf[PATH_MAX]; /* --resolv-conf as used */
         char exe[PATH_MAX];
@@ -603,6 +605,17 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         ag_monitor_path(a->exe, sizeof(a->exe));
         a->host_ips[0] = nc->facts.node_ip;
         size_t n_dns = dns_settings(a, fl);
+        {
+                _cleanup_free_ char *list = strdup(fl->allowed_unsafe_sysctls ?: "");
+                const char *items[K8S_SYSCTL_MAX_PATTERNS];
+                size_t n_items = 0;
+                char *save = NULL;
+                for (char *t = list ? strtok_r(list, ",", &save) : NULL;
+                     t && n_items < CB_ARRAY_SIZE(items); t = strtok_r(NULL, ",", &save))
+                        items[n_items++] = t;
+                if (list == NULL || k8s_sysctl_allowlist_init(&a->sysctls, items, n_items, err) < 0)
+                        return cb_error_prefix(err, "--allowed-unsafe-sysctls");
+        }
         int64_t mem = nc->facts.memory_bytes;
         a->env = (struct ag_node_env){
             .loop = a->loop,
@@ -633,6 +646,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .backoff_cap = fl->crash_loop_backoff_max_s,
             .pull_backoff_base = 10,
             .pull_backoff_cap = 300,
+            .sysctls = &a->sysctls,
         };
         if (ag_offload_new(a->loop, "image pulls", 1, &a->env.pulls, err) < 0 ||
             ag_offload_new(a->loop, "sandboxes", AG_SANDBOX_THREADS, &a->env.sandboxes, err) < 0 ||

@@ -14,6 +14,7 @@
 #include "agent/pods/logrotate.h"
 #include "agent/node/nodestatus.h"
 #include "agent/k8s/quantity.h"
+#include "agent/k8s/sysctl.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 #include "status/podstatus.h"
@@ -35,6 +36,7 @@ enum opt_kind {
         OPT_REGS,     /* insecureRegistries */
         OPT_BOOL,     /* true/false; the flag alone means true */
         OPT_IPS,      /* clusterDNS: a list of IPs in the file, "ip,ip" as a flag (char *) */
+        OPT_SYSCTLS,  /* allowedUnsafeSysctls: a list in the file, "a,b*" as a flag (char *) */
         OPT_QUANTITY, /* a resource.Quantity ("10Mi") as int64_t bytes in [min, max] */
 };
 
@@ -99,6 +101,10 @@ static const struct opt opts[] = {
      "HOST:PORT", "none", "registry reached over plain HTTP (cubelet; flag repeatable)"},
     {"clusterDNS", "--cluster-dns", OPT_IPS, OFF(cluster_dns), 0, 0, "IP,...", "none",
      "DNS server(s) of pods with dnsPolicy ClusterFirst (without it they fall back to Default)"},
+    {"allowedUnsafeSysctls", "--allowed-unsafe-sysctls", OPT_SYSCTLS, OFF(allowed_unsafe_sysctls),
+     0, 0, "PATTERN,...", "none",
+     "unsafe sysctls (or prefixes ending in *) pods may set beyond the safe ones; each must be "
+     "namespaced (net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*)"},
     {"clusterDomain", "--cluster-domain", OPT_STR, OFF(cluster_domain), 0, 0, "DOMAIN", "none",
      "the cluster's DNS domain (e.g. cluster.local): pods search <ns>.svc.DOMAIN svc.DOMAIN "
      "DOMAIN"},
@@ -270,6 +276,28 @@ static int set_ips(char **slot, const char *v, struct cb_error *err)
         return set_str(slot, v, err);
 }
 
+/* "a,b*": each a sysctl pattern the kubelet's NewAllowlist takes. */
+static int set_sysctls(char **slot, const char *v, struct cb_error *err)
+{
+        _cleanup_free_ char *copy = strdup(v);
+        if (copy == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        const char *items[K8S_SYSCTL_MAX_PATTERNS];
+        size_t n = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (n == CB_ARRAY_SIZE(items))
+                        return cb_error_set(err, 0, "more than %zu patterns", n);
+                items[n++] = t;
+        }
+        _cleanup_free_ struct k8s_sysctl_allowlist *w = malloc(sizeof(*w));
+        if (w == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        if (k8s_sysctl_allowlist_init(w, items, n, err) < 0)
+                return -1;
+        return set_str(slot, v, err);
+}
+
 /* ---- applying a value (from the file or a flag) ---- */
 
 /* What a value from the file is, for messages. */
@@ -334,6 +362,8 @@ static int apply_scalar(struct ag_config *c, const struct opt *o, const char *v,
                 return 0;
         case OPT_IPS:
                 return set_ips(f, v, err);
+        case OPT_SYSCTLS:
+                return set_sysctls(f, v, err);
         case OPT_QUANTITY: {
                 struct k8s_quantity q;
                 if (k8s_quantity_parse(v, &q, err) < 0)
@@ -571,12 +601,15 @@ static int file_regs(struct ag_config *c, const struct opt *o, const cJSON *v, s
         return 0;
 }
 
-static int file_ips(struct ag_config *c, const struct opt *o, const cJSON *v, struct cb_error *err)
+/* A list of strings in the file, joined with ',' for the flag's setter. */
+static int file_list(struct ag_config *c, const struct opt *o, const cJSON *v, const char *what,
+                     const char *whats, int (*set)(char **, const char *, struct cb_error *),
+                     struct cb_error *err)
 {
         char got[96];
         describe(v, got, sizeof(got));
         if (!cJSON_IsArray(v))
-                return cb_error_set(err, 0, "%s: want a list of IP addresses, got %s", o->key, got);
+                return cb_error_set(err, 0, "%s: want a list of %s, got %s", o->key, whats, got);
         _cleanup_free_ char *all = strdup("");
         size_t i = 0;
         const cJSON *e;
@@ -584,8 +617,8 @@ static int file_ips(struct ag_config *c, const struct opt *o, const cJSON *v, st
         {
                 describe(e, got, sizeof(got));
                 if (!cJSON_IsString(e) || e->valuestring[0] == '\0' || strchr(e->valuestring, ','))
-                        return cb_error_set(err, 0, "%s[%zu]: want an IP address, got %s", o->key,
-                                            i, got);
+                        return cb_error_set(err, 0, "%s[%zu]: want an %s, got %s", o->key, i, what,
+                                            got);
                 char *n = NULL;
                 if (all == NULL || asprintf(&n, "%s%s%s", all, i ? "," : "", e->valuestring) < 0)
                         return cb_error_set(err, ENOMEM, "out of memory");
@@ -593,7 +626,7 @@ static int file_ips(struct ag_config *c, const struct opt *o, const cJSON *v, st
                 all = n;
                 i++;
         }
-        if (set_ips(field(c, o), all, err) < 0)
+        if (set(field(c, o), all, err) < 0)
                 return cb_error_prefix(err, "%s", o->key);
         return 0;
 }
@@ -603,7 +636,10 @@ static int file_option(struct ag_config *c, const struct opt *o, const cJSON *v,
 {
         switch (o->kind) {
         case OPT_IPS:
-                return file_ips(c, o, v, err);
+                return file_list(c, o, v, "IP address", "IP addresses", set_ips, err);
+        case OPT_SYSCTLS:
+                return file_list(c, o, v, "unsafe sysctl pattern", "unsafe sysctl patterns",
+                                 set_sysctls, err);
         case OPT_TAINTS:
                 return file_taints(c, o, v, err);
         case OPT_EVICTION:
@@ -916,7 +952,8 @@ void ag_config_clear(struct ag_config *c)
 {
         for (size_t i = 0; i < CB_ARRAY_SIZE(opts); i++) {
                 const struct opt *o = &opts[i];
-                if (o->kind == OPT_STR || o->kind == OPT_PATH || o->kind == OPT_IPS) {
+                if (o->kind == OPT_STR || o->kind == OPT_PATH || o->kind == OPT_IPS ||
+                    o->kind == OPT_SYSCTLS) {
                         char **s = field(c, o);
                         free(*s);
                         *s = NULL;

@@ -62,6 +62,8 @@ struct ag_config {
         int crash_loop_backoff_initial_s; /* crashLoopBackOff.initialContainerRestartPeriod
                                              (cubelet): 10 */
         char *cluster_dns;                /* clusterDNS, --cluster-dns: "ip,ip"; NULL: none */
+        char *allowed_unsafe_sysctls;     /* allowedUnsafeSysctls, --allowed-unsafe-sysctls:
+                                             "pattern,pattern"; NULL: none */
         char *cluster_domain;             /* clusterDomain, --cluster-domain: NULL */
         char *resolv_conf; /* resolvConf, --resolv-conf: /etc/resolv.conf; "": none */
         char *insecure_registries[AG_INSECURE_REGS_MAX]; /* insecureRegistries (cubelet) */

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/k8s/admit.h"
+#include "agent/k8s/sysctl.h"
 #include "agent/k8s/validate.h"
 #include "agent/cmd/cli.h"
 #include "agent/k8s/k8s.h"
@@ -305,7 +306,9 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
                 snprintf(adm.message, sizeof(adm.message), "%.*s", (int)sizeof(adm.message) - 1,
                          verr.msg);
         } else {
-                k8s_admit(pod, node, NULL, 0, &adm);
+                k8s_sysctl_admit(NULL, pod, &adm); /* run-pod allows the safe sysctls */
+                if (adm.admitted)
+                        k8s_admit(pod, node, NULL, 0, &adm);
         }
         if (!adm.admitted) {
                 char msg[600];

@@ -2,6 +2,7 @@
 #include "agent/k8s/dns.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -354,4 +355,66 @@ int k8s_pod_dns(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_
         if (ret->resolv_conf == NULL)
                 return cb_error_set(err, ENOMEM, "resolv.conf");
         return 0;
+}
+
+/* ---- hostname, domain, host aliases ---- */
+
+int k8s_pod_names(struct cb_arena *a, const struct k8s_pod *pod, const char *cluster_domain,
+                  struct k8s_pod_names *ret, struct cb_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        const char *ns =
+            pod->meta.namespace_ && pod->meta.namespace_[0] ? pod->meta.namespace_ : "default";
+        const char *name = pod->spec.hostname && pod->spec.hostname[0] ? pod->spec.hostname
+                           : pod->meta.name                            ? pod->meta.name
+                                                                       : "";
+        /* truncatePodHostnameIfNeeded: 63 characters, then no trailing
+         * '-' or '.' */
+        size_t n = strlen(name);
+        if (n > 63) {
+                n = 63;
+                while (n > 0 && (name[n - 1] == '-' || name[n - 1] == '.'))
+                        n--;
+        }
+        ret->hostname = cb_arena_strndup(a, name, n);
+        const char *sub = pod->spec.subdomain;
+        ret->domain = sub && sub[0] ? cb_arena_printf(a, "%s.%s.svc.%s", sub, ns,
+                                                      cluster_domain ? cluster_domain : "")
+                                    : cb_arena_strdup(a, "");
+        if (ret->hostname == NULL || ret->domain == NULL)
+                return cb_error_set(err, ENOMEM, "pod names");
+        ret->uts = ret->hostname;
+        if (ret->domain[0] != '\0' && pod->spec.set_hostname_as_fqdn) {
+                char *fqdn = cb_arena_printf(a, "%s.%s", ret->hostname, ret->domain);
+                if (fqdn == NULL)
+                        return cb_error_set(err, ENOMEM, "pod names");
+                if (strlen(fqdn) > 64)
+                        return cb_error_set(err, 0,
+                                            "failed to construct FQDN from pod hostname and "
+                                            "cluster domain, FQDN %s is too long (64 characters "
+                                            "is the max, %zu characters requested)",
+                                            fqdn, strlen(fqdn));
+                ret->uts = fqdn;
+        }
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (f == NULL)
+                return cb_error_set(err, ENOMEM, "host aliases");
+        if (pod->spec.n_host_aliases > 0)
+                fputs("\n# Entries added by HostAliases.\n", f);
+        for (size_t i = 0; i < pod->spec.n_host_aliases; i++) {
+                const struct k8s_host_alias *h = &pod->spec.host_aliases[i];
+                fputs(h->ip ? h->ip : "", f);
+                for (size_t j = 0; j < h->n_hostnames; j++)
+                        fprintf(f, "\t%s", h->hostnames[j] ? h->hostnames[j] : "");
+                fputc('\n', f);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return cb_error_set(err, ENOMEM, "host aliases");
+        }
+        ret->alias_lines = cb_arena_strdup(a, buf);
+        free(buf);
+        return ret->alias_lines ? 0 : cb_error_set(err, ENOMEM, "host aliases");
 }

@@ -72,3 +72,21 @@ int k8s_parse_resolv_conf(struct cb_arena *a, const char *text, struct k8s_pod_d
  * which fails the sandbox as in the kubelet. */
 int k8s_pod_dns(struct cb_arena *a, const struct k8s_pod *pod, const struct k8s_dns_node *node,
                 struct k8s_pod_dns *ret, struct cb_error *err);
+
+/* The pod's names as the kubelet gives them (GeneratePodHostNameAndDomain,
+ * GetNodenameForKernel, hostsEntriesFromHostAliases). */
+struct k8s_pod_names {
+        char *hostname;    /* spec.hostname or the pod name, cut to 63 characters
+                            * without a trailing '-' or '.' */
+        char *domain;      /* "<subdomain>.<ns>.svc.<cluster domain>" or "" */
+        char *uts;         /* the kernel's hostname: hostname, or hostname.domain
+                            * with setHostnameAsFQDN */
+        char *alias_lines; /* spec.hostAliases as the hosts file's block
+                            * ("\n# Entries added by HostAliases.\n" then
+                            * "IP\tname\tname\n" each), "" when none */
+};
+
+/* -1 with the kubelet's message when setHostnameAsFQDN asks for an FQDN
+ * over 64 characters (the pod's sandbox then fails, as in the kubelet). */
+int k8s_pod_names(struct cb_arena *a, const struct k8s_pod *pod, const char *cluster_domain,
+                  struct k8s_pod_names *ret, struct cb_error *err);

@@ -234,6 +234,11 @@ struct k8s_pod_security_context {
         bool has_fs_group;
         int64_t fs_group;
         struct k8s_seccomp_profile seccomp;
+        /* securityContext.sysctls, as given (names may use '/') */
+        struct k8s_sysctl {
+                char *name, *value;
+        } * sysctls;
+        size_t n_sysctls;
 };
 
 enum k8s_handler_kind {
@@ -462,6 +467,14 @@ struct k8s_pod_spec {
         bool has_active_deadline;
         int64_t active_deadline_seconds;
         char *hostname, *subdomain;
+        bool set_hostname_as_fqdn; /* spec.setHostnameAsFQDN */
+        /* spec.hostAliases: extra /etc/hosts lines, in order */
+        struct k8s_host_alias {
+                char *ip;
+                char **hostnames;
+                size_t n_hostnames;
+        } * host_aliases;
+        size_t n_host_aliases;
         bool host_network, host_pid, host_ipc, share_process_namespace;
         char *dns_policy;
         /* spec.dnsConfig (has_dns_config: the field is there) */

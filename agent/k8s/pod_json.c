@@ -463,9 +463,6 @@ static void refuse_pod_spec(struct dec *d, const cJSON *spec)
                                 "user namespaces");
         refuse_if_set(d, spec, "runtimeClassName", NULL,
                       "cubelet has one runtime and no RuntimeClass handlers");
-        refuse_if_set(d, spec, "hostAliases", NULL,
-                      "not supported by cubelet (the pod's /etc/hosts holds only its own names)");
-        refuse_if_set(d, spec, "setHostnameAsFQDN", NULL, "not supported by cubelet");
         refuse_if_set(d, spec, "resourceClaims", NULL,
                       "dynamic resource allocation is not supported by cubelet");
         refuse_if_set(d, spec, "resources", NULL,
@@ -473,15 +470,6 @@ static void refuse_pod_spec(struct dec *d, const cJSON *spec)
         const cJSON *sc = dec_field(spec, "securityContext");
         if (cJSON_IsObject(sc)) {
                 size_t old = dec_path_field(d, "securityContext");
-                const cJSON *sys = dec_field(sc, "sysctls");
-                if (cJSON_IsArray(sys) && sys->child != NULL) {
-                        const cJSON *n = dec_field(sys->child, "name");
-                        /* the kubelet's sysctl admission: reason SysctlForbidden */
-                        dec_unsupported(d, "SysctlForbidden", NULL,
-                                        "forbidden sysctl: \"%.64s\" not allowlisted (cubelet "
-                                        "sets no sysctls)",
-                                        cJSON_IsString(n) ? n->valuestring : "");
-                }
                 refuse_if_set(d, sc, "supplementalGroupsPolicy", "Merge",
                               "only Merge (the image's groups added) is implemented");
                 refuse_apparmor(d, sc);
@@ -888,9 +876,26 @@ static int volume_item(struct dec *d, const cJSON *it, void *out)
 
 /* ---- pod ---- */
 
+static int host_alias_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_host_alias *h = out;
+        return dec_string(d, it, "ip", &h->ip) < 0 ||
+                       dec_strings(d, it, "hostnames", &h->hostnames, &h->n_hostnames) < 0
+                   ? -1
+                   : 0;
+}
+
 static int readiness_gate_item(struct dec *d, const cJSON *it, void *out)
 {
         return dec_string(d, it, "conditionType", (char **)out);
+}
+
+static int sysctl_item(struct dec *d, const cJSON *it, void *out)
+{
+        struct k8s_sysctl *s = out;
+        return dec_string(d, it, "name", &s->name) < 0 || dec_string(d, it, "value", &s->value) < 0
+                   ? -1
+                   : 0;
 }
 
 static int decode_pod_sc(struct dec *d, const cJSON *spec, struct k8s_pod_security_context *sc)
@@ -907,6 +912,8 @@ static int decode_pod_sc(struct dec *d, const cJSON *spec, struct k8s_pod_securi
             dec_bool(d, v, "runAsNonRoot", &sc->has_run_as_non_root, &sc->run_as_non_root) < 0 ||
             dec_int64(d, v, "fsGroup", &sc->has_fs_group, &sc->fs_group) < 0 ||
             decode_seccomp(d, v, &sc->seccomp) < 0 ||
+            dec_items(d, v, "sysctls", K8S_MAX_ARRAY_ITEMS, sizeof(*sc->sysctls), true, sysctl_item,
+                      (void **)&sc->sysctls, &sc->n_sysctls) < 0 ||
             dec_array(d, v, "supplementalGroups", K8S_MAX_ARRAY_ITEMS, &arr, &n) < 0)
                 return -1;
         if (n > 0) {
@@ -951,6 +958,9 @@ static int decode_pod_spec(struct dec *d, const cJSON *spec, struct k8s_pod_spec
                       &s->active_deadline_seconds) < 0 ||
             dec_string(d, spec, "hostname", &s->hostname) < 0 ||
             dec_string(d, spec, "subdomain", &s->subdomain) < 0 ||
+            dec_bool(d, spec, "setHostnameAsFQDN", NULL, &s->set_hostname_as_fqdn) < 0 ||
+            dec_items(d, spec, "hostAliases", K8S_MAX_ARRAY_ITEMS, sizeof(*s->host_aliases), true,
+                      host_alias_item, (void **)&s->host_aliases, &s->n_host_aliases) < 0 ||
             dec_bool(d, spec, "hostNetwork", NULL, &s->host_network) < 0 ||
             dec_bool(d, spec, "hostPID", NULL, &s->host_pid) < 0 ||
             dec_bool(d, spec, "hostIPC", NULL, &s->host_ipc) < 0 ||

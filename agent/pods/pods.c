@@ -2,6 +2,7 @@
 #include "agent/pods/pods.h"
 #include "agent/pods/podhistory.h"
 #include "agent/pods/stats.h"
+#include "agent/k8s/sysctl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -359,6 +360,8 @@ static void admit(struct rec *r)
         char state[4200];
         snprintf(state, sizeof(state), "%s/pods/%s/worker.json", p->env->root_dir, r->uid);
         k8s_eviction_admit(r->pod, access(state, F_OK) == 0 ? 0 : p->pressure, &res);
+        if (res.admitted) /* then the sysctl allowlist, as the kubelet's handlers */
+                k8s_sysctl_admit(p->env->sysctls, r->pod, &res);
         if (res.admitted)
                 k8s_admit(r->pod, p->node, admitted, n, &res);
         free(admitted);

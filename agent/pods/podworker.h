@@ -34,6 +34,7 @@
 
 /* What every worker on the node shares. Strings are borrowed. */
 struct ag_offload;
+struct k8s_sysctl_allowlist;
 
 /* Sandboxes made at once (CNI ADDs in parallel, as the CRI runtimes do).
  * The jobs mostly wait on child processes (CNI plugins, iptables), so
@@ -81,6 +82,8 @@ struct ag_node_env {
         /* The runtime's network is ready (a CNI config exists); NULL:
          * always. Pods that need the pod network wait while it is false. */
         const bool *network_ready;
+        /* The sysctls pods may set (agent/k8s/sysctl.h); NULL: the safe ones */
+        const struct k8s_sysctl_allowlist *sysctls;
 };
 
 /* The Ready condition's message while the runtime's network is not ready

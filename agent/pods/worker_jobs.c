@@ -4,6 +4,7 @@
 #include <limits.h>
 
 #include "agent/core/log.h"
+#include "agent/k8s/sysctl.h"
 
 static void start_done(void *data, bool cancelled);
 static void sandbox_done(void *data, bool cancelled);
@@ -901,15 +902,35 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
                                  cp->host_ip ? cp->host_ip : "");
                         k++;
                 }
-        const char *hostname =
-            p->spec.hostname && p->spec.hostname[0] ? p->spec.hostname : p->meta.name;
+        struct k8s_pod_names names;
+        if (k8s_pod_names(a, p, w->env->cluster_domain, &names, &err) < 0) {
+                sandbox_job_free(j);
+                pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
+                              "Failed to create pod sandbox: %s", err.msg);
+                ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
+                return -1;
+        }
+        const struct k8s_pod_security_context *psc = &p->spec.security_context;
+        struct rt_sysctl *sysctls = cb_arena_calloc(a, psc->n_sysctls + 1, sizeof(*sysctls));
+        for (size_t i = 0; sysctls && i < psc->n_sysctls; i++) {
+                const char *nm = psc->sysctls[i].name ? psc->sysctls[i].name : "";
+                char *dots = cb_arena_strdup(a, nm);
+                if (dots != NULL)
+                        k8s_sysctl_to_dots(nm, dots, strlen(nm) + 1);
+                sysctls[i] = (struct rt_sysctl){
+                    .name = dots, .value = psc->sysctls[i].value ? psc->sysctls[i].value : ""};
+        }
         j->cfg = (struct rt_sandbox_config){
             .root_dir = cb_arena_strdup(a, w->env->root_dir),
             .name = cb_arena_strdup(a, p->meta.name),
             .namespace_ = cb_arena_strdup(a, pw_pod_ns(p)),
             .uid = cb_arena_strdup(a, p->meta.uid),
-            .hostname = cb_arena_strndup(a, hostname, 63),
-            .dns_domain = "",
+            .hostname = names.hostname,
+            .dns_domain = names.domain,
+            .uts_hostname = names.uts,
+            .extra_hosts = names.alias_lines,
+            .sysctls = sysctls,
+            .n_sysctls = psc->n_sysctls,
             .host_network = p->spec.host_network,
             .host_ipc = p->spec.host_ipc,
             .host_pid = p->spec.host_pid,
@@ -933,9 +954,9 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
             .node_ips = w->env->host_ips,
             .n_node_ips = w->env->n_host_ips,
         };
-        if ((w->env->resolv_conf && !j->resolv_path) || ports == NULL || cb_arena_over_limit(a) ||
-            !j->cfg.root_dir || !j->cfg.name || !j->cfg.namespace_ || !j->cfg.uid ||
-            !j->cfg.hostname || !j->cfg.cni.conf_dir || !j->cfg.cni.bin_dirs ||
+        if ((w->env->resolv_conf && !j->resolv_path) || ports == NULL || sysctls == NULL ||
+            cb_arena_over_limit(a) || !j->cfg.root_dir || !j->cfg.name || !j->cfg.namespace_ ||
+            !j->cfg.uid || !j->cfg.hostname || !j->cfg.cni.conf_dir || !j->cfg.cni.bin_dirs ||
             !j->cfg.cni.cache_dir || !j->cfg.cgroup_parent || !j->cfg.pause_path) {
                 sandbox_job_free(j);
                 return -1;

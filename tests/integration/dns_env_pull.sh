@@ -36,14 +36,15 @@ node_ready
 pass "node Ready"
 
 # ---- 1. DNS: each policy -----------------------------------------------------------
-# dns_pod NAME SPEC-LINES: a pod that prints its resolv.conf, then END
+# dns_pod NAME SPEC-LINES [SHELL]: a pod that prints its resolv.conf (or
+# runs SHELL), then END
 dns_pod() {
         mkpod "$1" <<EOF
 $2
   containers:
   - name: main
     image: busybox:1.36
-    command: [sh, -c, 'cat /etc/resolv.conf; echo END; sleep 3600']
+    command: [sh, -c, '${3:-cat /etc/resolv.conf}; echo END; sleep 3600']
 EOF
 }
 resolv_of() { pod_log "$1" | sed '/^END$/,$d'; }
@@ -107,6 +108,56 @@ else
         fail "real: $(od -c "$root/sandboxes/$(uid_of real)/resolv.conf" | head -8)"
 fi
 k delete pod cf cfhn cfh def none merged real --wait=false >/dev/null
+
+# /etc/hosts and the hostname as the kubelet writes them: hostname and
+# subdomain give the FQDN line, hostAliases their block (also on the host
+# network, after the node's file), setHostnameAsFQDN the kernel's hostname.
+show_hosts='cat /etc/hosts; echo "uts=$(hostname)"'
+dns_pod names "  hostname: db-0
+  subdomain: db
+  setHostnameAsFQDN: true
+  hostAliases:
+  - {ip: 10.1.2.3, hostnames: [foo.local, bar.local]}
+  - {ip: 10.1.2.4, hostnames: [baz]}" "$show_hosts"
+dns_pod hnames "  hostNetwork: true
+  hostAliases:
+  - {ip: 10.1.2.5, hostnames: [qux]}" "$show_hosts"
+wait_running names 60
+wait_running hnames 60
+poll 10 printed names || fail "names: no output"
+poll 10 printed hnames || fail "hnames: no output"
+ip=$(pj names '{.status.podIP}')
+want_hosts="# Kubernetes-managed hosts file.
+127.0.0.1	localhost
+::1	localhost ip6-localhost ip6-loopback
+fe00::0	ip6-localnet
+fe00::0	ip6-mcastprefix
+fe00::1	ip6-allnodes
+fe00::2	ip6-allrouters
+$ip	db-0.db.default.svc.cluster.local	db-0
+
+# Entries added by HostAliases.
+10.1.2.3	foo.local	bar.local
+10.1.2.4	baz
+uts=db-0.db.default.svc.cluster.local"
+got=$(pod_log names | sed '/^END$/,$d')
+[ "$got" = "$want_hosts" ] || fail "names: /etc/hosts and hostname
+$got
+want
+$want_hosts"
+got=$(pod_log hnames | sed '/^END$/,$d')
+want_h="# Kubernetes-managed hosts file (host network).
+$(cat /etc/hosts)
+
+# Entries added by HostAliases.
+10.1.2.5	qux
+uts=$(hostname)"
+[ "$got" = "$want_h" ] || fail "hnames: /etc/hosts
+$got
+want
+$want_h"
+pass "1 /etc/hosts: the FQDN line from hostname+subdomain, the HostAliases block (pod and host network), setHostnameAsFQDN's kernel hostname"
+k delete pod names hnames --wait=false >/dev/null
 
 # ---- 2. service links ----------------------------------------------------------------
 k create service clusterip web --tcp=8080:80 >/dev/null || fail "create service web"

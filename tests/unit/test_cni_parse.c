@@ -521,7 +521,7 @@ START_TEST(test_hosts_content)
 {
         char *out = NULL;
         const char *ips[] = {"10.1.0.5", "fd00::5"};
-        ck_assert_int_eq(rt_sandbox_hosts_content("web-0", "", ips, 2, NULL, &out), 0);
+        ck_assert_int_eq(rt_sandbox_hosts_content("web-0", "", ips, 2, NULL, NULL, &out), 0);
         ck_assert_str_eq(out, "# Kubernetes-managed hosts file.\n"
                               "127.0.0.1\tlocalhost\n"
                               "::1\tlocalhost ip6-localhost ip6-loopback\n"
@@ -532,12 +532,15 @@ START_TEST(test_hosts_content)
                               "10.1.0.5\tweb-0\n"
                               "fd00::5\tweb-0\n");
         free(out);
-        ck_assert_int_eq(
-            rt_sandbox_hosts_content("web-0", "web.prod.svc.cluster.local", ips, 1, NULL, &out), 0);
+        ck_assert_int_eq(rt_sandbox_hosts_content("web-0", "web.prod.svc.cluster.local", ips, 1,
+                                                  NULL, NULL, &out),
+                         0);
         ck_assert_ptr_nonnull(strstr(out, "\n10.1.0.5\tweb-0.web.prod.svc.cluster.local\tweb-0\n"));
         free(out);
-        ck_assert_int_eq(rt_sandbox_hosts_content("h", NULL, NULL, 0, "1.2.3.4 node\n", &out), 0);
-        ck_assert_str_eq(out, "# Kubernetes-managed hosts file (host network).\n1.2.3.4 node\n");
+        ck_assert_int_eq(
+            rt_sandbox_hosts_content("h", NULL, NULL, 0, "1.2.3.4 node\n", "\n# x\n", &out), 0);
+        ck_assert_str_eq(out,
+                         "# Kubernetes-managed hosts file (host network).\n1.2.3.4 node\n\n# x\n");
         free(out);
 }
 END_TEST

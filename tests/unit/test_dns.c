@@ -265,6 +265,57 @@ START_TEST(test_parse_resolv_conf)
 }
 END_TEST
 
+/* GeneratePodHostNameAndDomain, GetNodenameForKernel and
+ * hostsEntriesFromHostAliases: the names a pod's sandbox gets. */
+START_TEST(test_pod_names)
+{
+        _cleanup_(cb_arena_freep) struct cb_arena *a = cb_arena_new(0);
+        struct cb_error err = {0};
+        struct k8s_pod_names nm;
+        struct k8s_pod *p = pod("prod", "\"hostname\":\"db-0\",\"subdomain\":\"db\","
+                                        "\"hostAliases\":[{\"ip\":\"10.1.2.3\",\"hostnames\":"
+                                        "[\"foo.local\",\"bar.local\"]},{\"ip\":\"10.1.2.4\","
+                                        "\"hostnames\":[\"baz\"]}]");
+        ck_assert_int_eq(k8s_pod_names(a, p, "cluster.local", &nm, &err), 0);
+        ck_assert_str_eq(nm.hostname, "db-0");
+        ck_assert_str_eq(nm.domain, "db.prod.svc.cluster.local");
+        ck_assert_str_eq(nm.uts, "db-0");
+        ck_assert_str_eq(nm.alias_lines, "\n# Entries added by HostAliases.\n"
+                                         "10.1.2.3\tfoo.local\tbar.local\n10.1.2.4\tbaz\n");
+        k8s_pod_free(p);
+        /* setHostnameAsFQDN: the kernel's hostname is the FQDN */
+        p = pod("prod", "\"subdomain\":\"db\",\"setHostnameAsFQDN\":true");
+        ck_assert_int_eq(k8s_pod_names(a, p, "cluster.local", &nm, &err), 0);
+        ck_assert_str_eq(nm.hostname, "web");
+        ck_assert_str_eq(nm.uts, "web.db.prod.svc.cluster.local");
+        ck_assert_str_eq(nm.alias_lines, "");
+        k8s_pod_free(p);
+        /* ... without a subdomain it has no domain to add */
+        p = pod("prod", "\"setHostnameAsFQDN\":true");
+        ck_assert_int_eq(k8s_pod_names(a, p, "cluster.local", &nm, &err), 0);
+        ck_assert_str_eq(nm.uts, "web");
+        ck_assert_str_eq(nm.domain, "");
+        k8s_pod_free(p);
+        /* an FQDN over 64 characters: the kubelet's error */
+        p = pod("a-rather-long-namespace-name", "\"hostname\":\"a-long-hostname-for-this\","
+                                                "\"subdomain\":\"sub\",\"setHostnameAsFQDN\":true");
+        ck_assert_int_eq(k8s_pod_names(a, p, "cluster.local", &nm, &err), -1);
+        ck_assert_str_eq(err.msg, "failed to construct FQDN from pod hostname and cluster domain, "
+                                  "FQDN a-long-hostname-for-this.sub.a-rather-long-namespace-name."
+                                  "svc.cluster.local is too long (64 characters is the max, 75 "
+                                  "characters requested)");
+        k8s_pod_free(p);
+        /* a name over 63 characters: cut, and no trailing '-' or '.' */
+        p = pod("prod",
+                "\"hostname\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-."
+                "bbbb\"");
+        ck_assert_int_eq(k8s_pod_names(a, p, "cluster.local", &nm, &err), 0);
+        ck_assert_int_eq(strlen(nm.hostname), 62);
+        ck_assert_int_eq(nm.hostname[61], 'a');
+        k8s_pod_free(p);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("dns");
@@ -275,6 +326,7 @@ int main(void)
         tcase_add_test(tc, test_dns_config_merge);
         tcase_add_test(tc, test_limits);
         tcase_add_test(tc, test_parse_resolv_conf);
+        tcase_add_test(tc, test_pod_names);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

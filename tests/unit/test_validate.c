@@ -160,9 +160,6 @@ static const struct {
                                                                                             "}",
      "UnsupportedPodSpec",
      "spec.containers[0].volumeMounts[0].recursiveReadOnly: \"Enabled\": recursive read-only"},
-    {"{\"securityContext\":{\"sysctls\":[{\"name\":\"kernel.shm_rmid_forced\",\"value\":\"1\"}]},"
-     "\"containers\":[" C_("") "]}",
-     "SysctlForbidden", "forbidden sysctl: \"kernel.shm_rmid_forced\" not allowlisted"},
     {"{\"securityContext\":{\"appArmorProfile\":{\"type\":\"RuntimeDefault\"}},\"containers\":[" C_(
          "") "]}",
      "AppArmor",
@@ -179,10 +176,6 @@ static const struct {
      "UnsupportedPodSpec", "spec.containers[0].volumeDevices: raw block devices"},
     {"{\"runtimeClassName\":\"gvisor\",\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
      "spec.runtimeClassName: \"gvisor\": cubelet has one runtime"},
-    {"{\"hostAliases\":[{\"ip\":\"10.0.0.1\",\"hostnames\":[\"db\"]}],\"containers\":[" C_("") "]}",
-     "UnsupportedPodSpec", "spec.hostAliases: not supported by cubelet"},
-    {"{\"setHostnameAsFQDN\":true,\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
-     "spec.setHostnameAsFQDN: not supported by cubelet"},
     {"{\"resourceClaims\":[{\"name\":\"gpu\"}],\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
      "spec.resourceClaims: dynamic resource allocation"},
     {"{\"resources\":{\"limits\":{\"cpu\":\"1\"}},\"containers\":[" C_("") "]}",

@@ -7,9 +7,9 @@
 # keeping the pod ContainerCreating with the kubelet's FailedMount text;
 # env from configMapKeyRef/secretKeyRef/envFrom and the kubelet's errors;
 # subPath (and an escape through a symlink swapped in by another container
-# refused); emptyDir medium Memory kept across a container restart; real
-# pods from real clusters (image swapped for the test image). Exit 77 when
-# not root or a tool is missing.
+# refused); emptyDir medium Memory kept across a container restart (real
+# pods from real clusters: real_pods.sh). Exit 77 when not root or a tool
+# is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 need_root
@@ -289,42 +289,6 @@ refused=$(k get events --field-selector involvedObject.name=swap,reason=Failed -
 pass "6 subPath under a symlink swap by another container: $inside start(s) inside, ${refused:-0} refused, none outside"
 k delete pod swap --grace-period=1 --wait=false >/dev/null
 
-# ---- 7. real pods from real clusters, the image swapped -----------------------------------
-k create namespace kube-system >/dev/null 2>&1 || true
-poll 20 eval 'k -n kube-system get configmap kube-root-ca.crt >/dev/null 2>&1' || fail "no kube-root-ca.crt in kube-system"
-for sa in coredns local-path-provisioner-service-account; do k -n kube-system create serviceaccount "$sa" >/dev/null || fail "sa $sa"; done
-k -n kube-system create configmap coredns --from-literal=Corefile='.:53 {}' --from-literal=NodeHosts='10.0.0.5 node' >/dev/null
-k -n kube-system create configmap local-path-config --from-literal=config.json='{}' >/dev/null
-python3 - "$FIXTURES/real-cluster/podlist-k3s-v1.31-kube-system.json" "$NODE" >"$tmp/real.json" <<'PY'
-import json, sys
-items = json.load(open(sys.argv[1]))["items"]
-out = []
-for p in items:
-    if not p["metadata"]["name"].startswith(("coredns-", "local-path-provisioner-")):
-        continue
-    md = {k: p["metadata"][k] for k in ("name", "namespace", "labels") if k in p["metadata"]}
-    s = p["spec"]
-    s["nodeName"] = sys.argv[2]
-    for k in ("priority",):
-        s.pop(k, None)
-    for c in s["containers"]:
-        c["image"] = "busybox:1.36"
-        c["imagePullPolicy"] = "IfNotPresent"
-        c.pop("args", None)
-        for pr in ("livenessProbe", "readinessProbe", "startupProbe"):
-            c.pop(pr, None)
-        paths = " ".join(m["mountPath"] for m in c.get("volumeMounts", []))
-        c["command"] = ["sh", "-c", "for d in %s; do echo \"== $d\"; ls $d; done; sleep 3600" % paths]
-    out.append({"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": s})
-print(json.dumps({"apiVersion": "v1", "kind": "List", "items": out}))
-PY
-k create --validate=false -f "$tmp/real.json" >"$tmp/real.out" 2>&1 || fail "real pods: kubectl create failed: $(cat "$tmp/real.out")"
-for p in $(jq -r '.items[].metadata.name' "$tmp/real.json"); do
-        poll 60 eval "[ \"\$(k -n kube-system get pod $p -o jsonpath='{.status.phase}')\" = Running ]" ||
-                fail "real pod $p: $(k -n kube-system get pod "$p" -o jsonpath='{.status.containerStatuses}') $(k -n kube-system get events --field-selector involvedObject.name="$p" -o jsonpath='{.items[*].message}')"
-done
-pass "7 real pods running: $(jq -r '.items[].metadata.name' "$tmp/real.json" | paste -sd' ')"
-
 # ---- 8. an agent restart: the volumes are taken up again, edits still arrive ------------
 stop_agent 10
 k patch configmap app-cfg --type merge -p '{"data":{"mode":"three"}}' >/dev/null
@@ -338,7 +302,6 @@ pass "8 after an agent restart the edit made meanwhile reached the files, no con
 
 # ---- the end ------------------------------------------------------------------------
 k delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1
-k -n kube-system delete pods --all --grace-period=1 --wait=false >/dev/null 2>&1
 poll 60 eval '[ -z "$(k get pods -A -o name 2>/dev/null)" ]' || fail "pods not gone: $(k get pods -A --no-headers | paste -sd';')"
 poll 20 eval '[ -z "$(ls "$root/pods" 2>/dev/null)" ]' || fail "pod directories left: $(ls "$root/pods")"
 grep -q " $root/pods/" /proc/self/mountinfo && fail "mounts left: $(grep " $root/pods/" /proc/self/mountinfo | head -3)"

@@ -23,7 +23,7 @@ set -euo pipefail
 : "${CUBELET:?set CUBELET to <build>/agent/cubelet}"
 build=$(dirname "$(dirname "$CUBELET")")
 test_bin=$build/tests/test_cgroups_live
-timeout_s=${CUBELET_VM_TIMEOUT:-720}
+timeout_s=${CUBELET_VM_TIMEOUT:-480}
 
 [ -x "$test_bin" ] || { echo "cgroupv2_qemu: $test_bin not built" >&2; exit 1; }
 [ -x "$CUBELET" ] || { echo "cgroupv2_qemu: $CUBELET not built" >&2; exit 1; }
@@ -128,7 +128,7 @@ if [ -z "$result" ]; then
   exit 1
 fi
 if grep -q 'CUBELET-VM-LEFTOVER' "$console"; then
-  echo "cgroupv2_qemu: FAIL: the tests left cgroups behind in the VM" >&2
+  echo "cgroupv2_qemu: FAIL: the tests or the pods left cgroups behind in the VM: $(grep -a 'CUBELET-VM-LEFTOVER' "$console" | head -3)" >&2
   exit 1
 fi
 if [ "$result" -ne 0 ]; then

@@ -288,6 +288,9 @@ stage_escapes() {
   # shellcheck disable=SC2154 # set by attempts.sh
   escape_run "$escape_mount_exec"
   echo "CUBELET-ESCAPES-DONE seconds=$(awk "BEGIN{print $(uptime_s)-$began}")"
+  # every pod's cgroup (and a pause process's leaf in it) is gone
+  leftover=$(find /sys/fs/cgroup/cubelet-vm -mindepth 2 -type d -name 'pod*' 2>/dev/null)
+  [ -n "$leftover" ] && echo "CUBELET-VM-LEFTOVER $(echo "$leftover" | tr '\n' ' ')"
 }
 
 if [ "${1:-}" = pod ]; then

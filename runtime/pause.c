@@ -5,8 +5,8 @@
  * mount alone cannot keep it; this small process (`cubelet __pause`) is
  * pid 1 of the namespace, reaps the zombies re-parented to it, and lives
  * until the sandbox is removed. It runs in its own session, in the pod
- * cgroup, outside the agent's process tree, so an agent restart leaves it
- * (and the pod's containers) running.
+ * cgroup (on v2 its leaf <pod>/pause), outside the agent's process tree, so an agent restart leaves
+ * it (and the pod's containers) running.
  *
  *   agent --posix_spawn--> P0 `cubelet __pause 3` --unshare(PID), fork--> P (pid 1)
  *
@@ -233,9 +233,27 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
         uint64_t start = 0;
         if (rt_proc_start_time(r.pid, &start, err) < 0)
                 return cb_error_prefix(err, "the pause process");
-        if (cgroup != NULL && cgroup[0] != '\0' && cg_attach(cgroup, r.pid, err) < 0) {
-                rt_pause_stop(r.pid, start, NULL);
-                return cb_error_prefix(err, "the pause process");
+        if (cgroup != NULL && cgroup[0] != '\0') {
+                /* On cgroup v2 a cgroup with processes cannot hand
+                 * controllers to children ("no internal processes"): P
+                 * goes to a leaf of its own, <pod>/pause (as the sandbox
+                 * of containerd has one), which the pod cgroup's recursive
+                 * removal takes with it. On v1 the pod cgroup itself. */
+                char leaf[512];
+                const char *at = cgroup;
+                int rc = 0;
+                if (cg_current_mode() == CG_MODE_UNIFIED) {
+                        if ((size_t)snprintf(leaf, sizeof(leaf), "%s/pause", cgroup) >=
+                            sizeof(leaf))
+                                rc = cb_error_set(err, ENAMETOOLONG, "cgroup %s: too long", cgroup);
+                        else
+                                rc = cg_create(leaf, NULL, err);
+                        at = leaf;
+                }
+                if (rc < 0 || cg_attach(at, r.pid, err) < 0) {
+                        rt_pause_stop(r.pid, start, NULL);
+                        return cb_error_prefix(err, "the pause process");
+                }
         }
         *ret_pid = r.pid;
         *ret_start = start;

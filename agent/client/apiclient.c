@@ -31,6 +31,7 @@ struct ag_request {
         char *resp;
         size_t resp_len, resp_cap;
         bool too_large, aborted;
+        bool nul_per_object;
         bool fresh; /* made a new connection (after ag_api_close_idle) */
         char errbuf[CURL_ERROR_SIZE];
 };
@@ -161,6 +162,10 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
         res.len = r->resp_len;
         res.aborted = r->aborted;
         bool nul = r->resp != NULL && k8s_json_has_nul(r->resp, r->resp_len);
+        if (nul && r->nul_per_object) {
+                k8s_json_mark_nul(r->resp, r->resp_len);
+                nul = false;
+        }
         if (r->resp != NULL && r->resp_len > 0 && !nul)
                 res.json = cJSON_ParseWithLength(r->resp, r->resp_len);
         const char *detail = r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
@@ -461,6 +466,7 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
         r->done = done;
         r->data = data;
         r->stream = o->stream;
+        r->nul_per_object = o->nul_per_object;
         r->verb = verb_of(method, o->stream != NULL);
         r->method = strdup(method);
         if (asprintf(&r->url, "%s%s", api->kc->server, path) < 0)

@@ -70,6 +70,10 @@ struct ag_api_req_opts {
         ag_api_stream_fn stream;
         long low_speed_time_s; /* abort when no byte arrives for this long (0: none) */
         long timeout_ms;       /* whole request; 0: AG_API_TIMEOUT_MS, <0: none */
+        /* A \u0000 in a string does not refuse the response whole: it is
+         * marked (k8s_json_mark_nul) and the caller refuses the objects
+         * holding it (a list's items; the reflector). */
+        bool nul_per_object;
 };
 
 struct ag_api_config {

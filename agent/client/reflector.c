@@ -140,9 +140,17 @@ int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *e
                          struct cb_error *err)
 {
         ev->object = NULL;
-        if (k8s_json_has_nul(json, len))
-                return cb_error_set(err, 0,
-                                    "watch event: a NUL character (\\u0000) in a string; refused");
+        /* A \u0000 is marked in a copy: the object holding it is refused
+         * by the store (object_new), not the event stream. */
+        _cleanup_free_ char *copy = NULL;
+        if (k8s_json_has_nul(json, len)) {
+                copy = malloc(len ? len : 1);
+                if (copy == NULL)
+                        return cb_error_set(err, ENOMEM, "out of memory");
+                memcpy(copy, json, len);
+                k8s_json_mark_nul(copy, len);
+                json = copy;
+        }
         _cleanup_cjson_ cJSON *root = cJSON_ParseWithLength(json, len);
         if (root == NULL)
                 return cb_error_set(err, 0, "malformed watch event: not valid JSON (%zu bytes)",
@@ -171,12 +179,15 @@ static void object_ref(const cJSON *obj, char *buf, size_t size)
 {
         const char *ns = meta_string(obj, "namespace");
         const char *name = meta_string(obj, "name");
+        char n[160], d[128];
+        k8s_nul_display(name != NULL ? name : "", n, sizeof(n));
+        k8s_nul_display(ns != NULL ? ns : "", d, sizeof(d));
         if (name == NULL)
                 snprintf(buf, size, "%s", "");
-        else if (ns != NULL && ns[0] != '\0')
-                snprintf(buf, size, "%s/%s", ns, name);
+        else if (d[0] != '\0')
+                snprintf(buf, size, "%s/%s", d, n);
         else
-                snprintf(buf, size, "%s", name);
+                snprintf(buf, size, "%s", n);
 }
 
 void ag_store_init(struct ag_store *s, enum ag_kind kind, ag_change_fn fn, void *data)
@@ -243,6 +254,21 @@ static int object_new(const struct ag_store *s, cJSON *json, struct ag_object **
         o->received_wall_us = s->arrival_wall_us;
         char ref[320];
         object_ref(json, ref, sizeof(ref));
+        char nul_at[256];
+        if (k8s_json_find_nul(json, nul_at, sizeof(nul_at))) {
+                /* cJSON would have cut the string there ("web\u0000../x"
+                 * read as "web"): this object alone is refused. */
+                char uid[160];
+                k8s_nul_display(meta_string(json, "uid") ? meta_string(json, "uid") : "", uid,
+                                sizeof(uid));
+                object_free(o);
+                return cb_error_set(err, 0,
+                                    "%s (uid %s): %s: a NUL character (\\u0000) in a string; "
+                                    "the object is refused (an apiserver never serves one: "
+                                    "check what serves %s)",
+                                    ref[0] ? ref : "an object", uid[0] ? uid : "none",
+                                    nul_at[0] ? nul_at : "(the object)", ref[0] ? ref : "it");
+        }
         const char *uid = meta_string(json, "uid");
         if (uid == NULL || uid[0] == '\0') {
                 object_free(o);
@@ -485,6 +511,15 @@ static void on_list_done(struct ag_api_result *res, void *data)
         }
         const char *rv = meta_string(res->json, "resourceVersion");
         cJSON *items = cJSON_DetachItemFromObjectCaseSensitive(res->json, "items");
+        char nul_at[256];
+        if (k8s_json_find_nul(res->json, nul_at, sizeof(nul_at))) {
+                /* outside the items: the list itself cannot be read */
+                cJSON_Delete(items);
+                log_error("%s: the list from %s has a NUL character (\\u0000) in %s; retrying",
+                          r->what, ag_api_server(r->api), nul_at);
+                retry_later(r, true);
+                return;
+        }
         if (rv == NULL) {
                 cJSON_Delete(items);
                 log_error("%s: the list from %s has no metadata.resourceVersion; retrying", r->what,
@@ -525,8 +560,10 @@ static void do_list(struct ag_reflector *r, const char *rv)
         else
                 n = asprintf(&path, "%s?fieldSelector=%s", r->path, r->field_selector);
         struct cb_error err = {0};
+        /* one object with a \u0000 is refused alone (ag_store_replace) */
+        const struct ag_api_req_opts o = {.nul_per_object = true};
         if (n >= 0)
-                r->req = ag_api_request(r->api, "GET", path, NULL, on_list_done, r, &err);
+                r->req = ag_api_request(r->api, "GET", path, &o, on_list_done, r, &err);
         r->watching = false;
         if (n < 0 || r->req == NULL) {
                 log_error("%s: cannot start the list: %s", r->what,
@@ -549,7 +586,7 @@ static void apply_event(struct ag_reflector *r, struct k8s_watch_event *ev)
                         log_error("%s: watch event for %s ignored: %s", r->what,
                                   ref[0] ? ref : "an object", err.msg);
         }
-        if (rv != NULL && rv[0] != '\0')
+        if (rv != NULL && rv[0] != '\0' && strchr(rv, K8S_NUL_MARK) == NULL)
                 set_str(&r->rv, rv);
 }
 

@@ -151,6 +151,79 @@ bool k8s_json_has_nul(const char *text, size_t len)
         return false;
 }
 
+size_t k8s_json_mark_nul(char *text, size_t len)
+{
+        size_t n = 0;
+        for (char *p = text; (p = memmem(p, len - (size_t)(p - text), "\\u0000", 6)); p += 6) {
+                size_t bs = 0;
+                for (const char *q = p; q > text && q[-1] == '\\'; q--)
+                        bs++;
+                if (bs % 2 == 0) {
+                        memset(p, K8S_NUL_MARK, 6);
+                        n++;
+                }
+        }
+        return n;
+}
+
+static bool marked(const char *s)
+{
+        return s != NULL && strchr(s, K8S_NUL_MARK) != NULL;
+}
+
+/* Depth-first; path holds the path to item (its parent's part written). */
+static bool find_nul(const cJSON *item, char *path, size_t size, size_t used)
+{
+        if (cJSON_IsString(item) && marked(item->valuestring))
+                return true;
+        size_t i = 0;
+        for (const cJSON *c = item->child; c != NULL; c = c->next, i++) {
+                int w;
+                if (cJSON_IsArray(item))
+                        w = snprintf(path + used, size - used, "[%zu]", i);
+                else {
+                        char key[160];
+                        k8s_nul_display(c->string != NULL ? c->string : "", key, sizeof(key));
+                        w = snprintf(path + used, size - used, "%s%s", used ? "." : "", key);
+                }
+                size_t u = w < 0 ? used : used + (size_t)w < size ? used + (size_t)w : size - 1;
+                if (marked(c->string) || find_nul(c, path, size, u))
+                        return true;
+                path[used] = '\0';
+        }
+        return false;
+}
+
+bool k8s_json_find_nul(const cJSON *obj, char *path, size_t size)
+{
+        if (size == 0)
+                return false;
+        path[0] = '\0';
+        return obj != NULL && find_nul(obj, path, size, 0);
+}
+
+void k8s_nul_display(const char *s, char *buf, size_t size)
+{
+        size_t o = 0;
+        if (size == 0)
+                return;
+        for (; *s != '\0' && o + 1 < size; s++) {
+                if (*s != K8S_NUL_MARK) {
+                        buf[o++] = *s;
+                        continue;
+                }
+                int run = 1;
+                while (run < 6 && s[run] == K8S_NUL_MARK)
+                        run++;
+                s += run - 1;
+                if (o + 7 > size)
+                        break;
+                memcpy(buf + o, "\\u0000", 6);
+                o += 6;
+        }
+        buf[o] = '\0';
+}
+
 int k8s_pod_validate_supported(const struct k8s_pod *p, const char **ret_reason,
                                struct cb_error *err)
 {

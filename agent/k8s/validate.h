@@ -42,5 +42,19 @@ int k8s_pod_validate_supported(const struct k8s_pod *p, const char **ret_reason,
 
 /* True when JSON text holds a \u0000 escape inside a string: cJSON would
  * cut the string there, so "web\u0000../x" would read as "web". Such a
- * response or watch event is refused whole. */
+ * response (one object: a ConfigMap, a Secret, a Node) is refused whole. */
 bool k8s_json_has_nul(const char *text, size_t len);
+
+/* Lists and watch events are refused per object instead (issue 15 item
+ * 11: one hostile pod must not leave the node blind to all its pods):
+ * k8s_json_mark_nul overwrites each \u0000 escape of the text in place with
+ * six K8S_NUL_MARK bytes (0xff never occurs in UTF-8, and the text stays
+ * valid JSON for cJSON, which keeps such bytes as they are), and returns
+ * how many it marked. k8s_json_find_nul then finds the first key or string
+ * of a parsed object that held one: true with its path
+ * ("metadata.name", "spec.containers[0].env[1].value") in path. */
+#define K8S_NUL_MARK '\xff'
+size_t k8s_json_mark_nul(char *text, size_t len);
+bool k8s_json_find_nul(const cJSON *obj, char *path, size_t size);
+/* s for a message: each run of marks shown as the \u0000 it was. */
+void k8s_nul_display(const char *s, char *buf, size_t size);

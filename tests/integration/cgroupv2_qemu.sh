@@ -8,8 +8,12 @@
 # `cubelet run-pod` on a tmpfs root (the initramfs also holds cubelet, jq,
 # the busybox OCI image, overlay.ko and the expected cgroup values from
 # `cubelet inspect`) and prints "CUBELET-POD-RESULT: PASS|FAIL ...".
+# Then, on the same root, the mount and exec attempts of the escape suite
+# (tests/integration/lib/escape_attempts.sh, shared with escapes.sh) run as
+# pods on cgroup v2, each printing "CUBELET-ESCAPE: <name> REFUSED|ESCAPED":
+# every attempt of the list must be there, refused.
 # Env: CUBELET (<build>/agent/cubelet, to find <build>/tests), SOURCE_DIR.
-# Exit 77 when qemu, a kernel, jq, umoci or busybox-static is missing and
+# Exit 77 when qemu, a kernel, jq, umoci, python3 or busybox-static is missing and
 # cannot be installed.
 # CUBELET_VM_KERNEL overrides the kernel image; CUBELET_VM_CONSOLE=FILE keeps
 # the serial console log.
@@ -19,11 +23,11 @@ set -euo pipefail
 : "${CUBELET:?set CUBELET to <build>/agent/cubelet}"
 build=$(dirname "$(dirname "$CUBELET")")
 test_bin=$build/tests/test_cgroups_live
-timeout_s=${CUBELET_VM_TIMEOUT:-300}
+timeout_s=${CUBELET_VM_TIMEOUT:-480}
 
 [ -x "$test_bin" ] || { echo "cgroupv2_qemu: $test_bin not built" >&2; exit 1; }
 [ -x "$CUBELET" ] || { echo "cgroupv2_qemu: $CUBELET not built" >&2; exit 1; }
-for t in jq umoci; do
+for t in jq umoci python3; do
   command -v $t >/dev/null || { echo "cgroupv2_qemu: $t missing (scripts/deps.sh installs it); skipped" >&2; exit 77; }
 done
 
@@ -71,12 +75,20 @@ jq -r '(.cgroups.pod.v2 | to_entries[] | "pod \(.key) \(.value)"),
 grep -qx 'hog memory.max 33554432' "$tmp/expect.txt" ||
   { echo "cgroupv2_qemu: the plan has no memory.max 33554432 for hog:" >&2; cat "$tmp/expect.txt" >&2; exit 1; }
 bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/image" >/dev/null
+# The escape attempts: their names (what the console must report) and the
+# hostile image archives they import.
+escape_lib=$SOURCE_DIR/tests/integration/lib/escape_attempts.sh
+. "$escape_lib"
+escape_names "$escape_mount_exec" >"$tmp/escapes.expected"
+escape_make_tars "$tmp/tars"
 
 "$SOURCE_DIR/tests/vm/build-initramfs.sh" "$tmp/initramfs.cpio.gz" "$test_bin" \
   --exe "$CUBELET" --exe "$(command -v jq)" \
   --file "$pod_yaml=/pod/pod.yaml" --file "$tmp/uid=/pod/uid" \
   --file "$tmp/expect.txt=/pod/expect.txt" --file "$tmp/image/busybox.oci.tar=/pod/busybox.oci.tar" \
-  --file "$overlay_ko=/lib/modules/overlay.ko"
+  --file "$overlay_ko=/lib/modules/overlay.ko" --file "$escape_lib=/escapes/attempts.sh" \
+  --file "$tmp/tars/fifo.tar=/escapes/tars/fifo.tar" --file "$tmp/tars/device.tar=/escapes/tars/device.tar" \
+  --file "$tmp/tars/symlink.tar=/escapes/tars/symlink.tar"
 echo "cgroupv2_qemu: initramfs $(du -h "$tmp/initramfs.cpio.gz" | cut -f1); expected cgroup values:"
 sed 's/^/  /' "$tmp/expect.txt"
 
@@ -107,15 +119,16 @@ tr -d '\r' <"$console" | awk '
   /CUBELET-VM-RESULT/ { for (i = 1; i <= NF; i++) if ($i ~ /^test_seconds=/) tests = substr($i, 14) }
   /CUBELET-POD-STAGE tmpfs root ready/ { for (i = 1; i <= NF; i++) if ($i ~ /^uptime=/) root = substr($i, 8) }
   /CUBELET-POD-TIMES/ { times = $0; sub(/.*CUBELET-POD-TIMES /, "", times) }
-  END { printf "cgroupv2_qemu: times: boot %s, cgroup tests %ss, tmpfs root ready at %s, pod %s\n",
-        boot, tests, root, times }'
+  /CUBELET-ESCAPES-DONE/ { for (i = 1; i <= NF; i++) if ($i ~ /^seconds=/) esc = substr($i, 9) }
+  END { printf "cgroupv2_qemu: times: boot %s, cgroup tests %ss, tmpfs root ready at %s, pod %s, escape attempts %ss\n",
+        boot, tests, root, times, esc }'
 if [ -z "$result" ]; then
   echo "cgroupv2_qemu: FAIL: no CUBELET-VM-RESULT marker on the console; last lines:" >&2
   tail -n 40 "$console" >&2
   exit 1
 fi
 if grep -q 'CUBELET-VM-LEFTOVER' "$console"; then
-  echo "cgroupv2_qemu: FAIL: the tests left cgroups behind in the VM" >&2
+  echo "cgroupv2_qemu: FAIL: the tests or the pods left cgroups behind in the VM: $(grep -a 'CUBELET-VM-LEFTOVER' "$console" | head -3)" >&2
   exit 1
 fi
 if [ "$result" -ne 0 ]; then
@@ -133,4 +146,26 @@ if [ "$pod" != "CUBELET-POD-RESULT: PASS" ]; then
   echo "cgroupv2_qemu: FAIL: the pod in the VM: ${pod#CUBELET-POD-RESULT: }" >&2
   exit 1
 fi
-echo "cgroupv2_qemu: PASS: test_cgroups_live and the pod (OOMKilled hog, cgroup v2 limits as planned) on cgroup v2"
+# The escape attempts: each expected one reported, and refused.
+tr -d '\r' <"$console" | sed -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g' | sed -n 's/.*\(CUBELET-ESCAPE: .*\)/\1/p' >"$tmp/escapes.seen"
+tried=0
+refused=0
+missing=
+while IFS= read -r name; do
+  tried=$((tried + 1))
+  if grep -Fxq "CUBELET-ESCAPE: $name REFUSED" "$tmp/escapes.seen" &&
+    ! grep -Fxq "CUBELET-ESCAPE: $name ESCAPED" "$tmp/escapes.seen"; then
+    refused=$((refused + 1))
+  else
+    missing="$missing
+  $name: $(grep -F "CUBELET-ESCAPE: $name " "$tmp/escapes.seen" | sed 's/.* //' | paste -sd, || true)"
+  fi
+done <"$tmp/escapes.expected"
+escaped_any=$(grep -E ' ESCAPED$' "$tmp/escapes.seen" || true)
+echo "cgroupv2_qemu: escape attempts on cgroup v2: $tried tried, $refused refused"
+if [ "$refused" -ne "$tried" ] || [ "$tried" -eq 0 ] || [ -n "$escaped_any" ]; then
+  echo "cgroupv2_qemu: FAIL: escape attempts not refused or not reported (none: no marker):$missing" >&2
+  [ -z "$escaped_any" ] || echo "$escaped_any" >&2
+  exit 1
+fi
+echo "cgroupv2_qemu: PASS: test_cgroups_live, the pod (OOMKilled hog, cgroup v2 limits as planned) and $refused escape attempts refused, on cgroup v2"

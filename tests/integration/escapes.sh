@@ -32,160 +32,13 @@ run() {
   rc=$?
   set -e
 }
-pod_log() { cat "$logs"/default_"$1"_*/main/0.log 2>/dev/null | sed 's/^[^ ]* std[a-z]* [FP] //'; }
-# said NAME TEXT: the pod's status lines or events contain TEXT
-said() { grep -qF -- "$2" "$tmp/$1.jsonl" "$tmp/$1.err"; }
-# pod NAME SPEC-FRAGMENT: a pod whose one container "main" runs busybox; the
-# fragment is YAML for the container (indented 4) after "image:".
-pod() {
-  cat >"$tmp/$1.yaml" <<EOF
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  restartPolicy: Never
-  hostNetwork: true
-${3:-}
-  containers:
-  - name: main
-    image: busybox:1.36
-$2
-EOF
-}
+. "$H_LIB/escape_attempts.sh"
 
-# --- item 1: the masked-path source (runc CVE-2025-31133) ------------------------------
-attempt "CVE-2025-31133: a volume over /dev"
-pod vol-dev "    command: [sh, -c, 'echo started']
-    volumeMounts: [{name: v, mountPath: /dev}]" "  volumes: [{name: v, emptyDir: {}}]"
-run vol-dev
-if pod_log vol-dev | grep -q started; then escaped "the container ran with a volume on /dev"
-elif said vol-dev "covers the runtime's /dev or /proc"; then refused "the start is refused"
-else escaped "no refusal message: $(tail -3 "$tmp/vol-dev.err")"; fi
-
-attempt "CVE-2025-31133: a volume in /proc"
-pod vol-proc "    command: [sh, -c, 'echo started']
-    volumeMounts: [{name: v, mountPath: /proc/sys}]" "  volumes: [{name: v, emptyDir: {}}]"
-run vol-proc
-if pod_log vol-proc | grep -q started; then escaped "the container ran with a volume on /proc/sys"
-elif said vol-proc "covers the runtime's /dev or /proc"; then refused "the start is refused"
-else escaped "no refusal message: $(tail -3 "$tmp/vol-proc.err")"; fi
-
-attempt "CVE-2025-31133: a volume reaching /proc through a symlink in another volume"
-mkdir -p "$tmp/linkvol"
-ln -s /proc "$tmp/linkvol/p"
-pod vol-link "    command: [sh, -c, 'echo started']
-    volumeMounts: [{name: l, mountPath: /l}, {name: v, mountPath: /l/p/sys}]" \
-  "  volumes: [{name: l, hostPath: {path: $tmp/linkvol}}, {name: v, emptyDir: {}}]"
-run vol-link
-if pod_log vol-link | grep -q started; then escaped "the container ran with a volume on /proc/sys"
-elif said vol-link "is in /proc: refused"; then refused "the resolved target is refused"
-else escaped "no refusal message: $(tail -3 "$tmp/vol-link.err")"; fi
-
-attempt "CVE-2025-31133: /dev/null replaced by a host file before the masks"
-printf 'SECRET\n' >"$tmp/victim"
-pod null-swap "    command: [sh, -c, 'echo pwned > /proc/timer_list; echo pwned > /proc/keys; echo keys=\$(stat -c %t:%T /proc/keys) timer=\$(stat -c %t:%T /proc/timer_list) \$(cat /proc/timer_list /proc/keys | head -c 20)']
-    volumeMounts: [{name: v, mountPath: /dev/null}]" \
-  "  volumes: [{name: v, hostPath: {path: $tmp/victim, type: File}}]"
-run null-swap
-out=$(pod_log null-swap)
-if [ "$(cat "$tmp/victim")" != SECRET ]; then escaped "the host file was written through a mask: $(cat "$tmp/victim")"
-elif ! grep -qE '^keys=1:3 timer=1:3 *$' <<<"$out"; then escaped "the masks are not the null device: $out $(tail -2 "$tmp/null-swap.err")"
-else refused "masks are the runtime's /dev/null"; fi
-
-# --- item 2: host fds and dumpability in the setup window (CVE-2024-21626) -------------
-attempt "CVE-2024-21626: workingDir through a leaked fd (/proc/self/fd/N)"
-# every fd the monitor had open (its state dir among them) is closed
-# before the setup, so no N leads to the host
-ok=1
-for n in 3 4 5 6 7 8 9; do
-  pod wd$n "    command: [sh, -c, 'echo cwd=\$(pwd); ls /..']
-    workingDir: /proc/self/fd/$n"
-  run wd$n
-  if pod_log wd$n | grep -q cwd=; then ok=0; escaped "started in /proc/self/fd/$n: $(pod_log wd$n | head -3)"; fi
-done
-[ $ok -eq 0 ] || refused "no fd 3..9 to chdir into"
-
-attempt "CVE-2024-21626: fds the container's first process inherits"
-# (ls in a child of pid 1: a command substitution would give the shell a pipe)
-pod fds "    command: [sh, -c, 'ls -l /proc/1/fd; echo done']"
-run fds
-out=$(pod_log fds | grep -- '->' || true)
-extra=$(grep -vE ' [012] -> ' <<<"$out" || true)
-if [ -z "$out" ]; then escaped "no output: $(tail -3 "$tmp/fds.err")"
-elif [ -n "$extra" ]; then escaped "pid 1 holds more than stdio: $extra"
-else refused "pid 1 has only 0, 1, 2"; fi
-
-# --- exec path: CVE-2024-21626 through an exec (probes and kubectl exec share it) --------
-attempt "CVE-2024-21626 via exec: the workingDir swapped for /proc/self/fd/N under exec probes"
-# The container's workingDir /home becomes a symlink to /proc/self/fd/N
-# (N = 3..9, 1.5 s each) after the start; an exec readiness probe every
-# second runs in the workingDir, as kubectl exec does, through the same
-# `cubelet __exec`. A probe that lands in a host directory would record a
-# cwd outside the container.
-mkdir -p "$tmp/execout"
-pod execwd "    command: [sh, -c, 'sleep 2; for n in 3 4 5 6 7 8 9; do rm -rf /home; ln -s /proc/self/fd/\$n /home; sleep 1.5; done; rm /home; mkdir /home; sleep 2; echo flipped']
-    workingDir: /home
-    readinessProbe:
-      exec: {command: [sh, -c, 'echo \"cwd=\$(pwd -P) ls=\$(ls -a | head -4 | tr \"\\\\n\" ,)\" >> /out/probe.log']}
-      periodSeconds: 1
-    volumeMounts: [{name: o, mountPath: /out}]" "  volumes: [{name: o, hostPath: {path: $tmp/execout}}]"
-run execwd
-ran=$(grep -c '^cwd=' "$tmp/execout/probe.log" 2>/dev/null || true)
-outside=$(grep -vE '^cwd=/home ' "$tmp/execout/probe.log" 2>/dev/null || true)
-nrefused=$(grep -cE 'working directory .* is outside the container|cannot chdir to the working directory' "$tmp/execwd.err" || true)
-if ! pod_log execwd | grep -q flipped; then escaped "the container did not run: $(tail -3 "$tmp/execwd.err")"
-elif [ "${ran:-0}" -lt 1 ]; then escaped "no exec ran at all (no positive control): $(grep -i probe "$tmp/execwd.err" | tail -2)"
-elif [ -n "$outside" ]; then escaped "an exec ran outside /home: $outside"
-elif [ "${nrefused:-0}" -lt 1 ]; then escaped "no exec was refused during the swap: $(grep -i 'probe' "$tmp/execwd.err" | tail -3)"
-else refused "$ran exec(s) in /home, $nrefused refused while it pointed at /proc/self/fd/N"; fi
-
-# --- items 3 and 4: the pause process; /proc/self/exe (CVE-2019-5736) -------------------
-sha_before=$(sha256sum "$CUBELET" | cut -d' ' -f1)
-attempt "pause: /proc/1/root of the shared PID namespace with SYS_PTRACE"
-pod pause "    command: [sh, -c, 'echo root=\$(ls -A /proc/1/root | wc -l); grep -E \"^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):\" /proc/1/status; echo exe=\$(readlink /proc/1/exe); cat /proc/1/root/etc/hostname && echo READ-HOST-FILE; echo x >> /proc/1/exe && echo WROTE-EXE; echo done']
-    securityContext: {capabilities: {add: [SYS_PTRACE]}}" "  shareProcessNamespace: true"
-run pause
-out=$(pod_log pause)
-if ! grep -q '^done' <<<"$out"; then escaped "the probe did not run: $(tail -3 "$tmp/pause.err")"
-elif grep -qE 'READ-HOST-FILE|WROTE-EXE' <<<"$out"; then escaped "$out"
-elif ! grep -q '^root=0$' <<<"$out"; then escaped "/proc/1/root is not empty: $out"
-elif ! grep -qE '^CapEff:\s+0+$' <<<"$out" || ! grep -qE '^CapBnd:\s+0+$' <<<"$out" ||
-  ! grep -qE '^NoNewPrivs:\s+1$' <<<"$out" || ! grep -qE '^Seccomp:\s+2$' <<<"$out"; then
-  escaped "the pause process is not confined: $out"
-else refused "empty root, no caps, no_new_privs, seccomp"; fi
-
-attempt "CVE-2019-5736: write the runtime binary through /proc/<pid>/exe"
-if grep -q '^exe=/memfd:cubelet' <<<"$out" && ! grep -q WROTE-EXE <<<"$out" &&
-  [ "$(sha256sum "$CUBELET" | cut -d' ' -f1)" == "$sha_before" ]; then
-  refused "the runtime runs from a sealed copy ($(grep '^exe=' <<<"$out"))"
-else escaped "exe: $(grep '^exe=' <<<"$out"), binary unchanged: $([ "$(sha256sum "$CUBELET" | cut -d' ' -f1)" == "$sha_before" ] && echo yes || echo NO)"; fi
-
-attempt "CVE-2019-5736: ENTRYPOINT [/proc/self/exe]"
-pod selfexe "    command: [/proc/self/exe, version]"
-run selfexe
-if pod_log selfexe | grep -q cubelet; then escaped "the container ran the runtime: $(pod_log selfexe)"
-elif said selfexe "may not run the runtime"; then refused "the exec is refused"
-else escaped "no refusal message: $(tail -3 "$tmp/selfexe.err")"; fi
-
-# --- item 6: read-only volumes; item 9: /sys -------------------------------------------
-attempt "read-only volume stays read-only (remount through the mount's fd)"
-mkdir -p "$tmp/rovol"
-pod rovol "    command: [sh, -c, 'touch /ro/x 2>/dev/null && echo WROTE; mount -o remount,rw /ro 2>/dev/null && echo REMOUNTED; echo done']
-    volumeMounts: [{name: v, mountPath: /ro, readOnly: true}]" \
-  "  volumes: [{name: v, hostPath: {path: $tmp/rovol}}]"
-run rovol
-out=$(pod_log rovol)
-if ! grep -q done <<<"$out"; then escaped "did not run: $(tail -3 "$tmp/rovol.err")"
-elif grep -qE 'WROTE|REMOUNTED' <<<"$out" || [ -e "$tmp/rovol/x" ]; then escaped "$out"
-else refused "writes fail"; fi
-
-attempt "sysfs: write the host's cgroupfs or sysfs"
-pod sysfs "    command: [sh, -c, 'mkdir /sys/fs/cgroup/esc 2>/dev/null && echo MKDIR; echo 1 > /sys/kernel/mm/ksm/run 2>/dev/null && echo WROTE; grep -E \" /sys \" /proc/self/mounts; echo done']"
-run sysfs
-out=$(pod_log sysfs)
-if ! grep -q done <<<"$out"; then escaped "did not run: $(tail -3 "$tmp/sysfs.err")"
-elif grep -qE 'MKDIR|WROTE' <<<"$out" || ! grep -qE ' /sys sysfs ro,' <<<"$out"; then escaped "$out"
-else refused "/sys is read-only"; fi
+# The mount and exec attempts (tests/integration/lib/escape_attempts.sh,
+# also run in the cgroup v2 VM by cgroupv2_qemu.sh).
+esc_tars=$tmp/tars
+escape_make_tars "$esc_tars"
+escape_run "$escape_mount_exec"
 
 # --- item 15: io_uring under RuntimeDefault ---------------------------------------------
 attempt "io_uring: io_uring_setup under seccomp RuntimeDefault"
@@ -226,15 +79,6 @@ elif said userns "can't set \`spec.hostUsers: false\`, runtime does not support 
   refused "$(grep -o '"reason":"[A-Za-z]*"' "$tmp/userns.jsonl" | head -1)"
 else escaped "no refusal message: $(tail -3 "$tmp/userns.err")"; fi
 
-attempt "fail open: mountPropagation: HostToContainer on a hostPath volume"
-mkdir -p "$tmp/propvol"
-pod prop "    command: [sh, -c, 'echo started']
-    volumeMounts: [{name: v, mountPath: /v, mountPropagation: HostToContainer}]" \
-  "  volumes: [{name: v, hostPath: {path: $tmp/propvol}}]"
-run prop
-if pod_log prop | grep -q started; then escaped "the container ran with a private mount instead"
-elif said prop "mountPropagation: \\\"HostToContainer\\\": only None is implemented"; then refused "UnsupportedPodSpec"
-else escaped "no refusal message: $(tail -3 "$tmp/prop.err") $(tail -1 "$tmp/prop.jsonl")"; fi
 
 # --- item 14: container logs grow without bound ----------------------------------------
 attempt "log flood fills the node disk (containerLogMaxSize / containerLogMaxFiles)"
@@ -294,39 +138,6 @@ elif [ "${maxfiles:-9}" -gt 4 ] || [ "$nfiles" -gt 3 ]; then escaped "more than 
 elif [ "$ngz" -lt 1 ] || [ "$gzok" -ne "$ngz" ]; then escaped "older logs not gzip-compressed CRI logs ($ngz .gz, $gzok readable)"
 elif [ $((maxbytes >> 20)) -ge $((wrote / 2)) ]; then escaped "the disk took $((maxbytes >> 20)) MiB of the $wrote MiB written"
 else refused "at most 3 files, $((maxbytes >> 20)) MiB of $wrote MiB on disk"; fi
-
-# --- item 5 (archive half): hostile image archives ---------------------------------------
-# tar NAME KIND: an archive whose manifest.json is a FIFO, a device or a
-# symlink to a host file
-hostile_tar() {
-  python3 - "$tmp/$1.tar" "$2" <<'EOF'
-import sys, tarfile, io
-path, kind = sys.argv[1], sys.argv[2]
-with tarfile.open(path, "w") as t:
-    ti = tarfile.TarInfo("manifest.json")
-    if kind == "fifo":
-        ti.type = tarfile.FIFOTYPE
-    elif kind == "device":
-        ti.type, ti.devmajor, ti.devminor = tarfile.CHRTYPE, 1, 5
-    else:
-        ti.type, ti.linkname = tarfile.SYMTYPE, "/etc/shadow"
-    t.addfile(ti)
-EOF
-}
-for kind in fifo device symlink; do
-  attempt "image import: manifest.json is a $kind"
-  hostile_tar "$kind" "$kind"
-  set +e
-  timeout 20 "$CUBELET" --root-dir "$root" image import "$tmp/$kind.tar" --name evil:1 \
-    >"$tmp/import-$kind.out" 2>"$tmp/import-$kind.err"
-  rc=$?
-  set -e
-  if [ $rc -eq 124 ]; then escaped "the import hangs"
-  elif [ $rc -eq 0 ]; then escaped "the import succeeded"
-  elif grep -qE 'not a regular file|not a file name|cannot open|refus|symlink|unsupported|not allowed' \
-      "$tmp/import-$kind.err"; then refused "$(head -c 150 "$tmp/import-$kind.err")"
-  else escaped "unexpected error: $(cat "$tmp/import-$kind.err")"; fi
-done
 
 # --- item 10 through the API: objects a compromised apiserver could serve ----------------
 # The stand-in's test-only switch (tests/apiserver/README.md, "Hostile
@@ -412,10 +223,13 @@ EOF
   else refused "not run ($(hstatus evil-many | cut -c1-80)); $(grep -oE '[^]]*(at most|too many)[^"]{0,60}' "$tmp/agent.log" | head -1)"; fi
   attempt "hostile apiserver: a pod name with NUL (web\\u0000../x)"
   code=$(hostile evil-nul "{$C}" "" '"web\u0000../x"')
-  sleep 3
+  nulmsg='web\u0000../x (uid '
+  poll 20 eval 'grep -qF "$nulmsg" "$tmp/agent.log"' || true
   if [ "$code" != 201 ]; then escaped "the stand-in did not store it: $code $(cat "$tmp/hostile.out")"
   elif grep -q 'RAN' "$logs"/default_web*/main/0.log 2>/dev/null; then escaped "the NUL pod ran"
-  else refused "not run; $(grep -ciE 'NUL|\\\\u0000' "$tmp/agent.log") agent log line(s) about it"; fi
+  elif ! grep -F "$nulmsg" "$tmp/agent.log" | grep -qF 'metadata.name: a NUL character (\u0000) in a string; the object is refused'; then
+    escaped "no refusal of the pod alone logged: $(grep -iE 'NUL|u0000' "$tmp/agent.log" | tail -2)"
+  else refused "not run; refused alone: $(grep -F "$nulmsg" "$tmp/agent.log" | head -1 | cut -c1-200)"; fi
 
   attempt "hostile apiserver: the node survives (no write outside, healthy pod untouched)"
   sleep 2
@@ -426,17 +240,16 @@ EOF
   elif [ "$(k get pod healthy -o jsonpath={.status.phase})" != Running ] || [ "$now_cid" != "$healthy_cid" ]; then
     escaped "the healthy pod was disturbed: $(k get pod healthy -o jsonpath='{.status.phase} {.status.containerStatuses[0].restartCount}')"
   else refused "agent alive, nothing under $victim*, healthy pod Running with the same container"; fi
-  # While a pod with a NUL in its name is served, every list and watch
-  # event carrying it is refused whole (cJSON would cut the name short), so
-  # the node sees no other change either; once the apiserver stops serving
-  # it, the node catches up.
+  # A pod with a NUL in its name is refused alone (agent/client/reflector.c,
+  # object_new): while the apiserver still serves it, in every list and
+  # the watch, the node goes on with its other pods, as the kubelet would.
+  attempt "hostile apiserver: a pod with NUL does not blind the node (the healthy pod's deletion seen while it is served)"
+  k delete pod healthy --wait=false >/dev/null 2>&1 || true
+  if poll 60 eval '! k get pod healthy >/dev/null 2>&1'; then
+    refused "deleted normally; $(grep -cF "$nulmsg" "$tmp/agent.log") line(s) refusing the NUL pod alone"
+  else escaped "the healthy pod's deletion was not carried out within 60 s: $(grep -iE 'NUL|list|watch' "$tmp/agent.log" | tail -3)"; fi
   curl -sk -o /dev/null -X DELETE --cacert "$data/ca.crt" --cert "$data/admin.crt" \
     --key "$data/admin.key" "$standin_url/debug/hostile-objects" || true
-  k delete pod healthy --wait=false >/dev/null 2>&1 || true
-  # Not an escape claim (the healthy pod was untouched, checked above), so
-  # not a failure: a node that does not catch up is reported (open, issue 16).
-  poll 60 eval '! k get pod healthy >/dev/null 2>&1' ||
-    echo "note: the healthy pod's deletion was not seen within 60 s of the hostile objects' removal"
   stop_agent
 else
   echo "skipped: hostile objects through the API (needs kubectl and etcd)"

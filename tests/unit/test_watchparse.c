@@ -9,6 +9,7 @@
 #include "agent/k8s/duration.h"
 #include "agent/node/nodestatus.h"
 #include "agent/client/reflector.h"
+#include "agent/k8s/validate.h"
 #include "lib/cleanup.h"
 
 #include "helpers.h"
@@ -130,8 +131,10 @@ START_TEST(test_event_parse)
             {"{\"type\":\"ADDED\"", -1, 0, "not valid JSON"},
             {"{\"type\":\"ADDED\",\"object\":[]}", -1, 0, "object"},
             {"{\"object\":{}}", -1, 0, "type"},
-            {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\\u0000../x\"}}}", -1, 0,
-             "a NUL character"},
+            /* a NUL is refused with its object by the store, not here */
+            {"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"p\\u0000../x\"}}}", 0,
+             K8S_WATCH_ADDED, NULL},
+            {"{\"type\":\"ADD\\u0000ED\",\"object\":{}}", -1, 0, "type"},
         };
         for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
                 struct k8s_watch_event ev = {0};
@@ -342,6 +345,91 @@ START_TEST(test_store_relist_diff)
 }
 END_TEST
 
+/* Issue 15 item 11: a list with one pod whose name holds a \u0000 (cJSON
+ * would read "web\u0000../x" as "web") refuses that pod alone, with its
+ * field named; the other pods of the list are applied, and so are later
+ * watch events, while a watch event carrying such a pod is refused alone
+ * too. The list path marks the response text (ag_api_req_opts
+ * nul_per_object: k8s_json_mark_nul) before cJSON parses it, as here. */
+START_TEST(test_store_nul_per_object)
+{
+        char list[] =
+            "{\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":["
+            "{\"metadata\":{\"namespace\":\"default\",\"name\":\"good\",\"uid\":\"u1\","
+            "\"resourceVersion\":\"1\",\"annotations\":{\"lit\":\"a\\\\u0000b\"}},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"busybox\"}]}},"
+            "{\"metadata\":{\"namespace\":\"default\",\"name\":\"web\\u0000../x\",\"uid\":\"u2\","
+            "\"resourceVersion\":\"2\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+            "\"busybox\"}]}},"
+            "{\"metadata\":{\"namespace\":\"default\",\"name\":\"envnul\",\"uid\":\"u3\","
+            "\"resourceVersion\":\"3\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+            "\"busybox\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"B\",\"value\":"
+            "\"x\\u0000y\"}]}]}},"
+            "{\"metadata\":{\"namespace\":\"default\",\"name\":\"keynul\",\"uid\":\"u4\","
+            "\"resourceVersion\":\"4\",\"labels\":{\"k\\u0000\":\"v\"}},\"spec\":{\"containers\":"
+            "[{\"name\":\"c\",\"image\":\"busybox\"}]}},"
+            "{\"metadata\":{\"namespace\":\"default\",\"name\":\"other\",\"uid\":\"u5\","
+            "\"resourceVersion\":\"5\"},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":"
+            "\"busybox\"}]}}]}";
+        /* three escapes; the escaped backslash before "u0000" is no NUL */
+        ck_assert_uint_eq(k8s_json_mark_nul(list, strlen(list)), 3);
+        _cleanup_cjson_ cJSON *root = cJSON_Parse(list);
+        ck_assert_ptr_nonnull(root);
+        cJSON *items = cJSON_DetachItemFromObject(root, "items");
+        char at[256];
+        ck_assert(!k8s_json_find_nul(root, at, sizeof(at))); /* the list itself is clean */
+        const cJSON *second = cJSON_GetArrayItem(items, 1);
+        ck_assert(k8s_json_find_nul(second, at, sizeof(at)));
+        ck_assert_str_eq(at, "metadata.name");
+        ck_assert(k8s_json_find_nul(cJSON_GetArrayItem(items, 2), at, sizeof(at)));
+        ck_assert_str_eq(at, "spec.containers[0].env[1].value");
+        ck_assert(k8s_json_find_nul(cJSON_GetArrayItem(items, 3), at, sizeof(at)));
+        ck_assert_str_eq(at, "metadata.labels.k\\u0000");
+        char shown[64];
+        k8s_nul_display(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(second, "metadata"), "name")->valuestring,
+            shown, sizeof(shown));
+        ck_assert_str_eq(shown, "web\\u0000../x");
+
+        struct changes c = {0};
+        struct ag_store s;
+        struct cb_error err = {0};
+        ag_store_init(&s, AG_KIND_POD, record, &c);
+        ck_assert_int_eq(ag_store_replace(&s, items, &err), 3);
+        ck_assert_msg(strstr(err.msg, "items[1]: default/web\\u0000../x (uid u2): metadata.name: "
+                                      "a NUL character (\\u0000) in a string; the object is "
+                                      "refused") != NULL,
+                      "%s", err.msg);
+        ck_assert_uint_eq(s.n, 2);
+        ck_assert_ptr_nonnull(ag_store_get(&s, "u1"));
+        ck_assert_ptr_nonnull(ag_store_get(&s, "u5"));
+        ck_assert_ptr_null(ag_store_get(&s, "u2"));
+        ck_assert_str_eq(ag_store_get(&s, "u1")->pod->meta.name, "good");
+
+        /* Later watch events: one with the NUL pod is refused alone, the
+         * deletion of a good pod after it is applied. */
+        const char *ev_nul = "{\"type\":\"MODIFIED\",\"object\":{\"metadata\":{\"namespace\":"
+                             "\"default\",\"name\":\"web\\u0000../x\",\"uid\":\"u2\","
+                             "\"resourceVersion\":\"6\"},\"spec\":{\"containers\":[{\"name\":"
+                             "\"c\",\"image\":\"busybox\"}]}}}";
+        struct k8s_watch_event ev = {0};
+        ck_assert_int_eq(ag_watch_event_parse(ev_nul, strlen(ev_nul), &ev, &err), 0);
+        ck_assert_int_eq(ag_store_apply(&s, ev.type, steal_pointer(&ev.object), &err), -1);
+        ck_assert_msg(strstr(err.msg, "default/web\\u0000../x (uid u2): metadata.name: a NUL") !=
+                          NULL,
+                      "%s", err.msg);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_DELETED, pod("good", "u1", "7"), &err), 0);
+        ck_assert_int_eq(ag_store_apply(&s, K8S_WATCH_ADDED, pod("late", "u6", "8"), &err), 0);
+        static const char *const want[] = {"ADDED good 1", "ADDED other 5", "DELETED good 7",
+                                           "ADDED late 8"};
+        ck_assert_uint_eq(c.n, 4);
+        for (size_t i = 0; i < 4; i++)
+                ck_assert_str_eq(c.log[i], want[i]);
+        ck_assert_uint_eq(s.n, 2);
+        ag_store_clear(&s);
+}
+END_TEST
+
 START_TEST(test_backoff)
 {
         struct ag_backoff b;
@@ -460,6 +548,7 @@ int main(void)
         tcase_add_test(tc, test_store_events);
         tcase_add_test(tc, test_store_decodes_once);
         tcase_add_test(tc, test_store_relist_diff);
+        tcase_add_test(tc, test_store_nul_per_object);
         tcase_add_test(tc, test_store_arrival_stamp);
         tcase_add_test(tc, test_backoff);
         tcase_add_test(tc, test_duration);

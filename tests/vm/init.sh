@@ -16,6 +16,9 @@
 # "NAME FILE VALUE", NAME a container or "pod") and the final status with
 # what the pod must end in, and prints "CUBELET-POD-RESULT: PASS" or
 # "CUBELET-POD-RESULT: FAIL <reasons>".
+#
+# Stage 3 (when the image holds /escapes/attempts.sh): the mount and exec
+# escape attempts, on the same root (stage_escapes).
 export PATH=/usr/local/bin:/bin:/sbin:/usr/bin:/usr/sbin
 
 uptime_s() {
@@ -244,7 +247,50 @@ stage_pod() {
   else
     echo "CUBELET-POD-RESULT: FAIL${fails#;}"
   fi
+  [ -f /escapes/attempts.sh ] && stage_escapes
   finish
+}
+
+# Stage 3 (when the image holds /escapes/attempts.sh): the mount and exec
+# escape attempts of the escape suite (tests/integration/lib/escape_attempts.sh,
+# the same pods and checks as tests/integration/escapes.sh), each with
+# `cubelet run-pod` on cgroup v2. Each attempt prints
+# "CUBELET-ESCAPE: <name> REFUSED|ESCAPED" after a detail line; the host
+# checks that every attempt of the list is there and refused.
+stage_escapes() {
+  tmp=/tmp/esc
+  logs=/var/log/esc-pods
+  esc_tars=/escapes/tars
+  CUBELET=$(command -v cubelet)
+  mkdir -p $tmp $logs
+  cur=
+  began=$(uptime_s)
+  attempt() {
+    cur=$1
+    t0=$(uptime_s)
+  }
+  # outcome WORD DETAIL: the detail on one line, then the marker
+  outcome() {
+    d=$(printf '%s' "$2" | tr '\n' '|' | cut -c1-2000)
+    echo "CUBELET-ESCAPE-DETAIL: $cur: $d ($(awk "BEGIN{print $(uptime_s)-$t0}")s)"
+    echo "CUBELET-ESCAPE: $cur $1"
+  }
+  refused() { outcome REFUSED "${1:-}"; }
+  escaped() { outcome ESCAPED "$*"; }
+  run() {
+    name=$1
+    shift
+    rc=0
+    timeout 180 cubelet -v 1 --root-dir "$root" run-pod "$tmp/$name.yaml" --pod-logs-dir $logs \
+      --cgroup-root cubelet-vm "$@" >"$tmp/$name.jsonl" 2>"$tmp/$name.err" || rc=$?
+  }
+  . /escapes/attempts.sh
+  # shellcheck disable=SC2154 # set by attempts.sh
+  escape_run "$escape_mount_exec"
+  echo "CUBELET-ESCAPES-DONE seconds=$(awk "BEGIN{print $(uptime_s)-$began}")"
+  # every pod's cgroup (and a pause process's leaf in it) is gone
+  leftover=$(find /sys/fs/cgroup/cubelet-vm -mindepth 2 -type d -name 'pod*' 2>/dev/null)
+  [ -n "$leftover" ] && echo "CUBELET-VM-LEFTOVER $(echo "$leftover" | tr '\n' ' ')"
 }
 
 if [ "${1:-}" = pod ]; then

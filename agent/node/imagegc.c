@@ -56,6 +56,8 @@ struct job {
         size_t n_images, n_in_use;
         struct removed removed[REMOVED_MAX];
         size_t n_removed, n_removed_age, n_removed_space;
+        size_t n_too_young;                 /* candidates younger than imageMinimumGCAge */
+        char warning[CB_ERROR_MSG_MAX];     /* logged, not an error of the run */
         char error[2 * CB_ERROR_MSG_MAX];   /* the run's error, "" when none */
         char space_event[CB_ERROR_MSG_MAX]; /* FreeDiskSpaceFailed */
         char capacity_event[256];           /* InvalidDiskCapacity */
@@ -93,8 +95,6 @@ static int remove_one(struct job *j, struct entry *e, const char *reason, char *
                       size_t errsize)
 {
         struct cb_error err = {0};
-        log_info("image garbage collection: removing image %s (%s) to free %" PRId64 " bytes",
-                 e->rec.id, e->first->ref, e->rec.size);
         if (rt_image_remove_id(j->root_dir, e->rec.id, NULL, &err) < 0) {
                 snprintf(errbuf, errsize, "%s", err.msg);
                 return -1;
@@ -123,8 +123,10 @@ static int free_space(struct job *j, struct entry *es, const size_t *order, size
         size_t n_errs = 0, n_failed = 0;
         for (size_t k = 0; k < n_order && j->freed < bytes; k++) {
                 struct entry *e = &es[order[k]];
-                if (e->rec.in_use || !k8s_imagegc_old_enough(&j->policy, &e->rec, j->now_ms)) {
-                        log_v(5, "image garbage collection: image %s is not old enough", e->rec.id);
+                if (e->rec.in_use)
+                        continue;
+                if (!k8s_imagegc_old_enough(&j->policy, &e->rec, j->now_ms)) {
+                        j->n_too_young++;
                         continue;
                 }
                 char msg[CB_ERROR_MSG_MAX];
@@ -238,8 +240,8 @@ static void job_work(void *data)
         j->n_images = n_es;
         j->n_in_use = n_used;
         if (rt_image_set_last_used(j->root_dir, used_ids, n_used, j->now_ms, &err) < 0)
-                log_warning("image garbage collection: cannot record the images in use: %s",
-                            err.msg);
+                snprintf(j->warning, sizeof(j->warning), "cannot record the images in use: %.900s",
+                         err.msg);
         /* the order over a packed copy of the records */
         struct k8s_image_record *recs = calloc(n_es + 1, sizeof(*recs));
         if (recs == NULL) {
@@ -275,11 +277,6 @@ static void job_work(void *data)
         j->to_free = k8s_imagegc_bytes_to_free(&j->policy, j->capacity, j->available, &j->usage);
         if (j->to_free <= 0)
                 goto out;
-        log_info("image garbage collection: disk usage on the image filesystem is %d%%, over "
-                 "the high threshold (%d%%): trying to free %" PRId64
-                 " bytes down to the low threshold (%d%%)",
-                 j->usage, j->policy.high_threshold_percent, j->to_free,
-                 j->policy.low_threshold_percent);
         if (free_space(j, es, order, n_order, j->to_free) < 0)
                 goto out;
         if (j->freed < j->to_free) {
@@ -338,6 +335,20 @@ static void job_done(void *data, bool cancelled)
                 free_job(j);
                 return;
         }
+        /* the worker thread never logs: everything is said here */
+        if (j->warning[0] != '\0')
+                log_warning("image garbage collection: %s", j->warning);
+        if (j->to_free > 0)
+                log_info("image garbage collection: disk usage on the image filesystem is %d%%, "
+                         "over the high threshold (%d%%): trying to free %" PRId64
+                         " bytes down to the low threshold (%d%%)",
+                         j->usage, j->policy.high_threshold_percent, j->to_free,
+                         j->policy.low_threshold_percent);
+        if (j->n_too_young > 0)
+                log_v(2,
+                      "image garbage collection: %zu unused image(s) younger than "
+                      "imageMinimumGCAge kept",
+                      j->n_too_young);
         for (size_t i = 0; i < j->n_removed && i < REMOVED_MAX; i++)
                 log_info(
                     "image garbage collection: removed image %s (%s, %" PRId64 " bytes, reason %s)",

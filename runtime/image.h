@@ -18,8 +18,11 @@
  *                          trusted.overlay.opaque=y on its directory), so
  *                          the directories are used unchanged, read-only,
  *                          as the lower dirs of one overlay per container.
- *   index.json             references -> manifest, config and layer digests
- *                          (written with cb_write_file_atomic).
+ *   index.json             references -> manifest, config (the image ID)
+ *                          and layer digests, size, created (when the
+ *                          store first had it under the reference) and
+ *                          lastUsed (rt_image_set_last_used), ms since the
+ *                          epoch (written with cb_write_file_atomic).
  *   tmp/                   staging for pulls and imports; renamed into place
  *                          only when everything was verified.
  *   lock                   flock()ed for the duration of a store change.

@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -30,19 +29,13 @@
 #include "lib/arena.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
+#include "runtime/container_internal.h"
 #include "runtime/image_internal.h"
 
 #define INDEX_MAX  (64u << 20)
 #define LAYERS_MAX 500
 
 /* ---- paths and locking ------------------------------------------------- */
-
-static int64_t rt_now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *hex_of(const char *digest)
 {
@@ -574,7 +567,7 @@ int rt_store_commit(struct rt_store *s, const char *ref, const char *manifest_di
         /* The time the store first had this image under this reference
          * (the garbage collector's "first seen"); a pull of an unchanged
          * image keeps it, and the time it was last used. */
-        double created = (double)rt_now_ms(), last_used = 0;
+        double created = (double)(rt_now_ns() / 1000000), last_used = 0;
         cJSON *old = index_find(root, ref, &pos);
         if (old != NULL) {
                 const char *om = json_str(old, "manifest");

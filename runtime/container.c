@@ -1245,3 +1245,44 @@ int rt_container_list(const char *root_dir, char ***ret_ids, size_t *ret_n, stru
         *ret_n = n;
         return 0;
 }
+
+/* ---- images in use ------------------------------------------------------- */
+
+/* 1 when the container's lower dirs are exactly the image's layer dirs. */
+static bool same_layers(const struct rt_container_config *c, const struct rt_image *img)
+{
+        if (c->n_lower != img->n_layers || c->n_lower == 0)
+                return false;
+        for (size_t i = 0; i < c->n_lower; i++)
+                if (strcmp(c->lower_dirs[i], img->layer_dirs[i]) != 0)
+                        return false;
+        return true;
+}
+
+int rt_images_in_use(const char *root_dir, struct rt_image *const *imgs, size_t n, bool *ret_in_use,
+                     struct cb_error *err)
+{
+        for (size_t i = 0; i < n; i++)
+                ret_in_use[i] = false;
+        char **ids = NULL;
+        size_t n_ids = 0;
+        if (rt_container_list(root_dir, &ids, &n_ids, err) < 0)
+                return -1;
+        for (size_t k = 0; k < n_ids; k++) {
+                char dir[RT_PATH_MAX], path[RT_PATH_MAX + 16];
+                if (rt_container_dir(root_dir, ids[k], dir, sizeof(dir), NULL) < 0)
+                        continue;
+                snprintf(path, sizeof(path), "%s/config.json", dir);
+                _cleanup_free_ char *json = NULL;
+                if (cb_read_file(path, 4u << 20, &json, NULL, NULL) < 0)
+                        continue; /* being created (no config yet) or removed */
+                struct cb_arena *a = cb_arena_new(0);
+                struct rt_container_config c;
+                if (a != NULL && rt_config_from_json(a, json, &c, NULL) == 0)
+                        for (size_t i = 0; i < n; i++)
+                                ret_in_use[i] = ret_in_use[i] || same_layers(&c, imgs[i]);
+                cb_arena_free(a);
+        }
+        rt_container_list_free(ids, n_ids);
+        return 0;
+}

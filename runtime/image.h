@@ -18,8 +18,11 @@
  *                          trusted.overlay.opaque=y on its directory), so
  *                          the directories are used unchanged, read-only,
  *                          as the lower dirs of one overlay per container.
- *   index.json             references -> manifest, config and layer digests
- *                          (written with cb_write_file_atomic).
+ *   index.json             references -> manifest, config (the image ID)
+ *                          and layer digests, size, created (when the
+ *                          store first had it under the reference) and
+ *                          lastUsed (rt_image_set_last_used), ms since the
+ *                          epoch (written with cb_write_file_atomic).
  *   tmp/                   staging for pulls and imports; renamed into place
  *                          only when everything was verified.
  *   lock                   flock()ed for the duration of a store change.
@@ -27,6 +30,7 @@
  * Library code: never prints, fills struct cb_error.
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -93,7 +97,12 @@ struct rt_image {
         const char *ref;        /* canonical reference */
         const char *manifest_digest;
         const char *config_digest;
-        uint64_t size; /* bytes of manifest, config and layer blobs as stored */
+        const char *id; /* the image ID: its config digest (several refs may share it) */
+        uint64_t size;  /* bytes of manifest, config and layer blobs as stored */
+        /* ms since the epoch: when the store first had the image under
+         * this reference, and the last time the garbage collector saw a
+         * container use it (rt_image_set_last_used); 0 when unknown/never. */
+        int64_t created_ms, last_used_ms;
         size_t n_layers;
         const char **layer_digests; /* bottom layer first */
         const char **layer_dirs;    /* absolute unpacked layer dirs, bottom first */
@@ -124,6 +133,26 @@ void rt_image_list_free(struct rt_image **imgs, size_t n);
 /* Removes the reference, then garbage-collects blobs and layer dirs no
  * reference uses. Fails when ref is not in the store. */
 int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err);
+
+/* Removes every reference to the image whose ID (config digest) is id, then
+ * collects the blobs and layer dirs no other image uses (layers are
+ * content-addressed and shared between images). *ret_refs (may be NULL)
+ * gets the number of references removed. Fails with ENOENT when no
+ * reference has that ID. */
+int rt_image_remove_id(const char *root_dir, const char *id, size_t *ret_refs,
+                       struct cb_error *err);
+
+/* Records when_ms as the last-used time of every image whose ID is in ids
+ * (one index write; nothing when none matches). */
+int rt_image_set_last_used(const char *root_dir, const char *const *ids, size_t n, int64_t when_ms,
+                           struct cb_error *err);
+
+/* Which images a container of root_dir was made from: ret_in_use[i] is set
+ * when a container (running or exited, not yet removed) has exactly
+ * imgs[i]'s layer dirs as its lower dirs (runtime/container.c). A container
+ * whose config cannot be read is skipped (it is being created or removed). */
+int rt_images_in_use(const char *root_dir, struct rt_image *const *imgs, size_t n, bool *ret_in_use,
+                     struct cb_error *err);
 
 /* Imports an OCI image layout archive (oci-archive, tar of an oci-layout
  * dir) or `docker save` output. name (may be NULL) names the image when the

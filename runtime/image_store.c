@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "lib/arena.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
+#include "runtime/container_internal.h"
 #include "runtime/image_internal.h"
 
 #define INDEX_MAX  (64u << 20)
@@ -562,8 +564,21 @@ int rt_store_commit(struct rt_store *s, const char *ref, const char *manifest_di
                 return -1;
         cJSON *imgs = cJSON_GetObjectItemCaseSensitive(root, "images");
         int pos;
-        if (index_find(root, ref, &pos) != NULL)
+        /* The time the store first had this image under this reference
+         * (the garbage collector's "first seen"); a pull of an unchanged
+         * image keeps it, and the time it was last used. */
+        double created = (double)(rt_now_ns() / 1000000), last_used = 0;
+        cJSON *old = index_find(root, ref, &pos);
+        if (old != NULL) {
+                const char *om = json_str(old, "manifest");
+                const cJSON *oc = cJSON_GetObjectItemCaseSensitive(old, "created");
+                const cJSON *ol = cJSON_GetObjectItemCaseSensitive(old, "lastUsed");
+                if (om != NULL && strcmp(om, manifest_digest) == 0 && cJSON_IsNumber(oc)) {
+                        created = oc->valuedouble;
+                        last_used = cJSON_IsNumber(ol) ? ol->valuedouble : 0;
+                }
                 cJSON_DeleteItemFromArray(imgs, pos);
+        }
         cJSON *it = cJSON_CreateObject();
         if (it == NULL)
                 return cb_error_set(err, ENOMEM, "index");
@@ -578,6 +593,8 @@ int rt_store_commit(struct rt_store *s, const char *ref, const char *manifest_di
             cJSON_AddStringToObject(it, "manifest", manifest_digest) == NULL ||
             cJSON_AddStringToObject(it, "config", m->config.digest) == NULL ||
             cJSON_AddNumberToObject(it, "size", (double)size) == NULL ||
+            cJSON_AddNumberToObject(it, "created", created) == NULL ||
+            (last_used > 0 && cJSON_AddNumberToObject(it, "lastUsed", last_used) == NULL) ||
             cJSON_GetArraySize(layers) != (int)m->n_layers)
                 return cb_error_set(err, ENOMEM, "index");
         return index_write(s->images, root, err);
@@ -660,6 +677,75 @@ int rt_image_remove(const char *root_dir, const char *ref, struct cb_error *err)
         if (rt_store_open(root_dir, &s, err) < 0)
                 return -1;
         int ret = remove_from_store(&s, canon, err);
+        rt_store_close(&s);
+        return ret;
+}
+
+int rt_image_remove_id(const char *root_dir, const char *id, size_t *ret_refs, struct cb_error *err)
+{
+        if (ret_refs != NULL)
+                *ret_refs = 0;
+        if (id == NULL || !rt_digest_valid(id))
+                return cb_error_set(err, EINVAL, "image id \"%s\" is not a sha256 digest",
+                                    id != NULL ? id : "");
+        struct rt_store s;
+        if (rt_store_open(root_dir, &s, err) < 0)
+                return -1;
+        _cleanup_cjson_ cJSON *root = NULL;
+        int ret = index_read(s.images, &root, err);
+        size_t n = 0;
+        if (ret == 0) {
+                cJSON *imgs = cJSON_GetObjectItemCaseSensitive(root, "images");
+                for (cJSON *it = imgs->child, *next; it != NULL; it = next) {
+                        next = it->next;
+                        const char *c = json_str(it, "config");
+                        if (c != NULL && strcmp(c, id) == 0) {
+                                cJSON_Delete(cJSON_DetachItemViaPointer(imgs, it));
+                                n++;
+                        }
+                }
+                if (n == 0)
+                        ret = cb_error_set(err, ENOENT, "image %s is not in the store", id);
+        }
+        if (ret == 0)
+                ret = index_write(s.images, root, err);
+        if (ret == 0)
+                ret = gc(&s, root, err);
+        rt_store_close(&s);
+        if (ret == 0 && ret_refs != NULL)
+                *ret_refs = n;
+        return ret;
+}
+
+int rt_image_set_last_used(const char *root_dir, const char *const *ids, size_t n, int64_t when_ms,
+                           struct cb_error *err)
+{
+        if (n == 0)
+                return 0;
+        struct rt_store s;
+        if (rt_store_open(root_dir, &s, err) < 0)
+                return -1;
+        _cleanup_cjson_ cJSON *root = NULL;
+        int ret = index_read(s.images, &root, err);
+        bool changed = false;
+        const cJSON *it;
+        const cJSON *imgs = ret == 0 ? cJSON_GetObjectItemCaseSensitive(root, "images") : NULL;
+        cJSON_ArrayForEach(it, imgs)
+        {
+                const char *c = json_str(it, "config");
+                for (size_t i = 0; c != NULL && i < n; i++) {
+                        if (strcmp(c, ids[i]) != 0)
+                                continue;
+                        cJSON_DeleteItemFromObjectCaseSensitive((cJSON *)it, "lastUsed");
+                        if (cJSON_AddNumberToObject((cJSON *)it, "lastUsed", (double)when_ms) ==
+                            NULL)
+                                ret = cb_error_set(err, ENOMEM, "image index");
+                        changed = true;
+                        break;
+                }
+        }
+        if (ret == 0 && changed)
+                ret = index_write(s.images, root, err);
         rt_store_close(&s);
         return ret;
 }
@@ -767,6 +853,11 @@ static struct rt_image *image_from_json(const char *images, const cJSON *it, int
         img->manifest_digest = cb_arena_strdup(a, m);
         img->config_digest = cb_arena_strdup(a, c);
         img->size = cJSON_IsNumber(size) ? (uint64_t)size->valuedouble : 0;
+        img->id = img->config_digest;
+        const cJSON *created = cJSON_GetObjectItemCaseSensitive(it, "created");
+        const cJSON *used = cJSON_GetObjectItemCaseSensitive(it, "lastUsed");
+        img->created_ms = cJSON_IsNumber(created) ? (int64_t)created->valuedouble : 0;
+        img->last_used_ms = cJSON_IsNumber(used) ? (int64_t)used->valuedouble : 0;
         int n = cJSON_GetArraySize(layers);
         img->layer_digests = cb_arena_calloc(a, (size_t)n + 1, sizeof(char *));
         img->layer_dirs = cb_arena_calloc(a, (size_t)n + 1, sizeof(char *));

@@ -33,6 +33,7 @@
 #include "agent/pods/pods.h"
 #include "agent/pods/prober.h"
 #include "agent/core/curl.h"
+#include "agent/node/imagegc.h"
 #include "agent/node/pressure.h"
 #include "agent/client/reflector.h"
 #include "agent/node/selfcgroup.h"
@@ -55,6 +56,7 @@ struct agent {
         struct ag_events *events;
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
+        struct ag_imagegc *imagegc;
         struct ag_netready *netready; /* the runtime's network: a CNI config in --cni-conf-dir */
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
@@ -690,6 +692,16 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         };
         if (ag_pressure_new(a->loop, &pc, a->ns, a->pod_mgr, a->events, &a->pressure, err) < 0)
                 return -1;
+        struct ag_imagegc_config gc = {
+            .policy = {fl->image_gc_high_threshold_percent, fl->image_gc_low_threshold_percent,
+                       (int64_t)fl->image_minimum_gc_age_ms, (int64_t)fl->image_maximum_gc_age_ms},
+            .period_ms = fl->image_gc_period_ms,
+            .root_dir = a->root_dir,
+            .node_name = a->node_name};
+        if (ag_imagegc_new(a->loop, &gc, a->pod_mgr, a->events, a->metrics, &a->imagegc, err) < 0)
+                return -1;
+        ag_pressure_set_imagegc(a->pressure, a->imagegc);
+        ag_imagegc_start(a->imagegc);
         if (fl->healthz_port > 0) {
                 char token[65];
                 if (endpoint_token(a->root_dir, token, err) < 0)
@@ -831,6 +843,7 @@ static void stop_agent(struct agent *a)
         }
         ag_endpoint_free(a->endpoint);
         a->endpoint = NULL;
+        ag_imagegc_free(a->imagegc); /* before the eviction manager it reclaims for */
         ag_pressure_free(a->pressure);
         ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent/k8s/duration.h"
+#include "agent/k8s/imagegc.h"
 #include "agent/k8s/k8s.h"
 #include "agent/nodeapi/server.h"
 #include "agent/pods/logrotate.h"
@@ -110,6 +111,20 @@ static const struct opt opts[] = {
      "DOMAIN"},
     {"resolvConf", "--resolv-conf", OPT_STR, OFF(resolv_conf), 0, 0, "FILE", "/etc/resolv.conf",
      "the resolver file pods with dnsPolicy Default start from (\"\": none, 127.0.0.1)"},
+    /* image garbage collection (agent/node/imagegc.h) */
+    {"imageGCHighThresholdPercent", "--image-gc-high-threshold", OPT_INT,
+     OFF(image_gc_high_threshold_percent), INT32_MIN, INT32_MAX, "PERCENT", "85",
+     "image filesystem usage at which unused images are collected (100 with no "
+     "imageMaximumGCAge: never)"},
+    {"imageGCLowThresholdPercent", "--image-gc-low-threshold", OPT_INT,
+     OFF(image_gc_low_threshold_percent), INT32_MIN, INT32_MAX, "PERCENT", "80",
+     "the usage image garbage collection frees down to"},
+    {"imageMinimumGCAge", "--minimum-image-ttl-duration", OPT_DUR_MS, OFF(image_minimum_gc_age_ms),
+     0, INT64_MAX / 2, "DUR", "2m", "an unused image this young is not collected"},
+    {"imageMaximumGCAge", NULL, OPT_DUR_MS, OFF(image_maximum_gc_age_ms), 0, INT64_MAX / 2, "DUR",
+     "0s (off)", "an image unused this long is collected whatever the disk usage"},
+    {NULL, "--image-gc-period", OPT_DUR_MS, OFF(image_gc_period_ms), 1000, 86400000, "DUR", "5m",
+     "how often images are collected (cubelet, for tests; the kubelet's ImageGCPeriod)"},
     /* container log rotation (agent/pods/logrotate.h) */
     {"containerLogMaxSize", "--container-log-max-size", OPT_QUANTITY, OFF(container_log_max_size),
      INT64_MIN, INT64_MAX, "QUANTITY", "10Mi",
@@ -902,6 +917,14 @@ int ag_config_finish(struct ag_config *c, struct cb_error *err)
                                     "authorization.mode (--authorization-mode): \"%s\": want "
                                     "AlwaysAllow or Webhook",
                                     c->authz_mode);
+        struct k8s_imagegc_policy gp = {
+            .high_threshold_percent = c->image_gc_high_threshold_percent,
+            .low_threshold_percent = c->image_gc_low_threshold_percent,
+            .min_age_ms = (int64_t)c->image_minimum_gc_age_ms,
+            .max_age_ms = (int64_t)c->image_maximum_gc_age_ms,
+        };
+        if (k8s_imagegc_validate(&gp, err) < 0)
+                return -1;
         if (c->bootstrap_kubeconfig != NULL && c->kubeconfig == NULL)
                 return cb_error_set(err, 0,
                                     "--bootstrap-kubeconfig needs --kubeconfig: the file the "
@@ -929,6 +952,10 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
             .crash_loop_backoff_initial_s = ST_BACKOFF_BASE_DEFAULT,
             .crash_loop_backoff_max_s = ST_BACKOFF_CAP_DEFAULT,
             .eviction_pressure_transition_ms = K8S_EVICTION_TRANSITION_MS,
+            .image_gc_high_threshold_percent = K8S_IMAGE_GC_HIGH_DEFAULT,
+            .image_gc_low_threshold_percent = K8S_IMAGE_GC_LOW_DEFAULT,
+            .image_minimum_gc_age_ms = K8S_IMAGE_GC_MIN_AGE_MS,
+            .image_gc_period_ms = K8S_IMAGE_GC_PERIOD_MS,
             .authn_webhook_ttl_ms = 120000,
             .authz_allowed_ttl_ms = 300000,
             .authz_denied_ttl_ms = 30000,

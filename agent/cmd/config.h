@@ -74,6 +74,12 @@ struct ag_config {
         struct k8s_eviction_thresholds eviction_hard;
         /* evictionPressureTransitionPeriod, --eviction-pressure-transition-period: 5m */
         uint64_t eviction_pressure_transition_ms;
+        /* image garbage collection (agent/node/imagegc.h), the kubelet's keys */
+        int image_gc_high_threshold_percent; /* imageGCHighThresholdPercent: 85 */
+        int image_gc_low_threshold_percent;  /* imageGCLowThresholdPercent: 80 */
+        uint64_t image_minimum_gc_age_ms;    /* imageMinimumGCAge: 2m */
+        uint64_t image_maximum_gc_age_ms;    /* imageMaximumGCAge: 0 (off) */
+        uint64_t image_gc_period_ms;         /* --image-gc-period (cubelet, tests): 5m */
         /* container log rotation (agent/pods/logrotate.h), the kubelet's keys */
         int64_t container_log_max_size; /* containerLogMaxSize, --container-log-max-size:
                                            10Mi; negative: no rotation */

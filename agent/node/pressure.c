@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/core/log.h"
+#include "agent/node/imagegc.h"
 #include "agent/k8s/qos.h"
 #include "agent/pods/containerspec.h"
 #include "cgroups/cgroup.h"
@@ -40,6 +41,10 @@ struct ag_pressure {
         struct ag_io *notify_io;
         uint64_t notify_threshold;
         char last_warning[CB_ERROR_MSG_MAX];
+        /* node-level reclaim before evicting pods (disk signals) */
+        struct ag_imagegc *imagegc;
+        bool reclaiming;
+        int reclaim_signal;
 };
 
 /* ---- measuring ---- */
@@ -289,6 +294,44 @@ static void report_conditions(struct ag_pressure *pm, unsigned report)
         ag_pods_set_pressure(pm->pods, report);
 }
 
+static void evict_pods(struct ag_pressure *pm, int sig, const struct k8s_observations *obs);
+
+/* reclaimNodeLevelResources, after the image collector's DeleteUnusedImages:
+ * measure again; pods are evicted only when a threshold is still met. */
+static void on_reclaimed(void *data, int64_t freed, const char *error)
+{
+        struct ag_pressure *pm = data;
+        pm->reclaiming = false;
+        if (freed < 0)
+                return; /* the collector was stopped: the agent is going away */
+        const char *res = k8s_signal_resource((enum k8s_signal)pm->reclaim_signal);
+        if (error != NULL)
+                log_info("eviction manager: unexpected error when attempting to reduce %s "
+                         "pressure: %s",
+                         res, error);
+        struct k8s_observations obs;
+        struct cb_error err = {0};
+        if (ag_pressure_measure(pm->cfg.root_dir, pm->cfg.memory_capacity, &obs, NULL, &err) < 0) {
+                log_warning("eviction manager: failed to measure after resource reclaim: %s",
+                            err.msg);
+                return;
+        }
+        if (k8s_thresholds_met(&pm->cfg.thresholds, &obs) == 0) {
+                log_info("eviction manager: able to reduce %s pressure without evicting pods "
+                         "(%lld bytes of images freed)",
+                         res, (long long)freed);
+                return;
+        }
+        log_info("eviction manager: must evict pod(s) to reclaim %s", res);
+        evict_pods(pm, pm->reclaim_signal, &obs);
+}
+
+static bool disk_signal(int sig)
+{
+        return sig == K8S_SIGNAL_NODEFS_AVAILABLE || sig == K8S_SIGNAL_NODEFS_INODES_FREE ||
+               sig == K8S_SIGNAL_IMAGEFS_AVAILABLE || sig == K8S_SIGNAL_IMAGEFS_INODES_FREE;
+}
+
 static void evict_one(struct ag_pressure *pm, unsigned met, const struct k8s_observations *obs)
 {
         int sig = k8s_signal_to_reclaim(met);
@@ -303,8 +346,22 @@ static void evict_one(struct ag_pressure *pm, unsigned met, const struct k8s_obs
             .kind = "Node", .name = pm->cfg.node_name, .uid = pm->cfg.node_name};
         if (pm->events != NULL)
                 ag_events_record(pm->events, &node, "Warning", "EvictionThresholdMet", msg);
-        /* Node-level reclaim (image and dead-container GC) is not built:
-         * go straight to pods, as when it reclaims nothing. */
+        /* Disk signals: node-level reclaim first (the image collector's
+         * unused images, off the loop), pods only if that was not enough. */
+        if (disk_signal(sig) && pm->imagegc != NULL) {
+                struct cb_error err = {0};
+                if (ag_imagegc_reclaim(pm->imagegc, on_reclaimed, pm, &err) == 0) {
+                        pm->reclaiming = true;
+                        pm->reclaim_signal = sig;
+                        return;
+                }
+                log_warning("eviction manager: cannot reclaim images: %s", err.msg);
+        }
+        evict_pods(pm, sig, obs);
+}
+
+static void evict_pods(struct ag_pressure *pm, int sig, const struct k8s_observations *obs)
+{
         struct ag_pod_ref *refs = NULL;
         size_t n = 0;
         if (ag_pods_active(pm->pods, &refs, &n) < 0)
@@ -388,7 +445,7 @@ static void synchronize(struct ag_pressure *pm)
                                               pm->cfg.transition_ms);
         report_conditions(pm, report);
         arm_memory_notifier(pm, &obs);
-        if (met == 0)
+        if (met == 0 || pm->reclaiming)
                 return;
         /* The kubelet waits (up to 30 s) for the last evicted pod's cleanup
          * before it evicts another. */
@@ -511,6 +568,11 @@ int ag_pressure_new(struct ag_loop *loop, const struct ag_pressure_config *cfg,
         }
         *ret = pm;
         return 0;
+}
+
+void ag_pressure_set_imagegc(struct ag_pressure *pm, struct ag_imagegc *gc)
+{
+        pm->imagegc = gc;
 }
 
 void ag_pressure_start(struct ag_pressure *pm)

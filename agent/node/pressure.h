@@ -8,7 +8,8 @@
  * PIDPressure (with the transition period) to the node status and to
  * admission, and while a hard threshold is met evicts one pod per cycle,
  * ranked by agent/k8s/eviction.h, then waits for that pod's cleanup (30 s at
- * most) before evicting another. On cgroup v1 a memory threshold
+ * most) before evicting another. For a disk signal the image collector's
+ * unused images go first (ag_pressure_set_imagegc). On cgroup v1 a memory threshold
  * notification on the root memory cgroup (memory.usage_in_bytes through
  * cgroup.event_control, as the kubelet's memcg notifier) runs a cycle at
  * once when usage crosses the memory.available threshold.
@@ -50,6 +51,12 @@ struct ag_pressure;
 int ag_pressure_new(struct ag_loop *loop, const struct ag_pressure_config *cfg,
                     struct ag_nodestatus *ns, struct ag_pods *pods, struct ag_events *events,
                     struct ag_pressure **ret, struct cb_error *err);
+/* The image collector (borrowed; freed before the manager) that reclaims
+ * unused images before pods are evicted for a disk signal, as the kubelet's
+ * reclaimNodeLevelResources: the signals are measured again after it, and
+ * pods go only while a threshold is still met. */
+struct ag_imagegc;
+void ag_pressure_set_imagegc(struct ag_pressure *pm, struct ag_imagegc *gc);
 /* The first cycle runs on the next loop iteration. */
 void ag_pressure_start(struct ag_pressure *pm);
 void ag_pressure_free(struct ag_pressure *pm);

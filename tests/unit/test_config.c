@@ -576,6 +576,84 @@ START_TEST(test_usage_lists_every_flag)
 }
 END_TEST
 
+/* Image garbage collection: the kubelet's defaults, keys, flags and its
+ * validation messages (pkg/kubelet/apis/config/validation). */
+START_TEST(test_image_gc_options)
+{
+        struct ag_config c;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_int_eq(c.image_gc_high_threshold_percent, 85);
+        ck_assert_int_eq(c.image_gc_low_threshold_percent, 80);
+        ck_assert_uint_eq(c.image_minimum_gc_age_ms, 120000);
+        ck_assert_uint_eq(c.image_maximum_gc_age_ms, 0);
+        ck_assert_uint_eq(c.image_gc_period_ms, 300000);
+        ck_assert_int_eq(apply(&c,
+                               HEAD "imageGCHighThresholdPercent: 70\nimageGCLowThresholdPercent: "
+                                    "50\nimageMinimumGCAge: 30s\nimageMaximumGCAge: 1h\n",
+                               &err),
+                         0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_int_eq(c.image_gc_high_threshold_percent, 70);
+        ck_assert_int_eq(c.image_gc_low_threshold_percent, 50);
+        ck_assert_uint_eq(c.image_minimum_gc_age_ms, 30000);
+        ck_assert_uint_eq(c.image_maximum_gc_age_ms, 3600000);
+        char *argv[] = {"--image-gc-high-threshold=90", "--image-gc-low-threshold", "60",
+                        "--minimum-image-ttl-duration=1m", "--image-gc-period=2s"};
+        ck_assert_int_eq(ag_config_parse_flags(&c, 5, argv, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_int_eq(c.image_gc_high_threshold_percent, 90);
+        ck_assert_int_eq(c.image_gc_low_threshold_percent, 60);
+        ck_assert_uint_eq(c.image_minimum_gc_age_ms, 60000);
+        ck_assert_uint_eq(c.image_gc_period_ms, 2000);
+        ag_config_clear(&c);
+
+        static const struct {
+                const char *doc, *msg;
+        } bad[] = {
+            {"imageGCHighThresholdPercent: 101\n",
+             "invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 "
+             "must be between 0 and 100, inclusive"},
+            {"imageGCLowThresholdPercent: -1\n",
+             "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) -1 "
+             "must be between 0 and 100, inclusive"},
+            {"imageGCLowThresholdPercent: 85\n",
+             "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 85 "
+             "must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85"},
+            {"imageMaximumGCAge: 1m\n",
+             "invalid configuration: imageMaximumGCAge 1m0s must be greater than "
+             "imageMinimumGCAge 2m0s"},
+            {"imageMaximumGCAge: 90s\nimageMinimumGCAge: 1m30s\n",
+             "invalid configuration: imageMaximumGCAge 1m30s must be greater than "
+             "imageMinimumGCAge 1m30s"},
+            {"imageGCHighThresholdPercent: 101\nimageGCLowThresholdPercent: 200\n",
+             "[invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) "
+             "101 must be between 0 and 100, inclusive, invalid configuration: "
+             "imageGCLowThresholdPercent (--image-gc-low-threshold) 200 must be between 0 and "
+             "100, inclusive, invalid configuration: imageGCLowThresholdPercent "
+             "(--image-gc-low-threshold) 200 must be less than imageGCHighThresholdPercent "
+             "(--image-gc-high-threshold) 101]"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char doc[512];
+                snprintf(doc, sizeof(doc), HEAD "%s", bad[i].doc);
+                ck_assert_int_eq(ag_config_init(&c, &err), 0);
+                ck_assert_int_eq(apply(&c, doc, &err), 0);
+                ck_assert_int_eq(ag_config_finish(&c, &err), -1);
+                ck_assert_str_eq(err.msg, bad[i].msg);
+                ag_config_clear(&c);
+        }
+        /* 100 with no maximum age is valid: the collector is off */
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(apply(&c, HEAD "imageGCHighThresholdPercent: 100\n", &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_int_eq(apply(&c, HEAD "imageMinimumGCAge: soon\n", &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "imageMinimumGCAge"));
+        ag_config_clear(&c);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("config");
@@ -592,6 +670,7 @@ int main(void)
         tcase_add_test(tc, test_usage_lists_every_flag);
         tcase_add_test(tc, test_dns_options);
         tcase_add_test(tc, test_container_log_options);
+        tcase_add_test(tc, test_image_gc_options);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

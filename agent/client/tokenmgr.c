@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agent/core/log.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 
 #define BACKOFF_INITIAL_MS 500
@@ -39,7 +40,7 @@ struct ag_tokenmgr {
 
 static int64_t real_now(void)
 {
-        return (int64_t)time(NULL);
+        return cb_wall_now();
 }
 
 bool ag_token_requires_refresh(int64_t now, int64_t exp, int64_t expiration_seconds,

@@ -14,6 +14,7 @@
 #include "agent/client/apiclient.h"
 #include "agent/cmd/config.h"
 #include "agent/client/bootstrap.h"
+#include "agent/core/testclock.h"
 #include "agent/client/kubeconfig.h"
 #include "agent/client/objmanager.h"
 #include "agent/client/tokenmgr.h"
@@ -54,7 +55,8 @@ struct agent {
         struct ag_events *events;
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
-        struct ag_netready *netready; /* the runtime's network: a CNI config in --cni-conf-dir */
+        struct ag_netready *netready;   /* the runtime's network: a CNI config in --cni-conf-dir */
+        struct ag_testclock *testclock; /* CUBELET_TEST_WALL_OFFSET_FILE, tests only */
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
@@ -554,7 +556,7 @@ static void on_network(bool ready, void *data);
 static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_node_config *nc,
                        const struct ag_kubeconfig *kc, struct cb_error *err)
 {
-        if (ag_loop_new(&a->loop, err) < 0)
+        if (ag_loop_new(&a->loop, err) < 0 || ag_testclock_watch(a->loop, &a->testclock, err) < 0)
                 return -1;
         sigset_t mask;
         sigemptyset(&mask);
@@ -840,6 +842,7 @@ static void stop_agent(struct agent *a)
         ag_events_free(a->events);
         ag_nodestatus_free(a->ns);
         ag_netready_free(a->netready);
+        ag_testclock_free(a->testclock);
         ag_api_free(a->api);
         ag_loop_free(a->loop);
 }
@@ -893,7 +896,7 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
                 snprintf(a.cert_dir, sizeof(a.cert_dir), "%s", fl.napi.cert_dir);
         else
                 snprintf(a.cert_dir, sizeof(a.cert_dir), "%s/pki", opts->root_dir);
-        if (make_node_config(&fl, opts, &nc, &err) < 0) {
+        if (make_node_config(&fl, opts, &nc, &err) < 0 || ag_testclock_init(&err) < 0) {
                 log_error("%s", err.msg);
                 goto out;
         }

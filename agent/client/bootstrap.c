@@ -1265,16 +1265,29 @@ static void on_rotate(struct ag_timer *t, void *data)
                 rot_fail(m, "cannot make a key and CSR", "out of memory");
 }
 
-static void rot_schedule(struct ag_certmgr *m)
+static void rot_arm(struct ag_certmgr *m)
 {
-        m->deadline = ag_cert_rotation_deadline(m->not_before, m->not_after,
-                                                (double)rand() / ((double)RAND_MAX + 1.0));
         time_t now = (time_t)cb_wall_now();
         uint64_t ms = m->deadline > now ? (uint64_t)(m->deadline - now) * 1000 : 0;
         char d[32];
         log_info("client certificate rotation deadline is %s (in %llus)",
                  iso(m->deadline, d, sizeof(d)), (unsigned long long)(ms / 1000));
         ag_timer_arm(m->timer, ms);
+}
+
+static void rot_schedule(struct ag_certmgr *m)
+{
+        m->deadline = ag_cert_rotation_deadline(m->not_before, m->not_after,
+                                                (double)rand() / ((double)RAND_MAX + 1.0));
+        rot_arm(m);
+}
+
+void ag_certmgr_wall_changed(struct ag_certmgr *m)
+{
+        /* the same deadline, from the new now (none while a request runs
+         * or a failure's back-off waits) */
+        if (!m->busy && m->failures == 0)
+                rot_arm(m);
 }
 
 time_t ag_certmgr_deadline(const struct ag_certmgr *m)

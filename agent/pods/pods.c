@@ -937,6 +937,13 @@ void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m)
         p->metrics = m;
 }
 
+void ag_pods_wall_changed(struct ag_pods *p)
+{
+        for (struct rec *r = p->recs; r; r = r->next)
+                if (r->worker != NULL)
+                        ag_pod_worker_wall_changed(r->worker);
+}
+
 void ag_pods_kick(struct ag_pods *p)
 {
         for (struct rec *r = p->recs; r; r = r->next)

@@ -920,6 +920,15 @@ void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
         ag_timer_arm(w->kick, 0);
 }
 
+void ag_pod_worker_wall_changed(struct ag_pod_worker *w)
+{
+        if (w->done)
+                return;
+        arm_deadline(w, w->latest ? w->latest : w->pod);
+        if (w->volumes != NULL)
+                ag_pod_volumes_resync(w->volumes);
+}
+
 void ag_pod_worker_kick(struct ag_pod_worker *w)
 {
         if (!w->done)

@@ -808,6 +808,11 @@ static void sync_now(struct ag_pod_volumes *pv)
                 pv->ops.changed(pv->data);
 }
 
+void ag_pod_volumes_resync(struct ag_pod_volumes *pv)
+{
+        schedule(pv, 0);
+}
+
 static void on_timer(struct ag_timer *t, void *data)
 {
         (void)t;

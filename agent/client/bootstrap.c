@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include "agent/core/log.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 
@@ -909,7 +910,7 @@ static int write_kubeconfig(const struct ag_bootstrap_config *cfg, const struct 
 int ag_bootstrap_client_cert(const struct ag_bootstrap_config *cfg, struct cb_error *err)
 {
         char why[1024] = "";
-        int v = ag_client_config_valid(cfg->kubeconfig, time(NULL), why, sizeof(why));
+        int v = ag_client_config_valid(cfg->kubeconfig, (time_t)cb_wall_now(), why, sizeof(why));
         if (v < 0)
                 return cb_error_set(err, 0, "%s", why);
         if (v == 1) {
@@ -970,8 +971,8 @@ int ag_bootstrap_client_cert(const struct ag_bootstrap_config *cfg, struct cb_er
                 goto out;
         }
         char file[4096];
-        if (ag_cert_store_write(cfg->cert_dir, b.key_pem, b.cert, time(NULL), file, sizeof(file),
-                                err) < 0 ||
+        if (ag_cert_store_write(cfg->cert_dir, b.key_pem, b.cert, (time_t)cb_wall_now(), file,
+                                sizeof(file), err) < 0 ||
             ag_cert_store_link(cfg->cert_dir, file, err) < 0)
                 goto out;
         if (unlink(paths.key_tmp) < 0 && errno != ENOENT)
@@ -1081,8 +1082,9 @@ static void rot_work(void *data)
                                                  &j->pub_len, &j->err);
                 break;
         case 1:
-                j->rc = ag_cert_store_write(j->cert_dir, j->key_pem, j->cert_pem, time(NULL),
-                                            j->file, sizeof(j->file), &j->err);
+                j->rc =
+                    ag_cert_store_write(j->cert_dir, j->key_pem, j->cert_pem, (time_t)cb_wall_now(),
+                                        j->file, sizeof(j->file), &j->err);
                 break;
         default:
                 j->rc = ag_cert_store_link(j->cert_dir, j->file, &j->err);
@@ -1263,16 +1265,29 @@ static void on_rotate(struct ag_timer *t, void *data)
                 rot_fail(m, "cannot make a key and CSR", "out of memory");
 }
 
-static void rot_schedule(struct ag_certmgr *m)
+static void rot_arm(struct ag_certmgr *m)
 {
-        m->deadline = ag_cert_rotation_deadline(m->not_before, m->not_after,
-                                                (double)rand() / ((double)RAND_MAX + 1.0));
-        time_t now = time(NULL);
+        time_t now = (time_t)cb_wall_now();
         uint64_t ms = m->deadline > now ? (uint64_t)(m->deadline - now) * 1000 : 0;
         char d[32];
         log_info("client certificate rotation deadline is %s (in %llus)",
                  iso(m->deadline, d, sizeof(d)), (unsigned long long)(ms / 1000));
         ag_timer_arm(m->timer, ms);
+}
+
+static void rot_schedule(struct ag_certmgr *m)
+{
+        m->deadline = ag_cert_rotation_deadline(m->not_before, m->not_after,
+                                                (double)rand() / ((double)RAND_MAX + 1.0));
+        rot_arm(m);
+}
+
+void ag_certmgr_wall_changed(struct ag_certmgr *m)
+{
+        /* the same deadline, from the new now (none while a request runs
+         * or a failure's back-off waits) */
+        if (!m->busy && m->failures == 0)
+                rot_arm(m);
 }
 
 time_t ag_certmgr_deadline(const struct ag_certmgr *m)

@@ -145,3 +145,6 @@ int ag_certmgr_new(struct ag_loop *loop, struct ag_api *api, const struct ag_cer
 void ag_certmgr_free(struct ag_certmgr *m);
 /* When the next rotation starts (unix seconds), for logs and tests. */
 time_t ag_certmgr_deadline(const struct ag_certmgr *m);
+/* The wall clock was set: the rotation timer is armed again for the same
+ * deadline. */
+void ag_certmgr_wall_changed(struct ag_certmgr *m);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agent/core/log.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 
 #define CACHE_MAX 4096
@@ -43,7 +44,7 @@ static void write_record(struct record *r);
 
 static void now_rfc3339(char *buf, size_t size)
 {
-        time_t t = time(NULL);
+        time_t t = (time_t)cb_wall_now();
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);

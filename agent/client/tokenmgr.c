@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agent/core/log.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 
 #define BACKOFF_INITIAL_MS 500
@@ -26,6 +27,8 @@ struct tok {
         void *data;
         char error[sizeof(((struct cb_error *)0)->msg)];
         uint64_t failed_at_ms, backoff_ms;
+        uint64_t fetched_ms; /* when the token in hand arrived (monotonic) */
+        bool old_on_arrival; /* it needed a refresh already then (clock skew) */
 };
 
 struct ag_tokenmgr {
@@ -39,7 +42,7 @@ struct ag_tokenmgr {
 
 static int64_t real_now(void)
 {
-        return (int64_t)time(NULL);
+        return cb_wall_now();
 }
 
 bool ag_token_requires_refresh(int64_t now, int64_t exp, int64_t expiration_seconds,
@@ -177,6 +180,15 @@ static void on_done(struct ag_api_result *res, void *data)
                 free(t->token);
                 t->token = token;
                 t->exp = exp;
+                t->fetched_ms = ag_now_ms();
+                t->old_on_arrival =
+                    ag_token_requires_refresh(t->m->now_s(), exp, t->expiration_seconds, 0);
+                if (t->old_on_arrival)
+                        log_warning("serviceaccount %s/%s: the token for pod %s/%s is due for a "
+                                    "refresh on arrival (the node's clock is ahead of the "
+                                    "apiserver's?); asking again in %us at the earliest",
+                                    t->ns, t->sa, t->ns, t->pod_name,
+                                    AG_TOKEN_MIN_REFETCH_MS / 1000);
                 t->error[0] = '\0';
                 t->backoff_ms = 0;
                 log_v(2, "serviceaccount %s/%s: token for pod %s/%s, expires in %llds", t->ns,
@@ -261,7 +273,8 @@ int ag_tokenmgr_get(struct ag_tokenmgr *m, const struct ag_token_key *key, ag_to
         int64_t jitter = (int64_t)(r % (AG_TOKEN_MAX_JITTER_S + 1));
         int64_t now = m->now_s();
         if (t->token != NULL &&
-            !ag_token_requires_refresh(now, t->exp, t->expiration_seconds, jitter)) {
+            (!ag_token_requires_refresh(now, t->exp, t->expiration_seconds, jitter) ||
+             (t->old_on_arrival && ag_now_ms() < t->fetched_ms + AG_TOKEN_MIN_REFETCH_MS))) {
                 *ret_token = t->token;
                 if (ret_exp)
                         *ret_exp = t->exp;
@@ -307,8 +320,15 @@ int64_t ag_tokenmgr_next_due(struct ag_tokenmgr *m, const char *pod_uid)
                                             : 0) /
                                        1000) +
                              1;
-                else if (t->token)
+                else if (t->token) {
                         at = ag_token_refresh_at(t->exp, t->expiration_seconds);
+                        uint64_t mono = ag_now_ms(),
+                                 again = t->fetched_ms + AG_TOKEN_MIN_REFETCH_MS;
+                        int64_t floor =
+                            m->now_s() + (int64_t)((again > mono ? again - mono : 0) / 1000) + 1;
+                        if (t->old_on_arrival && at < floor)
+                                at = floor;
+                }
                 if (at && (due == 0 || at < due))
                         due = at;
         }

@@ -23,6 +23,12 @@
 
 #define AG_TOKEN_MAX_TTL_S    (24 * 3600)
 #define AG_TOKEN_MAX_JITTER_S 10
+/* A token that already needed a refresh when it arrived (the node's clock
+ * far ahead of the apiserver's: every new token looks old at once) is asked
+ * for again at most once per this long (monotonic). The kubelet asks when
+ * it syncs the pod's volumes, once a sync period: one request a minute, not
+ * a storm. */
+#define AG_TOKEN_MIN_REFETCH_MS 60000u
 
 struct ag_token_key {
         const char *ns, *service_account;

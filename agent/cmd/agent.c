@@ -14,6 +14,7 @@
 #include "agent/client/apiclient.h"
 #include "agent/cmd/config.h"
 #include "agent/client/bootstrap.h"
+#include "agent/core/wallwatch.h"
 #include "agent/client/kubeconfig.h"
 #include "agent/client/objmanager.h"
 #include "agent/client/tokenmgr.h"
@@ -57,7 +58,8 @@ struct agent {
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
         struct ag_imagegc *imagegc;
-        struct ag_netready *netready; /* the runtime's network: a CNI config in --cni-conf-dir */
+        struct ag_netready *netready;   /* the runtime's network: a CNI config in --cni-conf-dir */
+        struct ag_wallwatch *wallwatch; /* the wall clock set (or its test offset changed) */
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
@@ -555,10 +557,23 @@ static int make_node_config(const struct ag_config *fl, const struct cb_global_o
 static void network_changed(struct agent *a);
 static void on_network(bool ready, void *data);
 
+/* The wall clock was set: what is armed from a wall-time deadline is armed
+ * again (token refreshes, activeDeadlineSeconds, certificate rotation);
+ * back-offs, probes and leases run on the monotonic clock and stay. */
+static void on_wall_changed(void *data)
+{
+        struct agent *a = data;
+        if (a->pod_mgr != NULL)
+                ag_pods_wall_changed(a->pod_mgr);
+        if (a->certmgr != NULL)
+                ag_certmgr_wall_changed(a->certmgr);
+}
+
 static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_node_config *nc,
                        const struct ag_kubeconfig *kc, struct cb_error *err)
 {
-        if (ag_loop_new(&a->loop, err) < 0)
+        if (ag_loop_new(&a->loop, err) < 0 ||
+            ag_wallwatch_new(a->loop, on_wall_changed, a, &a->wallwatch, err) < 0)
                 return -1;
         sigset_t mask;
         sigemptyset(&mask);
@@ -867,6 +882,7 @@ static void stop_agent(struct agent *a)
         ag_events_free(a->events);
         ag_nodestatus_free(a->ns);
         ag_netready_free(a->netready);
+        ag_wallwatch_free(a->wallwatch);
         ag_api_free(a->api);
         ag_loop_free(a->loop);
 }
@@ -920,7 +936,7 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
                 snprintf(a.cert_dir, sizeof(a.cert_dir), "%s", fl.napi.cert_dir);
         else
                 snprintf(a.cert_dir, sizeof(a.cert_dir), "%s/pki", opts->root_dir);
-        if (make_node_config(&fl, opts, &nc, &err) < 0) {
+        if (make_node_config(&fl, opts, &nc, &err) < 0 || ag_testclock_init(&err) < 0) {
                 log_error("%s", err.msg);
                 goto out;
         }

@@ -12,6 +12,7 @@
 #include "agent/k8s/eviction.h"
 #include "agent/core/log.h"
 #include "agent/client/reflector.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 
 #define REGISTER_BACKOFF_INITIAL_MS 100
@@ -46,8 +47,9 @@ struct ag_nodestatus {
 
 void ag_format_time(char *buf, size_t size, bool micro)
 {
-        struct timeval tv;
-        gettimeofday(&tv, NULL);
+        int64_t us = cb_wall_now_us(); /* the agent's wall clock (lib/wallclock.h) */
+        struct timeval tv = {.tv_sec = (time_t)(us / 1000000),
+                             .tv_usec = (suseconds_t)(us % 1000000)};
         struct tm tm;
         gmtime_r(&tv.tv_sec, &tm);
         if (micro) {

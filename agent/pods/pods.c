@@ -21,6 +21,7 @@
 #include "agent/k8s/jsondiff.h"
 #include "agent/k8s/taint.h"
 #include "agent/k8s/validate.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 #include "runtime/container.h"
@@ -288,8 +289,8 @@ static void reject(struct rec *r, const char *reason, const char *message)
         log_warning("pod %s/%s: rejected: %s: %s", pod_ns(r), r->name, reason, message);
         record_event(r, "Warning", reason, message, NULL);
         struct ag_pod_obs obs = {
-            .rejected = true, .reason = reason, .message = msg, .start_time = (int64_t)time(NULL)};
-        cJSON *st = ag_pod_status_json(r->pod, &obs, (int64_t)time(NULL));
+            .rejected = true, .reason = reason, .message = msg, .start_time = cb_wall_now()};
+        cJSON *st = ag_pod_status_json(r->pod, &obs, cb_wall_now());
         struct cb_error err = {0};
         if (st != NULL && r->is_static) {
                 if (p->hooks.status != NULL)
@@ -536,7 +537,7 @@ static void evict(struct rec *r)
         log_info("pod %s/%s: evicting: a NoExecute taint is not tolerated", pod_ns(r), r->name);
         record_event(r, "Normal", "TaintManagerEviction", msg, NULL);
         char ts[32];
-        time_t t = time(NULL);
+        time_t t = (time_t)cb_wall_now();
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -939,6 +940,13 @@ void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m)
         p->metrics = m;
 }
 
+void ag_pods_wall_changed(struct ag_pods *p)
+{
+        for (struct rec *r = p->recs; r; r = r->next)
+                if (r->worker != NULL)
+                        ag_pod_worker_wall_changed(r->worker);
+}
+
 void ag_pods_kick(struct ag_pods *p)
 {
         for (struct rec *r = p->recs; r; r = r->next)
@@ -1009,7 +1017,7 @@ int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s, 
         r->pressure_message = strdup(message);
         if (r->pressure_message == NULL)
                 return -1;
-        time_t t = time(NULL);
+        time_t t = (time_t)cb_wall_now();
         struct tm tm;
         gmtime_r(&t, &tm);
         strftime(r->pressure_time, sizeof(r->pressure_time), "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -114,4 +114,7 @@ struct ag_metrics;
 void ag_pods_set_metrics(struct ag_pods *p, struct ag_metrics *m);
 /* Every worker runs its state machine again (the runtime's network became ready). */
 void ag_pods_kick(struct ag_pods *p);
+/* The wall clock was set (agent/core/wallwatch.h): every worker re-arms
+ * what it armed from a wall-time deadline. */
+void ag_pods_wall_changed(struct ag_pods *p);
 void ag_pods_update_metrics(const struct ag_pods *p);

@@ -6,14 +6,20 @@ static void advance(struct ag_pod_worker *w);
 
 int64_t pw_now_s(void)
 {
-        return (int64_t)time(NULL);
+        return cb_wall_now();
+}
+
+void pw_set_exited_boot(struct ctr *c, int64_t finished_at_realtime)
+{
+        int64_t boot = cb_boot_now(), age = (int64_t)time(NULL) - finished_at_realtime;
+        if (age < 0 || finished_at_realtime <= 0)
+                age = 0;
+        c->exited_boot = age < boot ? boot - age : 0;
 }
 
 static uint64_t pw_wall_ms(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+        return (uint64_t)(cb_wall_now_us() / 1000);
 }
 
 const char *pw_pod_ns(const struct k8s_pod *p)
@@ -322,7 +328,7 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
                 snprintf(st.reason, sizeof(st.reason), "%s", ST_REASON_CONTAINER_STATUS_UNKNOWN);
                 snprintf(st.message, sizeof(st.message),
                          "The container could not be located when the pod was terminated");
-                st.finished_at = (int64_t)time(NULL) * 1000000000LL;
+                st.finished_at = (int64_t)time(NULL) * 1000000000LL; /* the monitors' clock */
         }
         pw_stop_watch(c);
         pw_stop_probers(c);
@@ -340,6 +346,7 @@ static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
             .started_at = st.started_at ? st.started_at / 1000000000LL : c->obs.state.started_at,
             .finished_at = st.finished_at / 1000000000LL,
         };
+        pw_set_exited_boot(c, c->term.finished_at);
         snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
         termination_message(w, c, st.message);
         snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
@@ -542,8 +549,8 @@ static bool should_restart(const struct ag_pod_worker *w, const struct ctr *c)
  * CrashLoopBackOff. Returns true when it was (re)started. */
 static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
 {
-        int64_t now = pw_now_s();
-        int64_t finished = c->term.finished_at;
+        int64_t now = cb_boot_now();
+        int64_t finished = c->exited_boot;
         if (st_backoff_active(&c->backoff, finished, now)) {
                 if (!c->waiting_timer) {
                         char *msg = st_crashloop_message(c->backoff.backoff, c->spec->name,
@@ -911,6 +918,15 @@ void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
         w->latest = pod;
         arm_deadline(w, pod);
         ag_timer_arm(w->kick, 0);
+}
+
+void ag_pod_worker_wall_changed(struct ag_pod_worker *w)
+{
+        if (w->done)
+                return;
+        arm_deadline(w, w->latest ? w->latest : w->pod);
+        if (w->volumes != NULL)
+                ag_pod_volumes_resync(w->volumes);
 }
 
 void ag_pod_worker_kick(struct ag_pod_worker *w)

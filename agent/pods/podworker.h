@@ -100,6 +100,9 @@ struct ag_objmgr;
 
 /* Runs the worker's state machine again soon (e.g. the network became ready). */
 void ag_pod_worker_kick(struct ag_pod_worker *w);
+/* The wall clock was set: activeDeadlineSeconds and the volumes' token
+ * refreshes are evaluated again from the new now. */
+void ag_pod_worker_wall_changed(struct ag_pod_worker *w);
 struct ag_tokenmgr;
 struct ag_services;
 

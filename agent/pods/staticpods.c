@@ -15,6 +15,7 @@
 #include "agent/core/inotify.h"
 #include "agent/k8s/k8s.h"
 #include "agent/core/log.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 
@@ -219,8 +220,9 @@ static void entry_free(struct entry *e)
 
 static void now_rfc3339nano(char *buf, size_t size)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t ns = cb_wall_now_ns();
+        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000LL),
+                              .tv_nsec = (long)(ns % 1000000000LL)};
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
         char base[32];

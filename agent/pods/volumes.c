@@ -15,6 +15,7 @@
 #include "agent/client/tokenmgr.h"
 #include "agent/core/offload.h"
 #include "agent/k8s/qos.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
 
@@ -782,7 +783,7 @@ static void sync_now(struct ag_pod_volumes *pv)
         }
         if (pv->env->tokens) {
                 int64_t due = ag_tokenmgr_next_due(pv->env->tokens, pv->pod->meta.uid);
-                int64_t wall = (int64_t)time(NULL);
+                int64_t wall = cb_wall_now();
                 if (due > 0) {
                         uint64_t d = due > wall ? (uint64_t)(due - wall) * 1000u : 0;
                         next = d < next ? d : next;
@@ -805,6 +806,11 @@ static void sync_now(struct ag_pod_volumes *pv)
         }
         if (notify && pv->ops.changed)
                 pv->ops.changed(pv->data);
+}
+
+void ag_pod_volumes_resync(struct ag_pod_volumes *pv)
+{
+        schedule(pv, 0);
 }
 
 static void on_timer(struct ag_timer *t, void *data)

@@ -92,6 +92,8 @@ bool ag_pod_volumes_busy(const struct ag_pod_volumes *pv);
 /* Stops the watches' registrations, the token requests and the timers; a
  * running job finishes detached. */
 void ag_pod_volumes_free(struct ag_pod_volumes *pv);
+/* Syncs now (the wall clock was set: token refreshes are due from a new now). */
+void ag_pod_volumes_resync(struct ag_pod_volumes *pv);
 
 /* Unmounts every mount under <root>/pods/<uid> (tmpfs volumes, subPath
  * binds), deepest first; before the directory is removed. */

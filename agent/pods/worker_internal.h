@@ -6,6 +6,7 @@
  * loop; worker_hooks.c: lifecycle hooks and stopping a container). Nothing
  * outside those files includes it. */
 #include "agent/pods/podworker.h"
+#include "lib/wallclock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,9 +85,12 @@ struct ctr {
         struct ag_http_hook *http_hook; /* an httpGet hook in flight */
         int exit_fd;
         struct ag_io *exit_io;
+        /* Back-offs run on CLOCK_BOOTTIME seconds (cb_boot_now), never on
+         * the wall clock: a wall jump neither stalls nor skips them. */
         struct st_backoff backoff;
         struct st_backoff pull_backoff;
-        int64_t pull_failed_at;
+        int64_t exited_boot;    /* when the current instance exited */
+        int64_t pull_failed_at; /* when the last pull failed */
         struct ag_timer *timer; /* restart or pull backoff */
         bool waiting_timer;
         struct pull_job *pull_job;    /* a pull in progress */
@@ -215,6 +219,9 @@ void pw_finish(struct ag_pod_worker *w);
 void pw_hook_finished(struct ctr *c, bool ok, const char *msg);
 uint64_t pw_mono_us(void);
 int64_t pw_now_s(void);
+/* Records when the current instance exited on the back-off clock, from
+ * the age of its exit stamp (seconds of CLOCK_REALTIME, the monitor's). */
+void pw_set_exited_boot(struct ctr *c, int64_t finished_at_realtime);
 void pw_on_hook_timer(struct ag_timer *t, void *data);
 const char *pw_pod_ns(const struct k8s_pod *p);
 void pw_probe_kill_quiet(struct ag_pod_worker *w, struct ctr *c);

@@ -114,7 +114,7 @@ static void pull_done(void *data, bool cancelled)
         log_v(2, "pod %s/%s: pull of \"%s\" with %zu credential(s)%s%s", pw_pod_ns(w->pod),
               w->pod->meta.name, j->image, j->n_creds, j->node_config ? "; the node's from " : "",
               j->node_config ? j->node_config : "");
-        int64_t now = pw_now_s();
+        int64_t now = cb_boot_now();
         if (j->rc < 0) {
                 st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
                                 w->env->pull_backoff_cap);
@@ -272,7 +272,7 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         }
         rt_image_free(img);
         img = NULL;
-        int64_t now = pw_now_s();
+        int64_t now = cb_boot_now();
         if (c->pull_failed_at && st_backoff_active(&c->pull_backoff, c->pull_failed_at, now)) {
                 /* The kubelet wraps the last pull's error (image_manager.go
                  * prevPullErrMsg: "<reason>: <message>"). */
@@ -716,6 +716,7 @@ static void start_done(void *data, bool cancelled)
                 c->obs.known = true;
                 c->term = (struct st_container_state){
                     .kind = ST_STATE_TERMINATED, .exit_code = 128, .finished_at = pw_now_s()};
+                c->exited_boot = cb_boot_now();
                 snprintf(c->term_reason, sizeof(c->term_reason), "%s", ST_REASON_START_ERROR);
                 snprintf(c->term_message, sizeof(c->term_message), "%s", err.msg);
                 snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);

@@ -53,7 +53,8 @@ void pw_save_state(struct ag_pod_worker *w)
                 cJSON_AddStringToObject(j, "imageID", c->image_id);
                 cJSON_AddNumberToObject(j, "restartCount", c->obs.restart_count);
                 cJSON_AddNumberToObject(j, "backoff", (double)c->backoff.backoff);
-                cJSON_AddNumberToObject(j, "backoffUpdate", (double)c->backoff.last_update);
+                /* CLOCK_BOOTTIME seconds (a new key: backoffUpdate was wall time) */
+                cJSON_AddNumberToObject(j, "backoffUpdateBoot", (double)c->backoff.last_update);
                 if (c->exited)
                         cJSON_AddItemToObject(
                             j, "term",
@@ -131,7 +132,9 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
         jstr(j, "imageID", c->image_id, sizeof(c->image_id));
         c->obs.restart_count = (int32_t)jint(j, "restartCount");
         c->backoff.backoff = jint(j, "backoff");
-        c->backoff.last_update = jint(j, "backoffUpdate");
+        c->backoff.last_update = jint(j, "backoffUpdateBoot");
+        if (c->backoff.last_update > cb_boot_now()) /* saved before a reboot */
+                c->backoff = (struct st_backoff){0};
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(j, "lastState");
         if (cJSON_IsObject(last))
                 load_term(last, &c->obs.last_state, c->last_reason, sizeof(c->last_reason),
@@ -154,6 +157,7 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                         load_term(term, &c->term, c->term_reason, sizeof(c->term_reason),
                                   c->term_message, sizeof(c->term_message), c->term_cid,
                                   sizeof(c->term_cid));
+                        pw_set_exited_boot(c, c->term.finished_at);
                 }
                 return;
         }
@@ -194,6 +198,7 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                 snprintf(c->term_message, sizeof(c->term_message),
                          "The container could not be located when the pod was terminated");
         }
+        pw_set_exited_boot(c, c->term.finished_at);
 }
 
 /* Reads worker.json when an earlier agent left one. */

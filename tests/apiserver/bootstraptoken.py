@@ -45,7 +45,7 @@ def expired(secret, now=None):
     t = reg.parse_time(exp)
     if t is None:
         return True
-    return (now or datetime.datetime.now(datetime.timezone.utc)) > t
+    return (now or reg.utc_now()) > t
 
 
 def groups(secret):
@@ -114,7 +114,7 @@ def secret_for(token, ttl=86400, extra_groups=KUBEADM_GROUP, now=None, descripti
     if description is not None:
         data["description"] = description
     if ttl:
-        t = (now or datetime.datetime.now(datetime.timezone.utc)) + \
+        t = (now or reg.utc_now()) + \
             datetime.timedelta(seconds=ttl)
         data["expiration"] = t.strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"apiVersion": "v1", "kind": "Secret", "type": SECRET_TYPE,

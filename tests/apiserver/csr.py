@@ -477,7 +477,7 @@ class CA:
         """authority.CertificateAuthority.Sign with the permissive policy:
         subject and SANs from the request, usages from spec.usages, no
         other requested extension, CA:FALSE."""
-        now = now or datetime.datetime.now(datetime.timezone.utc)
+        now = now or reg.utc_now()
         ca_naf = getattr(self.cert, "not_valid_after_utc", None) or \
             self.cert.not_valid_after.replace(tzinfo=datetime.timezone.utc)
         nbf, naf = validity(now, ttl, ca_naf)

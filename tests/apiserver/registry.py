@@ -7,6 +7,7 @@ import datetime
 import json
 import random
 import re
+import time
 import uuid
 from decimal import Decimal
 
@@ -184,8 +185,23 @@ def find_resource(group, version, name):
 # ---------------------------------------------------------------- time
 
 
+# The stand-in's wall clock: time.time() plus an offset that only the
+# test-only PUT /debug/clock sets (server.py, --test-clock). Everything it
+# decides from wall time reads it: token iat/nbf/exp and their validation,
+# bootstrap-token expiry, CSR validity, timestamps.
+CLOCK_OFFSET = 0.0
+
+
+def wall_time():
+    return time.time() + CLOCK_OFFSET
+
+
+def utc_now():
+    return datetime.datetime.fromtimestamp(wall_time(), datetime.timezone.utc)
+
+
 def now():
-    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return utc_now().replace(microsecond=0)
 
 
 def fmt_time(t):

@@ -205,7 +205,7 @@ def token_request(api, issuer, ns, name, body, now=None):
                            {"name": ref.get("name"), "kind": kind})
     if not auds:
         auds = list(API_AUDIENCES)
-    t = int(now if now is not None else time.time())
+    t = int(now if now is not None else reg.wall_time())
     token_exp, warn = exp, 0
     if pod is not None and exp == WARN_ONLY_EXPIRATION and \
             all(a in API_AUDIENCES for a in auds):
@@ -251,7 +251,7 @@ def authenticate(api, issuer, token, audiences=None, now=None):
     if not ok_auds:
         raise TokenError(f"token audiences {json.dumps(aud)} is invalid for the target "
                          f"audiences {json.dumps(want)}")
-    t = now if now is not None else time.time()
+    t = now if now is not None else reg.wall_time()
     if not isinstance(claims.get("exp"), (int, float)) or t > claims["exp"] + LEEWAY:
         raise TokenError("service account token has expired")
     if isinstance(claims.get("nbf"), (int, float)) and t < claims["nbf"] - LEEWAY:

@@ -1062,7 +1062,7 @@ class Cluster(unittest.TestCase, TlsBootstrap):
     it: ServiceAccounts, tokens, Node authorization and NodeRestriction,
     RBAC, Services, pod updates; texts are kube-apiserver's."""
 
-    args = []
+    args = ["--test-clock"]
 
     @classmethod
     def setUpClass(cls):
@@ -1280,6 +1280,36 @@ class Cluster(unittest.TestCase, TlsBootstrap):
         self.assertEqual(c["exp"] - c["iat"], 3600)
         self.assertEqual(c["aud"], ["vault"])
         self.assertNotIn("pod", c["kubernetes.io"])
+
+    def test_test_clock(self):
+        """PUT /debug/clock moves issuance and validation together: a 600 s
+        token stops working once the clock is past its exp + leeway."""
+        if "--test-clock" not in self.args:
+            self.refused("PUT", "/debug/clock", {"offsetSeconds": 5}, code=404)
+            return
+        ns = self.namespace("tokclock")
+        p = self.pod(ns, "p")
+        old = self.token(ns, "default", p, expirationSeconds=600)["status"]["token"]
+        self.ok("GET", "/api", token=old)
+        self.refused("PUT", "/debug/clock", {"offsetSeconds": "1h"}, code=400)
+        try:
+            before = int(time.time())
+            self.assertEqual(self.ok("PUT", "/debug/clock", {"offsetSeconds": 661})
+                             ["offsetSeconds"], 661)
+            self.refused("GET", "/api", token=old, code=401, message="Unauthorized")
+            tr = self.token(ns, "default", p, expirationSeconds=600)
+            c = jwt_claims(tr["status"]["token"])
+            self.assertGreaterEqual(c["iat"], before + 661)
+            self.assertEqual(c["nbf"], c["iat"])
+            self.assertEqual(c["exp"], c["iat"] + 600)
+            exp = reg.parse_time(tr["status"]["expirationTimestamp"]).timestamp()
+            self.assertEqual(int(exp), c["exp"])
+            self.ok("GET", "/api", token=tr["status"]["token"])
+            # back to the host's clock: the new token is not valid yet
+            self.ok("PUT", "/debug/clock", {"offsetSeconds": 0})
+            self.refused("GET", "/api", token=tr["status"]["token"], code=401)
+        finally:
+            self.ok("PUT", "/debug/clock", {"offsetSeconds": 0})
 
     def test_token_request_bad_input(self):
         ns = self.namespace("tokbad")

@@ -757,6 +757,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.store_hostile()
         if path == "/debug/hostile-objects" and m == "DELETE":
             return self.drop_hostile()
+        if path == "/debug/clock" and m in ("GET", "PUT"):
+            return self.debug_clock(m)
         if path == "/debug/reviews" and m in ("GET", "PUT"):
             with self.server.reviews_lock:
                 if m == "PUT":
@@ -849,6 +851,26 @@ class Handler(BaseHTTPRequestHandler):
         self.server.hostile_keys = []
         return self.send_json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                     "details": {"deleted": n}})
+
+    def debug_clock(self, m):
+        """GET|PUT /debug/clock {"offsetSeconds": N}: the stand-in's wall clock
+        runs N seconds off the host's (registry.wall_time) for token issuance
+        and validation, bootstrap-token expiry, CSR signing and timestamps, so
+        a test can advance time past a token's expiry. Only with --test-clock
+        and for a user RBAC allows /debug/* (the admin); 404 otherwise. README.md, "Test clock"."""
+        if not self.server.test_clock:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        if m == "PUT":
+            body = self.read_body() or {}
+            off = body.get("offsetSeconds") if isinstance(body, dict) else None
+            if isinstance(off, bool) or not isinstance(off, (int, float)) or \
+                    abs(off) > 10 * 366 * 86400:
+                raise reg.bad_request("want {\"offsetSeconds\": N} with |N| <= 10 years")
+            reg.CLOCK_OFFSET = float(off)
+            sys.stderr.write(f"apiserver: test clock: offset {off:+} s\n")
+        return self.send_json(200, {"offsetSeconds": reg.CLOCK_OFFSET,
+                                    "now": reg.fmt_time(reg.now())})
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
 
@@ -1695,6 +1717,10 @@ def main():
                     default=os.environ.get("CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS", "") not in
                     ("", "0", "false"),
                     help="TEST ONLY: POST /debug/hostile-objects stores pods unvalidated")
+    ap.add_argument("--test-clock", action="store_true",
+                    default=os.environ.get("CUBELET_STANDIN_TEST_CLOCK", "") not in
+                    ("", "0", "false"),
+                    help="TEST ONLY: PUT /debug/clock sets the stand-in's wall-clock offset")
     ap.add_argument("--cluster-signing-duration", default=os.environ.get(
                     "CUBELET_STANDIN_CLUSTER_SIGNING_DURATION", "8760h0m0s"),
                     help="kube-controller-manager's: the longest certificate its signer "
@@ -1744,6 +1770,7 @@ def main():
         srv.verbose = args.verbose
         srv.websockets_to_kubelet = args.websockets_to_kubelet
         srv.serve_hostile = args.serve_hostile_objects
+        srv.test_clock = args.test_clock
         srv.hostile_keys = []
         srv.data = data
         srv.address = f"127.0.0.1:{port}"

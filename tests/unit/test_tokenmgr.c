@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The token manager's refresh rule (the kubelet's requiresRefresh: 80 % of
  * the TTL, 24 h, jitter) on a fake clock, the TokenRequest body, and the
- * parse of a real TokenRequest answer. */
+ * parse of a real TokenRequest answer; the agent's wall clock and its
+ * test-only offset (lib/wallclock.h). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "agent/client/tokenmgr.h"
 #include "agent/k8s/k8s.h"
 #include "lib/cleanup.h"
+#include "lib/wallclock.h"
 
 #include "helpers.h"
 
@@ -80,6 +82,34 @@ START_TEST(test_real_response)
 }
 END_TEST
 
+START_TEST(test_wall_offset)
+{
+        struct cb_error err = {0};
+        int64_t off = 0;
+        ck_assert_int_eq(cb_wall_offset_parse("-7200\n", &off, &err), 0);
+        ck_assert_int_eq(off, -7200);
+        ck_assert_int_eq(cb_wall_offset_parse(" 10800 ", &off, &err), 0);
+        ck_assert_int_eq(off, 10800);
+        ck_assert_int_eq(cb_wall_offset_parse("3h", &off, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "trailing text"));
+        ck_assert_int_eq(cb_wall_offset_parse("", &off, &err), -1);
+        ck_assert_int_eq(cb_wall_offset_parse("999999999999", &off, &err), -1);
+        ck_assert_int_eq(cb_wall_offset(), 0);
+        int64_t before = cb_wall_now();
+        cb_wall_set_offset(-7200);
+        int64_t after = cb_wall_now();
+        ck_assert(after <= before - 7200 + 1 && after >= before - 7200);
+        ck_assert(cb_wall_now_us() / 1000000 - after <= 1);
+        cb_wall_set_offset(0);
+        ck_assert(cb_wall_now() - before <= 1);
+        /* the back-off clock does not move with it */
+        int64_t b = cb_boot_now();
+        cb_wall_set_offset(86400);
+        ck_assert(cb_boot_now() - b <= 1);
+        cb_wall_set_offset(0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("tokenmgr");
@@ -87,6 +117,7 @@ int main(void)
         tcase_add_test(tc, test_refresh_rule);
         tcase_add_test(tc, test_request_body);
         tcase_add_test(tc, test_real_response);
+        tcase_add_test(tc, test_wall_offset);
         suite_add_tcase(s, tc);
         return th_run(s) ? 1 : 0;
 }

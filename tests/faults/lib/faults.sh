@@ -81,6 +81,8 @@ kill_agent() {
 #           preStop hook; runs until deleted; exec'd into after convergence
 #   job     Never; exits with a random code after D s (Succeeded/Failed)
 #   onfail  OnFailure; exits 7 once, then 0: restartCount 1, lastState 7
+#   onfail2 OnFailure; exits 7 twice, then 0: restartCount 2, lastState 7
+#           (the second restart waits out a back-off: the first is at once)
 #   multi   Always; an init container and two containers
 #   shared  Always; two containers in a shared PID namespace (a pause process)
 # The expectation goes to $tmp/expect/NAME ("KIND CODE"). LC_IMAGE: the
@@ -120,6 +122,16 @@ lc_pod() {
     image: $img
     env: [{name: CN, value: main}]
     command: [sh, -c, '$start if [ -e /d/once ]; then sleep $d; exit 0; fi; touch /d/once; sleep $d; exit 7']
+    volumeMounts: [{name: d, mountPath: /d}]"
+                ;;
+        onfail2)
+                policy=OnFailure
+                code=7
+                body="  containers:
+  - name: main
+    image: $img
+    env: [{name: CN, value: main}]
+    command: [sh, -c, '$start if [ -e /d/twice ]; then sleep $d; exit 0; fi; [ -e /d/once ] && touch /d/twice; touch /d/once; sleep $d; exit 7']
     volumeMounts: [{name: d, mountPath: /d}]"
                 ;;
         multi)
@@ -303,6 +315,10 @@ check_invariants() {
                         onfail)
                                 [ "$state/$ecode/$reason/$rc/$lcode" = "terminated/0/Completed/1/7" ] ||
                                         violation "$name: $state exit $ecode ($reason), restarts $rc, last exit $lcode; want terminated 0 (Completed), 1 restart, last exit 7"
+                                ;;
+                        onfail2)
+                                [ "$state/$ecode/$reason/$rc/$lcode" = "terminated/0/Completed/2/7" ] ||
+                                        violation "$name: $state exit $ecode ($reason), restarts $rc, last exit $lcode; want terminated 0 (Completed), 2 restarts, last exit 7"
                                 ;;
                         multi)
                                 if [ "$cname" = init ]; then

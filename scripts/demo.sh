@@ -13,7 +13,8 @@
 #     limit, one rejected by admission and one evicted by a NoExecute taint
 #     the script adds — and prints each pod's phase changes live; at the
 #     end, `cubelet timeline`: each pod's steps with how long each took.
-# About a minute and a half once built (part 2: ~60 s).
+# About 40 s once built (10 s of deps.sh and cmake finding nothing to do,
+# 25 s for parts 1 and 2, 2 s of cleanup).
 #
 #   scripts/demo.sh          interactive: deps.sh, build, then waits for Enter
 #                            before cleaning up (when stdin is a terminal)

@@ -133,6 +133,7 @@ echo
 echo "The live timeline page (every pod a row, pushed as it happens; open it in a browser on this machine):"
 echo "  $page"
 echo "In a terminal: $cubelet --root-dir $root timeline -w"
+echo "kubectl: export KUBECONFIG=$KUBECONFIG"
 
 bold "Applying the sample pods; their phase changes as they happen (seconds since applied):"
 # One line per change of a pod's phase or reason: the pod's reason, else

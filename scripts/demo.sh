@@ -4,14 +4,39 @@
 #     nearly full node would do with sample pods (admission decisions, QoS
 #     classes, toleration verdicts, cgroup plans);
 #  2. (as root) starts a local control plane (the stand-in apiserver on a
-#     real etcd), a loopback image registry holding a busybox image, a CNI
-#     bridge, and cubelet as node "demo-node"; applies sample pods with
-#     kubectl — one that succeeds, one that fails, one that crash-loops,
-#     one that exceeds its memory limit, one rejected by admission and one
-#     evicted by a NoExecute taint the script adds — and prints each pod's
-#     phase transitions live, with the time since it was created.
-# Everything is cleaned up on exit or Ctrl-C.
+#     real etcd), a loopback image registry holding a busybox image and a
+#     CNI bridge; joins cubelet as node "demo-node" the way operators do
+#     (a bootstrap token, a CertificateSigningRequest auto-approved and
+#     signed, docs/install.md section 2); prints the address of the live
+#     timeline page; applies sample pods with kubectl — one that succeeds,
+#     one that fails, one that crash-loops, one that exceeds its memory
+#     limit, one rejected by admission and one evicted by a NoExecute taint
+#     the script adds — and prints each pod's phase changes live; at the
+#     end, `cubelet timeline`: each pod's steps with how long each took.
+# About 40 s once built (10 s of deps.sh and cmake finding nothing to do,
+# 25 s for parts 1 and 2, 2 s of cleanup).
+#
+#   scripts/demo.sh          interactive: deps.sh, build, then waits for Enter
+#                            before cleaning up (when stdin is a terminal)
+#   scripts/demo.sh --ci     (or CUBELET_DEMO_CI=1) for tests: installs and
+#                            builds nothing, runs $CUBELET (default
+#                            build/agent/cubelet), never waits; exit 0 only
+#                            when every pod did what it shows
+#
+# Part 2 uses tests/integration/lib/harness.sh, so everything it starts is
+# removed on exit, a failure and Ctrl-C alike: processes by pid (the agent,
+# the stand-in and its etcd, the registry, the watch), the processes in its
+# cgroups, its mounts, its cgroups, the bridge and its veths, its temp dir.
 set -euo pipefail
+ci=${CUBELET_DEMO_CI:-0}
+case ${1:-} in
+--ci) ci=1 ;;
+"") ;;
+*)
+  echo "usage: $0 [--ci]" >&2
+  exit 2
+  ;;
+esac
 # cubelet mounts no projected volumes yet (issue 14), so the stand-in's
 # ServiceAccount admission (the kube-api-access-* volume) stays off here;
 # Node authorization and NodeRestriction stay on.
@@ -19,11 +44,17 @@ export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMIS
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-bash scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" --target cubelet >/dev/null
-cubelet=$top/build/agent/cubelet
+if [ "$ci" != 1 ]; then
+  bash scripts/deps.sh
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build -j"$(nproc)" --target cubelet cubelet-monitor >/dev/null
+  CUBELET=$top/build/agent/cubelet
+fi
+export CUBELET=${CUBELET:-$top/build/agent/cubelet} SOURCE_DIR=$top
+[ -x "$CUBELET" ] || { echo "demo: no cubelet binary at $CUBELET (build it, or set CUBELET)" >&2; exit 1; }
+cubelet=$CUBELET
 demo=scripts/demo
+t_start=$(date +%s)
 
 bold() { printf '\n\033[1m%s\033[0m\n' "$*"; }
 
@@ -34,10 +65,8 @@ echo "allocatable 1900m CPU / 3996Mi; running db-0 (1 CPU, 2Gi), proxy-7c9f (500
 echo
 for pod in "$demo"/pod-*.yaml; do
   name=$(basename "$pod" .yaml)
-  set +e
-  out=$("$cubelet" inspect "$pod" --node "$demo/node.yaml" --running "$demo/running.yaml" 2>&1)
-  rc=$?
-  set -e
+  rc=0
+  out=$("$cubelet" inspect "$pod" --node "$demo/node.yaml" --running "$demo/running.yaml" 2>&1) || rc=$?
   if [ $rc -eq 2 ]; then
     printf '%-24s does not decode: %s\n' "$name" "${out#cubelet inspect: }"
     continue
@@ -57,124 +86,118 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 # ---- 2. a live node --------------------------------------------------------------
+. "$top/tests/integration/lib/harness.sh"
+need_tools jq umoci ip iptables busybox kubectl openssl python3 curl skopeo docker-registry /usr/bin/etcd
+need_cni bridge host-local portmap
+NODE=demo-node # the sample pods name it (scripts/demo/pods-live.yaml)
+harness_init demo
+cgroot=cubelet-demo-$$
+K_TIMEOUT=30s
 bold "Part 2: a live node on a local control plane"
-tmp=$(mktemp -d /tmp/cubelet-demo.XXXXXX)
-node=demo-node
-cgroot=cubelet-demo
-bridge=cbdemo0
-pids=()
-cleanup() {
-  set +e
-  echo
-  echo "cleaning up..."
-  if [ -n "${KUBECONFIG:-}" ] && [ -n "${cubelet_pid:-}" ] && kill -0 "$cubelet_pid" 2>/dev/null; then
-    kubectl delete pods --all --grace-period=1 --wait=true --timeout=30s >/dev/null 2>&1
-  fi
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-  for h in /sys/fs/cgroup/*/"$cgroot"; do
-    [ -d "$h" ] || continue
-    find "$h" -depth -type d | while read -r d; do
-      for p in $(cat "$d/cgroup.procs" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    done
-  done
-  sleep 0.3
-  grep " $tmp" /proc/self/mountinfo | awk '{print $5}' | sort -r | xargs -r -n1 umount -l 2>/dev/null
-  for h in /sys/fs/cgroup/*/"$cgroot"; do [ -d "$h" ] && find "$h" -depth -type d -exec rmdir {} \; 2>/dev/null; done
-  ip link del "$bridge" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+echo "- control plane: the stand-in apiserver on a real etcd (tests/apiserver)"
+start_standin
+export KUBECONFIG=$data/admin.kubeconfig
 
-echo "- control plane: stand-in apiserver on a real etcd"
-tests/apiserver/run.sh --data "$tmp/api" --node-name "$node" >"$tmp/apiserver.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 150); do grep -q '^ready' "$tmp/apiserver.log" && break; sleep 0.2; done
-grep -q '^ready' "$tmp/apiserver.log" || { cat "$tmp/apiserver.log"; exit 1; }
-export KUBECONFIG=$tmp/api/admin.kubeconfig
+start_registry
+echo "- image registry $reg (docker-registry) with a busybox image built from Debian's busybox-static"
+push_busybox busybox:1.36
 
-echo "- image registry on loopback with a busybox image built from Debian's busybox-static"
-bash tests/images/build-busybox.sh "$tmp/img" >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-reg=127.0.0.1:$port
-printf 'version: 0.1\nlog: {level: error}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: %s}\n' \
-  "$tmp/registry" "$reg" >"$tmp/registry.yml"
-docker-registry serve "$tmp/registry.yml" >"$tmp/registry.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -fsS "http://$reg/v2/" >/dev/null 2>&1 && break; sleep 0.1; done
-echo '{"default": [{"type": "insecureAcceptAnything"}]}' >"$tmp/policy.json"
-skopeo --policy "$tmp/policy.json" copy -q --dest-tls-verify=false "oci:$tmp/img/layout:1.36" \
-  "docker://$reg/busybox:1.36"
+write_cni_conf portmap
+gw=${subnet%.0/24}.1
+echo "- CNI: bridge $bridge, $subnet, portmap; pods in cgroups under $cgroot; files in $tmp"
 
-echo "- CNI: bridge $bridge, 10.99.0.0/24, portmap"
-mkdir -p "$tmp/cni"
-cat >"$tmp/cni/10-demo.conflist" <<EOF
-{"cniVersion":"1.0.0","name":"cubelet-demo","plugins":[
- {"type":"bridge","bridge":"$bridge","isGateway":true,"ipMasq":false,
-  "ipam":{"type":"host-local","ranges":[[{"subnet":"10.99.0.0/24"}]],"dataDir":"$tmp/ipam"}},
- {"type":"portmap","capabilities":{"portMappings":true}}]}
-EOF
-
-hport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-echo "- cubelet as node $node (crash-loop backoff shortened to 2s..8s for the demo; endpoint 127.0.0.1:$hport)"
-"$cubelet" -v 1 --root-dir "$tmp/root" --cni-conf-dir "$tmp/cni" --kubeconfig "$tmp/api/node.kubeconfig" \
-  --hostname-override "$node" --node-ip 10.99.0.1 --pod-logs-dir "$tmp/logs" --cgroup-root "$cgroot" \
-  --insecure-registry "$reg" --crash-loop-backoff-base 2 --crash-loop-backoff-max 8 \
-  --node-status-update-frequency 2s --healthz-port "$hport" >"$tmp/cubelet.log" 2>&1 &
-cubelet_pid=$!
-pids+=("$cubelet_pid")
-kubectl wait --for=condition=Ready "node/$node" --timeout=30s >/dev/null
-kubectl get nodes -o wide
-token=$(cat "$tmp/root/endpoint.token")
+# The join, as `kubeadm token create` and docs/install.md: a token whose
+# group kubeadm binds to CSR creation and auto-approval.
+token_id=$(openssl rand -hex 3)
+token=$token_id.$(openssl rand -hex 8)
+token_secret "$token_id" "${token#*.}" system:bootstrappers:kubeadm:default-node-token \
+  "$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)"
+bootstrap_kubeconfig "$tmp/bootstrap-kubeconfig" "$token"
+hport=$(free_port)
+echo "- cubelet joins as node $NODE with the bootstrap token $token_id.<secret> (--bootstrap-kubeconfig);"
+echo "  crash-loop back-off shortened to 2s..8s for the demo; local endpoint 127.0.0.1:$hport"
+t_join=$(now)
+start_agent -v 1 --bootstrap-kubeconfig "$tmp/bootstrap-kubeconfig" --kubeconfig "$tmp/kubelet/kubeconfig" \
+  --cert-dir "$tmp/pki" --node-ip "$gw" --insecure-registry "$reg" \
+  --crash-loop-backoff-base 2 --crash-loop-backoff-max 8 --node-status-update-frequency 2s \
+  --healthz-port "$hport"
+node_ready 60
+echo "  joined: Ready $(since "$t_join")s after start; its client certificate came through this CSR:"
+k get csr | sed 's/^/    /'
+echo "  $(openssl x509 -in "$tmp/pki/kubelet-client-current.pem" -noout -subject -nameopt sep_comma_plus_space)," \
+  "signed by the cluster CA, in $tmp/pki/kubelet-client-current.pem"
+k get nodes -o wide
+poll 10 test -s "$root/endpoint.token" || die "the agent wrote no $root/endpoint.token"
+page="http://127.0.0.1:$hport/ui?token=$(cat "$root/endpoint.token")"
 echo
 echo "The live timeline page (every pod a row, pushed as it happens; open it in a browser on this machine):"
-echo "  http://127.0.0.1:$hport/ui?token=$token"
-echo "In a terminal: $cubelet --root-dir $tmp/root timeline -w"
+echo "  $page"
+echo "In a terminal: $cubelet --root-dir $root timeline -w"
+echo "kubectl: export KUBECONFIG=$KUBECONFIG"
 
-bold "Applying the sample pods; phase transitions as they happen (seconds since creation):"
-sed "s|IMAGE|$reg/busybox:1.36|" "$demo/pods-live.yaml" | kubectl apply -f - >/dev/null
-start=$(date +%s%3N)
-declare -A seen
-# One line per change of a pod's phase or STATUS column.
-kubectl get pods --watch --output-watch-events -o json 2>/dev/null | jq --unbuffered -r '
-  .object as $p | $p.status as $s |
-  ([$s.containerStatuses[]?.state | (.waiting.reason // .terminated.reason // empty)] | first) as $why |
-  "\($p.metadata.name) \($s.phase // "-") \($s.reason // $why // "-") \($p.metadata.creationTimestamp)"' |
-  while read -r name phase why _; do
-    # (a bash loop, not awk: Debian's mawk reads its input in blocks)
-    [ "${seen[$name]:-}" == "$phase $why" ] && continue
-    seen[$name]="$phase $why"
-    ms=$(($(date +%s%3N) - start))
-    printf '  %4d.%ds  %-11s %-10s %s\n' $((ms / 1000)) $((ms % 1000 / 100)) "$name" "$phase" "${why/#-/}"
-  done &
+bold "Applying the sample pods; their phase changes as they happen (seconds since applied):"
+# One line per change of a pod's phase or reason: the pod's reason, else
+# its container's (waiting or terminated), else a DisruptionTarget's.
+watch_phases() {
+  local start=$1 name phase why ms
+  declare -A seen
+  k get pods --watch --output-watch-events -o json 2>/dev/null | jq --unbuffered -r '
+    .object as $p | $p.status as $s |
+    ([$s.containerStatuses[]?.state | (.waiting.reason // .terminated.reason // empty)] | first) as $why |
+    ([$s.conditions[]? | select(.type == "DisruptionTarget") | .reason] | first) as $dt |
+    "\($p.metadata.name) \($s.phase // "-") \($s.reason // $why // $dt // "-")"' |
+    while read -r name phase why; do
+      # (a bash loop, not awk: Debian's mawk reads its input in blocks)
+      [ "${seen[$name]:-}" != "$phase $why" ] || continue
+      seen[$name]="$phase $why"
+      ms=$(($(date +%s%3N) - start))
+      printf '  %4d.%ds  %-11s %-10s %s\n' $((ms / 1000)) $((ms % 1000 / 100)) "$name" "$phase" "${why/#-/}"
+    done
+}
+sed "s|IMAGE|$reg/busybox:1.36|" "$demo/pods-live.yaml" | k apply -f - >/dev/null
+watch_phases "$(date +%s%3N)" &
 watch_pid=$!
-pids+=("$watch_pid")
+track "$watch_pid"
 
-kubectl wait --for=jsonpath='{.status.phase}'=Running pod/evicted --timeout=60s >/dev/null
-sleep 2
-bold "Tainting $node with demo/maintenance:NoExecute (evicted tolerates it for 5s)"
-kubectl taint nodes "$node" demo/maintenance=true:NoExecute >/dev/null
-for _ in $(seq 60); do kubectl get pod evicted >/dev/null 2>&1 || break; sleep 0.5; done
-sleep 8
-kill "$watch_pid" 2>/dev/null || true
+# What each pod is there to show, before the taint (which would evict
+# every pod that does not tolerate it and is not done yet).
+waitfor() { k wait --for=jsonpath="{.status.phase}=$2" "pod/$1" --timeout=60s >/dev/null || die "$1: not $2 in 60 s"; }
+waitfor succeeds Succeeded
+waitfor fails Failed
+waitfor oom Failed
+waitfor rejected Failed
+waitfor evicted Running
+restarts() { [ "$(pj crashloops '{.status.containerStatuses[0].restartCount}')" -ge 2 ] 2>/dev/null; }
+poll 60 restarts || die "crashloops: not restarted twice in 60 s"
+bold "Tainting $NODE with demo/maintenance:NoExecute (evicted tolerates it for 5s, crashloops for ever)"
+k taint nodes "$NODE" demo/maintenance=true:NoExecute >/dev/null
+k wait --for=delete pod/evicted --timeout=60s >/dev/null || die "evicted: not evicted 60 s after the taint"
+# The worker's last steps (tornDown) come after the pod is gone.
+poll 10 eval '"$cubelet" --root-dir "$root" timeline -o json evicted 2>/dev/null | jq -e ".pods[0].gone" >/dev/null' ||
+  die "evicted: not marked gone in the timeline"
+sleep 1 # the watch's last lines
+stop_pids "$watch_pid" || true # (not under set -e: it reaps what it killed)
 
 bold "kubectl get pods -o wide"
-kubectl get pods -o wide
+k get pods -o wide
 bold "Events (kubectl get events)"
-kubectl get events --sort-by=.lastTimestamp | tail -25
-bold "cubelet's phase-transition timelines (cubelet timeline; the page: http://127.0.0.1:$hport/ui?token=$token)"
-# Each step's offset from the pod's worker start, the time since the step
-# before with a bar, and the phases; then the evicted pod with its history:
-# each status PATCH as a diff, the taint and the deletionTimestamp.
-"$cubelet" --root-dir "$tmp/root" timeline --history=false
+k get events --sort-by=.lastTimestamp | tail -25
+bold "cubelet's phase-transition timelines (cubelet timeline; the page: $page)"
+# Each step's offset from the pod's first, the time since the step before
+# with a bar (the time that step took), and the phases with how long each
+# lasted; then the evicted pod with its history: each status PATCH as a
+# diff, the taint and the deletionTimestamp.
+"$cubelet" --root-dir "$root" timeline --history=false
 bold "The evicted pod with what each status change changed (cubelet timeline evicted)"
-"$cubelet" --root-dir "$tmp/root" timeline evicted
-echo "As a trace for Perfetto (ui.perfetto.dev) or chrome://tracing: $cubelet --root-dir $tmp/root timeline -o trace >pods.trace.json"
+"$cubelet" --root-dir "$root" timeline evicted
+echo "As a trace for Perfetto (ui.perfetto.dev) or chrome://tracing: $cubelet --root-dir $root timeline -o trace >pods.trace.json"
 echo
-echo "Step latency histograms: curl http://127.0.0.1:$hport/metrics | grep cubelet_pod_step"
+echo "Step latency histograms: curl -s http://127.0.0.1:$hport/metrics | grep cubelet_pod_step"
 bold "The crash-looping pod, as kubectl describe shows it"
-kubectl describe pod crashloops | sed -n '/^Status:/p;/State:/,/Restart Count:/p;/^Events:/,$p' | head -30
+k describe pod crashloops | sed -n '/^Status:/p;/State:/,/Restart Count:/p;/^Events:/,$p' | head -30
 echo
-echo "cubelet's log: $tmp/cubelet.log (removed on exit); press Enter to clean up"
-[ -t 0 ] && read -r _ || true
+echo "demo: done in $(($(date +%s) - t_start))s"
+if [ "$ci" != 1 ] && [ -t 0 ]; then
+  echo "cubelet's log: $tmp/agent.log (removed on exit); press Enter to clean up"
+  read -r _ || true
+fi

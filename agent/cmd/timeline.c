@@ -34,6 +34,7 @@
 #include "agent/core/trace.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
+#include "lib/json.h"
 
 #define BAR_WIDTH 30
 
@@ -46,18 +47,6 @@ struct opts {
         char **pods;
         int n_pods;
 };
-
-static const char *str(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-        return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double num(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-        return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
 
 /* ---- where the data comes from ---- */
 
@@ -182,8 +171,9 @@ static cJSON *from_state_dir(const char *root, struct cb_error *err)
                 const cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
                 cJSON *e = cJSON_CreateObject();
                 cJSON_AddStringToObject(
-                    e, "namespace", str(meta, "namespace")[0] ? str(meta, "namespace") : "default");
-                cJSON_AddStringToObject(e, "name", str(meta, "name"));
+                    e, "namespace",
+                    cb_json_str(meta, "namespace")[0] ? cb_json_str(meta, "namespace") : "default");
+                cJSON_AddStringToObject(e, "name", cb_json_str(meta, "name"));
                 cJSON_AddStringToObject(e, "uid", de->d_name);
                 cJSON *tl = cJSON_DetachItemFromObjectCaseSensitive(w, "timeline");
                 cJSON_AddItemToObject(e, "timeline", tl ? tl : cJSON_CreateArray());
@@ -219,7 +209,8 @@ static void filter(cJSON *doc, const struct opts *o)
         cJSON *pods = cJSON_GetObjectItemCaseSensitive(doc, "pods");
         for (int i = cJSON_GetArraySize(pods) - 1; i >= 0; i--) {
                 const cJSON *p = cJSON_GetArrayItem(pods, i);
-                if (!wanted(o, str(p, "namespace"), str(p, "name"), str(p, "uid")))
+                if (!wanted(o, cb_json_str(p, "namespace"), cb_json_str(p, "name"),
+                            cb_json_str(p, "uid")))
                         cJSON_DeleteItemFromArray(pods, i);
         }
 }
@@ -242,11 +233,11 @@ static void print_diff(const cJSON *diff, const char *indent)
                 char *n = cJSON_GetObjectItemCaseSensitive(op, "new")
                               ? cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(op, "new"))
                               : NULL;
-                if (strcmp(str(op, "op"), "truncated") == 0)
-                        printf("%s(%d more)\n", indent, (int)num(op, "omitted"));
+                if (strcmp(cb_json_str(op, "op"), "truncated") == 0)
+                        printf("%s(%d more)\n", indent, (int)cb_json_num(op, "omitted"));
                 else
-                        printf("%s%-6s %s%s%.120s%s%.120s\n", indent, str(op, "op"),
-                               str(op, "path"), o ? "  " : "", o ? o : "",
+                        printf("%s%-6s %s%s%.120s%s%.120s\n", indent, cb_json_str(op, "op"),
+                               cb_json_str(op, "path"), o ? "  " : "", o ? o : "",
                                n ? (o ? " -> " : "  ") : "", n ? n : "");
                 free(o);
                 free(n);
@@ -262,31 +253,31 @@ static void print_pod(const cJSON *p, bool history)
         const cJSON *s;
         cJSON_ArrayForEach(s, tl)
         {
-                double off = num(s, "offsetUs");
+                double off = cb_json_num(s, "offsetUs");
                 if (off - prev > max)
                         max = off - prev;
                 prev = last = off;
-                if (strncmp(str(s, "step"), "phase:", 6) == 0)
-                        phase = str(s, "step") + 6;
+                if (strncmp(cb_json_str(s, "step"), "phase:", 6) == 0)
+                        phase = cb_json_str(s, "step") + 6;
         }
-        printf("%s/%s  uid %s  phase %s%s\n", str(p, "namespace"), str(p, "name"), str(p, "uid"),
-               phase[0] ? phase : "-",
+        printf("%s/%s  uid %s  phase %s%s\n", cb_json_str(p, "namespace"), cb_json_str(p, "name"),
+               cb_json_str(p, "uid"), phase[0] ? phase : "-",
                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p, "gone")) ? "  (gone)" : "");
         if (cJSON_GetArraySize(tl) == 0)
-                printf("  (no steps: the pod has no worker, e.g. it was rejected)\n");
+                printf("  (no steps yet)\n");
         else
                 printf("  %-32s %12s %12s  %s\n", "STEP", "OFFSET", "+SINCE PREV", "");
         prev = 0;
         cJSON_ArrayForEach(s, tl)
         {
-                double off = num(s, "offsetUs");
+                double off = cb_json_num(s, "offsetUs");
                 char a[32], b[32], bar[BAR_WIDTH + 1];
                 fmt_ms(a, sizeof(a), off);
                 fmt_ms(b, sizeof(b), off - prev);
                 int w = (int)((off - prev) / max * BAR_WIDTH + 0.5);
                 memset(bar, '#', (size_t)w);
                 bar[w] = '\0';
-                printf("  %-32s %12s %12s  |%s\n", str(s, "step"), a, b, bar);
+                printf("  %-32s %12s %12s  |%s\n", cb_json_str(s, "step"), a, b, bar);
                 prev = off;
         }
         /* The phases as spans. */
@@ -295,9 +286,9 @@ static void print_pod(const cJSON *p, bool history)
         bool first = true;
         cJSON_ArrayForEach(s, tl)
         {
-                if (strncmp(str(s, "step"), "phase:", 6) != 0)
+                if (strncmp(cb_json_str(s, "step"), "phase:", 6) != 0)
                         continue;
-                double off = num(s, "offsetUs");
+                double off = cb_json_num(s, "offsetUs");
                 char a[32], b[32];
                 if (open != NULL) {
                         fmt_ms(a, sizeof(a), from);
@@ -305,7 +296,7 @@ static void print_pod(const cJSON *p, bool history)
                         printf("%s%s from %s for %s", first ? "  phases: " : ", ", open, a, b);
                         first = false;
                 }
-                open = str(s, "step") + 6;
+                open = cb_json_str(s, "step") + 6;
                 from = off;
         }
         if (open != NULL) {
@@ -325,11 +316,12 @@ static void print_pod(const cJSON *p, bool history)
         cJSON_ArrayForEach(h, hist)
         {
                 char a[32];
-                fmt_ms(a, sizeof(a), num(h, "offsetUs"));
-                const char *kind = str(h, "kind");
+                fmt_ms(a, sizeof(a), cb_json_num(h, "offsetUs"));
+                const char *kind = cb_json_str(h, "kind");
                 if (strcmp(kind, "status") == 0) {
-                        printf("    %10s  status sent%s%s%s\n", a, str(h, "phase")[0] ? " (" : "",
-                               str(h, "phase"), str(h, "phase")[0] ? ")" : "");
+                        printf("    %10s  status sent%s%s%s\n", a,
+                               cb_json_str(h, "phase")[0] ? " (" : "", cb_json_str(h, "phase"),
+                               cb_json_str(h, "phase")[0] ? ")" : "");
                         print_diff(cJSON_GetObjectItemCaseSensitive(h, "diff"),
                                    "                  ");
                 } else if (strcmp(kind, "statusAck") == 0) {
@@ -337,14 +329,14 @@ static void print_pod(const cJSON *p, bool history)
                                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "accepted"))
                                    ? "acknowledged"
                                    : "not accepted",
-                               (int)num(h, "code"));
+                               (int)cb_json_num(h, "code"));
                 } else if (strcmp(kind, "spec") == 0) {
-                        printf("    %10s  spec change of %s\n", a, str(h, "object"));
+                        printf("    %10s  spec change of %s\n", a, cb_json_str(h, "object"));
                         print_diff(cJSON_GetObjectItemCaseSensitive(h, "diff"),
                                    "                  ");
                 } else if (strcmp(kind, "event") == 0) {
-                        printf("    %10s  event %s %s: %s\n", a, str(h, "type"), str(h, "reason"),
-                               str(h, "message"));
+                        printf("    %10s  event %s %s: %s\n", a, cb_json_str(h, "type"),
+                               cb_json_str(h, "reason"), cb_json_str(h, "message"));
                 }
         }
         printf("\n");
@@ -396,12 +388,12 @@ struct watch {
 
 static void note_pod(struct watch *w, const cJSON *p)
 {
-        const char *uid = str(p, "uid");
+        const char *uid = cb_json_str(p, "uid");
         cJSON_DeleteItemFromObjectCaseSensitive(w->names, uid);
-        if (!wanted(w->o, str(p, "namespace"), str(p, "name"), uid))
+        if (!wanted(w->o, cb_json_str(p, "namespace"), cb_json_str(p, "name"), uid))
                 return;
         char n[600];
-        snprintf(n, sizeof(n), "%s/%s", str(p, "namespace"), str(p, "name"));
+        snprintf(n, sizeof(n), "%s/%s", cb_json_str(p, "namespace"), cb_json_str(p, "name"));
         cJSON_AddStringToObject(w->names, uid, n);
 }
 
@@ -413,6 +405,22 @@ static void clock_now(char *buf, size_t size)
         localtime_r(&ts.tv_sec, &tm);
         snprintf(buf, size, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
                  (int)(ts.tv_nsec / 1000000));
+}
+
+/* -w -o json: one {"event","data"} line; takes data. */
+static void print_json_line(const char *event, cJSON *data)
+{
+        cJSON *line = cJSON_CreateObject();
+        if (line == NULL || !cJSON_AddStringToObject(line, "event", event) ||
+            !cJSON_AddItemToObject(line, "data", data)) {
+                cJSON_Delete(line);
+                cJSON_Delete(data);
+                return;
+        }
+        char *t = cJSON_PrintUnformatted(line);
+        printf("%s\n", t ? t : "");
+        free(t);
+        cJSON_Delete(line);
 }
 
 static void on_event(struct watch *w, const char *event, const char *data)
@@ -427,13 +435,7 @@ static void on_event(struct watch *w, const char *event, const char *data)
                 cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(d, "pods")) note_pod(w, p);
                 filter(d, w->o);
                 if (w->json) {
-                        cJSON *line = cJSON_CreateObject();
-                        cJSON_AddStringToObject(line, "event", event);
-                        cJSON_AddItemToObject(line, "data", d);
-                        char *t = cJSON_PrintUnformatted(line);
-                        printf("%s\n", t ? t : "");
-                        free(t);
-                        cJSON_Delete(line);
+                        print_json_line(event, d);
                 } else {
                         print_doc(d, w->o);
                         printf("--- following (Ctrl-C to stop)\n");
@@ -444,48 +446,43 @@ static void on_event(struct watch *w, const char *event, const char *data)
         }
         if (strcmp(event, "pod") == 0)
                 note_pod(w, d);
-        const char *name = str(w->names, str(d, "uid"));
+        const char *name = cb_json_str(w->names, cb_json_str(d, "uid"));
         if (name[0] == '\0') {
                 cJSON_Delete(d);
                 return; /* not a pod asked for */
         }
         if (w->json) {
-                cJSON *line = cJSON_CreateObject();
-                cJSON_AddStringToObject(line, "event", event);
-                cJSON_AddItemToObject(line, "data", d);
-                char *t = cJSON_PrintUnformatted(line);
-                printf("%s\n", t ? t : "");
-                free(t);
-                cJSON_Delete(line);
+                print_json_line(event, d);
                 fflush(stdout);
                 return;
         }
         char now[32], off[32];
         clock_now(now, sizeof(now));
         if (strcmp(event, "step") == 0) {
-                fmt_ms(off, sizeof(off), num(d, "offsetUs"));
-                printf("%s  %-40s %12s  %s\n", now, name, off, str(d, "step"));
+                fmt_ms(off, sizeof(off), cb_json_num(d, "offsetUs"));
+                printf("%s  %-40s %12s  %s\n", now, name, off, cb_json_str(d, "step"));
         } else if (strcmp(event, "pod") == 0) {
                 printf("%s  %-40s %12s  %s\n", now, name, "",
                        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "gone")) ? "(gone)"
                                                                                  : "(seen)");
         } else if (strcmp(event, "entry") == 0) {
                 const cJSON *e = cJSON_GetObjectItemCaseSensitive(d, "entry");
-                fmt_ms(off, sizeof(off), num(e, "offsetUs"));
-                const char *kind = str(e, "kind");
+                fmt_ms(off, sizeof(off), cb_json_num(e, "offsetUs"));
+                const char *kind = cb_json_str(e, "kind");
                 if (strcmp(kind, "event") == 0)
-                        printf("%s  %-40s %12s  event %s %s: %s\n", now, name, off, str(e, "type"),
-                               str(e, "reason"), str(e, "message"));
+                        printf("%s  %-40s %12s  event %s %s: %s\n", now, name, off,
+                               cb_json_str(e, "type"), cb_json_str(e, "reason"),
+                               cb_json_str(e, "message"));
                 else if (strcmp(kind, "statusAck") == 0)
                         printf("%s  %-40s %12s  status %s (%d)\n", now, name, off,
                                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "accepted"))
                                    ? "acknowledged"
                                    : "not accepted",
-                               (int)num(e, "code"));
+                               (int)cb_json_num(e, "code"));
                 else {
                         printf("%s  %-40s %12s  %s%s\n", now, name, off,
                                strcmp(kind, "status") == 0 ? "status sent" : "spec change of ",
-                               strcmp(kind, "status") == 0 ? "" : str(e, "object"));
+                               strcmp(kind, "status") == 0 ? "" : cb_json_str(e, "object"));
                         print_diff(cJSON_GetObjectItemCaseSensitive(e, "diff"),
                                    "                                                  ");
                 }

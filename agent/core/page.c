@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json.h"
+
 /* page_assets.c, generated from agent/core/page/ at build time. */
 extern const unsigned char ag_page_timeline_html[], ag_page_timeline_css[], ag_page_timeline_js[];
 extern const size_t ag_page_timeline_html_len, ag_page_timeline_css_len, ag_page_timeline_js_len;
@@ -80,18 +82,6 @@ static void esc(struct buf *b, const char *s)
         }
 }
 
-static const char *str(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-        return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-static double num(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-        return cJSON_IsNumber(v) ? v->valuedouble : 0;
-}
-
 static void ms(struct buf *b, double us)
 {
         putf(b, "%.1f ms", us / 1000.0);
@@ -102,8 +92,8 @@ static const char *last_phase(const cJSON *tl)
 {
         const char *phase = "";
         const cJSON *s;
-        cJSON_ArrayForEach(s, tl) if (strncmp(str(s, "step"), "phase:", 6) == 0) phase =
-            str(s, "step") + 6;
+        cJSON_ArrayForEach(s, tl) if (strncmp(cb_json_str(s, "step"), "phase:", 6) == 0) phase =
+            cb_json_str(s, "step") + 6;
         return phase;
 }
 
@@ -113,14 +103,14 @@ static void diff_list(struct buf *b, const cJSON *diff)
         const cJSON *op;
         cJSON_ArrayForEach(op, diff)
         {
-                const char *o = str(op, "op");
+                const char *o = cb_json_str(op, "op");
                 putf(b, "<li class=\"%s\">",
                      o[0] == 'a'   ? "add"
                      : o[0] == 'r' ? "remove"
                                    : "change");
                 esc(b, o);
                 puts_(b, " <code>");
-                esc(b, str(op, "path"));
+                esc(b, cb_json_str(op, "path"));
                 puts_(b, "</code>");
                 for (int k = 0; k < 2; k++) {
                         const cJSON *v =
@@ -145,9 +135,9 @@ static void pod_rows(struct buf *b, const cJSON *pod)
         const cJSON *tl = cJSON_GetObjectItemCaseSensitive(pod, "timeline");
         const cJSON *hist = cJSON_GetObjectItemCaseSensitive(pod, "history");
         puts_(b, "<tr><th scope=\"row\">");
-        esc(b, str(pod, "namespace"));
+        esc(b, cb_json_str(pod, "namespace"));
         puts_(b, "/");
-        esc(b, str(pod, "name"));
+        esc(b, cb_json_str(pod, "name"));
         puts_(b, "</th><td>");
         esc(b, last_phase(tl));
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pod, "gone")))
@@ -157,9 +147,9 @@ static void pod_rows(struct buf *b, const cJSON *pod)
         const cJSON *s;
         cJSON_ArrayForEach(s, tl)
         {
-                double off = num(s, "offsetUs");
+                double off = cb_json_num(s, "offsetUs");
                 puts_(b, "<tr><td>");
-                esc(b, str(s, "step"));
+                esc(b, cb_json_str(s, "step"));
                 puts_(b, "</td><td>");
                 ms(b, off);
                 puts_(b, "</td><td>");
@@ -171,27 +161,27 @@ static void pod_rows(struct buf *b, const cJSON *pod)
         const cJSON *h;
         cJSON_ArrayForEach(h, hist)
         {
-                const char *kind = str(h, "kind");
+                const char *kind = cb_json_str(h, "kind");
                 puts_(b, "<div class=\"entry\">");
-                ms(b, num(h, "offsetUs"));
+                ms(b, cb_json_num(h, "offsetUs"));
                 puts_(b, " <b>");
                 esc(b, kind);
                 puts_(b, "</b> ");
                 if (strcmp(kind, "event") == 0) {
-                        esc(b, str(h, "type"));
+                        esc(b, cb_json_str(h, "type"));
                         puts_(b, " ");
-                        esc(b, str(h, "reason"));
+                        esc(b, cb_json_str(h, "reason"));
                         puts_(b, ": ");
-                        esc(b, str(h, "message"));
+                        esc(b, cb_json_str(h, "message"));
                 } else if (strcmp(kind, "statusAck") == 0) {
                         putf(b, "%s (%d)",
                              cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(h, "accepted"))
                                  ? "accepted"
                                  : "not accepted",
-                             (int)num(h, "code"));
+                             (int)cb_json_num(h, "code"));
                 } else {
-                        esc(b, str(h, "object"));
-                        esc(b, str(h, "phase"));
+                        esc(b, cb_json_str(h, "object"));
+                        esc(b, cb_json_str(h, "phase"));
                         diff_list(b, cJSON_GetObjectItemCaseSensitive(h, "diff"));
                 }
                 puts_(b, "</div>");

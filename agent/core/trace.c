@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "lib/json.h"
+
 /* Threads (tracks) of one pod: 1 = the pod, 2.. = containers. */
 #define MAX_TRACKS 64
 
@@ -143,25 +145,13 @@ static int cmp_ev(const void *a, const void *b)
         return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static int64_t num(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-        return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
-}
-
-static const char *str(const cJSON *o, const char *k)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-        return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* The wall µs of a pod's first step (its offsets count from it). */
 static int64_t pod_start(const cJSON *pod)
 {
         const cJSON *tl = cJSON_GetObjectItemCaseSensitive(pod, "timeline");
         const cJSON *first = cJSON_GetArrayItem(tl, 0);
-        int64_t t = ag_trace_parse_time(str(first, "time"));
-        return t < 0 ? -1 : t - num(first, "offsetUs");
+        int64_t t = ag_trace_parse_time(cb_json_str(first, "time"));
+        return t < 0 ? -1 : t - (int64_t)cb_json_num(first, "offsetUs");
 }
 
 struct tracks {
@@ -193,13 +183,13 @@ static void one_pod(struct out *o, const cJSON *pod, int pid, int64_t base, int6
                 return;
         start -= base;
         char label[600];
-        snprintf(label, sizeof(label), "%s/%s", str(pod, "namespace") ? str(pod, "namespace") : "",
-                 str(pod, "name") ? str(pod, "name") : "");
+        snprintf(label, sizeof(label), "%s/%s", cb_json_str(pod, "namespace"),
+                 cb_json_str(pod, "name"));
         meta(o, pid, 1, "process_name", label);
         meta(o, pid, 1, "thread_name", "pod");
         const cJSON *gone = cJSON_GetObjectItemCaseSensitive(pod, "gone");
         const cJSON *last = cJSON_GetArrayItem(tl, cJSON_GetArraySize(tl) - 1);
-        int64_t end = start + num(last, "offsetUs");
+        int64_t end = start + (int64_t)cb_json_num(last, "offsetUs");
         if (!cJSON_IsTrue(gone) && now_us - base > end)
                 end = now_us - base;
 
@@ -214,10 +204,10 @@ static void one_pod(struct out *o, const cJSON *pod, int pid, int64_t base, int6
         const cJSON *s;
         cJSON_ArrayForEach(s, tl)
         {
-                const char *step = str(s, "step");
-                if (step == NULL)
+                const char *step = cb_json_str(s, "step");
+                if (step[0] == '\0')
                         continue;
-                int64_t ts = start + num(s, "offsetUs");
+                int64_t ts = start + (int64_t)cb_json_num(s, "offsetUs");
                 char cname[128];
                 int tid = 1;
                 if (ag_trace_step_container(step, cname, sizeof(cname)))
@@ -250,12 +240,13 @@ static void one_pod(struct out *o, const cJSON *pod, int pid, int64_t base, int6
         const cJSON *h;
         cJSON_ArrayForEach(h, hist)
         {
-                const char *kind = str(h, "kind");
+                const char *kind = cb_json_str(h, "kind");
                 char name[160];
-                const char *reason = str(h, "reason");
-                snprintf(name, sizeof(name), "%s%s%s", kind ? kind : "entry", reason ? " " : "",
-                         reason ? reason : "");
-                cJSON *j = instant(o, pid, 1, start + num(h, "offsetUs"), name, "history");
+                const char *reason = cb_json_str(h, "reason");
+                snprintf(name, sizeof(name), "%s%s%s", kind[0] ? kind : "entry",
+                         reason[0] ? " " : "", reason);
+                cJSON *j = instant(o, pid, 1, start + (int64_t)cb_json_num(h, "offsetUs"), name,
+                                   "history");
                 if (j != NULL)
                         cJSON_AddItemToObject(j, "args", cJSON_Duplicate(h, true));
         }

@@ -195,26 +195,45 @@ static cJSON *step_json(const struct hpod *p, const struct hstep *s)
         return o;
 }
 
-void ag_podhist_step(struct ag_podhist *h, const char *uid, const char *step, uint64_t offset_us)
+static void add_step(struct ag_podhist *h, struct hpod *p, const char *step, int64_t mono)
 {
-        struct hpod *p = find(h, uid);
-        if (p == NULL || p->n_steps >= AG_TIMELINE_MAX)
+        if (p->n_steps >= AG_TIMELINE_MAX)
                 return;
-        int64_t mono = mono_now(), wall = wall_now();
-        if (!p->started) {
-                /* The worker's first step is offset 0. */
-                p->started = true;
-                p->start_mono = mono - (int64_t)offset_us;
-        }
         struct hstep *s = &p->steps[p->n_steps++];
         snprintf(s->name, sizeof(s->name), "%s", step);
-        s->mono = p->start_mono + (int64_t)offset_us;
-        s->wall = wall - (mono - s->mono);
+        s->mono = mono;
+        s->wall = wall_now() - (mono_now() - mono);
         if (h->sink == NULL)
                 return;
         cJSON *o = step_json(p, s);
         cJSON_AddStringToObject(o, "uid", p->uid);
         publish(h, "step", o);
+}
+
+void ag_podhist_step(struct ag_podhist *h, const char *uid, const char *step, uint64_t offset_us)
+{
+        struct hpod *p = find(h, uid);
+        if (p == NULL)
+                return;
+        if (!p->started) {
+                /* The worker's first step is offset 0. */
+                p->started = true;
+                p->start_mono = mono_now() - (int64_t)offset_us;
+        }
+        add_step(h, p, step, p->start_mono + (int64_t)offset_us);
+}
+
+void ag_podhist_step_at(struct ag_podhist *h, const char *uid, const char *step, uint64_t mono_us)
+{
+        struct hpod *p = find(h, uid);
+        if (p == NULL)
+                return;
+        int64_t mono = mono_us != 0 ? (int64_t)mono_us : mono_now();
+        if (!p->started) {
+                p->started = true;
+                p->start_mono = mono;
+        }
+        add_step(h, p, step, mono);
 }
 
 static cJSON *entry_json(const struct hpod *p, const struct hentry *e)

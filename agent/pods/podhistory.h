@@ -56,6 +56,9 @@ void ag_podhist_pod(struct ag_podhist *h, const char *uid, const char *ns, const
 void ag_podhist_gone(struct ag_podhist *h, const char *uid);
 /* A step of the worker's timeline, offset_us after its first. */
 void ag_podhist_step(struct ag_podhist *h, const char *uid, const char *step, uint64_t offset_us);
+/* A step of a pod without a worker (one admission rejected): at mono_us
+ * (CLOCK_MONOTONIC µs; 0: now); the pod's first step is its offset 0. */
+void ag_podhist_step_at(struct ag_podhist *h, const char *uid, const char *step, uint64_t mono_us);
 /* A status PATCH body ({"metadata":{"uid"},"status":{...}}) sent. */
 void ag_podhist_status_sent(struct ag_podhist *h, const char *uid, const char *body);
 /* The answer to it (code 0: no response). */

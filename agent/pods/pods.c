@@ -287,6 +287,12 @@ static void reject(struct rec *r, const char *reason, const char *message)
         char msg[600];
         snprintf(msg, sizeof(msg), "Pod was rejected: %s", message);
         log_warning("pod %s/%s: rejected: %s: %s", pod_ns(r), r->name, reason, message);
+        /* No worker will mark its steps: the timeline gets them here (and
+         * statusDelivered:Failed in on_status_delivered). */
+        if (r->watched_mono_us != 0)
+                ag_podhist_step_at(p->hist, r->uid, "watched", r->watched_mono_us);
+        ag_podhist_step_at(p->hist, r->uid, "rejected", 0);
+        ag_podhist_step_at(p->hist, r->uid, "phase:Failed", 0);
         record_event(r, "Warning", reason, message, NULL);
         struct ag_pod_obs obs = {
             .rejected = true, .reason = reason, .message = msg, .start_time = cb_wall_now()};
@@ -470,6 +476,10 @@ static void on_status_delivered(const char *uid, bool delivered, void *data)
                         r->delivered_phase = strdup(phase->valuestring);
                         ag_pod_worker_mark(r->worker, "statusDelivered", phase->valuestring);
                 }
+        } else if (delivered && r->rejected_status != NULL && r->worker == NULL &&
+                   r->delivered_phase == NULL) {
+                r->delivered_phase = strdup("Failed");
+                ag_podhist_step_at(p->hist, r->uid, "statusDelivered:Failed", 0);
         }
         maybe_final_delete(r);
 }

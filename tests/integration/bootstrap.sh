@@ -35,40 +35,6 @@ import_busybox
 write_cni_conf
 start_standin --cluster-signing-duration 90s
 
-# token_secret ID SECRET GROUPS EXPIRATION: a Secret as `kubeadm token create`
-# makes it.
-token_secret() {
-        k create -f - >/dev/null <<EOF || die "cannot create the bootstrap token $1"
-apiVersion: v1
-kind: Secret
-metadata: {name: bootstrap-token-$1, namespace: kube-system}
-type: bootstrap.kubernetes.io/token
-stringData:
-  token-id: "$1"
-  token-secret: "$2"
-  usage-bootstrap-authentication: "true"
-  usage-bootstrap-signing: "true"
-  auth-extra-groups: "$3"
-  expiration: "$4"
-EOF
-}
-# bootstrap_kubeconfig FILE TOKEN
-bootstrap_kubeconfig() {
-        cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: standin
-  cluster: {server: "$standin_url", certificate-authority: "$data/ca.crt"}
-users:
-- name: kubelet-bootstrap
-  user: {token: "$2"}
-contexts:
-- name: bootstrap
-  context: {cluster: standin, user: kubelet-bootstrap}
-current-context: bootstrap
-EOF
-}
 in_1h=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 TOKEN=ab12cd.0123456789abcdef
 token_secret ab12cd 0123456789abcdef system:bootstrappers:kubeadm:default-node-token "$in_1h"

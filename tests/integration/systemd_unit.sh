@@ -79,13 +79,19 @@ doc=$(sed -n 's|^Documentation=file://||p' "$unit")
 has "$env" 'CUBELET_CONFIG_ARGS="--config /etc/cubelet/config.yaml"'
 has "$env" 'CUBELET_KUBECONFIG_ARGS="--kubeconfig /etc/cubelet/kubeconfig"'
 has "$env" 'CUBELET_EXTRA_ARGS=""'
+# The commented alternative, joining with a bootstrap token, names flags the
+# agent has (docs/install.md, "Joining with a bootstrap token").
+boot=$(sed -n 's/^#CUBELET_KUBECONFIG_ARGS="\(--bootstrap-kubeconfig .*\)"$/\1/p' "$env")
+[ -n "$boot" ] || fail "$env has no commented --bootstrap-kubeconfig line"
+# shellcheck disable=SC2086 # split as systemd splits $CUBELET_KUBECONFIG_ARGS
+"$root/usr/bin/cubelet" $boot --help >/dev/null || fail "cubelet rejects the bootstrap line: $boot"
 
 cfg=$root/etc/cubelet/config.yaml
 has "$cfg" 'apiVersion: kubelet.config.k8s.io/v1beta1'
 has "$cfg" 'kind: KubeletConfiguration'
 for field in staticPodPath maxPods evictionHard nodeStatusUpdateFrequency \
         nodeStatusReportFrequency nodeLeaseDurationSeconds registerWithTaints cgroupRoot \
-        crashLoopBackOff maxContainerRestartPeriod healthzBindAddress healthzPort; do
+        crashLoopBackOff maxContainerRestartPeriod healthzBindAddress healthzPort rotateCertificates; do
         grep -qE "^#[ ]*$field:" "$cfg" || fail "config.yaml does not document $field"
 done
 # The installed binary loads the installed config, and the same file with

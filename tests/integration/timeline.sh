@@ -71,7 +71,7 @@ EOF2
 }
 chromium_bin=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium_bin" ]; then
-        echo "skip 2 the page in a browser: chromium is not installed (apt-get install chromium; it is not in scripts/deps.sh: ~300 MB)"
+        echo "skip 2 the page in a browser: chromium is not installed (scripts/deps.sh installs it)"
         mkweb
 else
         cport=$(free_port)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent/core/trace.h"
 #include "agent/k8s/jsondiff.h"
@@ -516,6 +517,42 @@ START_TEST(test_history)
 }
 END_TEST
 
+/* A pod without a worker (rejected at admission): its steps at absolute
+ * monotonic times, the first one offset 0; 0 is now. */
+START_TEST(test_history_steps_at)
+{
+        struct ag_podhist *h = ag_podhist_new();
+        struct sunk s = {0};
+        ag_podhist_set_sink(h, sink, &s);
+        ag_podhist_pod(h, "r1", "default", "rejected");
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+        ag_podhist_step_at(h, "r1", "watched", now - 2500);
+        ag_podhist_step_at(h, "r1", "rejected", now - 500);
+        ag_podhist_step_at(h, "r1", "phase:Failed", 0);
+        ck_assert_int_eq(s.steps, 3);
+        cJSON *doc = ag_podhist_json(h);
+        const cJSON *tl = cJSON_GetObjectItem(pod_of(doc, "r1"), "timeline");
+        ck_assert_int_eq(cJSON_GetArraySize(tl), 3);
+        ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(tl, 0), "step")->valuestring,
+                         "watched");
+        ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(tl, 0), "offsetUs")->valuedouble,
+                            0);
+        ck_assert_double_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(tl, 1), "offsetUs")->valuedouble,
+                            2000);
+        double failed = cJSON_GetObjectItem(cJSON_GetArrayItem(tl, 2), "offsetUs")->valuedouble;
+        ck_assert(failed >= 2500 && failed < 2500 + 1e6);
+        /* wall times follow the monotonic ones */
+        double w0 = cJSON_GetObjectItem(cJSON_GetArrayItem(tl, 0), "timeUs")->valuedouble;
+        double w1 = cJSON_GetObjectItem(cJSON_GetArrayItem(tl, 1), "timeUs")->valuedouble;
+        ck_assert(w1 - w0 > 1999 && w1 - w0 < 2001);
+        cJSON_Delete(doc);
+        ag_podhist_step_at(h, "nope", "x", 0);
+        ag_podhist_free(h);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("timeline");
@@ -528,6 +565,7 @@ int main(void)
         tcase_add_test(tc, test_trace_format);
         tcase_add_test(tc, test_trace_parse_time);
         tcase_add_test(tc, test_history);
+        tcase_add_test(tc, test_history_steps_at);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? 0 : 1;
 }

@@ -237,6 +237,26 @@ import_busybox() {
         "$CUBELET" --root-dir "$r" image import "$tmp/img/busybox.oci.tar" --name busybox:1.36 >/dev/null ||
                 die "image import failed"
 }
+# start_registry: Debian's docker-registry on a free loopback port, plain
+# HTTP, storage in $tmp/registry: sets $reg (127.0.0.1:PORT).
+start_registry() {
+        reg=127.0.0.1:$(free_port)
+        printf 'version: 0.1\nlog: {level: warn}\nstorage: {filesystem: {rootdirectory: %s}}\nhttp: {addr: %s}\n' \
+                "$tmp/registry" "$reg" >"$tmp/registry.yml"
+        docker-registry serve "$tmp/registry.yml" >"$tmp/registry.log" 2>&1 &
+        track $!
+        poll 10 curl -fs "http://$reg/v2/" -o /dev/null ||
+                die "docker-registry did not start on $reg: $(tail -3 "$tmp/registry.log")"
+}
+# push_busybox REPO:TAG: tests/images' busybox (built once per test) pushed
+# to $reg as REPO:TAG with skopeo.
+push_busybox() {
+        [ -d "$tmp/img/layout" ] ||
+                bash "$SOURCE_DIR/tests/images/build-busybox.sh" "$tmp/img" >/dev/null || die "build-busybox.sh failed"
+        echo '{"default": [{"type": "insecureAcceptAnything"}]}' >"$tmp/policy.json"
+        skopeo --policy "$tmp/policy.json" copy -q --dest-tls-verify=false "oci:$tmp/img/layout:1.36" \
+                "docker://$reg/$1" || die "skopeo could not push $1 to $reg"
+}
 # pick_subnet: $subnet, a /24 that no route on this machine covers.
 pick_subnet() {
         local x
@@ -328,6 +348,42 @@ stop_standin_quiet() {
         echo "FAIL: etcd (pid $etcd_pid) survived the stand-in"
         kill -KILL "$etcd_pid" 2>/dev/null
         return 1
+}
+
+# token_secret ID SECRET GROUPS EXPIRATION: a bootstrap token, the Secret
+# `kubeadm token create` makes (kube-system/bootstrap-token-ID).
+token_secret() {
+        k create -f - >/dev/null <<EOF || die "cannot create the bootstrap token $1"
+apiVersion: v1
+kind: Secret
+metadata: {name: bootstrap-token-$1, namespace: kube-system}
+type: bootstrap.kubernetes.io/token
+stringData:
+  token-id: "$1"
+  token-secret: "$2"
+  usage-bootstrap-authentication: "true"
+  usage-bootstrap-signing: "true"
+  auth-extra-groups: "$3"
+  expiration: "$4"
+EOF
+}
+# bootstrap_kubeconfig FILE TOKEN: a kubeconfig for the stand-in with the
+# bootstrap token TOKEN (the agent's --bootstrap-kubeconfig).
+bootstrap_kubeconfig() {
+        cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: standin
+  cluster: {server: "$standin_url", certificate-authority: "$data/ca.crt"}
+users:
+- name: kubelet-bootstrap
+  user: {token: "$2"}
+contexts:
+- name: bootstrap
+  context: {cluster: standin, user: kubelet-bootstrap}
+current-context: bootstrap
+EOF
 }
 
 # node_api_start NAME NODE: the start of the node API tests (node_api*.sh):

@@ -499,6 +499,11 @@ def _tolerates_key(tols, key):
     return False
 
 
+# scheduling.k8s.io's system classes (pkg/apis/scheduling SystemPriorityClasses).
+BUILTIN_PRIORITY_CLASSES = {"system-node-critical": 2000001000,
+                            "system-cluster-critical": 2000000000}
+
+
 def default_pod(pod):
     pod["metadata"]["generation"] = 1
     spec = pod.setdefault("spec", {})
@@ -508,7 +513,9 @@ def default_pod(pod):
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
+    # The Priority admission plugin, for the built-in classes only
+    # (README.md: other class names are not resolved).
+    spec.setdefault("priority", BUILTIN_PRIORITY_CLASSES.get(spec.get("priorityClassName"), 0))
     spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     sync_service_account_fields(spec)
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):

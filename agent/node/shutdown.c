@@ -123,6 +123,42 @@ static const char *reply_error(sd_bus_message *m, char *buf, size_t size)
         return buf;
 }
 
+/* A reply to the call in flight: true when it is no error; else the
+ * sequence fails with what the call was for and logind's error. */
+static bool reply_ok(struct ag_shutdown *s, sd_bus_message *m, const char *what)
+{
+        s->call = sd_bus_slot_unref(s->call);
+        char buf[512];
+        if (reply_error(m, buf, sizeof(buf)) == NULL)
+                return true;
+        fail(s, "%s: %s", what, buf);
+        return false;
+}
+
+/* Sends a method call (the one in flight: s->call) and moves to phase. */
+static void call(struct ag_shutdown *s, enum phase phase, const char *dest, const char *path,
+                 const char *iface, const char *method, sd_bus_message_handler_t cb,
+                 const char *types, ...)
+{
+        s->call = sd_bus_slot_unref(s->call);
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        int r = sd_bus_message_new_method_call(s->bus, &m, dest, path, iface, method);
+        if (r >= 0) {
+                va_list ap;
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+        }
+        if (r >= 0)
+                r = sd_bus_call_async(s->bus, &s->call, m, cb, s, 0);
+        if (r < 0) {
+                fail(s, "%s.%s: %s", iface, method, strerror(-r));
+                return;
+        }
+        s->phase = phase;
+        update_io(s);
+}
+
 /* ---- the shutdown itself ---- */
 
 static void clear_waiting(struct ag_shutdown *s)
@@ -292,12 +328,8 @@ static int on_inhibit(sd_bus_message *m, void *data, sd_bus_error *ret_error)
 {
         struct ag_shutdown *s = data;
         (void)ret_error;
-        s->call = sd_bus_slot_unref(s->call);
-        char buf[512];
-        if (reply_error(m, buf, sizeof(buf)) != NULL) {
-                fail(s, "logind refused the delay inhibitor (Inhibit): %s", buf);
+        if (!reply_ok(s, m, "logind refused the delay inhibitor (Inhibit)"))
                 return 0;
-        }
         int fd = -1;
         int r = sd_bus_message_read(m, "h", &fd);
         int own = r >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -1;
@@ -323,16 +355,8 @@ static void take_inhibitor(struct ag_shutdown *s)
 {
         if (s->bus == NULL)
                 return;
-        s->call = sd_bus_slot_unref(s->call);
-        int r = sd_bus_call_method_async(s->bus, &s->call, LOGIND, LOGIND_PATH, LOGIND_MGR,
-                                         "Inhibit", on_inhibit, s, "ssss", "shutdown", "cubelet",
-                                         "cubelet needs time to handle node shutdown", "delay");
-        if (r < 0) {
-                fail(s, "Inhibit: %s", strerror(-r));
-                return;
-        }
-        s->phase = PH_INHIBIT;
-        update_io(s);
+        call(s, PH_INHIBIT, LOGIND, LOGIND_PATH, LOGIND_MGR, "Inhibit", on_inhibit, "ssss",
+             "shutdown", "cubelet", "cubelet needs time to handle node shutdown", "delay");
 }
 
 static int on_match(sd_bus_message *m, void *data, sd_bus_error *ret_error)
@@ -361,31 +385,18 @@ static int on_delay(sd_bus_message *m, void *data, sd_bus_error *ret_error);
 
 static void read_delay(struct ag_shutdown *s, enum phase phase)
 {
-        s->call = sd_bus_slot_unref(s->call);
-        int r = sd_bus_call_method_async(s->bus, &s->call, LOGIND, LOGIND_PATH,
-                                         "org.freedesktop.DBus.Properties", "Get", on_delay, s,
-                                         "ss", LOGIND_MGR, "InhibitDelayMaxUSec");
-        if (r < 0) {
-                fail(s, "cannot ask logind: %s", strerror(-r));
-                return;
-        }
-        s->phase = phase;
-        update_io(s);
+        call(s, phase, LOGIND, LOGIND_PATH, "org.freedesktop.DBus.Properties", "Get", on_delay,
+             "ss", LOGIND_MGR, "InhibitDelayMaxUSec");
 }
 
 static int on_reload(sd_bus_message *m, void *data, sd_bus_error *ret_error)
 {
         struct ag_shutdown *s = data;
         (void)ret_error;
-        s->call = sd_bus_slot_unref(s->call);
-        char buf[512];
-        if (reply_error(m, buf, sizeof(buf)) != NULL) {
-                fail(s,
-                     "cannot make logind reload its configuration (systemd1 KillUnit "
-                     "systemd-logind.service SIGHUP): %s",
-                     buf);
+        if (!reply_ok(s, m,
+                      "cannot make logind reload its configuration (systemd1 KillUnit "
+                      "systemd-logind.service SIGHUP)"))
                 return 0;
-        }
         ag_timer_arm(s->retry, RELOAD_WAIT_MS); /* then read it again */
         return 0;
 }
@@ -412,32 +423,18 @@ static void raise_delay(struct ag_shutdown *s, uint64_t have_us)
                      (long long)s->plan.total_s, err.msg);
                 return;
         }
-        s->call = sd_bus_slot_unref(s->call);
-        int r = sd_bus_call_method_async(s->bus, &s->call, "org.freedesktop.systemd1",
-                                         "/org/freedesktop/systemd1",
-                                         "org.freedesktop.systemd1.Manager", "KillUnit", on_reload,
-                                         s, "ssi", "systemd-logind.service", "all", 1);
-        if (r < 0) {
-                fail(s, "KillUnit: %s", strerror(-r));
-                return;
-        }
-        s->phase = PH_RELOAD;
-        update_io(s);
+        call(s, PH_RELOAD, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+             "org.freedesktop.systemd1.Manager", "KillUnit", on_reload, "ssi",
+             "systemd-logind.service", "all", 1);
 }
 
 static int on_delay(sd_bus_message *m, void *data, sd_bus_error *ret_error)
 {
         struct ag_shutdown *s = data;
         (void)ret_error;
-        s->call = sd_bus_slot_unref(s->call);
-        char buf[512];
-        if (reply_error(m, buf, sizeof(buf)) != NULL) {
-                fail(s,
-                     "cannot read logind's InhibitDelayMaxUSec (is systemd-logind running?): "
-                     "%s",
-                     buf);
+        if (!reply_ok(s, m,
+                      "cannot read logind's InhibitDelayMaxUSec (is systemd-logind running?)"))
                 return 0;
-        }
         uint64_t us = 0;
         int r = sd_bus_message_read(m, "v", "t", &us);
         if (r < 0) {

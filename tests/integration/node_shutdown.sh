@@ -120,14 +120,7 @@ grep -Eq ' inhibit 1 shutdown delay cubelet ' "$journal" && pass "A: drop-in wri
 TERMQUIT='trap "sleep 2; exit 0" TERM; while :; do sleep 0.2; done'
 IGNORE='trap "" TERM; while :; do sleep 0.2; done'
 mkp() { # NAME GRACE COMMAND [priorityClassName]
-        k create -f - >/dev/null <<EOP || fail "$1: kubectl create failed"
-apiVersion: v1
-kind: Pod
-metadata: {name: $1, namespace: default}
-spec:
-  nodeName: $NODE
-  restartPolicy: Never
-  terminationGracePeriodSeconds: $2
+        mkpod "$1" Never "$2" <<EOP
   ${4:+priorityClassName: $4}
   containers:
   - {name: c, image: busybox:1.36, command: [sh, -c, '$3']}

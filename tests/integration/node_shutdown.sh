@@ -213,4 +213,22 @@ k get pod after -o jsonpath='{.status.phase}' | grep -q Running || fail "after: 
         pass "E: no bus, or no logind on it: one error line, the agent runs on, the node Ready" ||
         fail "no logind: $(grep 'graceful node shutdown' "$tmp/agent.log")"
 stop_agent
+
+# ---- F. a real systemd-logind, where one runs -------------------------------------
+# Only the start (the property, the drop-in and reload, the inhibitor as
+# `systemd-inhibit --list` shows it): the machine is not shut down.
+if busctl --system status org.freedesktop.login1 >/dev/null 2>&1 && command -v systemd-inhibit >/dev/null; then
+        at_cleanup 'systemctl kill -s HUP systemd-logind.service 2>/dev/null || true'
+        : >"$tmp/agent.log"
+        run_agent unix:path=/run/dbus/system_bus_socket
+        node_ready
+        wait_log 'graceful node shutdown: holding a logind delay inhibitor'
+        systemd-inhibit --list --no-pager 2>/dev/null | grep -E 'cubelet.*shutdown.*delay' >/dev/null &&
+                pass "F: the real logind lists cubelet's shutdown delay inhibitor" ||
+                fail "F: systemd-inhibit --list: $(systemd-inhibit --list --no-pager 2>&1)"
+        stop_agent
+        systemd-inhibit --list --no-pager 2>/dev/null | grep -q cubelet && fail "F: the inhibitor outlived the agent"
+else
+        echo "F: skipped: no systemd-logind on this machine's system bus (the fake stood in for A-E)"
+fi
 finish

@@ -39,9 +39,10 @@ journal=$tmp/logind.journal
 # The agent writes logind's drop-in where the kubelet writes its own; keep
 # whatever was there and put it back.
 if [ -e "$DROPIN" ]; then cp -a "$DROPIN" "$tmp/dropin.saved"; fi
+dropin_dir_was_there=$([ -d "$DROPIN_DIR" ] && echo 1)
 restore_dropin() {
         if [ -e "$tmp/dropin.saved" ]; then cp -a "$tmp/dropin.saved" "$DROPIN"; else rm -f "$DROPIN"; fi
-        rmdir "$DROPIN_DIR" 2>/dev/null || true
+        [ -n "$dropin_dir_was_there" ] || rmdir "$DROPIN_DIR" 2>/dev/null || true
 }
 at_cleanup restore_dropin
 rm -f "$DROPIN"

@@ -16,6 +16,9 @@ pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static
 pkgs+=(apache2-utils)
 # The stand-in apiserver signs service-account tokens (RS256) with it.
 pkgs+=(python3-cryptography)
+# Graceful node shutdown's test (tests/integration/node_shutdown.sh): a
+# private dbus-daemon and a fake systemd-logind in Python (lib/fake_logind.py).
+pkgs+=(dbus-daemon dbus-bin python3-dbus python3-gi)
 # Pod networking: portmap (CNI) drives iptables.
 pkgs+=(iptables)
 # The browser test of the live timeline page (tests/integration/timeline.sh

@@ -38,6 +38,8 @@
 #include "agent/node/pressure.h"
 #include "agent/client/reflector.h"
 #include "agent/node/selfcgroup.h"
+#include "agent/node/shutdown.h"
+#include "agent/k8s/shutdown.h"
 #include "agent/pods/services.h"
 #include "agent/pods/staticpods.h"
 #include "runtime/sandbox.h"
@@ -60,6 +62,9 @@ struct agent {
         struct ag_imagegc *imagegc;
         struct ag_netready *netready;   /* the runtime's network: a CNI config in --cni-conf-dir */
         struct ag_wallwatch *wallwatch; /* the wall clock set (or its test offset changed) */
+        struct ag_shutdown *shutdown; /* graceful node shutdown (shutdownGracePeriod) */
+        bool shutting_down;
+        char ready_msg[1024]; /* the Ready condition's message when False */
         struct ag_metrics *metrics;
         struct ag_endpoint *endpoint;
         struct ag_napi *napi;
@@ -556,6 +561,7 @@ static int make_node_config(const struct ag_config *fl, const struct cb_global_o
 
 static void network_changed(struct agent *a);
 static void on_network(bool ready, void *data);
+static void on_shutting_down(bool on, void *data);
 
 /* The wall clock was set: what is armed from a wall-time deadline is armed
  * again (token refreshes, activeDeadlineSeconds, certificate rotation);
@@ -717,6 +723,18 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 return -1;
         ag_pressure_set_imagegc(a->pressure, a->imagegc);
         ag_imagegc_start(a->imagegc);
+        struct ag_shutdown_config sc = {
+            .grace_ms = fl->shutdown_grace_ms,
+            .critical_ms = fl->shutdown_grace_critical_ms,
+            .node_name = a->node_name,
+            .logind_conf_dir = AG_LOGIND_CONF_DIR,
+            .pods = a->pod_mgr,
+            .events = a->events,
+            .shutting_down = on_shutting_down,
+            .data = a,
+        };
+        if (ag_shutdown_new(a->loop, &sc, &a->shutdown, err) < 0)
+                return -1;
         if (fl->healthz_port > 0) {
                 char token[65];
                 if (endpoint_token(a->root_dir, token, err) < 0)
@@ -815,15 +833,40 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         return 0;
 }
 
+/* The node's Ready condition: False (KubeletNotReady) while the runtime's
+ * network is not ready or the node shuts down, with their messages
+ * aggregated as the kubelet's ReadyCondition does ("[a, b]" for two). */
+static void update_ready(struct agent *a)
+{
+        const char *why[2];
+        size_t n = 0;
+        if (!ag_netready_ready(a->netready))
+                why[n++] = AG_NETWORK_NOT_READY_MESSAGE;
+        if (a->shutting_down)
+                why[n++] = K8S_SHUTDOWN_NOT_READY;
+        if (n == 2)
+                snprintf(a->ready_msg, sizeof(a->ready_msg), "[%s, %s]", why[0], why[1]);
+        else if (n == 1)
+                snprintf(a->ready_msg, sizeof(a->ready_msg), "%s", why[0]);
+        if (a->ns != NULL)
+                ag_nodestatus_set_ready(a->ns, n > 0 ? a->ready_msg : NULL);
+}
+
 /* The node's Ready condition and the waiting pods follow the runtime's
  * network (ReadyCondition: runtime or network errors make it False). */
 static void network_changed(struct agent *a)
 {
         bool ready = ag_netready_ready(a->netready);
-        if (a->ns != NULL)
-                ag_nodestatus_set_ready(a->ns, ready ? NULL : AG_NETWORK_NOT_READY_MESSAGE);
+        update_ready(a);
         if (ready && a->pod_mgr != NULL)
                 ag_pods_kick(a->pod_mgr);
+}
+
+static void on_shutting_down(bool on, void *data)
+{
+        struct agent *a = data;
+        a->shutting_down = on;
+        update_ready(a); /* sent at once (the kubelet's syncNodeStatus) */
 }
 
 static void on_network(bool ready, void *data)
@@ -860,6 +903,10 @@ static void stop_agent(struct agent *a)
         a->endpoint = NULL;
         ag_imagegc_free(a->imagegc); /* before the eviction manager it reclaims for */
         ag_pressure_free(a->pressure);
+        /* The inhibitor goes with the agent (logind no longer waits for it);
+         * the pods keep running, as the kubelet leaves them on SIGTERM. */
+        ag_shutdown_free(a->shutdown);
+        a->shutdown = NULL;
         ag_napi_free(a->napi);
         ag_pods_free(a->pod_mgr);
         /* After the workers, which let go of their objects and tokens. */

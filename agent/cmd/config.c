@@ -135,6 +135,13 @@ static const struct opt opts[] = {
      "threads rotating logs (the kubelet has no flag)"},
     {"containerLogMonitorInterval", NULL, OPT_DUR_MS, OFF(container_log_monitor_interval_ms), 3000,
      86400000, "DUR", "10s", "how often log sizes are checked (the kubelet has no flag)"},
+    /* graceful node shutdown (agent/node/shutdown.h): the kubelet has no flags */
+    {"shutdownGracePeriod", NULL, OPT_DUR_MS, OFF(shutdown_grace_ms), 0, 86400000, "DUR", "0s",
+     "how long a node shutdown is delayed (a logind delay inhibitor) to stop the pods; 0: off"},
+    {"shutdownGracePeriodCriticalPods", NULL, OPT_DUR_MS, OFF(shutdown_grace_critical_ms), 0,
+     86400000, "DUR", "0s",
+     "the part of shutdownGracePeriod kept for critical pods (priority >= 2000000000), stopped "
+     "after the others"},
     {"crashLoopBackOff.initialContainerRestartPeriod", "--crash-loop-backoff-base", OPT_DUR_S,
      OFF(crash_loop_backoff_initial_s), 1, 300, "N", "10",
      "first container restart delay in seconds (cubelet; in the file a duration)"},
@@ -895,6 +902,25 @@ int ag_config_finish(struct ag_config *c, struct cb_error *err)
                                     "crashLoopBackOff.maxContainerRestartPeriod (%ds, "
                                     "--crash-loop-backoff-max)",
                                     c->crash_loop_backoff_initial_s, c->crash_loop_backoff_max_s);
+        /* The kubelet's validation of the graceful shutdown periods. */
+        char g[32], cr[32];
+        fmt_ms(c->shutdown_grace_ms, g, sizeof(g));
+        fmt_ms(c->shutdown_grace_critical_ms, cr, sizeof(cr));
+        if (c->shutdown_grace_critical_ms > c->shutdown_grace_ms)
+                return cb_error_set(err, 0,
+                                    "invalid configuration: shutdownGracePeriodCriticalPods %s "
+                                    "must be <= shutdownGracePeriod %s",
+                                    cr, g);
+        if (c->shutdown_grace_ms > 0 && c->shutdown_grace_ms < 1000)
+                return cb_error_set(err, 0,
+                                    "invalid configuration: shutdownGracePeriod %s must be "
+                                    "either zero or otherwise >= 1 sec",
+                                    g);
+        if (c->shutdown_grace_critical_ms > 0 && c->shutdown_grace_critical_ms < 1000)
+                return cb_error_set(err, 0,
+                                    "invalid configuration: shutdownGracePeriodCriticalPods %s "
+                                    "must be either zero or otherwise >= 1 sec",
+                                    cr);
         /* The kubelet: an explicit update frequency without a report
          * frequency makes both the same. */
         if (c->update_set && !c->report_set)

@@ -86,6 +86,9 @@ struct ag_config {
         int container_log_max_files;    /* containerLogMaxFiles, --container-log-max-files: 5 */
         int container_log_max_workers;  /* containerLogMaxWorkers: 1 */
         uint64_t container_log_monitor_interval_ms; /* containerLogMonitorInterval: 10s */
+        /* graceful node shutdown (agent/node/shutdown.h), file only like the kubelet */
+        uint64_t shutdown_grace_ms;          /* shutdownGracePeriod: 0 (off) */
+        uint64_t shutdown_grace_critical_ms; /* shutdownGracePeriodCriticalPods: 0 */
 
         /* The node API on 10250 (agent/nodeapi/server.h), named like the
          * kubelet's flags and keys; it is served when client certificates,

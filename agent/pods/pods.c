@@ -19,6 +19,7 @@
 #include "agent/core/metrics.h"
 #include "agent/pods/statusgen.h"
 #include "agent/k8s/jsondiff.h"
+#include "agent/k8s/shutdown.h"
 #include "agent/k8s/taint.h"
 #include "agent/k8s/validate.h"
 #include "lib/wallclock.h"
@@ -53,8 +54,10 @@ struct rec {
         struct ag_timer *del_timer;
         struct ag_request *aux_req; /* the DisruptionTarget patch / the eviction DELETE */
         char *delivered_phase;      /* the last phase the apiserver accepted */
-        char *pressure_message;     /* evicted for node pressure: the message */
-        char pressure_time[32];     /* ... and when (DisruptionTarget) */
+        /* Stopped by the kubelet itself (node pressure, node shutdown): the
+         * DisruptionTarget message, and when (its lastTransitionTime). */
+        char *disruption_message;
+        char disruption_time[32];
         /* When the first event (or list) with this pod reached the agent:
          * the timeline's `watched` step (0: a static pod, the worker's own
          * start is the first step). */
@@ -73,7 +76,10 @@ struct ag_pods {
         bool swept;  /* left-over pods from an earlier run handled */
         bool synced; /* the first pod list arrived */
         struct ag_metrics *metrics;
-        unsigned pressure;      /* node conditions for admission (K8S_PRESSURE_*) */
+        unsigned pressure;  /* node conditions for admission (K8S_PRESSURE_*) */
+        bool shutting_down; /* the node shuts down: admission refuses new pods */
+        void (*finished)(const char *uid, void *data); /* ag_pods_set_finished_hook */
+        void *finished_data;
         struct ag_stats *stats; /* rate samples of /stats/summary */
         struct ag_pods_static_hooks hooks;
         struct ag_podhist *hist; /* steps, status diffs, spec changes, events */
@@ -127,7 +133,7 @@ static void rec_free(struct rec *r)
         k8s_pod_free(r->pod);
         cJSON_Delete(r->rejected_status);
         free(r->delivered_phase);
-        free(r->pressure_message);
+        free(r->disruption_message);
         free(r->uid);
         free(r->ns);
         free(r->name);
@@ -156,13 +162,13 @@ static const cJSON *rec_json(const struct rec *r)
 
 /* ---- worker callbacks ---------------------------------------------------------- */
 
-/* A pod evicted for node pressure gets the DisruptionTarget condition
- * together with its terminal phase, as the kubelet's status manager merges
- * it (mergePodStatus). Returns a copy of status with it, or NULL. */
+/* A pod the kubelet stopped itself (node pressure, node shutdown) gets the DisruptionTarget
+ * condition together with its terminal phase, as the kubelet's status manager merges it
+ * (mergePodStatus). Returns a copy of status with it, or NULL. */
 static cJSON *with_disruption_target(const struct rec *r, const cJSON *status)
 {
         const cJSON *phase = cJSON_GetObjectItemCaseSensitive(status, "phase");
-        if (r->pressure_message == NULL || !cJSON_IsString(phase) ||
+        if (r->disruption_message == NULL || !cJSON_IsString(phase) ||
             (strcmp(phase->valuestring, "Failed") != 0 &&
              strcmp(phase->valuestring, "Succeeded") != 0))
                 return NULL;
@@ -184,9 +190,9 @@ static cJSON *with_disruption_target(const struct rec *r, const cJSON *status)
         cJSON_AddStringToObject(c, "type", "DisruptionTarget");
         cJSON_AddStringToObject(c, "status", "True");
         cJSON_AddNullToObject(c, "lastProbeTime");
-        cJSON_AddStringToObject(c, "lastTransitionTime", r->pressure_time);
+        cJSON_AddStringToObject(c, "lastTransitionTime", r->disruption_time);
         cJSON_AddStringToObject(c, "reason", "TerminationByKubelet");
-        cJSON_AddStringToObject(c, "message", r->pressure_message);
+        cJSON_AddStringToObject(c, "message", r->disruption_message);
         cJSON_InsertItemInArray(conds, 0, c);
         return st;
 }
@@ -229,6 +235,8 @@ static void on_worker_done(struct ag_pod_worker *w, void *data)
         (void)w;
         r->finished = true;
         log_info("pod %s/%s: terminated and cleaned up", pod_ns(r), r->name);
+        if (r->p->finished != NULL)
+                r->p->finished(r->uid, r->p->finished_data);
         if (r->gone) {
                 rec_remove(r);
                 return;
@@ -372,6 +380,11 @@ static void admit(struct rec *r)
         if (res.admitted)
                 k8s_admit(r->pod, p->node, admitted, n, &res);
         free(admitted);
+        /* The node shutdown manager's handler comes last, as the kubelet's. */
+        if (res.admitted && p->shutting_down) {
+                reject(r, K8S_SHUTDOWN_REJECT_REASON, K8S_SHUTDOWN_REJECT_MESSAGE);
+                return;
+        }
         if (!res.admitted) {
                 reject(r, res.reason, res.message);
                 return;
@@ -989,7 +1002,7 @@ void ag_pods_update_metrics(const struct ag_pods *p)
 static bool active(const struct rec *r)
 {
         if (r->worker == NULL || r->finished || r->gone || r->deleting || r->evicted ||
-            r->pressure_message != NULL || r->pod == NULL)
+            r->disruption_message != NULL || r->pod == NULL)
                 return false;
         const cJSON *st = ag_pod_worker_status(r->worker);
         const cJSON *ph = cJSON_GetObjectItemCaseSensitive(st, "phase");
@@ -1019,22 +1032,42 @@ bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid)
         return r == NULL || r->finished;
 }
 
-int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s, const char *message)
+int ag_pods_terminate_by_kubelet(struct ag_pods *p, const char *uid, int64_t grace_s,
+                                 const char *reason, const char *message, bool event)
 {
         struct rec *r = find(p, uid);
         if (r == NULL || !active(r))
                 return -1;
-        r->pressure_message = strdup(message);
-        if (r->pressure_message == NULL)
+        r->disruption_message = strdup(message);
+        if (r->disruption_message == NULL)
                 return -1;
         time_t t = (time_t)cb_wall_now();
         struct tm tm;
         gmtime_r(&t, &tm);
-        strftime(r->pressure_time, sizeof(r->pressure_time), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        log_info("pod %s/%s: evicted: %s", pod_ns(r), r->name, message);
-        record_event(r, "Warning", K8S_EVICTION_REASON, message, NULL);
-        ag_pod_worker_terminate(r->worker, grace_s, K8S_EVICTION_REASON, message);
+        strftime(r->disruption_time, sizeof(r->disruption_time), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        log_info("pod %s/%s: %s (grace %llds): %s", pod_ns(r), r->name, reason, (long long)grace_s,
+                 message);
+        if (event)
+                record_event(r, "Warning", reason, message, NULL);
+        ag_pod_worker_terminate(r->worker, grace_s, reason, message);
         return 0;
+}
+
+int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s, const char *message)
+{
+        return ag_pods_terminate_by_kubelet(p, uid, grace_s, K8S_EVICTION_REASON, message, true);
+}
+
+void ag_pods_set_shutting_down(struct ag_pods *p, bool shutting_down)
+{
+        p->shutting_down = shutting_down;
+}
+
+void ag_pods_set_finished_hook(struct ag_pods *p, void (*fn)(const char *uid, void *data),
+                               void *data)
+{
+        p->finished = fn;
+        p->finished_data = data;
 }
 
 void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions)

@@ -71,6 +71,19 @@ bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid);
  * pod is not active. */
 int ag_pods_evict_pressure(struct ag_pods *p, const char *uid, int64_t grace_s,
                            const char *message);
+/* Stops the pod as the kubelet does when it decides to (the eviction
+ * manager, the node shutdown manager): the containers stopped with grace_s,
+ * phase Failed with reason and message, and the DisruptionTarget condition
+ * (TerminationByKubelet, message) with the terminal phase; event: also a
+ * Warning event with reason and message. -1 when the pod is not active. */
+int ag_pods_terminate_by_kubelet(struct ag_pods *p, const char *uid, int64_t grace_s,
+                                 const char *reason, const char *message, bool event);
+/* The node shuts down (agent/node/shutdown.h): new pods are rejected with
+ * NodeShutdown, "Pod was rejected as the node is shutting down.". */
+void ag_pods_set_shutting_down(struct ag_pods *p, bool shutting_down);
+/* fn(uid) whenever a pod's worker has stopped and torn everything down. */
+void ag_pods_set_finished_hook(struct ag_pods *p, void (*fn)(const char *uid, void *data),
+                               void *data);
 /* The node conditions (K8S_PRESSURE_* mask) admission checks new pods
  * against (the eviction manager's admit handler). */
 void ag_pods_set_pressure(struct ag_pods *p, unsigned conditions);

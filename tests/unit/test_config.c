@@ -654,6 +654,58 @@ START_TEST(test_image_gc_options)
 }
 END_TEST
 
+/* Graceful node shutdown (issue 19): file keys only, the kubelet's
+ * validation of the two periods. */
+START_TEST(test_shutdown_options)
+{
+        struct ag_config c;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_uint_eq(c.shutdown_grace_ms, 0);
+        ck_assert_uint_eq(c.shutdown_grace_critical_ms, 0);
+        ck_assert_msg(apply(&c,
+                            HEAD "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n",
+                            &err) == 0,
+                      "%s", err.msg);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert_uint_eq(c.shutdown_grace_ms, 30000);
+        ck_assert_uint_eq(c.shutdown_grace_critical_ms, 10000);
+        ag_config_clear(&c);
+        static const struct {
+                const char *doc, *msg;
+        } bad[] = {
+            {"shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 20s\n",
+             "invalid configuration: shutdownGracePeriodCriticalPods 20s must be <= "
+             "shutdownGracePeriod 10s"},
+            {"shutdownGracePeriodCriticalPods: 5s\n",
+             "invalid configuration: shutdownGracePeriodCriticalPods 5s must be <= "
+             "shutdownGracePeriod 0s"},
+            {"shutdownGracePeriod: 500ms\n",
+             "invalid configuration: shutdownGracePeriod 500ms must be either zero or otherwise "
+             ">= 1 sec"},
+            {"shutdownGracePeriod: 10s\nshutdownGracePeriodCriticalPods: 300ms\n",
+             "invalid configuration: shutdownGracePeriodCriticalPods 300ms must be either zero "
+             "or otherwise >= 1 sec"},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                char doc[512];
+                snprintf(doc, sizeof(doc), HEAD "%s", bad[i].doc);
+                ck_assert_int_eq(ag_config_init(&c, &err), 0);
+                ck_assert_msg(apply(&c, doc, &err) == 0, "%s", err.msg);
+                ck_assert_int_eq(ag_config_finish(&c, &err), -1);
+                ck_assert_str_eq(err.msg, bad[i].msg);
+                ag_config_clear(&c);
+        }
+        /* a duration, not a number; and no flag, like the kubelet */
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(apply(&c, HEAD "shutdownGracePeriod: -5s\n", &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "shutdownGracePeriod"));
+        char *argv[] = {"--shutdown-grace-period", "10s"};
+        ck_assert_int_eq(ag_config_parse_flags(&c, 2, argv, &err), -1);
+        ag_config_clear(&c);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("config");
@@ -671,6 +723,7 @@ int main(void)
         tcase_add_test(tc, test_dns_options);
         tcase_add_test(tc, test_container_log_options);
         tcase_add_test(tc, test_image_gc_options);
+        tcase_add_test(tc, test_shutdown_options);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

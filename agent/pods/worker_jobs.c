@@ -811,8 +811,15 @@ static void sandbox_work(void *data)
                 j->rc = -1;
                 return;
         }
-        /* A sandbox left by an earlier attempt is torn down first. */
-        rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, NULL);
+        /* A sandbox left by an earlier attempt is torn down first; when
+         * that fails (its CNI DEL), the error says so, not only that the
+         * sandbox exists. */
+        if (rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, &j->err) < 0) {
+                cb_error_prefix(&j->err, "the earlier attempt's sandbox could not be removed "
+                                         "(retried)");
+                j->rc = -1;
+                return;
+        }
         j->rc = rt_sandbox_create(&j->cfg, &j->sandbox, &j->err);
 }
 

@@ -11,9 +11,11 @@
 # invariants (one IP and one veth per sandbox) and after the drain nothing
 # may be left: no host-local IP leaked, no veth, no netns.
 # Each of the four faults is injected into both ADD and DEL in every run
-# (checked): the schedule of each command starts with them in a seeded
-# order (the first round's three ADDs and their retries, its DELs and their
-# retries use them all), then a seeded mix.
+# (checked): the schedules start with them, the failures in a seeded order
+# (ADD: the three failures, which the first round's three ADDs meet, then
+# hang, ok, ok for their retries; DEL: each failure followed by an ok, so
+# the DEL before a retried ADD is not failed twice in a row, then hang),
+# then a seeded mix.
 #   FAULT_ITERATIONS (rounds, default 1), FAULT_SEED.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
@@ -25,12 +27,14 @@ kinds=(fail hang crash-before crash-after)
 modes=(ok ok ok ok fail hang crash-before crash-after crash-after fail)
 for cmd in ADD DEL; do
         {
-                first=("${kinds[@]}")
+                first=(fail crash-before crash-after)
                 while [ ${#first[@]} -gt 0 ]; do
                         j=$(rnd ${#first[@]})
                         echo "${first[$j]}"
+                        [ "$cmd" = ADD ] || echo ok
                         first=("${first[@]:0:$j}" "${first[@]:$((j + 1))}")
                 done
+                printf '%s\n' hang ok ok
                 for x in $(seq 1 $((N * 8 + 10))); do echo "${modes[$(rnd ${#modes[@]})]}"; done
         } >"$cb/sched.$cmd"
 done

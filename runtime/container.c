@@ -68,7 +68,9 @@ int rt_container_dir(const char *root_dir, const char *id, char *buf, size_t siz
         return 0;
 }
 
-int rt_proc_start_time(pid_t pid, uint64_t *ret, struct cb_error *err)
+/* Fields 3 (state), 9 (flags) and 22 (starttime) of /proc/<pid>/stat. */
+static int proc_stat(pid_t pid, char *ret_state, unsigned long *ret_flags, uint64_t *ret_start,
+                     struct cb_error *err)
 {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -82,28 +84,55 @@ int rt_proc_start_time(pid_t pid, uint64_t *ret, struct cb_error *err)
         buf[n] = '\0';
         /* the command name (field 2) may contain spaces and ')' */
         char *p = strrchr(buf, ')');
-        if (p == NULL)
+        if (p == NULL || p[1] != ' ' || p[2] == '\0')
                 return cb_error_set(err, EINVAL, "%s: no ')'", path);
+        *ret_state = p[2];
         p++;
         /* p is at " S ppid ...": field 3 is the first token */
         for (int field = 3; field < 22; field++) {
                 p = strchr(p + 1, ' ');
                 if (p == NULL)
                         return cb_error_set(err, EINVAL, "%s: too few fields", path);
+                if (field == 8) {
+                        char *end;
+                        *ret_flags = strtoul(p + 1, &end, 10);
+                        if (end == p + 1)
+                                return cb_error_set(err, EINVAL, "%s: bad flags", path);
+                }
         }
         char *end;
         unsigned long long v = strtoull(p + 1, &end, 10);
         if (end == p + 1)
                 return cb_error_set(err, EINVAL, "%s: bad starttime", path);
-        *ret = v;
+        *ret_start = v;
         return 0;
 }
 
+int rt_proc_start_time(pid_t pid, uint64_t *ret, struct cb_error *err)
+{
+        char state;
+        unsigned long flags;
+        return proc_stat(pid, &state, &flags, ret, err);
+}
+
+/* PF_EXITING of include/linux/sched.h: set when the exit begins (a PID
+ * namespace's init keeps it while it kills and waits for its namespace). */
+#define PROC_PF_EXITING 0x00000004UL
+
+bool rt_proc_alive(pid_t pid, uint64_t start_time)
+{
+        char state;
+        unsigned long flags;
+        uint64_t st;
+        return pid > 0 && proc_stat(pid, &state, &flags, &st, NULL) == 0 && st == start_time &&
+               state != 'Z' && state != 'X' && (flags & PROC_PF_EXITING) == 0;
+}
+
+/* A killed process stays a zombie until its parent (not us: the monitor
+ * runs in its own session, re-parented) reaps it: that is not alive. */
 static bool proc_matches(pid_t pid, uint64_t start_time)
 {
-        uint64_t st;
-        struct cb_error e;
-        return pid > 0 && rt_proc_start_time(pid, &st, &e) == 0 && st == start_time;
+        return rt_proc_alive(pid, start_time);
 }
 
 /* ---- config <-> JSON ---------------------------------------------------------- */

@@ -34,6 +34,10 @@ int rt_container_dir(const char *root_dir, const char *id, char *buf, size_t siz
                      struct cb_error *err);
 /* Field 22 of /proc/<pid>/stat. */
 int rt_proc_start_time(pid_t pid, uint64_t *ret, struct cb_error *err);
+/* pid is the process that started at start_time and neither a zombie nor
+ * exiting: a killed process whose parent has not reaped it yet, or a PID
+ * namespace init killing its namespace, is not alive. */
+bool rt_proc_alive(pid_t pid, uint64_t start_time);
 int64_t rt_now_ns(void);
 /* RFC 3339 with nanoseconds, UTC: "2024-01-02T03:04:05.123456789Z". */
 void rt_format_time(int64_t ns, char *buf, size_t size);

@@ -260,27 +260,13 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
         return 0;
 }
 
-/* A zombie (or dead) process: its PID namespace is gone already. */
-static bool proc_dead(pid_t pid)
-{
-        char path[64], buf[512];
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-        if (n <= 0)
-                return true;
-        buf[n] = '\0';
-        const char *p = strrchr(buf, ')');
-        return p == NULL || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X';
-}
-
 bool rt_pause_alive(pid_t pid, uint64_t start_time)
 {
-        uint64_t now;
-        /* Killed, it stays a zombie until reaped: the namespace is dead
-         * meanwhile (containers cannot fork in it), so that is not alive. */
-        return pid > 0 && rt_proc_start_time(pid, &now, NULL) == 0 && now == start_time &&
-               !proc_dead(pid);
+        /* Killed, it stays a zombie until reaped, and before that it kills
+         * and waits for every process of its namespace (PF_EXITING): the
+         * namespace is dead or dying meanwhile (no fork succeeds in it: the
+         * kernel refuses new pids with ENOMEM), so that is not alive. */
+        return rt_proc_alive(pid, start_time);
 }
 
 int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err)

@@ -149,6 +149,8 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
 /* SIGKILLs it (through a pidfd, only if it still has start_time) and waits
  * until it has exited; its PID namespace goes with it. */
 int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err);
+/* The pause process runs and its PID namespace takes new processes: false
+ * once it is gone, a zombie, or exiting (killing its namespace). */
 bool rt_pause_alive(pid_t pid, uint64_t start_time);
 /* The `cubelet __pause 3` mode. */
 int rt_pause_main(int argc, char **argv);

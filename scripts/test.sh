@@ -53,14 +53,12 @@ mkdir -p build
 compile_pid=$!
 
 step "tests"
-# faults/process_kill is left out while its pause-kill round fails (open,
-# issue 16): the containers of a shared-PID pod whose pause is killed are
-# restarted once into the dying namespace (StartError 128, restartCount +2)
-# before the lost sandbox is seen. faults/cni_faults likewise, for some
-# seeds (182594 in the final check of session 5): a job pod whose sandbox
-# ADD was failed/crashed on schedule stays Running past its exit for 60 s.
-# Run them alone: FAULT_SEED=182594 ctest -R 'faults/(process_kill|cni_faults)'.
-known_failing='faults/process_kill|faults/cni_faults'
+# faults/cni_faults is left out while one failure of session 5 is open
+# (issue 16; seed 182594 then, not repeatable: the seeds repeated nothing
+# before lib/faults.sh's rnd was fixed): a job pod whose sandbox ADD was
+# failed/crashed on schedule stayed Running 60 s past its exit. Run it
+# alone: ctest -R '^faults/cni_faults$' (FAULT_SEED=<n> repeats a run).
+known_failing='faults/cni_faults'
 if ! ctest --test-dir build -j"$jobs" --output-on-failure -E "^($known_failing)\$"; then
   failed+=("ctest (build)")
 fi

@@ -566,6 +566,13 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
                 }
                 return false;
         }
+        /* Kept until the start is done: undone if the sandbox dies under it. */
+        c->undo.valid = true;
+        c->undo.backoff = c->backoff;
+        c->undo.last_state = c->obs.last_state;
+        snprintf(c->undo.last_reason, sizeof(c->undo.last_reason), "%s", c->last_reason);
+        snprintf(c->undo.last_message, sizeof(c->undo.last_message), "%s", c->last_message);
+        snprintf(c->undo.last_cid, sizeof(c->undo.last_cid), "%s", c->last_cid);
         st_backoff_next(&c->backoff, finished, now, w->env->backoff_base, w->env->backoff_cap);
         /* The old instance becomes lastState. */
         c->obs.last_state = c->term;
@@ -577,6 +584,35 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
         c->exited = false;
         pw_start_container(w, c);
         return c->running;
+}
+
+/* A start that failed because the pod's PID namespace died under it (its
+ * pause was killed: tests/faults/process_kill): the new instance never
+ * ran, so it is removed and the restart undone (restartCount, lastState,
+ * backoff as before; the current state the exit that came with the
+ * namespace's death). advance() then finds the sandbox lost and makes it
+ * again, and the container restarts once in the new one: one restart per
+ * container for the sandbox change, as the kubelet counts it, not a
+ * StartError besides. */
+void pw_start_undo(struct ag_pod_worker *w, struct ctr *c, const char *id, const char *why)
+{
+        log_v(2, "pod %s/%s: container %s not started: its sandbox is gone (%s)", pw_pod_ns(w->pod),
+              w->pod->meta.name, c->spec->name, why);
+        snprintf(c->id, sizeof(c->id), "%s", id);
+        pw_remove_container(w, c);
+        c->running = false;
+        if (c->undo.valid) {
+                c->obs.restart_count--;
+                c->backoff = c->undo.backoff;
+                c->obs.last_state = c->undo.last_state;
+                snprintf(c->last_reason, sizeof(c->last_reason), "%s", c->undo.last_reason);
+                snprintf(c->last_message, sizeof(c->last_message), "%s", c->undo.last_message);
+                snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->undo.last_cid);
+                c->exited = true; /* c->term is still the instance that died */
+        } else {
+                c->exited = false; /* its first start: again, in the new sandbox */
+        }
+        c->undo.valid = false;
 }
 
 /* ---- the state machine ------------------------------------------------------------------- */

@@ -190,6 +190,13 @@ static void exec_done(struct ag_prober *p)
         int code = -1;
         struct cb_error e = {0};
         int r = rt_container_exec_reap(p->pidfd, true, &code, &e);
+        /* Out of epoll before the close: closed first, EPOLL_CTL_DEL failed
+         * (EBADF) and the pidfd stayed registered while a child forked by
+         * an offload thread still held it, so its event came after the
+         * watcher was freed (heap-use-after-free in ag_loop_run under ASan,
+         * tests/faults/process_kill). */
+        ag_io_free(p->io_pid);
+        p->io_pid = NULL;
         close(p->pidfd);
         p->pidfd = -1;
         if (p->timed_out) {

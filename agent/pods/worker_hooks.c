@@ -102,6 +102,9 @@ static void on_hook_exit(struct ag_io *io, int fd, uint32_t events, void *data)
         out[len] = '\0';
         if (rt_container_exec_reap(c->hook_pidfd, false, &code, NULL) < 0)
                 code = -1;
+        /* out of epoll before the close (as prober.c:exec_done) */
+        ag_io_free(c->hook_io);
+        c->hook_io = NULL;
         close(c->hook_pidfd);
         c->hook_pidfd = -1;
         const struct k8s_handler *h =

@@ -101,6 +101,16 @@ struct ctr {
          * monitor is spawned: an agent killed mid-start leaves a container
          * the next agent must adopt, not start a second one beside. */
         char pending_id[RT_ID_MAX];
+        /* What restart_or_backoff changed for the start in flight, undone
+         * when that start failed only because the pod's sandbox died
+         * meanwhile (pw_start_undo): the instance never ran. */
+        struct {
+                bool valid;
+                struct st_backoff backoff;
+                struct st_container_state last_state;
+                char last_reason[REASON_MAX], last_message[TERM_MESSAGE_MAX];
+                char last_cid[RT_ID_MAX + 16];
+        } undo;
 };
 
 struct ag_pod_worker {
@@ -189,8 +199,9 @@ struct start_job {
         bool config_error;
         char err_detail[sizeof(((struct cb_error *)0)->msg)];
         const char *container_name;
-        bool adopt;    /* the start of an earlier agent: wait for it, not create */
-        bool vanished; /* adopt: it never ran (removed); start afresh */
+        bool adopt;        /* the start of an earlier agent: wait for it, not create */
+        bool vanished;     /* adopt: it never ran (removed); start afresh */
+        bool sandbox_lost; /* failed: the pod's PID namespace is dead or dying */
 };
 
 struct sandbox_job {
@@ -231,6 +242,7 @@ void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
 void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c);
+void pw_start_undo(struct ag_pod_worker *w, struct ctr *c, const char *id, const char *why);
 void pw_adopt_pending(struct ag_pod_worker *w, struct ctr *c, const char *id);
 bool pw_start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_handler *h, int kind,
                    int64_t http_timeout_ms);

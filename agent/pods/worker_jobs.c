@@ -416,7 +416,20 @@ static void start_work(void *data)
                 /* the job's own arena holds the mounts it built */
                 ((struct rt_mount *)j->cfg.mounts)[sp->mount].source = j->subpath_targets[i];
         }
+        /* A shared PID namespace whose init (the pause) died takes no new
+         * process: the fork fails with ENOMEM. That is the sandbox lost
+         * (the worker makes it again), not the container's StartError. */
+        const struct rt_sandbox *sb = &j->sandbox;
+        if (sb->pidns_path[0] != '\0' && !rt_pause_alive(sb->pause_pid, sb->pause_start_time)) {
+                j->rc = cb_error_set(&j->err, ESRCH, "the pause process %d is gone",
+                                     (int)sb->pause_pid);
+                j->sandbox_lost = true;
+                return;
+        }
         j->rc = rt_container_create_start(&j->cfg, &j->state, &j->err);
+        if (j->rc < 0 && sb->pidns_path[0] != '\0' &&
+            !rt_pause_alive(sb->pause_pid, sb->pause_start_time))
+                j->sandbox_lost = true;
 }
 
 /* The start an earlier agent left in flight (worker.json pendingId): its
@@ -692,6 +705,13 @@ static void start_done(void *data, bool cancelled)
                 ag_timer_arm(w->kick, 0);
                 return;
         }
+        if (j->rc < 0 && j->sandbox_lost) {
+                pw_start_undo(w, c, j->id, j->err.msg);
+                start_job_free(j);
+                ag_timer_arm(w->kick, 0); /* advance() sees the lost sandbox */
+                return;
+        }
+        c->undo.valid = false;
         snprintf(c->id, sizeof(c->id), "%s", j->id);
         snprintf(c->cid, sizeof(c->cid), "cubelet://%s", c->id);
         struct rt_container_state st = j->state;
@@ -793,8 +813,15 @@ static void sandbox_work(void *data)
                 j->rc = -1;
                 return;
         }
-        /* A sandbox left by an earlier attempt is torn down first. */
-        rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, NULL);
+        /* A sandbox left by an earlier attempt is torn down first; when
+         * that fails (its CNI DEL), the error says so, not only that the
+         * sandbox exists. */
+        if (rt_sandbox_remove(j->cfg.root_dir, j->cfg.id, &j->err) < 0) {
+                cb_error_prefix(&j->err, "the earlier attempt's sandbox could not be removed "
+                                         "(retried)");
+                j->rc = -1;
+                return;
+        }
         j->rc = rt_sandbox_create(&j->cfg, &j->sandbox, &j->err);
 }
 

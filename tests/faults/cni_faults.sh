@@ -10,16 +10,33 @@
 # Pods are created and deleted across the schedule; after each round the
 # invariants (one IP and one veth per sandbox) and after the drain nothing
 # may be left: no host-local IP leaked, no veth, no netns.
-#   FAULT_ITERATIONS (rounds, default 2), FAULT_SEED.
+# Each of the four faults is injected into both ADD and DEL in every run
+# (checked): the schedules start with them, the failures in a seeded order
+# (ADD: the three failures, which the first round's three ADDs meet, then
+# hang, ok, ok for their retries; DEL: each failure followed by an ok, so
+# the DEL before a retried ADD is not failed twice in a row, then hang),
+# then a seeded mix.
+#   FAULT_ITERATIONS (rounds, default 1), FAULT_SEED.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup cni
-N=${FAULT_ITERATIONS:-2}
+N=${FAULT_ITERATIONS:-1}
 cb=$tmp/cnibin
 mkdir -p "$cb"
+kinds=(fail hang crash-before crash-after)
 modes=(ok ok ok ok fail hang crash-before crash-after crash-after fail)
 for cmd in ADD DEL; do
-        for x in $(seq 1 $((N * 8 + 10))); do echo "${modes[$(rnd ${#modes[@]})]}"; done >"$cb/sched.$cmd"
+        {
+                first=(fail crash-before crash-after)
+                while [ ${#first[@]} -gt 0 ]; do
+                        j=$(rnd ${#first[@]})
+                        echo "${first[$j]}"
+                        [ "$cmd" = ADD ] || echo ok
+                        first=("${first[@]:0:$j}" "${first[@]:$((j + 1))}")
+                done
+                printf '%s\n' hang ok ok
+                for x in $(seq 1 $((N * 8 + 10))); do echo "${modes[$(rnd ${#modes[@]})]}"; done
+        } >"$cb/sched.$cmd"
 done
 cat >"$cb/bridge" <<EOF
 #!/bin/bash
@@ -70,6 +87,11 @@ done
 drain_all "after $N rounds"
 faults=$(injected)
 echo "     schedule used: $(awk '{print $1 " " $3}' "$cb/log" | sort | uniq -c | paste -sd',')"
+for cmd in ADD DEL; do
+        for m in "${kinds[@]}"; do
+                grep -q "^$cmd [0-9]* $m " "$cb/log" || fail "$cmd was never made to $m (the schedule was not used up: fewer calls than expected)"
+        done
+done
 kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
 stop_agent 15
 pass "CNI ADD/DEL failing, hanging and crashing: $faults faults injected in $N rounds; $violations invariant violations"

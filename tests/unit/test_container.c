@@ -684,6 +684,136 @@ START_TEST(test_pause_zombie_not_alive)
 }
 END_TEST
 
+/* /proc/<pid>/stat field 3. */
+static char proc_state(pid_t pid)
+{
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+        if (fd >= 0)
+                close(fd);
+        if (n <= 0)
+                return '?';
+        buf[n] = '\0';
+        const char *p = strrchr(buf, ')');
+        return p != NULL && p[1] == ' ' ? p[2] : '?';
+}
+
+/* A killed PID namespace init first kills its namespace and waits until
+ * every process of it is reaped, and only then is a zombie: it is not
+ * alive meanwhile (no fork succeeds in the namespace), or containers were
+ * restarted into the dying namespace (StartError 128, restartCount +2:
+ * tests/faults/process_kill, pause round). Here a process of the namespace
+ * that its parent, outside it, does not reap holds the init in that state. */
+START_TEST(test_pause_exiting_not_alive)
+{
+        int to_us[2], release[2];
+        ck_assert_int_eq(pipe(to_us), 0);
+        ck_assert_int_eq(pipe(release), 0);
+        pid_t p0 = fork();
+        ck_assert_int_ge(p0, 0);
+        if (p0 == 0) {
+                /* the pause's role: pid 1 of a new PID namespace */
+                if (unshare(CLONE_NEWPID) < 0)
+                        _exit(1);
+                pid_t init = fork();
+                if (init == 0) {
+                        for (;;)
+                                pause();
+                }
+                if (write(to_us[1], &init, sizeof(init)) != sizeof(init))
+                        _exit(1);
+                while (waitpid(init, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                _exit(0);
+        }
+        pid_t init = 0;
+        ck_assert_int_eq(read(to_us[0], &init, sizeof(init)), sizeof(init));
+        ck_assert_int_gt(init, 0);
+        uint64_t start;
+        struct cb_error err = {0};
+        ck_assert(rt_proc_start_time(init, &start, &err) == 0);
+        char ns[64];
+        snprintf(ns, sizeof(ns), "/proc/%d/ns/pid", (int)init);
+        int nsfd = open(ns, O_RDONLY | O_CLOEXEC);
+        ck_assert_int_ge(nsfd, 0);
+        pid_t h = fork(); /* a container's monitor: outside, its child inside */
+        ck_assert_int_ge(h, 0);
+        if (h == 0) {
+                if (setns(nsfd, CLONE_NEWPID) < 0)
+                        _exit(1);
+                pid_t c = fork();
+                if (c == 0) {
+                        for (;;)
+                                pause();
+                }
+                char b;
+                if (write(to_us[1], &c, sizeof(c)) != sizeof(c) || read(release[0], &b, 1) != 1)
+                        _exit(1);
+                while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                _exit(0);
+        }
+        close(nsfd);
+        pid_t c = 0;
+        ck_assert_int_eq(read(to_us[0], &c, sizeof(c)), sizeof(c));
+        ck_assert_int_gt(c, 0);
+        ck_assert(rt_pause_alive(init, start));
+        ck_assert_int_eq(kill(init, SIGKILL), 0);
+        for (int i = 0; i < 250 && proc_state(c) != 'Z'; i++)
+                usleep(20000);
+        ck_assert_msg(proc_state(c) == 'Z', "the namespace's process %d was not killed", (int)c);
+        /* the init waits for it: exiting, not a zombie yet */
+        ck_assert_msg(proc_state(init) != 'Z' && proc_state(init) != '?',
+                      "the init %d is %c, want it waiting for its namespace", (int)init,
+                      proc_state(init));
+        ck_assert_msg(!rt_pause_alive(init, start), "a dying PID namespace's init counted alive");
+        ck_assert_int_eq(write(release[1], "x", 1), 1);
+        int status;
+        ck_assert(waitpid(h, &status, 0) == h && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert(waitpid(p0, &status, 0) == p0 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ck_assert(!rt_pause_alive(init, start));
+        close(to_us[0]);
+        close(to_us[1]);
+        close(release[0]);
+        close(release[1]);
+}
+END_TEST
+
+/* A SIGKILLed monitor is a zombie until its parent reaps it (here: this
+ * test, a subreaper; on a node: init, any time later). Meanwhile it does
+ * not track the container: removing the container must not be refused as
+ * "running; stop it" (the agent's restart after a monitor kill left the
+ * old directory for good: tests/faults/process_kill, drain). */
+START_TEST(test_remove_with_zombie_monitor)
+{
+        ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+        const char *argv[] = {"sleep", "1000", NULL};
+        struct rt_container_config c;
+        struct rt_container_state st;
+        struct cb_error err = {0};
+        th_base_config(&c, "zmon", argv);
+        ck_assert_msg(rt_container_create_start(&c, &st, &err) == 0, "start: %s", err.msg);
+        pid_t mon = st.monitor_pid, pid = st.pid;
+        ck_assert_int_eq(kill(mon, SIGKILL), 0);
+        siginfo_t si = {0};
+        ck_assert_msg(waitid(P_PID, (id_t)mon, &si, WEXITED | WNOWAIT) == 0,
+                      "the monitor %d is not our child (subreaper): %s", (int)mon, strerror(errno));
+        ck_assert_int_eq(proc_state(mon), 'Z');
+        char cg[128];
+        snprintf(cg, sizeof(cg), "%s/zmon", cgparent);
+        remove_checked("zmon", cg);
+        for (int i = 0; i < 100 && proc_state(pid) != 'Z' && kill(pid, 0) == 0; i++)
+                usleep(50000);
+        ck_assert_msg(proc_state(pid) == 'Z' || kill(pid, 0) < 0,
+                      "the container's process %d outlived its removal", (int)pid);
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+        ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
+}
+END_TEST
+
 static const char keyprobe_src[] =
     "#include <errno.h>\n#include <stdio.h>\n#include <unistd.h>\n#include <sys/syscall.h>\n"
     "static void p(const char *n, long r) {\n"
@@ -726,6 +856,8 @@ int main(void)
         tcase_add_test(tc, test_abort_kills_monitor_and_tree);
         tcase_add_test(tc, test_remove_after_monitor_killed);
         tcase_add_test(tc, test_pause_zombie_not_alive);
+        tcase_add_test(tc, test_pause_exiting_not_alive);
+        tcase_add_test(tc, test_remove_with_zombie_monitor);
         tcase_add_test(tc, test_sandbox_uts);
         tcase_add_test(tc, test_caps_nnp_seccomp_mode);
         tcase_add_test(tc, test_seccomp_refuses);

@@ -18,15 +18,25 @@ H_FAULTS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$H_FAULTS/../../integration/lib/harness.sh"
 
 FAULT_SEED=${FAULT_SEED:-$(($(date +%s%N) / 1000 % 1000000))}
-RANDOM=$FAULT_SEED
 faults=0     # faults injected
 violations=0 # invariant violations (each also a failed check)
 rounds=0
 converge_max=0
-# rnd N: 0..N-1 from the seeded generator.
-rnd() { echo $((RANDOM % $1)); }
+# rnd N: 0..N-1 from the seeded generator. Not bash's RANDOM: bash 5.1+
+# reseeds it in every subshell, and the choices are made in $(rnd N), so a
+# seed repeated nothing. The state lives in a file (fault_setup: $tmp/rng)
+# that each call, subshell or not, reads and advances (an LCG, glibc's
+# constants, the high bits used).
+FAULT_RNG=
+rnd() {
+        local s
+        read -r s <"$FAULT_RNG" || s=$FAULT_SEED
+        s=$(((s * 1103515245 + 12345) % 2147483648))
+        echo "$s" >"$FAULT_RNG"
+        echo $(((s >> 12) % $1))
+}
 # rnd_delay MAX-TENTHS: a delay in seconds, 0.0 .. MAX/10.
-rnd_delay() { local t=$((RANDOM % ($1 + 1))); printf '%d.%d' $((t / 10)) $((t % 10)); }
+rnd_delay() { local t; t=$(rnd $(($1 + 1))); printf '%d.%d' $((t / 10)) $((t % 10)); }
 violation() {
         violations=$((violations + 1))
         fail "invariant ($inv_what, seed $FAULT_SEED): $*"
@@ -41,6 +51,8 @@ fault_setup() {
         need_cubelet
         NODE=flt-$$
         harness_init "flt-$1"
+        FAULT_RNG=$tmp/rng
+        echo "$FAULT_SEED" >"$FAULT_RNG"
         echo "FAULT_SEED=$FAULT_SEED (FAULT_SEED=$FAULT_SEED bash $0 repeats this run's choices)"
         K_TIMEOUT=15s
         mkdir -p "$tmp/expect"

@@ -678,6 +678,48 @@ def validate_pod(pod, errs):
         vols.add(n)
     for i, t in enumerate(spec.get("tolerations") or []):
         _validate_toleration(errs, f"spec.tolerations[{i}]", t)
+    _validate_sysctls(errs, spec)
+
+
+_SYSCTL_SEG = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"
+_SYSCTL_FMT = "(" + _SYSCTL_SEG + "[\\./])*" + _SYSCTL_SEG
+_SYSCTL_RE = re.compile("^" + _SYSCTL_FMT + "$")
+
+
+def _sysctl_ns(name):
+    """component-helpers' GetNamespace, on the name with '.' separators
+    (ConvertSysctlVariableToDotsSeparator: '/' first means '.' and '/' swap)."""
+    sep = re.search(r"[./]", name)
+    if sep and sep.group() == "/":
+        name = name.translate(str.maketrans("./", "/."))
+    if name == "kernel.sem" or name.startswith(("kernel.shm", "kernel.msg", "fs.mqueue.")):
+        return "ipc"
+    return "net" if name.startswith("net.") else None
+
+
+def _validate_sysctls(errs, spec):
+    """validateSysctls and ValidateHostSysctl: names, duplicates, and no
+    namespaced sysctl of a namespace the pod shares with the host."""
+    sc = spec.get("securityContext") or {}
+    seen = set()
+    for i, s in enumerate(sc.get("sysctls") or []):
+        p = f"spec.securityContext.sysctls[{i}].name"
+        n = (s or {}).get("name") or ""
+        if not n:
+            errs.append((p, "Required value", None, _NOVALUE))
+            continue
+        if len(n) > 253 or not _SYSCTL_RE.match(n):
+            errs.append((p, "Invalid value", "must have at most 253 characters and match regex "
+                         + _SYSCTL_FMT, n))
+            continue
+        if n in seen:
+            errs.append((p, "Duplicate value", None, n))
+        seen.add(n)
+        ns = _sysctl_ns(n)
+        if spec.get("hostNetwork") and ns == "net":
+            errs.append((p, "Invalid value", "may not be specified when 'hostNetwork' is true", n))
+        elif spec.get("hostIPC") and ns == "ipc":
+            errs.append((p, "Invalid value", "may not be specified when 'hostIPC' is true", n))
 
 
 def _validate_toleration(errs, p, t):

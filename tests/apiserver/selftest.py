@@ -219,6 +219,21 @@ class Validation(unittest.TestCase):
             ({"spec": {"containers": [{"name": "a", "image": "x",
                                        "resources": {"requests": {"cpu": "-1"}}}]}},
              'spec.containers[0].resources.requests[cpu]: Invalid value: "-1": must be greater'),
+            # ValidateHostSysctl (kube-apiserver refuses these; the kubelet never sees them)
+            ({"spec": {"containers": [{"name": "a", "image": "x"}], "hostNetwork": True,
+                       "securityContext": {"sysctls": [{"name": "net/ipv4/tcp_syncookies",
+                                                        "value": "1"}]}}},
+             'spec.securityContext.sysctls[0].name: Invalid value: "net/ipv4/tcp_syncookies": '
+             "may not be specified when 'hostNetwork' is true"),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}], "hostIPC": True,
+                       "securityContext": {"sysctls": [{"name": "kernel.shm_rmid_forced",
+                                                        "value": "1"}]}}},
+             'spec.securityContext.sysctls[0].name: Invalid value: "kernel.shm_rmid_forced": '
+             "may not be specified when 'hostIPC' is true"),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "securityContext": {"sysctls": [{"name": "Net.x", "value": "1"}]}}},
+             'spec.securityContext.sysctls[0].name: Invalid value: "Net.x": must have at most '
+             '253 characters and match regex'),
         ]
         for body, want in cases:
             obj = dict({"metadata": {"name": "p"}}, **body)

@@ -62,7 +62,7 @@ struct agent {
         struct ag_imagegc *imagegc;
         struct ag_netready *netready;   /* the runtime's network: a CNI config in --cni-conf-dir */
         struct ag_wallwatch *wallwatch; /* the wall clock set (or its test offset changed) */
-        struct ag_shutdown *shutdown; /* graceful node shutdown (shutdownGracePeriod) */
+        struct ag_shutdown *shutdown;   /* graceful node shutdown (shutdownGracePeriod) */
         bool shutting_down;
         char ready_msg[1024]; /* the Ready condition's message when False */
         struct ag_metrics *metrics;
@@ -628,17 +628,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         ag_monitor_path(a->exe, sizeof(a->exe));
         a->host_ips[0] = nc->facts.node_ip;
         size_t n_dns = dns_settings(a, fl);
-        {
-                _cleanup_free_ char *list = strdup(fl->allowed_unsafe_sysctls ?: "");
-                const char *items[K8S_SYSCTL_MAX_PATTERNS];
-                size_t n_items = 0;
-                char *save = NULL;
-                for (char *t = list ? strtok_r(list, ",", &save) : NULL;
-                     t && n_items < CB_ARRAY_SIZE(items); t = strtok_r(NULL, ",", &save))
-                        items[n_items++] = t;
-                if (list == NULL || k8s_sysctl_allowlist_init(&a->sysctls, items, n_items, err) < 0)
-                        return cb_error_prefix(err, "--allowed-unsafe-sysctls");
-        }
+        if (k8s_sysctl_allowlist_parse(&a->sysctls, fl->allowed_unsafe_sysctls, err) < 0)
+                return cb_error_prefix(err, "--allowed-unsafe-sysctls");
         int64_t mem = nc->facts.memory_bytes;
         a->env = (struct ag_node_env){
             .loop = a->loop,

@@ -301,21 +301,10 @@ static int set_ips(char **slot, const char *v, struct cb_error *err)
 /* "a,b*": each a sysctl pattern the kubelet's NewAllowlist takes. */
 static int set_sysctls(char **slot, const char *v, struct cb_error *err)
 {
-        _cleanup_free_ char *copy = strdup(v);
-        if (copy == NULL)
-                return cb_error_set(err, ENOMEM, "out of memory");
-        const char *items[K8S_SYSCTL_MAX_PATTERNS];
-        size_t n = 0;
-        char *save = NULL;
-        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                if (n == CB_ARRAY_SIZE(items))
-                        return cb_error_set(err, 0, "more than %zu patterns", n);
-                items[n++] = t;
-        }
         _cleanup_free_ struct k8s_sysctl_allowlist *w = malloc(sizeof(*w));
         if (w == NULL)
                 return cb_error_set(err, ENOMEM, "out of memory");
-        if (k8s_sysctl_allowlist_init(w, items, n, err) < 0)
+        if (k8s_sysctl_allowlist_parse(w, v, err) < 0)
                 return -1;
         return set_str(slot, v, err);
 }

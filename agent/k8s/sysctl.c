@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/k8s/sysctl.h"
 
+#include <errno.h>
 #include <regex.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -110,6 +112,23 @@ int k8s_sysctl_allowlist_init(struct k8s_sysctl_allowlist *w, const char *const 
                 if (unsafe[i] != NULL && add(w, unsafe[i], err) < 0)
                         return -1;
         return 0;
+}
+
+int k8s_sysctl_allowlist_parse(struct k8s_sysctl_allowlist *w, const char *csv,
+                               struct cb_error *err)
+{
+        _cleanup_free_ char *copy = strdup(csv != NULL ? csv : "");
+        if (copy == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        const char *items[K8S_SYSCTL_MAX_PATTERNS];
+        size_t n = 0;
+        char *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (n == CB_ARRAY_SIZE(items))
+                        return cb_error_set(err, 0, "more than %zu patterns", n);
+                items[n++] = t;
+        }
+        return k8s_sysctl_allowlist_init(w, items, n, err);
 }
 
 /* validateSysctl: exact names first, then prefixes. */

@@ -52,6 +52,10 @@ enum k8s_sysctl_ns k8s_sysctl_namespaced_by(const char *name);
 int k8s_sysctl_allowlist_init(struct k8s_sysctl_allowlist *w, const char *const *unsafe,
                               size_t n_unsafe, struct cb_error *err);
 
+/* The same from "a,b*" (--allowed-unsafe-sysctls; NULL or "": none). */
+int k8s_sysctl_allowlist_parse(struct k8s_sysctl_allowlist *w, const char *csv,
+                               struct cb_error *err);
+
 /* The kubelet's sysctl admit handler; w NULL: the safe sysctls only. */
 void k8s_sysctl_admit(const struct k8s_sysctl_allowlist *w, const struct k8s_pod *pod,
                       struct k8s_admit_result *res);

@@ -87,6 +87,10 @@ START_TEST(test_admission)
               NULL);
         admit(&w, "", "[{\"name\":\"net.core.rmem_max\",\"value\":\"1\"}]",
               "forbidden sysctl: \"net.core.rmem_max\" not allowlisted");
+        /* the flag's form gives the same list */
+        ck_assert_int_eq(k8s_sysctl_allowlist_parse(&w, "net.core.somaxconn,kernel.msg*", &err), 0);
+        admit(&w, "", "[{\"name\":\"kernel.msgmnb\",\"value\":\"1\"}]", NULL);
+        ck_assert_int_eq(k8s_sysctl_allowlist_parse(&w, "net.core.x,vm.swappiness", &err), -1);
         /* the kubelet refuses to start with a pattern it cannot place */
         const char *const host[] = {"vm.swappiness"};
         ck_assert_int_eq(k8s_sysctl_allowlist_init(&w, host, 1, &err), -1);

@@ -185,9 +185,5 @@ def row(o):
 
 def install():
     """Register the resource with the registry, discovery and the printers."""
-    if reg.find_resource(GROUP, "v1", RESOURCE.name) is None:
-        reg.RESOURCES.append(RESOURCE)
-    reg.GROUPS[GROUP] = "v1"
-    reg.VALIDATE_HOOKS[RESOURCE.name] = lambda obj: (_default(obj), validate(obj))[1]
-    reg.UPDATE_HOOKS[RESOURCE.name] = prepare_update
+    reg.install_resource(RESOURCE, validate, prepare_update, _default)
     tables.PRINTERS[RESOURCE.name] = (COLUMNS, row)

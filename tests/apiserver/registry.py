@@ -758,6 +758,17 @@ VALIDATE_HOOKS = {}
 UPDATE_HOOKS = {}
 
 
+def install_resource(res, validate_fn, update_fn, default_fn=None):
+    """Registers a resource defined in another module: storage, discovery,
+    its validation (after its defaulting) and its update strategy."""
+    if find_resource(res.group, res.version, res.name) is None:
+        RESOURCES.append(res)
+    GROUPS[res.group] = res.version
+    VALIDATE_HOOKS[res.name] = validate_fn if default_fn is None else \
+        (lambda obj: (default_fn(obj), validate_fn(obj))[1])
+    UPDATE_HOOKS[res.name] = update_fn
+
+
 def validate(res, obj):
     if res.name in VALIDATE_HOOKS:
         errs = VALIDATE_HOOKS[res.name](obj)

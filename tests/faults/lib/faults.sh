@@ -126,24 +126,18 @@ lc_pod() {
     command: [sh, -c, '$start sleep $d; exit $code']
     volumeMounts: [{name: d, mountPath: /d}]"
                 ;;
-        onfail)
+        onfail | onfail2)
+                # exits 7 on its first (onfail) or first two (onfail2) runs:
+                # each run leaves a mark in the pod's emptyDir
                 policy=OnFailure
                 code=7
+                local fails=1
+                [ "$kind" = onfail ] || fails=2
                 body="  containers:
   - name: main
     image: $img
     env: [{name: CN, value: main}]
-    command: [sh, -c, '$start if [ -e /d/once ]; then sleep $d; exit 0; fi; touch /d/once; sleep $d; exit 7']
-    volumeMounts: [{name: d, mountPath: /d}]"
-                ;;
-        onfail2)
-                policy=OnFailure
-                code=7
-                body="  containers:
-  - name: main
-    image: $img
-    env: [{name: CN, value: main}]
-    command: [sh, -c, '$start if [ -e /d/twice ]; then sleep $d; exit 0; fi; [ -e /d/once ] && touch /d/twice; touch /d/once; sleep $d; exit 7']
+    command: [sh, -c, '$start n=\$(ls /d | grep -c ^run); touch /d/run\$n; sleep $d; [ \$n -ge $fails ] || exit 7']
     volumeMounts: [{name: d, mountPath: /d}]"
                 ;;
         multi)
@@ -324,13 +318,11 @@ check_invariants() {
                                 [ "$cname/$state/$ecode/$reason/$rc" = "main/terminated/$code/$want/0" ] ||
                                         violation "$name: $cname $state exit $ecode ($reason), restarts $rc; want terminated exit $code ($want), 0 restarts"
                                 ;;
-                        onfail)
-                                [ "$state/$ecode/$reason/$rc/$lcode" = "terminated/0/Completed/1/7" ] ||
-                                        violation "$name: $state exit $ecode ($reason), restarts $rc, last exit $lcode; want terminated 0 (Completed), 1 restart, last exit 7"
-                                ;;
-                        onfail2)
-                                [ "$state/$ecode/$reason/$rc/$lcode" = "terminated/0/Completed/2/7" ] ||
-                                        violation "$name: $state exit $ecode ($reason), restarts $rc, last exit $lcode; want terminated 0 (Completed), 2 restarts, last exit 7"
+                        onfail | onfail2)
+                                local n=1
+                                [ "$kind" = onfail ] || n=2
+                                [ "$state/$ecode/$reason/$rc/$lcode" = "terminated/0/Completed/$n/7" ] ||
+                                        violation "$name: $state exit $ecode ($reason), restarts $rc, last exit $lcode; want terminated 0 (Completed), $n restart(s), last exit 7"
                                 ;;
                         multi)
                                 if [ "$cname" = init ]; then

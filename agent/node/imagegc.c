@@ -11,6 +11,7 @@
 
 #include "agent/core/log.h"
 #include "agent/core/offload.h"
+#include "lib/wallclock.h"
 #include "lib/cleanup.h"
 #include "runtime/image.h"
 
@@ -63,11 +64,11 @@ struct job {
         char capacity_event[256];           /* InvalidDiskCapacity */
 };
 
+/* The agent's wall clock (lib/wallclock.h): image ages are wall-time
+ * decisions, as every other one. */
 static int64_t wall_ms(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+        return cb_wall_now_us() / 1000;
 }
 
 /* ---- the job (a worker thread) ---- */

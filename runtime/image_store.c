@@ -29,7 +29,7 @@
 #include "lib/arena.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
-#include "runtime/container_internal.h"
+#include "lib/wallclock.h"
 #include "runtime/image_internal.h"
 
 #define INDEX_MAX  (64u << 20)
@@ -567,7 +567,7 @@ int rt_store_commit(struct rt_store *s, const char *ref, const char *manifest_di
         /* The time the store first had this image under this reference
          * (the garbage collector's "first seen"); a pull of an unchanged
          * image keeps it, and the time it was last used. */
-        double created = (double)(rt_now_ns() / 1000000), last_used = 0;
+        double created = (double)(cb_wall_now_ns() / 1000000), last_used = 0;
         cJSON *old = index_find(root, ref, &pos);
         if (old != NULL) {
                 const char *om = json_str(old, "manifest");

@@ -260,7 +260,11 @@ pass "6 a subPath through a symlink planted by another container refused: '$m3'"
 # A container swaps a symlink between a directory inside the volume and
 # one leading out of it, while the other container (restarting every
 # second) mounts it as its subPath: each start either gets the directory
-# inside (its marker file) or is refused, never the host's root.
+# inside (its marker file) or is refused, never the host's root. When a
+# start finds no /s/dir at all (between ln's unlink and symlink) the agent
+# makes the missing subPath directory, as the kubelet does, and the
+# swapper's next `ln -sfn` then puts its links inside it: the victim sees
+# that directory of the volume (INSIDE-DIR: empty, or the link "real").
 mkpod swap Always <<'EOF'
   volumes: [{name: shared, emptyDir: {}}]
   initContainers:
@@ -275,12 +279,12 @@ mkpod swap Always <<'EOF'
     volumeMounts: [{name: shared, mountPath: /s}]
   - name: victim
     image: busybox:1.36
-    command: [sh, -c, 'if [ -f /m/marker ]; then echo INSIDE; else echo "OUTSIDE $(ls /m | head -5 | paste -sd,)"; fi; sleep 0.3; exit 1']
+    command: [sh, -c, 'if [ -f /m/marker ]; then echo INSIDE; elif [ -L /m/real ] || [ -z "$(ls /m)" ]; then echo "INSIDE-DIR $(ls /m | paste -sd,)"; else echo "OUTSIDE $(ls /m | head -5 | paste -sd,)"; fi; sleep 0.3; exit 1']
     volumeMounts: [{name: shared, mountPath: /m, subPath: dir}]
 EOF
 sleep 25
 vuid=$(uid_of swap)
-inside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep -c INSIDE)
+inside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep -c INSIDE)  # and INSIDE-DIR
 outside=$(cat "$logs"/default_swap_"$vuid"/victim/*.log 2>/dev/null | grep OUTSIDE | head -3)
 refused=$(k get events --field-selector involvedObject.name=swap,reason=Failed -o jsonpath='{range .items[*]}{.count}|{.message}{"\n"}{end}' |
         grep 'failed to prepare subPath for volumeMount "shared" of container "victim"' | cut -d'|' -f1 | head -1)

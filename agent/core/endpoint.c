@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "agent/core/page.h"
 #include "agent/core/trace.h"
+#include "lib/wallclock.h"
 
 /* Idle connections are dropped after this long, and at most this many are
  * served at once: the endpoint is for local tools and Prometheus scrapes,
@@ -119,13 +119,6 @@ static bool authorized(const struct ag_endpoint *ep, struct MHD_Connection *c)
                 return true;
         const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
         return q != NULL && token_equal(q, ep->token);
-}
-
-static int64_t wall_us(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static enum MHD_Result reply_page(struct ag_endpoint *ep, struct MHD_Connection *c)
@@ -384,7 +377,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         const char *format = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "format");
         if (format != NULL && strcmp(format, "trace") == 0) {
                 cJSON *tl = src->timelines(src->data);
-                cJSON *trace = tl != NULL ? ag_trace_from_timelines(tl, wall_us()) : NULL;
+                cJSON *trace = tl != NULL ? ag_trace_from_timelines(tl, cb_wall_now_us()) : NULL;
                 cJSON_Delete(tl);
                 return reply_json(c, "/timelines?format=trace", trace);
         }

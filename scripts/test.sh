@@ -14,7 +14,8 @@ jobs=$(nproc 2>/dev/null || echo 2)
 fuzz_seconds=${CUBELET_FUZZ_SECONDS:-12} # per harness; 12 harnesses stay under ~3 min
 failed=()
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step with the seconds since the start: where a slow run spent its time.
+step() { printf '\n==> [%ss] %s\n' "$SECONDS" "$*"; }
 
 step "dependencies"
 bash scripts/deps.sh
@@ -115,8 +116,8 @@ if [ "$fuzz_seconds" -gt 0 ]; then
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
-  printf '\nFAILED:\n'
+  printf '\nFAILED (after %ss):\n' "$SECONDS"
   printf '  - %s\n' "${failed[@]}"
   exit 1
 fi
-printf '\nall tests passed\n'
+printf '\nall tests passed (%ss)\n' "$SECONDS"

@@ -217,7 +217,14 @@ void ag_napi_exec_finish(struct exec *x, int code, const char *message)
                 wslay_event_queue_close(c->ws, WSLAY_CODE_NORMAL_CLOSURE, NULL, 0);
                 if (wslay_event_send(c->ws) < 0)
                         c->dead = true;
-                ag_timer_arm(c->timer, CLOSE_WAIT_MS);
+                /* not yet: a slow client may still have megabytes of the
+                 * command's output to read before our close (the timer
+                 * armed here cut 4 MiB of a 32 MiB exec under load) */
+                c->close_wait_after_flush = true;
+                if (ag_napi_conn_pending(c) == 0) {
+                        c->close_wait_after_flush = false;
+                        ag_timer_arm(c->timer, CLOSE_WAIT_MS);
+                }
         }
 }
 

@@ -73,6 +73,10 @@ struct conn {
         struct ag_timer *timer;
         enum conn_mode mode;
         bool read_paused, write_wants_read, read_wants_write, eof, close_after_flush, dead;
+        /* our WebSocket close is queued behind output: the wait for the
+         * client's answer (CLOSE_WAIT_MS) starts when that output is out */
+        bool close_wait_after_flush;
+        int close_outq; /* bytes the kernel still held for the client at the last close wait */
         uint8_t *out;
         size_t out_len, out_off, out_cap;
         http_parser hp;

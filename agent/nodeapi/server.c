@@ -31,12 +31,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -199,6 +201,17 @@ static void close_timeout(struct ag_timer *t, void *data)
 {
         (void)t;
         struct conn *c = data;
+        /* A WebSocket client that has not answered our close but is still
+         * reading what the kernel holds for it (fewer bytes queued than at
+         * the last wait) gets another wait: closing now would reset the
+         * connection and drop that output. */
+        int q = 0;
+        if (c->mode == C_WS && ioctl(c->fd, SIOCOUTQ, &q) == 0 && q > 0 &&
+            (c->close_outq == 0 || q < c->close_outq)) {
+                c->close_outq = q;
+                ag_timer_arm(c->timer, CLOSE_WAIT_MS);
+                return;
+        }
         log_v(3, "node API: a connection timed out (%s)",
               c->mode == C_HANDSHAKE || c->mode == C_HEAD ? "no request" : "no close answer");
         c->dead = true;
@@ -275,6 +288,10 @@ void ag_napi_conn_update(struct conn *c)
                 if (!c->dead && before > 0 && ag_napi_conn_pending(c) < before)
                         conn_written(c);
                 conn_flush(c);
+        }
+        if (!c->dead && c->close_wait_after_flush && ag_napi_conn_pending(c) == 0) {
+                c->close_wait_after_flush = false;
+                ag_timer_arm(c->timer, CLOSE_WAIT_MS);
         }
         if (!c->dead && c->close_after_flush && ag_napi_conn_pending(c) == 0) {
                 ERR_clear_error();

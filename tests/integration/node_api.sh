@@ -212,6 +212,65 @@ for q in 'stdout=1' 'command=%zz&stdout=1'; do
         jq -e '.code == 400' <<<"$out" >/dev/null || fail "an SPDY exec with '$q': '$out'"
 done
 kill -0 "$agent_pid" || die "the agent died on a bad streaming request"
+# a WebSocket client that reads nothing for 8 s while a command writes 1 MiB
+# and exits: the node's close waits for the client to have its output (the
+# close wait once started at the exit and cut a slow client's last MiB)
+python3 - "$nodeip" "tok-$$-secret" >"$tmp/slowws.out" 2>&1 <<'EOF2'
+import base64, os, socket, ssl, struct, sys, time
+host, tok = sys.argv[1], sys.argv[2]
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+raw = socket.socket()
+raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+raw.connect((host, 10250))
+s = ctx.wrap_socket(raw)
+key = base64.b64encode(os.urandom(16)).decode()
+s.sendall(("GET /exec/default/two/a?command=head&command=-c&command=1048576&command=/dev/zero&stdout=1 HTTP/1.1\r\n"
+           "Host: %s:10250\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+           "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Protocol: v5.channel.k8s.io\r\n\r\n"
+           % (host, tok, key)).encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = s.recv(1)
+    if not d:
+        sys.exit("no upgrade")
+    buf += d
+if b" 101 " not in buf.split(b"\r\n")[0]:
+    sys.exit("no 101: %r" % buf[:200])
+time.sleep(8)
+buf, out, status = b"", 0, ""
+def need(n):
+    global buf
+    while len(buf) < n:
+        d = s.recv(65536)
+        if not d:
+            return False
+        buf += d
+    return True
+while need(2):
+    op, ln = buf[0] & 15, buf[1] & 127
+    hl = 2
+    if ln == 126:
+        need(4); ln = struct.unpack(">H", buf[2:4])[0]; hl = 4
+    elif ln == 127:
+        need(10); ln = struct.unpack(">Q", buf[2:10])[0]; hl = 10
+    if not need(hl + ln):
+        break
+    payload, buf = buf[hl:hl + ln], buf[hl + ln:]
+    if op == 8:
+        mask = os.urandom(4)
+        s.sendall(bytes([0x88, 0x80 | 2]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(b"\x03\xe8")))
+        break
+    if op == 2 and payload[:1] == b"\x01":
+        out += len(payload) - 1
+    elif op == 2 and payload[:1] == b"\x03":
+        status += payload[1:].decode(errors="replace")
+print("stdout", out)
+print("status", status)
+EOF2
+grep -qx 'stdout 1048576' "$tmp/slowws.out" && grep -q '"status":"Success"' "$tmp/slowws.out" ||
+        fail "a WebSocket client that read nothing for 8 s: $(paste -sd' ' "$tmp/slowws.out" | head -c 300), want 1048576 bytes and Success"
 # throughput figures (reported, not judged): 32 MiB of stdout through kubectl,
 # the stand-in and the node, over kubectl's SPDY and over kubectl's default
 # (WebSocket; translated to SPDY, or relayed with the stand-in's switch)
@@ -227,7 +286,7 @@ mbps ks
 spdy_mbps=$rate
 mbps k
 def_mbps=$rate
-pass "3 SPDY exec: cat, -i, exit 3 + stderr, missing command 127, 1 MiB stdin round trip, -it, newline arg, 150 args; stdout $spdy_mbps MiB/s (SPDY), $def_mbps MiB/s (kubectl default)"
+pass "3 SPDY exec: cat, -i, exit 3 + stderr, missing command 127, 1 MiB stdin round trip, -it, newline arg, 150 args, 1 MiB to a WebSocket client that waited 8 s; stdout $spdy_mbps MiB/s (SPDY), $def_mbps MiB/s (kubectl default)"
 
 # a pod on another node
 mkpod elsewhere Always 1 other-node-$$ <<'EOF'

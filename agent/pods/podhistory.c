@@ -8,6 +8,7 @@
 
 #include "agent/k8s/jsondiff.h"
 #include "agent/pods/podworker.h"
+#include "lib/wallclock.h"
 
 struct hstep {
         char name[80];
@@ -48,11 +49,10 @@ static int64_t mono_now(void)
         return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* the agent's one wall clock (lib/wallclock: what a clock jump moves) */
 static int64_t wall_now(void)
 {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+        return cb_wall_now_us();
 }
 
 static void fmt_time(int64_t us, char *buf, size_t size)

@@ -465,6 +465,11 @@ pf_check() { # $1: label, rest: env for kubectl
         local label=$1 lport pf n
         shift
         lport=$(free_port)
+        # emptied here, not by the background job's redirection, which may
+        # come after the poll below has read the last run's "Forwarding
+        # from" (CI of session 7: every request of the SPDY run refused)
+        : >"$tmp/pf.out"
+        : >"$tmp/pf.err"
         env "$@" kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" \
                 >"$tmp/pf.out" 2>"$tmp/pf.err" &
         pf=$!
@@ -483,6 +488,8 @@ pf_check "port-forward (WebSocket tunnel)"
 pf_check "port-forward (SPDY)" KUBECTL_PORT_FORWARD_WEBSOCKETS=false
 # a closed port: the kubelet's error reaches kubectl, the agent goes on
 lport=$(free_port)
+: >"$tmp/pf.out"
+: >"$tmp/pf.err"
 kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:9" >"$tmp/pf.out" 2>"$tmp/pf.err" &
 pf=$!
 poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward to port 9 did not start: $(cat "$tmp/pf.err")"
@@ -493,6 +500,8 @@ wait "$pf" 2>/dev/null
 # a client that drops in the middle of a transfer: kubectl killed while a
 # slow download runs through it; the node closes the pod-side connection
 lport=$(free_port)
+: >"$tmp/pf.out"
+: >"$tmp/pf.err"
 kubectl --kubeconfig "$data/admin.kubeconfig" port-forward pod/web "$lport:8080" >"$tmp/pf.out" 2>"$tmp/pf.err" &
 pf=$!
 poll 15 grep -q "Forwarding from" "$tmp/pf.out" || fail "port-forward (drop) did not start: $(cat "$tmp/pf.err")"

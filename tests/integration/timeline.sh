@@ -162,9 +162,11 @@ curl -fsS -H "Authorization: Bearer $tok" "http://127.0.0.1:$hport/timelines?for
 
 # The follower saw every step of seq as it happened, and the spec changes.
 uid=$(jq -r '.pods[0].uid' "$tmp/seq.json")
-got=$(jq -r --arg u "$uid" 'select(.event == "step" and .data.uid == $u) | .data.step' "$tmp/follow.jsonl" | paste -sd,)
+# (the stream is pushed, not read back: the last steps may reach the
+# follower's file a moment after the snapshot of seq.json was taken)
+followed() { jq -r --arg u "$uid" 'select(.event == "step" and .data.uid == $u) | .data.step' "$tmp/follow.jsonl" | paste -sd,; }
 want=$(jq -r '.pods[0].timeline[].step' "$tmp/seq.json" | paste -sd,)
-[ "$got" = "$want" ] || fail "timeline -w saw steps '$got', want '$want'"
+poll 5 eval '[ "$(followed)" = "$want" ]' || fail "timeline -w saw steps '$(followed)', want '$want'"
 jq -se --arg u "$uid" 'any(.[]; .event == "entry" and .data.uid == $u and .data.entry.kind == "spec" and
         any(.data.entry.diff[]; .path == "metadata.deletionTimestamp"))' "$tmp/follow.jsonl" >/dev/null || fail "timeline -w saw no deletionTimestamp change"
 cp "$tmp/follow.jsonl" "$tmp/seq.txt" "$tmp/seq.json" "$tmp/seq.trace" "$art/"

@@ -1302,6 +1302,7 @@ struct ag_certmgr {
         bool have_template;
         struct ag_cert_sans last_req; /* serving: the template of the last CSR */
         bool have_last_req;
+        bool template_wait; /* serving: the deadline came before any template */
         ag_serving_fn on_serving;
         void *data;
         time_t not_before, not_after, deadline;
@@ -1605,9 +1606,11 @@ static void on_rotate(struct ag_timer *t, void *data)
                 /* no addresses to ask for yet: ag_certmgr_set_addresses starts it */
                 log_v(2, "serving certificate: no template yet (the node has no IP address in its "
                          "status), not requesting one");
+                m->template_wait = true;
                 return;
         }
         m->busy = true;
+        m->template_wait = false;
         char a[32], b[32];
         if (m->kind == AG_CERT_CLIENT || m->have_cert)
                 log_info("%s rotation: the certificate (valid %s..%s) reached its renewal "
@@ -1687,6 +1690,12 @@ void ag_certmgr_set_addresses(struct ag_certmgr *m, const cJSON *addresses)
         m->have_template = r == 1;
         if (!m->have_template)
                 return; /* nothing to ask for: the current certificate stays */
+        if (m->template_wait && !m->busy) {
+                /* the renewal deadline passed while there was no template */
+                m->template_wait = false;
+                ag_timer_arm(m->timer, 0);
+                return;
+        }
         char why[600] = "";
         if (!serving_needs_new(m, why, sizeof(why)))
                 return;

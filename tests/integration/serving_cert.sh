@@ -18,7 +18,8 @@
 #  C. rotation: the 90 s certificate (390 s of life with the signer's 5 min
 #     backdate) is renewed at 70-90 %: a new CSR, Pending until approved, the
 #     old certificate served meanwhile; approved, the node API presents the new
-#     one without a restart (same pid).
+#     one without a restart (same pid), and a connection opened with the
+#     old one still gets its answer.
 #  D. the addresses change: a restart with serverTLSBootstrap from the config
 #     file and another --node-ip serves the stored certificate at once, finds
 #     it lacks the new IP and asks for one that has it.
@@ -118,18 +119,42 @@ sleep 1
 k get csr "$csr2" | grep -q ' Pending' || fail "$csr2 was not left Pending: $(k get csr "$csr2")"
 served "$nodeip" "$tmp/during.pem"
 [ "$(serial_of "$tmp/during.pem")" = "$(serial_of "$tmp/s1.pem")" ] || fail "the old certificate is not served while $csr2 waits"
+# a connection made with the old certificate, used after the swap
+python3 - "$nodeip" "$port" "tok-$$-secret" "$tmp/held" >"$tmp/held.out" 2>&1 <<'PY' &
+import os, socket, ssl, sys, time
+ip, port, tok, flag = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+s = ctx.wrap_socket(socket.create_connection((ip, port), timeout=30))
+der = s.getpeercert(binary_form=True)
+open(flag + ".der", "wb").write(der)
+open(flag + ".ready", "w").close()
+while not os.path.exists(flag + ".go"):
+    time.sleep(0.05)
+s.sendall(f"GET /healthz HTTP/1.1\r\nHost: n\r\nAuthorization: Bearer {tok}\r\n\r\n".encode())
+print(s.recv(4096).decode(errors="replace").split("\r\n")[0])
+PY
+held=$!
+track "$held"
+poll 10 eval '[ -e "$tmp/held.ready" ]' || fail "no TLS connection for the held client: $(cat "$tmp/held.out")"
 t_approve=$(now)
 k certificate approve "$csr2" >/dev/null || fail "kubectl certificate approve $csr2 failed"
 poll 20 eval 'served "$nodeip" "$tmp/s2.pem" && [ "$(serial_of "$tmp/s2.pem")" != "$(serial_of "$tmp/s1.pem")" ]' ||
         fail "still the first certificate 20 s after approving $csr2"
 rotate_to_serve=$(since "$t_approve")
+touch "$tmp/held.go"
+wait "$held"
+[ "$(openssl x509 -inform der -in "$tmp/held.der" -noout -serial)" = "$(serial_of "$tmp/s1.pem")" ] ||
+        fail "the held connection did not have the first certificate"
+grep -q '^HTTP/1.1 200' "$tmp/held.out" || fail "the connection opened before the rotation: $(cat "$tmp/held.out")"
 csr_col "$csr2" '{.status.certificate}' | base64 -d >"$tmp/issued2.pem"
 [ "$(serial_of "$tmp/s2.pem")" = "$(serial_of "$tmp/issued2.pem")" ] || fail "the new served certificate is not $csr2's"
 f2=$(readlink "$pki/kubelet-server-current.pem")
 [ "$f2" != "$f1" ] || fail "the link still points to $f1"
 [ "$agent_pid" = "$first_pid" ] && kill -0 "$agent_pid" || fail "the agent restarted"
 grep -q 'serving certificate rotated: ' "$tmp/agent.log" || fail "no rotation in the log"
-pass "C: rotated ($csr2 approved -> served in ${rotate_to_serve}s, $f1 -> $f2), same agent"
+pass "C: rotated ($csr2 approved -> served in ${rotate_to_serve}s, $f1 -> $f2), same agent, a connection from before still answered"
 
 # ---- D. another node IP: the stored certificate lacks it, a new CSR has it ----
 stop_agent

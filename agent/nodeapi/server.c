@@ -931,14 +931,13 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
                 cb_error_set(err, errno, "--client-ca-file %s", cfg->client_ca_file);
                 goto fail;
         }
+        if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL)) {
+                cb_error_set(err, EINVAL, "--tls-cert-file and --tls-private-key-file go together");
+                goto fail;
+        }
         if (cfg->serving_cert_managed) {
                 /* the certificate manager hands the pair over */
-        } else if (cfg->tls_cert_file != NULL || cfg->tls_key_file != NULL) {
-                if (cfg->tls_cert_file == NULL || cfg->tls_key_file == NULL) {
-                        cb_error_set(err, EINVAL,
-                                     "--tls-cert-file and --tls-private-key-file go together");
-                        goto fail;
-                }
+        } else if (cfg->tls_cert_file != NULL) {
                 snprintf(s->cert_path, sizeof(s->cert_path), "%s", cfg->tls_cert_file);
                 snprintf(s->key_path, sizeof(s->key_path), "%s", cfg->tls_key_file);
         } else {

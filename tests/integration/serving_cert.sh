@@ -23,7 +23,9 @@
 #  D. the addresses change: a restart with serverTLSBootstrap from the config
 #     file and another --node-ip serves the stored certificate at once, finds
 #     it lacks the new IP and asks for one that has it.
-#  E. serverTLSBootstrap without --kubeconfig is refused.
+#  E. tlsCertFile, the file store's fallback, is served at once; it lacks
+#     the node's CN and SANs, so a CSR asks for one that has them.
+#  F. serverTLSBootstrap without --kubeconfig is refused.
 # Exit 77 when not root or a tool is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -181,11 +183,25 @@ poll 20 eval 'served "$ip2" "$tmp/d1.pem" && openssl x509 -in "$tmp/d1.pem" -noo
 stop_agent
 pass "D: restarted with $ip2: the stored certificate served at once, $csr3 asked for $ip2, served once approved"
 
-# ---- E. no apiserver, no serving certificate ----
+# ---- E. tlsCertFile is the store's fallback: served at once, replaced by a CSR ----
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=by-hand \
+        -keyout "$tmp/hand.key" -out "$tmp/hand.crt" 2>/dev/null || die "openssl req"
+n_before=$(serving_csrs | wc -l)
+start_agent "${agent_args[@]/$pki/$tmp/pki-f}" --node-ip "$ip2" --address "$ip2" \
+        --rotate-server-certificates --tls-cert-file "$tmp/hand.crt" --tls-private-key-file "$tmp/hand.key"
+poll 20 eval 'served "$ip2" "$tmp/f0.pem" && [ -s "$tmp/f0.pem" ]' || fail "tlsCertFile is not served"
+[ "$(serial_of "$tmp/f0.pem")" = "$(serial_of "$tmp/hand.crt")" ] || fail "not the tlsCertFile certificate"
+poll 30 eval '[ "$(serving_csrs | wc -l)" -gt "$n_before" ]' || fail "no CSR to replace tlsCertFile's (CN by-hand)"
+wait_log "the certificate's CN does not match the requested CN \(system:node:$NODE\)" 5
+stop_agent
+[ ! -e "$tmp/pki-f/kubelet.crt" ] || fail "a self-signed kubelet.crt was made"
+pass "E: tlsCertFile served until a kubelet-serving certificate replaces it (it lacks the node's CN and SANs)"
+
+# ---- F. no apiserver, no serving certificate ----
 out=$("$CUBELET" --root-dir "$tmp/root-e" --rotate-server-certificates --healthz-port 0 2>&1)
 rc=$?
 [ "$rc" -ne 0 ] || fail "--rotate-server-certificates without --kubeconfig started"
 grep -q 'serverTLSBootstrap (--rotate-server-certificates) asks the apiserver for the serving certificate: it needs --kubeconfig' <<<"$out" ||
         fail "no clear error without --kubeconfig: $out"
-pass "E: serverTLSBootstrap without --kubeconfig is refused"
+pass "F: serverTLSBootstrap without --kubeconfig is refused"
 finish

@@ -57,6 +57,10 @@ served() {
         openssl s_client -connect "$1:$port" </dev/null 2>/dev/null | openssl x509 >"$2" 2>/dev/null
 }
 serial_of() { openssl x509 -in "$1" -noout -serial 2>/dev/null; }
+# log_s PATTERN: the time of day (seconds) of the agent's first log line matching PATTERN
+log_s() {
+        grep -m1 -E "$1" "$tmp/agent.log" | awk '{ split($2, t, ":"); printf "%.6f", t[1] * 3600 + t[2] * 60 + t[3] }'
+}
 
 # ---- A. no certificate yet: the CSR waits, handshakes fail ----
 start_agent "${agent_args[@]}" --node-ip "$nodeip" --address "$nodeip" --rotate-server-certificates
@@ -92,7 +96,10 @@ t_approve=$(now)
 k certificate approve "$csr1" >/dev/null || fail "kubectl certificate approve $csr1 failed"
 poll 20 eval 'served "$nodeip" "$tmp/s1.pem" && [ -s "$tmp/s1.pem" ]' || fail "nothing served 20 s after the approval"
 approve_to_serve=$(since "$t_approve")
-echo "approve -> serving: ${approve_to_serve}s"
+wait_log 'serving certificate issued: ' 5
+in_agent=$(awk -v a="$(log_s "certificate signing request $csr1 is issued")" -v b="$(log_s 'serving certificate issued: ')" \
+        'BEGIN { printf "%.0f", (b - a) * 1000 }')
+echo "approve -> serving: ${approve_to_serve}s (in the agent: the issued CSR seen -> serving ${in_agent} ms)"
 k get csr "$csr1" | grep -q 'Approved,Issued' || fail "kubectl get csr: $(k get csr "$csr1")"
 csr_col "$csr1" '{.status.certificate}' | base64 -d >"$tmp/issued1.pem"
 [ "$(serial_of "$tmp/s1.pem")" = "$(serial_of "$tmp/issued1.pem")" ] ||

@@ -844,7 +844,7 @@ int ag_napi_set_serving_cert(struct ag_napi *s, const char *cert_pem, const char
                 X509_free(leaf);
                 sk_X509_pop_free(chain, X509_free);
                 EVP_PKEY_free(k);
-                return cb_error_set(err, EINVAL, "node API: serving certificate: %s", bad);
+                return cb_error_set(err, 0, "node API: serving certificate: %s", bad);
         }
         /* Handshakes done hold their own references. */
         X509_free(s->srv_cert);

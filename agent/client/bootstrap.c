@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/client/bootstrap.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "agent/core/log.h"
 #include "lib/wallclock.h"
@@ -25,6 +27,8 @@
 #define MAX_PEM_BYTES (1u << 20)
 
 static const char *const client_usages[] = {"digital signature", "client auth"};
+/* DefaultKubeletServingGetUsages for a non-RSA key: no key encipherment. */
+static const char *const serving_usages[] = {"digital signature", "server auth"};
 
 void ag_cert_paths(const char *cert_dir, struct ag_cert_paths *p)
 {
@@ -337,8 +341,51 @@ bool ag_key_pem_valid(const char *key_pem)
         return k != NULL;
 }
 
-int ag_make_node_csr(const char *key_pem, const char *node, char **csr_pem, unsigned char **pub_der,
-                     size_t *pub_len, struct cb_error *err)
+/* The subjectAltName extension of sans into the request. */
+static bool add_sans(X509_REQ *req, const struct ag_cert_sans *sans)
+{
+        if (sans == NULL || sans->n_dns + sans->n_ips == 0)
+                return true;
+        GENERAL_NAMES *names = sk_GENERAL_NAME_new_null();
+        bool ok = names != NULL;
+        for (size_t i = 0; ok && i < sans->n_dns; i++) {
+                GENERAL_NAME *g = GENERAL_NAME_new();
+                ASN1_IA5STRING *v = ASN1_IA5STRING_new();
+                ok = g != NULL && v != NULL && ASN1_STRING_set(v, sans->dns[i], -1) == 1;
+                if (ok) {
+                        GENERAL_NAME_set0_value(g, GEN_DNS, v);
+                        v = NULL;
+                        ok = sk_GENERAL_NAME_push(names, g) > 0;
+                        if (ok)
+                                g = NULL;
+                }
+                ASN1_IA5STRING_free(v);
+                GENERAL_NAME_free(g);
+        }
+        for (size_t i = 0; ok && i < sans->n_ips; i++) {
+                ASN1_OCTET_STRING *ip = a2i_IPADDRESS(sans->ips[i]);
+                GENERAL_NAME *g = ip != NULL ? GENERAL_NAME_new() : NULL;
+                ok = g != NULL;
+                if (ok) {
+                        GENERAL_NAME_set0_value(g, GEN_IPADD, ip);
+                        ip = NULL;
+                        ok = sk_GENERAL_NAME_push(names, g) > 0;
+                        if (ok)
+                                g = NULL;
+                }
+                ASN1_OCTET_STRING_free(ip);
+                GENERAL_NAME_free(g);
+        }
+        STACK_OF(X509_EXTENSION) *exts = ok ? sk_X509_EXTENSION_new_null() : NULL;
+        ok = exts != NULL && X509V3_add1_i2d(&exts, NID_subject_alt_name, names, 0, 0) == 1 &&
+             X509_REQ_add_extensions(req, exts) == 1;
+        sk_X509_EXTENSION_pop_free(exts, X509_EXTENSION_free);
+        GENERAL_NAMES_free(names);
+        return ok;
+}
+
+int ag_make_node_csr(const char *key_pem, const char *node, const struct ag_cert_sans *sans,
+                     char **csr_pem, unsigned char **pub_der, size_t *pub_len, struct cb_error *err)
 {
         EVP_PKEY *k = load_key(key_pem);
         if (k == NULL)
@@ -354,7 +401,7 @@ int ag_make_node_csr(const char *key_pem, const char *node, char **csr_pem, unsi
             X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
                                        0) == 1 &&
             X509_REQ_set_subject_name(req, name) == 1 && X509_REQ_set_pubkey(req, k) == 1 &&
-            X509_REQ_sign(req, k, EVP_sha256()) > 0;
+            add_sans(req, sans) && X509_REQ_sign(req, k, EVP_sha256()) > 0;
         BIO *b = ok ? BIO_new(BIO_s_mem()) : NULL;
         ok = ok && b != NULL && PEM_write_bio_X509_REQ(b, req) == 1;
         char *t = ok ? bio_text(b) : NULL;
@@ -383,11 +430,11 @@ int ag_make_node_csr(const char *key_pem, const char *node, char **csr_pem, unsi
         return 0;
 }
 
-int ag_cert_store_link(const char *dir, const char *file, struct cb_error *err)
+int ag_cert_store_link(const char *dir, const char *prefix, const char *file, struct cb_error *err)
 {
         char upd[4096], cur[4096];
-        snprintf(upd, sizeof(upd), "%s/" AG_CERT_STORE_PREFIX "-updated.pem", dir);
-        snprintf(cur, sizeof(cur), "%s/" AG_CERT_STORE_PREFIX "-current.pem", dir);
+        snprintf(upd, sizeof(upd), "%s/%s-updated.pem", dir, prefix);
+        snprintf(cur, sizeof(cur), "%s/%s-current.pem", dir, prefix);
         const char *base = strrchr(file, '/');
         base = base ? base + 1 : file;
         if (unlink(upd) < 0 && errno != ENOENT)
@@ -399,8 +446,9 @@ int ag_cert_store_link(const char *dir, const char *file, struct cb_error *err)
         return 0;
 }
 
-int ag_cert_store_write(const char *dir, const char *key_pem, const char *cert_pem, time_t now,
-                        char *ret_path, size_t ret_len, struct cb_error *err)
+int ag_cert_store_write(const char *dir, const char *prefix, const char *key_pem,
+                        const char *cert_pem, time_t now, char *ret_path, size_t ret_len,
+                        struct cb_error *err)
 {
         if (cb_mkdir_p(dir, 0755, 0700, err) < 0)
                 return -1;
@@ -409,7 +457,7 @@ int ag_cert_store_write(const char *dir, const char *key_pem, const char *cert_p
         gmtime_r(&now, &tm);
         strftime(ts, sizeof(ts), "%Y-%m-%d-%H-%M-%S", &tm);
         char path[4096];
-        snprintf(path, sizeof(path), "%s/" AG_CERT_STORE_PREFIX "-%s.pem", dir, ts);
+        snprintf(path, sizeof(path), "%s/%s-%s.pem", dir, prefix, ts);
         _cleanup_free_ char *data = NULL;
         size_t kl = strlen(key_pem);
         if (asprintf(&data, "%s%s%s", key_pem, kl && key_pem[kl - 1] != '\n' ? "\n" : "",
@@ -423,6 +471,233 @@ int ag_cert_store_write(const char *dir, const char *key_pem, const char *cert_p
         return 0;
 }
 
+/* ---- the serving certificate's template ---- */
+
+static void strv_free(char **v, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+void ag_cert_sans_clear(struct ag_cert_sans *s)
+{
+        strv_free(s->dns, s->n_dns);
+        strv_free(s->ips, s->n_ips);
+        *s = (struct ag_cert_sans){0};
+}
+
+static bool strv_equal(char *const *a, size_t na, char *const *b, size_t nb)
+{
+        if (na != nb)
+                return false;
+        for (size_t i = 0; i < na; i++)
+                if (strcmp(a[i], b[i]) != 0)
+                        return false;
+        return true;
+}
+
+bool ag_cert_sans_equal(const struct ag_cert_sans *a, const struct ag_cert_sans *b)
+{
+        return strv_equal(a->dns, a->n_dns, b->dns, b->n_dns) &&
+               strv_equal(a->ips, a->n_ips, b->ips, b->n_ips);
+}
+
+static int strv_copy(char *const *from, size_t n, char ***to)
+{
+        *to = n ? calloc(n, sizeof(char *)) : NULL;
+        if (n && *to == NULL)
+                return -1;
+        for (size_t i = 0; i < n; i++)
+                if (((*to)[i] = strdup(from[i])) == NULL)
+                        return -1;
+        return 0;
+}
+
+int ag_cert_sans_copy(const struct ag_cert_sans *from, struct ag_cert_sans *to)
+{
+        *to = (struct ag_cert_sans){0};
+        if (strv_copy(from->dns, from->n_dns, &to->dns) < 0)
+                goto fail;
+        to->n_dns = from->n_dns;
+        if (strv_copy(from->ips, from->n_ips, &to->ips) < 0)
+                goto fail;
+        to->n_ips = from->n_ips;
+        return 0;
+fail:
+        /* a partial copy: the counts cover what was allocated (calloc'd) */
+        to->n_dns = to->dns ? from->n_dns : 0;
+        to->n_ips = to->ips ? from->n_ips : 0;
+        ag_cert_sans_clear(to);
+        return -1;
+}
+
+/* An IP in canonical text (what Go's net.IP.String gives for the usual
+ * forms), or false. */
+static bool canonical_ip(const char *s, char *out, size_t len)
+{
+        unsigned char b[16];
+        if (inet_pton(AF_INET, s, b) == 1)
+                return inet_ntop(AF_INET, b, out, (socklen_t)len) != NULL;
+        if (inet_pton(AF_INET6, s, b) == 1) {
+                /* an IPv4-mapped address prints as IPv4, as Go does */
+                static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+                if (memcmp(b, mapped, 12) == 0)
+                        return inet_ntop(AF_INET, b + 12, out, (socklen_t)len) != NULL;
+                return inet_ntop(AF_INET6, b, out, (socklen_t)len) != NULL;
+        }
+        return false;
+}
+
+static int strv_add_unique(char ***v, size_t *n, const char *s)
+{
+        for (size_t i = 0; i < *n; i++)
+                if (strcmp((*v)[i], s) == 0)
+                        return 0;
+        char **p = realloc(*v, (*n + 1) * sizeof(char *));
+        if (p == NULL)
+                return -1;
+        *v = p;
+        if ((p[*n] = strdup(s)) == NULL)
+                return -1;
+        (*n)++;
+        return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ag_serving_sans_from_addresses(const cJSON *addresses, struct ag_cert_sans *out)
+{
+        *out = (struct ag_cert_sans){0};
+        const cJSON *a;
+        cJSON_ArrayForEach(a, addresses)
+        {
+                const cJSON *t = cJSON_GetObjectItemCaseSensitive(a, "type");
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "address");
+                if (!cJSON_IsString(t) || !cJSON_IsString(v) || v->valuestring[0] == '\0')
+                        continue;
+                char ip[INET6_ADDRSTRLEN];
+                bool is_ip = canonical_ip(v->valuestring, ip, sizeof(ip));
+                int r = 0;
+                if (strcmp(t->valuestring, "Hostname") == 0)
+                        r = is_ip ? strv_add_unique(&out->ips, &out->n_ips, ip)
+                                  : strv_add_unique(&out->dns, &out->n_dns, v->valuestring);
+                else if (strcmp(t->valuestring, "InternalIP") == 0 ||
+                         strcmp(t->valuestring, "ExternalIP") == 0)
+                        r = is_ip ? strv_add_unique(&out->ips, &out->n_ips, ip) : 0;
+                else if (strcmp(t->valuestring, "InternalDNS") == 0 ||
+                         strcmp(t->valuestring, "ExternalDNS") == 0)
+                        r = strv_add_unique(&out->dns, &out->n_dns, v->valuestring);
+                if (r < 0) {
+                        ag_cert_sans_clear(out);
+                        return -1;
+                }
+        }
+        /* no template without an IP (AllowDNSOnlyNodeCSR off) */
+        if (out->n_ips == 0) {
+                ag_cert_sans_clear(out);
+                return 0;
+        }
+        if (out->n_dns > 1)
+                qsort(out->dns, out->n_dns, sizeof(char *), cmp_str);
+        if (out->n_ips > 1)
+                qsort(out->ips, out->n_ips, sizeof(char *), cmp_str);
+        return 1;
+}
+
+static bool names_has(const GENERAL_NAMES *names, int type, const char *want)
+{
+        for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+                const GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+                int t = 0;
+                const ASN1_STRING *v = GENERAL_NAME_get0_value(g, &t);
+                if (t != type || v == NULL)
+                        continue;
+                const unsigned char *d = ASN1_STRING_get0_data(v);
+                int len = ASN1_STRING_length(v);
+                if (type == GEN_DNS) {
+                        if ((size_t)len == strlen(want) && memcmp(d, want, (size_t)len) == 0)
+                                return true;
+                } else {
+                        char got[INET6_ADDRSTRLEN];
+                        int af = len == 4 ? AF_INET : len == 16 ? AF_INET6 : -1;
+                        char raw[INET6_ADDRSTRLEN];
+                        if (af < 0 || inet_ntop(af, d, raw, sizeof(raw)) == NULL ||
+                            !canonical_ip(raw, got, sizeof(got)))
+                                continue;
+                        if (strcmp(got, want) == 0)
+                                return true;
+                }
+        }
+        return false;
+}
+
+static bool subject_has(const X509_NAME *n, int nid, const char *want, bool *first_matches)
+{
+        bool found = false;
+        int first = -1;
+        for (int i = X509_NAME_get_index_by_NID(n, nid, -1); i >= 0;
+             i = X509_NAME_get_index_by_NID(n, nid, i)) {
+                const ASN1_STRING *v = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(n, i));
+                bool eq = v != NULL && (size_t)ASN1_STRING_length(v) == strlen(want) &&
+                          memcmp(ASN1_STRING_get0_data(v), want, strlen(want)) == 0;
+                if (first < 0)
+                        first = eq;
+                found = found || eq;
+        }
+        if (first_matches != NULL)
+                *first_matches = first == 1;
+        return found;
+}
+
+bool ag_cert_satisfies(const char *cert_pem, const char *node, const struct ag_cert_sans *sans,
+                       char *why, size_t why_len)
+{
+        BIO *b = BIO_new_mem_buf(cert_pem, -1);
+        X509 *x = b != NULL ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+        BIO_free(b);
+        ERR_clear_error();
+        if (x == NULL) {
+                snprintf(why, why_len, "no certificate");
+                return false;
+        }
+        char cn[512];
+        snprintf(cn, sizeof(cn), "system:node:%s", node);
+        bool ok = true, cn_ok = false;
+        const X509_NAME *subj = X509_get_subject_name(x);
+        subject_has(subj, NID_commonName, cn, &cn_ok);
+        GENERAL_NAMES *names = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+        if (!cn_ok) {
+                snprintf(why, why_len, "the certificate's CN does not match the requested CN (%s)",
+                         cn);
+                ok = false;
+        }
+        for (size_t i = 0; ok && i < sans->n_dns; i++)
+                if (!names_has(names, GEN_DNS, sans->dns[i])) {
+                        snprintf(why, why_len,
+                                 "the certificate is missing the requested DNS name %s",
+                                 sans->dns[i]);
+                        ok = false;
+                }
+        for (size_t i = 0; ok && i < sans->n_ips; i++)
+                if (!names_has(names, GEN_IPADD, sans->ips[i])) {
+                        snprintf(why, why_len,
+                                 "the certificate is missing the requested IP address %s",
+                                 sans->ips[i]);
+                        ok = false;
+                }
+        if (ok && !subject_has(subj, NID_organizationName, "system:nodes", NULL)) {
+                snprintf(why, why_len, "the certificate is missing the requested org system:nodes");
+                ok = false;
+        }
+        GENERAL_NAMES_free(names);
+        X509_free(x);
+        return ok;
+}
+
 /* ---- the CSR round trip ---- */
 
 struct ag_csr_req {
@@ -430,7 +705,7 @@ struct ag_csr_req {
         struct ag_api *api;
         struct ag_request *http;
         struct ag_timer *timeout, *retry;
-        char *name, *uid, *body, *csr_pem;
+        char *name, *uid, *body, *csr_pem, *signer;
         char rv[64];
         char *line;
         size_t line_len, line_cap;
@@ -450,6 +725,7 @@ static void csr_free(struct ag_csr_req *r)
         free(r->uid);
         free(r->body);
         free(r->csr_pem);
+        free(r->signer);
         free(r->line);
         free(r);
 }
@@ -759,9 +1035,9 @@ static void on_created(struct ag_api_result *res, void *data)
         r->uid = strdup(uid->valuestring);
         if (r->name == NULL || r->uid == NULL)
                 return csr_finish(r, NULL, "out of memory");
-        log_info("certificate signing request %s created (signer " AG_CSR_CLIENT_SIGNER
-                 "), waiting for it to be approved and issued",
-                 r->name);
+        log_info("certificate signing request %s created (signer %s), waiting for it to be "
+                 "approved and issued",
+                 r->name, r->signer);
         if (csr_check(r, res->json))
                 return;
         csr_list(r);
@@ -779,8 +1055,8 @@ static void csr_create(struct ag_csr_req *r)
 }
 
 int ag_csr_request_start(struct ag_loop *loop, struct ag_api *api, const char *name,
-                         const char *csr_pem, const char *const *usages, size_t n_usages,
-                         uint64_t timeout_ms, ag_csr_done_fn done, void *data,
+                         const char *signer, const char *csr_pem, const char *const *usages,
+                         size_t n_usages, uint64_t timeout_ms, ag_csr_done_fn done, void *data,
                          struct ag_csr_req **ret, struct cb_error *err)
 {
         struct ag_csr_req *r = calloc(1, sizeof(*r));
@@ -791,6 +1067,7 @@ int ag_csr_request_start(struct ag_loop *loop, struct ag_api *api, const char *n
         r->done = done;
         r->data = data;
         r->csr_pem = strdup(csr_pem);
+        r->signer = strdup(signer);
         r->name = name ? strdup(name) : NULL;
         _cleanup_cjson_ cJSON *o = cJSON_CreateObject();
         cJSON *meta = cJSON_AddObjectToObject(o, "metadata");
@@ -803,15 +1080,15 @@ int ag_csr_request_start(struct ag_loop *loop, struct ag_api *api, const char *n
                 cJSON_AddStringToObject(meta, "generateName", "csr-");
         _cleanup_free_ char *b64 = b64std(csr_pem, strlen(csr_pem));
         cJSON_AddStringToObject(spec, "request", b64 ? b64 : "");
-        cJSON_AddStringToObject(spec, "signerName", AG_CSR_CLIENT_SIGNER);
+        cJSON_AddStringToObject(spec, "signerName", signer);
         cJSON *u = cJSON_AddArrayToObject(spec, "usages");
         for (size_t i = 0; i < n_usages; i++)
                 cJSON_AddItemToArray(u, cJSON_CreateString(usages[i]));
         r->body = cJSON_PrintUnformatted(o);
         r->timeout = ag_timer_new(loop, on_timeout, r, err);
         r->retry = r->timeout ? ag_timer_new(loop, on_retry, r, err) : NULL;
-        if (r->csr_pem == NULL || (name && r->name == NULL) || b64 == NULL || r->body == NULL ||
-            r->retry == NULL) {
+        if (r->csr_pem == NULL || r->signer == NULL || (name && r->name == NULL) || b64 == NULL ||
+            r->body == NULL || r->retry == NULL) {
                 csr_free(r);
                 return cb_error_set(err, ENOMEM, "cannot set up the certificate signing request");
         }
@@ -849,8 +1126,8 @@ static void bootstrap_csr_done(char *cert_pem, const char *error, void *data)
 static void bootstrap_send(struct bootstrap *b)
 {
         struct cb_error e = {0};
-        if (ag_csr_request_start(b->loop, b->api, b->name, b->csr_pem, client_usages,
-                                 CB_ARRAY_SIZE(client_usages),
+        if (ag_csr_request_start(b->loop, b->api, b->name, AG_CSR_CLIENT_SIGNER, b->csr_pem,
+                                 client_usages, CB_ARRAY_SIZE(client_usages),
                                  b->cfg->wait_ms ? b->cfg->wait_ms : AG_BOOTSTRAP_WAIT_MS,
                                  bootstrap_csr_done, b, &b->csr, &e) < 0) {
                 snprintf(b->error, sizeof(b->error), "%s", e.msg);
@@ -946,7 +1223,7 @@ int ag_bootstrap_client_cert(const struct ag_bootstrap_config *cfg, struct cb_er
         }
         unsigned char *pub = NULL;
         size_t pub_len = 0;
-        if (ag_make_node_csr(b.key_pem, cfg->node_name, &b.csr_pem, &pub, &pub_len, err) < 0)
+        if (ag_make_node_csr(b.key_pem, cfg->node_name, NULL, &b.csr_pem, &pub, &pub_len, err) < 0)
                 goto out;
         char cn[512];
         snprintf(cn, sizeof(cn), "system:node:%s", cfg->node_name);
@@ -971,9 +1248,9 @@ int ag_bootstrap_client_cert(const struct ag_bootstrap_config *cfg, struct cb_er
                 goto out;
         }
         char file[4096];
-        if (ag_cert_store_write(cfg->cert_dir, b.key_pem, b.cert, (time_t)cb_wall_now(), file,
-                                sizeof(file), err) < 0 ||
-            ag_cert_store_link(cfg->cert_dir, file, err) < 0)
+        if (ag_cert_store_write(cfg->cert_dir, AG_CERT_STORE_PREFIX, b.key_pem, b.cert,
+                                (time_t)cb_wall_now(), file, sizeof(file), err) < 0 ||
+            ag_cert_store_link(cfg->cert_dir, AG_CERT_STORE_PREFIX, file, err) < 0)
                 goto out;
         if (unlink(paths.key_tmp) < 0 && errno != ENOENT)
                 log_v(2, "failed cleaning up private key file %s: %s", paths.key_tmp,
@@ -1013,8 +1290,21 @@ struct ag_certmgr {
         struct ag_api *api; /* the agent's: the CSR goes with the current certificate */
         struct ag_offload *work;
         struct ag_timer *timer, *reap;
+        enum ag_cert_kind kind;
+        const char *what, *prefix, *signer; /* "client certificate", store prefix, signer */
+        const char *const *usages;
+        size_t n_usages;
         char *cert_dir, *node_name;
-        struct ag_kubeconfig base; /* server and CA of the agent's kubeconfig */
+        struct ag_kubeconfig base; /* client: server and CA of the agent's kubeconfig */
+        bool have_cert;            /* serving: the store had one, or one was issued */
+        char *cur_pem;             /* serving: the current certificate (template checks) */
+        struct ag_cert_sans sans;  /* serving: the template, from the Node's addresses */
+        bool have_template;
+        struct ag_cert_sans last_req; /* serving: the template of the last CSR */
+        bool have_last_req;
+        bool template_wait; /* serving: the deadline came before any template */
+        ag_serving_fn on_serving;
+        void *data;
         time_t not_before, not_after, deadline;
         struct ag_csr_req *csr;
         struct ag_api *verify;
@@ -1029,8 +1319,12 @@ struct ag_certmgr {
 /* The job of one offload step: inputs and outputs copied in. */
 struct rot_job {
         struct ag_certmgr *m;
-        int step; /* 0 key+CSR, 1 write the file, 2 move the link */
+        int step;  /* 0 key+CSR, 1 write the file (serving: and move the link), 2 move the link */
+        bool link; /* step 1 moves the link too */
+        const char *prefix;
         char *node_name, *cert_dir, *key_pem, *csr_pem, *cert_pem;
+        struct ag_cert_sans sans; /* step 0 of a serving certificate */
+        bool with_sans;
         char file[4096];
         unsigned char *pub;
         size_t pub_len;
@@ -1051,10 +1345,15 @@ static void rot_fail(struct ag_certmgr *m, const char *what, const char *why)
         if (ms > 300000)
                 ms = 300000;
         char until[32];
-        log_warning("client certificate rotation: %s: %s; the current certificate (valid until "
-                    "%s) stays in use; next attempt in %llus",
-                    what, why, iso(m->not_after, until, sizeof(until)),
-                    (unsigned long long)(ms / 1000));
+        if (m->have_cert || m->kind == AG_CERT_CLIENT)
+                log_warning("%s rotation: %s: %s; the current certificate (valid until "
+                            "%s) stays in use; next attempt in %llus",
+                            m->what, what, why, iso(m->not_after, until, sizeof(until)),
+                            (unsigned long long)(ms / 1000));
+        else
+                log_warning("%s rotation: %s: %s; no serving certificate yet (TLS handshakes "
+                            "fail); next attempt in %llus",
+                            m->what, what, why, (unsigned long long)(ms / 1000));
         ag_timer_arm(m->timer, ms);
 }
 
@@ -1068,6 +1367,7 @@ static void rot_job_free(struct rot_job *j)
         free(j->node_name);
         free(j->cert_dir);
         free(j->pub);
+        ag_cert_sans_clear(&j->sans);
         free(j);
 }
 
@@ -1078,16 +1378,19 @@ static void rot_work(void *data)
         case 0:
                 j->rc = ag_make_ec_key(&j->key_pem, &j->err);
                 if (j->rc == 0)
-                        j->rc = ag_make_node_csr(j->key_pem, j->node_name, &j->csr_pem, &j->pub,
-                                                 &j->pub_len, &j->err);
+                        j->rc = ag_make_node_csr(j->key_pem, j->node_name,
+                                                 j->with_sans ? &j->sans : NULL, &j->csr_pem,
+                                                 &j->pub, &j->pub_len, &j->err);
                 break;
         case 1:
                 j->rc =
-                    ag_cert_store_write(j->cert_dir, j->key_pem, j->cert_pem, (time_t)cb_wall_now(),
-                                        j->file, sizeof(j->file), &j->err);
+                    ag_cert_store_write(j->cert_dir, j->prefix, j->key_pem, j->cert_pem,
+                                        (time_t)cb_wall_now(), j->file, sizeof(j->file), &j->err);
+                if (j->rc == 0 && j->link)
+                        j->rc = ag_cert_store_link(j->cert_dir, j->prefix, j->file, &j->err);
                 break;
         default:
-                j->rc = ag_cert_store_link(j->cert_dir, j->file, &j->err);
+                j->rc = ag_cert_store_link(j->cert_dir, j->prefix, j->file, &j->err);
                 break;
         }
 }
@@ -1101,8 +1404,17 @@ static int rot_submit(struct ag_certmgr *m, int step)
                 return -1;
         j->m = m;
         j->step = step;
+        j->prefix = m->prefix;
+        j->link = m->kind == AG_CERT_SERVING; /* the file store's Update: file, then link */
         j->node_name = strdup(m->node_name);
         j->cert_dir = strdup(m->cert_dir);
+        if (step == 0 && m->kind == AG_CERT_SERVING) {
+                j->with_sans = true;
+                if (ag_cert_sans_copy(&m->sans, &j->sans) < 0) {
+                        rot_job_free(j);
+                        return -1;
+                }
+        }
         if (step >= 1) {
                 j->key_pem = m->key_pem ? strdup(m->key_pem) : NULL;
                 j->cert_pem = m->cert_pem ? strdup(m->cert_pem) : NULL;
@@ -1189,11 +1501,45 @@ static void rot_issued(char *cert_pem, const char *error, void *data)
         struct ag_certmgr *m = data;
         m->csr = NULL;
         if (error != NULL)
-                return rot_fail(m, "the renewal CSR", error);
+                return rot_fail(m, "certificate request was not signed", error);
         free(m->cert_pem);
         m->cert_pem = cert_pem;
         if (rot_submit(m, 1) < 0)
                 rot_fail(m, "cannot store the new certificate", "out of memory");
+}
+
+/* The new pair is stored and linked: use it. */
+static void rot_finish(struct ag_certmgr *m)
+{
+        struct cb_error e = {0};
+        time_t nbf = 0, naf = 0;
+        if (ag_cert_pem_validity(m->cert_pem, strlen(m->cert_pem), &nbf, &naf, &e) < 0)
+                return rot_fail(m, "the issued certificate", e.msg);
+        char until[32];
+        if (m->kind == AG_CERT_SERVING) {
+                if (m->on_serving(m->cert_pem, m->key_pem, m->data, &e) < 0)
+                        return rot_fail(m, "cannot serve with the new certificate", e.msg);
+                free(m->cur_pem);
+                m->cur_pem = strdup(m->cert_pem);
+                m->have_cert = m->cur_pem != NULL;
+                log_info("serving certificate %s: %s (valid until %s); new TLS handshakes of "
+                         "the node API use it",
+                         m->not_after ? "rotated" : "issued", m->new_file,
+                         iso(naf, until, sizeof(until)));
+        } else {
+                ag_api_credentials_changed(m->api);
+                log_info("client certificate rotated: %s (valid until %s); new connections use "
+                         "it, open watches go on",
+                         m->new_file, iso(naf, until, sizeof(until)));
+        }
+        m->not_before = nbf;
+        m->not_after = naf;
+        m->failures = 0;
+        m->busy = false;
+        explicit_bzero(m->key_pem, strlen(m->key_pem));
+        free(m->key_pem);
+        m->key_pem = NULL;
+        rot_schedule(m);
 }
 
 static void rot_done(void *data, bool cancelled)
@@ -1214,40 +1560,40 @@ static void rot_done(void *data, bool cancelled)
         }
         struct cb_error e = {0};
         if (j->step == 0) {
+                if (m->kind == AG_CERT_SERVING) {
+                        /* The addresses changed while the key was made: a
+                         * request for the new template instead. */
+                        if (!m->have_template || !ag_cert_sans_equal(&j->sans, &m->sans)) {
+                                rot_job_free(j);
+                                m->busy = false;
+                                rot_schedule(m);
+                                return;
+                        }
+                        ag_cert_sans_clear(&m->last_req);
+                        m->have_last_req = ag_cert_sans_copy(&j->sans, &m->last_req) == 0;
+                }
                 free(m->key_pem);
                 free(m->csr_pem);
                 m->key_pem = steal_pointer(&j->key_pem);
                 m->csr_pem = steal_pointer(&j->csr_pem);
                 rot_job_free(j);
-                if (ag_csr_request_start(m->loop, m->api, NULL, m->csr_pem, client_usages,
-                                         CB_ARRAY_SIZE(client_usages), AG_ROTATION_WAIT_MS,
-                                         rot_issued, m, &m->csr, &e) < 0)
-                        rot_fail(m, "cannot send the renewal CSR", e.msg);
+                if (ag_csr_request_start(m->loop, m->api, NULL, m->signer, m->csr_pem, m->usages,
+                                         m->n_usages, AG_ROTATION_WAIT_MS, rot_issued, m, &m->csr,
+                                         &e) < 0)
+                        rot_fail(m, "failed while requesting a signed certificate", e.msg);
                 return;
         }
         if (j->step == 1) {
                 snprintf(m->new_file, sizeof(m->new_file), "%s", j->file);
                 rot_job_free(j);
-                rot_verify(m);
+                if (m->kind == AG_CERT_SERVING)
+                        rot_finish(m);
+                else
+                        rot_verify(m);
                 return;
         }
         rot_job_free(j);
-        time_t nbf = 0, naf = 0;
-        if (ag_cert_pem_validity(m->cert_pem, strlen(m->cert_pem), &nbf, &naf, &e) < 0)
-                return rot_fail(m, "the issued certificate", e.msg);
-        m->not_before = nbf;
-        m->not_after = naf;
-        m->failures = 0;
-        m->busy = false;
-        ag_api_credentials_changed(m->api);
-        char until[32];
-        log_info("client certificate rotated: %s (valid until %s); new connections use it, "
-                 "open watches go on",
-                 m->new_file, iso(naf, until, sizeof(until)));
-        explicit_bzero(m->key_pem, strlen(m->key_pem));
-        free(m->key_pem);
-        m->key_pem = NULL;
-        rot_schedule(m);
+        rot_finish(m);
 }
 
 static void on_rotate(struct ag_timer *t, void *data)
@@ -1256,11 +1602,23 @@ static void on_rotate(struct ag_timer *t, void *data)
         (void)t;
         if (m->busy)
                 return;
+        if (m->kind == AG_CERT_SERVING && !m->have_template) {
+                /* no addresses to ask for yet: ag_certmgr_set_addresses starts it */
+                log_v(2, "serving certificate: no template yet (the node has no IP address in its "
+                         "status), not requesting one");
+                m->template_wait = true;
+                return;
+        }
         m->busy = true;
+        m->template_wait = false;
         char a[32], b[32];
-        log_info("client certificate rotation: the certificate (valid %s..%s) reached its "
-                 "renewal deadline; requesting a new one",
-                 iso(m->not_before, a, sizeof(a)), iso(m->not_after, b, sizeof(b)));
+        if (m->kind == AG_CERT_CLIENT || m->have_cert)
+                log_info("%s rotation: the certificate (valid %s..%s) reached its renewal "
+                         "deadline or no longer fits; requesting a new one",
+                         m->what, iso(m->not_before, a, sizeof(a)),
+                         iso(m->not_after, b, sizeof(b)));
+        else
+                log_info("serving certificate: none yet; requesting one (signer %s)", m->signer);
         if (rot_submit(m, 0) < 0)
                 rot_fail(m, "cannot make a key and CSR", "out of memory");
 }
@@ -1270,13 +1628,38 @@ static void rot_arm(struct ag_certmgr *m)
         time_t now = (time_t)cb_wall_now();
         uint64_t ms = m->deadline > now ? (uint64_t)(m->deadline - now) * 1000 : 0;
         char d[32];
-        log_info("client certificate rotation deadline is %s (in %llus)",
-                 iso(m->deadline, d, sizeof(d)), (unsigned long long)(ms / 1000));
+        log_info("%s rotation deadline is %s (in %llus)", m->what, iso(m->deadline, d, sizeof(d)),
+                 (unsigned long long)(ms / 1000));
         ag_timer_arm(m->timer, ms);
+}
+
+/* The serving certificate must be requested now: none, or it misses part
+ * of the template (nextRotationDeadline's certSatisfiesTemplate). */
+static bool serving_needs_new(struct ag_certmgr *m, char *why, size_t len)
+{
+        if (!m->have_cert) {
+                snprintf(why, len, "no serving certificate yet");
+                return true;
+        }
+        return m->have_template && !ag_cert_satisfies(m->cur_pem, m->node_name, &m->sans, why, len);
 }
 
 static void rot_schedule(struct ag_certmgr *m)
 {
+        char why[600];
+        if (m->kind == AG_CERT_SERVING && serving_needs_new(m, why, sizeof(why))) {
+                if (!m->have_template) {
+                        log_info("serving certificate: %s; waiting for the node's addresses (an "
+                                 "IP in its status) to request one",
+                                 why);
+                        ag_timer_disarm(m->timer);
+                        return;
+                }
+                log_info("serving certificate: %s; requesting a new one now", why);
+                m->deadline = (time_t)cb_wall_now();
+                ag_timer_arm(m->timer, 0);
+                return;
+        }
         m->deadline = ag_cert_rotation_deadline(m->not_before, m->not_after,
                                                 (double)rand() / ((double)RAND_MAX + 1.0));
         rot_arm(m);
@@ -1286,8 +1669,52 @@ void ag_certmgr_wall_changed(struct ag_certmgr *m)
 {
         /* the same deadline, from the new now (none while a request runs
          * or a failure's back-off waits) */
-        if (!m->busy && m->failures == 0)
+        if (!m->busy && m->failures == 0 && ag_timer_armed(m->timer))
                 rot_arm(m);
+}
+
+void ag_certmgr_set_addresses(struct ag_certmgr *m, const cJSON *addresses)
+{
+        if (m == NULL || m->kind != AG_CERT_SERVING)
+                return;
+        struct ag_cert_sans t;
+        int r = ag_serving_sans_from_addresses(addresses, &t);
+        if (r < 0)
+                return;
+        if ((r == 1) == m->have_template && (r == 0 || ag_cert_sans_equal(&t, &m->sans))) {
+                ag_cert_sans_clear(&t);
+                return;
+        }
+        ag_cert_sans_clear(&m->sans);
+        m->sans = t;
+        m->have_template = r == 1;
+        if (!m->have_template)
+                return; /* nothing to ask for: the current certificate stays */
+        if (m->template_wait && !m->busy) {
+                /* the renewal deadline passed while there was no template */
+                m->template_wait = false;
+                ag_timer_arm(m->timer, 0);
+                return;
+        }
+        char why[600] = "";
+        if (!serving_needs_new(m, why, sizeof(why)))
+                return;
+        /* a CSR for this very template is already out */
+        if (m->have_last_req && ag_cert_sans_equal(&m->last_req, &m->sans))
+                return;
+        if (m->busy) {
+                if (m->csr == NULL)
+                        return; /* an offload step runs; its end looks at the template */
+                log_info("serving certificate: the node's addresses changed while CSR waited; "
+                         "asking again");
+                ag_csr_request_cancel(m->csr);
+                m->csr = NULL;
+                m->busy = false;
+        }
+        if (m->have_cert)
+                log_info("serving certificate: certificate template changed (%s), rotating", why);
+        m->failures = 0;
+        ag_timer_arm(m->timer, 0);
 }
 
 time_t ag_certmgr_deadline(const struct ag_certmgr *m)
@@ -1295,49 +1722,145 @@ time_t ag_certmgr_deadline(const struct ag_certmgr *m)
         return m->deadline;
 }
 
+/* client-go's file store Current: the current link, else the configured
+ * pair, else <dir>/<prefix>.crt/.key; 0 and *text NULL when there is none. */
+static int serving_store_load(const struct ag_certmgr_config *cfg, char **cert, char **key,
+                              char *src, size_t src_len, struct cb_error *err)
+{
+        *cert = *key = NULL;
+        char pair[4096], c[4096], k[4096];
+        snprintf(pair, sizeof(pair), "%s/" AG_SERVER_STORE_PREFIX "-current.pem", cfg->cert_dir);
+        snprintf(c, sizeof(c), "%s/" AG_SERVER_STORE_PREFIX ".crt", cfg->cert_dir);
+        snprintf(k, sizeof(k), "%s/" AG_SERVER_STORE_PREFIX ".key", cfg->cert_dir);
+        const char *cands[3][2] = {{pair, pair}, {cfg->tls_cert_file, cfg->tls_key_file}, {c, k}};
+        for (size_t i = 0; i < 3; i++) {
+                const char *cf = cands[i][0], *kf = cands[i][1];
+                if (cf == NULL || kf == NULL || access(cf, F_OK) < 0 || access(kf, F_OK) < 0)
+                        continue;
+                if (cb_read_file(cf, MAX_PEM_BYTES, cert, NULL, err) < 0 ||
+                    cb_read_file(kf, MAX_PEM_BYTES, key, NULL, err) < 0) {
+                        free(*cert);
+                        *cert = NULL;
+                        return -1;
+                }
+                if (i == 0)
+                        snprintf(src, src_len, "%s", pair);
+                else
+                        snprintf(src, src_len, "%s, %s", cf, kf);
+                return 0;
+        }
+        return 0;
+}
+
+static int serving_init(struct ag_certmgr *m, const struct ag_certmgr_config *cfg,
+                        struct cb_error *err)
+{
+        _cleanup_free_ char *cert = NULL, *key = NULL;
+        char src[8300] = "";
+        if (serving_store_load(cfg, &cert, &key, src, sizeof(src), err) < 0)
+                return cb_error_prefix(err, "failed to initialize server certificate store");
+        if (cert == NULL) {
+                log_info("serving certificate: none in %s yet; the node API fails TLS handshakes "
+                         "until one is issued",
+                         cfg->cert_dir);
+                return 0;
+        }
+        time_t nbf, naf;
+        if (ag_cert_pem_validity(cert, strlen(cert), &nbf, &naf, err) < 0)
+                return cb_error_prefix(err, "serving certificate %s", src);
+        char until[32];
+        if ((time_t)cb_wall_now() > naf) {
+                log_info("serving certificate %s expired at %s: requesting a new one", src,
+                         iso(naf, until, sizeof(until)));
+        } else {
+                if (m->on_serving(cert, key, m->data, err) < 0) {
+                        explicit_bzero(key, strlen(key));
+                        return cb_error_prefix(err, "serving certificate %s", src);
+                }
+                m->have_cert = true;
+                m->cur_pem = steal_pointer(&cert);
+                m->not_before = nbf;
+                m->not_after = naf;
+                log_info("serving certificate: loaded %s (valid until %s)", src,
+                         iso(naf, until, sizeof(until)));
+        }
+        explicit_bzero(key, strlen(key));
+        return 0;
+}
+
 int ag_certmgr_new(struct ag_loop *loop, struct ag_api *api, const struct ag_certmgr_config *cfg,
                    struct ag_certmgr **ret, struct cb_error *err)
 {
         const struct ag_kubeconfig *kc = cfg->kc;
-        if (kc->cert_file == NULL)
-                return cb_error_set(err, 0,
-                                    "%s: certificate rotation needs client-certificate (a file); "
-                                    "set rotateCertificates: false to use this kubeconfig",
-                                    kc->path ? kc->path : "the kubeconfig");
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        if (cb_read_file(kc->cert_file, MAX_PEM_BYTES, &text, &len, err) < 0)
-                return cb_error_prefix(err, "certificate rotation");
-        time_t nbf, naf;
-        if (ag_cert_pem_validity(text, len, &nbf, &naf, err) < 0)
-                return cb_error_prefix(err, "certificate rotation: %s", kc->cert_file);
+        time_t nbf = 0, naf = 0;
+        if (cfg->kind == AG_CERT_CLIENT) {
+                if (kc->cert_file == NULL)
+                        return cb_error_set(err, 0,
+                                            "%s: certificate rotation needs client-certificate (a "
+                                            "file); set rotateCertificates: false to use this "
+                                            "kubeconfig",
+                                            kc->path ? kc->path : "the kubeconfig");
+                _cleanup_free_ char *text = NULL;
+                size_t len = 0;
+                if (cb_read_file(kc->cert_file, MAX_PEM_BYTES, &text, &len, err) < 0)
+                        return cb_error_prefix(err, "certificate rotation");
+                if (ag_cert_pem_validity(text, len, &nbf, &naf, err) < 0)
+                        return cb_error_prefix(err, "certificate rotation: %s", kc->cert_file);
+        } else if (cfg->on_serving == NULL) {
+                return cb_error_set(err, EINVAL, "serving certificate: nothing to serve it");
+        }
         struct ag_certmgr *m = calloc(1, sizeof(*m));
         if (m == NULL)
                 return cb_error_set(err, ENOMEM, "out of memory");
         m->loop = loop;
         m->api = api;
+        m->kind = cfg->kind;
+        m->on_serving = cfg->on_serving;
+        m->data = cfg->data;
+        if (cfg->kind == AG_CERT_CLIENT) {
+                m->what = "client certificate";
+                m->prefix = AG_CERT_STORE_PREFIX;
+                m->signer = AG_CSR_CLIENT_SIGNER;
+                m->usages = client_usages;
+                m->n_usages = CB_ARRAY_SIZE(client_usages);
+        } else {
+                m->what = "serving certificate";
+                m->prefix = AG_SERVER_STORE_PREFIX;
+                m->signer = AG_CSR_SERVING_SIGNER;
+                m->usages = serving_usages;
+                m->n_usages = CB_ARRAY_SIZE(serving_usages);
+        }
         m->not_before = nbf;
         m->not_after = naf;
         m->cert_dir = strdup(cfg->cert_dir);
         m->node_name = strdup(cfg->node_name);
-        m->base.server = strdup(kc->server);
-        if (kc->ca_file != NULL)
-                m->base.ca_file = strdup(kc->ca_file);
-        if (kc->ca_data.data != NULL) {
-                m->base.ca_data.data = malloc(kc->ca_data.len + 1);
-                if (m->base.ca_data.data != NULL) {
-                        memcpy(m->base.ca_data.data, kc->ca_data.data, kc->ca_data.len);
-                        m->base.ca_data.data[kc->ca_data.len] = '\0';
-                        m->base.ca_data.len = kc->ca_data.len;
+        bool ok = m->cert_dir != NULL && m->node_name != NULL;
+        if (ok && cfg->kind == AG_CERT_CLIENT) {
+                m->base.server = strdup(kc->server);
+                if (kc->ca_file != NULL)
+                        m->base.ca_file = strdup(kc->ca_file);
+                if (kc->ca_data.data != NULL) {
+                        m->base.ca_data.data = malloc(kc->ca_data.len + 1);
+                        if (m->base.ca_data.data != NULL) {
+                                memcpy(m->base.ca_data.data, kc->ca_data.data, kc->ca_data.len);
+                                m->base.ca_data.data[kc->ca_data.len] = '\0';
+                                m->base.ca_data.len = kc->ca_data.len;
+                        }
                 }
+                m->base.insecure_skip_tls_verify = kc->insecure_skip_tls_verify;
+                ok = m->base.server != NULL;
         }
-        m->base.insecure_skip_tls_verify = kc->insecure_skip_tls_verify;
-        if (m->cert_dir == NULL || m->node_name == NULL || m->base.server == NULL ||
-            (m->timer = ag_timer_new(loop, on_rotate, m, err)) == NULL ||
+        if (!ok || (m->timer = ag_timer_new(loop, on_rotate, m, err)) == NULL ||
             (m->reap = ag_timer_new(loop, on_reap, m, err)) == NULL ||
-            ag_offload_new(loop, "certificate rotation", 1, &m->work, err) < 0) {
+            ag_offload_new(
+                loop, cfg->kind == AG_CERT_CLIENT ? "certificate rotation" : "serving certificate",
+                1, &m->work, err) < 0) {
                 ag_certmgr_free(m);
                 return cb_error_set(err, 0, "cannot set up certificate rotation");
+        }
+        if (cfg->kind == AG_CERT_SERVING && serving_init(m, cfg, err) < 0) {
+                ag_certmgr_free(m);
+                return -1;
         }
         rot_schedule(m);
         *ret = m;
@@ -1356,11 +1879,14 @@ void ag_certmgr_free(struct ag_certmgr *m)
         ag_timer_free(m->reap);
         ag_kubeconfig_clear(&m->verify_kc);
         ag_kubeconfig_clear(&m->base);
+        ag_cert_sans_clear(&m->sans);
+        ag_cert_sans_clear(&m->last_req);
         if (m->key_pem != NULL)
                 explicit_bzero(m->key_pem, strlen(m->key_pem));
         free(m->key_pem);
         free(m->csr_pem);
         free(m->cert_pem);
+        free(m->cur_pem);
         free(m->cert_dir);
         free(m->node_name);
         free(m);

@@ -54,6 +54,7 @@ struct agent {
         struct ag_loop *loop;
         struct ag_api *api;
         struct ag_certmgr *certmgr; /* rotateCertificates */
+        struct ag_certmgr *srvcert; /* serverTLSBootstrap: the node API's certificate */
         struct ag_nodestatus *ns;
         struct ag_reflector *pods, *node, *services;
         struct ag_events *events;
@@ -222,6 +223,19 @@ static void on_registered(const char *uid, void *data)
         notify_systemd(a);
 }
 
+static void on_node_addresses(const cJSON *addresses, void *data)
+{
+        struct agent *a = data;
+        ag_certmgr_set_addresses(a->srvcert, addresses);
+}
+
+static int on_serving_cert(const char *cert_pem, const char *key_pem, void *data,
+                           struct cb_error *err)
+{
+        struct agent *a = data;
+        return ag_napi_set_serving_cert(a->napi, cert_pem, key_pem, err);
+}
+
 static void on_pods_synced(size_t n, void *data)
 {
         struct agent *a = data;
@@ -352,6 +366,9 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
                          "--authentication-token-file, --authentication-token-webhook or "
                          "--anonymous-auth",
                          f->port);
+                if (f->server_tls_bootstrap)
+                        log_warning("serverTLSBootstrap: the node API is off, so no serving "
+                                    "certificate is requested");
                 return 0;
         }
         char cert_dir[4096];
@@ -382,12 +399,30 @@ static int start_node_api(struct agent *a, const struct ag_config *fl,
             .healthy = src_healthy,
             .data = a,
         };
+        cfg.serving_cert_managed = f->server_tls_bootstrap;
         if (ag_napi_start(a->loop, &cfg, &a->napi, err) < 0)
                 return -1;
-        log_info("node API: serving HTTPS on %s:%d (authentication: %s%s%s%s; authorization: %s)",
+        log_info("node API: serving HTTPS on %s:%d (authentication: %s%s%s%s; authorization: "
+                 "%s; certificate: %s)",
                  f->address, ag_napi_port(a->napi), f->client_ca_file ? "x509 " : "",
                  f->token_file ? "token-file " : "", fl->authn_webhook ? "webhook " : "",
-                 fl->anonymous ? "anonymous" : "", fl->authz_mode);
+                 fl->anonymous ? "anonymous" : "", fl->authz_mode,
+                 f->server_tls_bootstrap ? "serverTLSBootstrap"
+                 : f->tls_cert_file      ? f->tls_cert_file
+                                         : "self-signed");
+        if (f->server_tls_bootstrap) {
+                /* The kubelet's NewKubeletServerCertificateManager: its
+                 * template follows the addresses the status updates return. */
+                struct ag_certmgr_config cc = {.kind = AG_CERT_SERVING,
+                                               .cert_dir = a->cert_dir,
+                                               .node_name = a->node_name,
+                                               .tls_cert_file = f->tls_cert_file,
+                                               .tls_key_file = f->tls_key_file,
+                                               .on_serving = on_serving_cert,
+                                               .data = a};
+                if (ag_certmgr_new(a->loop, a->api, &cc, &a->srvcert, err) < 0)
+                        return -1;
+        }
         return 0;
 }
 
@@ -573,6 +608,8 @@ static void on_wall_changed(void *data)
                 ag_pods_wall_changed(a->pod_mgr);
         if (a->certmgr != NULL)
                 ag_certmgr_wall_changed(a->certmgr);
+        if (a->srvcert != NULL)
+                ag_certmgr_wall_changed(a->srvcert);
 }
 
 static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_node_config *nc,
@@ -612,6 +649,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         }
         nc->data = a;
         nc->on_registered = on_registered;
+        nc->on_addresses = on_node_addresses; /* the serving certificate's template */
         if (!a->standalone && ag_nodestatus_new(a->loop, a->api, nc, &a->ns, err) < 0)
                 return -1;
         if (sd_watchdog_enabled(0, &a->watchdog_us) <= 0)
@@ -880,6 +918,8 @@ static void stop_agent(struct agent *a)
         ag_reflector_free(a->services);
         ag_certmgr_free(a->certmgr);
         a->certmgr = NULL;
+        ag_certmgr_free(a->srvcert); /* before the node API it hands certificates to */
+        a->srvcert = NULL;
         if (a->notify)
                 ag_timer_free(a->notify);
         sd_notify(0, "STOPPING=1");

@@ -166,9 +166,15 @@ static const struct opt opts[] = {
      "self-signed, made in --cert-dir", "node API serving certificate"},
     {"tlsPrivateKeyFile", "--tls-private-key-file", OPT_PATH, OFF(napi.tls_key_file), 0, 0, "FILE",
      "none", "the serving certificate's key"},
+    {"serverTLSBootstrap", "--rotate-server-certificates", OPT_BOOL, OFF(napi.server_tls_bootstrap),
+     0, 0, "[=BOOL]", "false",
+     "request the node API's serving certificate with a kubernetes.io/kubelet-serving CSR "
+     "(the node's addresses as SANs; an administrator or an approver must approve it) and "
+     "renew it at 70-90% of its lifetime; TLS handshakes fail until it is issued"},
     {NULL, "--cert-dir", OPT_PATH, OFF(napi.cert_dir), 0, 0, "DIR", "ROOT/pki",
-     "where a self-signed serving certificate and the bootstrapped client certificates "
-     "(kubelet-client-*.pem) are kept"},
+     "where a self-signed serving certificate, the bootstrapped client certificates "
+     "(kubelet-client-*.pem) and the requested serving certificates (kubelet-server-*.pem) "
+     "are kept"},
     {"authentication.x509.clientCAFile", "--client-ca-file", OPT_PATH, OFF(napi.client_ca_file), 0,
      0, "FILE", "none", "CA of accepted client certificates (the apiserver's kubelet client)"},
     {NULL, "--authentication-token-file", OPT_PATH, OFF(napi.token_file), 0, 0, "FILE", "none",
@@ -946,6 +952,11 @@ int ag_config_finish(struct ag_config *c, struct cb_error *err)
                                     "bootstrap writes and the agent then uses");
         if (!c->rotate_certificates_set)
                 c->rotate_certificates = c->bootstrap_kubeconfig != NULL;
+        if (c->napi.server_tls_bootstrap && c->kubeconfig == NULL)
+                return cb_error_set(err, 0,
+                                    "serverTLSBootstrap (--rotate-server-certificates) asks the "
+                                    "apiserver for the serving certificate: it needs "
+                                    "--kubeconfig");
         if ((c->authn_webhook || c->authz_webhook) && c->kubeconfig == NULL)
                 return cb_error_set(err, 0,
                                     "authentication.webhook.enabled "

@@ -94,10 +94,13 @@ struct ag_config {
          * kubelet's flags and keys; it is served when client certificates,
          * tokens, or webhook or anonymous authentication are configured. */
         struct ag_config_napi {
-                char *address;        /* address, --address: 0.0.0.0 */
-                int port;             /* port, --port: 10250 */
-                char *tls_cert_file;  /* tlsCertFile, --tls-cert-file: NULL (self-signed) */
-                char *tls_key_file;   /* tlsPrivateKeyFile, --tls-private-key-file */
+                char *address;       /* address, --address: 0.0.0.0 */
+                int port;            /* port, --port: 10250 */
+                char *tls_cert_file; /* tlsCertFile, --tls-cert-file: NULL (self-signed) */
+                char *tls_key_file;  /* tlsPrivateKeyFile, --tls-private-key-file */
+                /* serverTLSBootstrap, --rotate-server-certificates: the serving
+                 * certificate from a kubelet-serving CSR (agent/client/bootstrap.h) */
+                bool server_tls_bootstrap;
                 char *cert_dir;       /* --cert-dir: NULL (<root dir>/pki) */
                 char *client_ca_file; /* authentication.x509.clientCAFile, --client-ca-file */
                 char *token_file;     /* --authentication-token-file (cubelet) */

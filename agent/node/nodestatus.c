@@ -577,6 +577,10 @@ static void on_status_done(struct ag_api_result *res, void *data)
                 ns->last_sent = cJSON_DetachItemFromObjectCaseSensitive(res->json, "status");
                 ns->last_report_ms = ag_now_ms();
                 log_v(2, "node %s: status updated", ns->name);
+                if (ns->cfg.on_addresses != NULL)
+                        ns->cfg.on_addresses(
+                            cJSON_GetObjectItemCaseSensitive(ns->last_sent, "addresses"),
+                            ns->cfg.data);
         }
         schedule_status(ns);
 }

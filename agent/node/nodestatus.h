@@ -40,6 +40,10 @@ struct ag_node_config {
         uint64_t update_ms, report_ms;
         int lease_duration_s;
         void (*on_registered)(const char *uid, void *data);
+        /* After each status update the apiserver took: the Node's
+         * status.addresses as it returned them (the kubelet's
+         * setLastObservedNodeAddresses); NULL: not wanted. */
+        void (*on_addresses)(const cJSON *addresses, void *data);
         void *data;
 };
 

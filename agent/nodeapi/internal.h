@@ -45,6 +45,10 @@ struct ag_napi {
         struct ag_napi_tokens *tokens;
         struct ag_napi_authz *authz;
         char cert_path[4096], key_path[4096];
+        /* serving_cert_managed: the pair handed to each handshake */
+        X509 *srv_cert;
+        STACK_OF(X509) * srv_chain;
+        EVP_PKEY *srv_key;
         int port;
         struct conn *conns;
         size_t n_conns;

@@ -45,9 +45,11 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
 
 #include "agent/core/log.h"
+#include "lib/wallclock.h"
 #include "lib/http.h"
 #include "lib/cleanup.h"
 #include "lib/file.h"
@@ -420,6 +422,8 @@ static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
                 c->peer_len = peer_len;
                 c->mode = C_HANDSHAKE;
                 c->ssl = SSL_new(s->ssl_ctx);
+                if (c->ssl != NULL)
+                        SSL_set_app_data(c->ssl, c);
                 if (c->ssl == NULL || SSL_set_fd(c->ssl, cfd) != 1 ||
                     (c->io = ag_io_new(s->loop, cfd, EPOLLIN, on_conn_io, c, &err)) == NULL ||
                     (c->timer = ag_timer_new(s->loop, stream_timeout, c, &err)) == NULL) {
@@ -787,6 +791,88 @@ static int listen_on(const char *address, int port, int *ret_fd, int *ret_port,
         return 0;
 }
 
+static void peer_text(const struct conn *c, char *buf, size_t len)
+{
+        char ip[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (c->peer.ss_family == AF_INET) {
+                const struct sockaddr_in *in = (const struct sockaddr_in *)&c->peer;
+                inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+                port = ntohs(in->sin_port);
+                snprintf(buf, len, "%s:%d", ip, port);
+        } else if (c->peer.ss_family == AF_INET6) {
+                const struct sockaddr_in6 *in = (const struct sockaddr_in6 *)&c->peer;
+                inet_ntop(AF_INET6, &in->sin6_addr, ip, sizeof(ip));
+                port = ntohs(in->sin6_port);
+                snprintf(buf, len, "[%s]:%d", ip, port);
+        } else {
+                snprintf(buf, len, "?");
+        }
+}
+
+/* The kubelet's GetCertificate with serverTLSBootstrap: the certificate
+ * manager's current pair, or a failed handshake (the client sees an
+ * internal_error alert, as from Go's TLS server). */
+static int serving_cert_cb(SSL *ssl, void *arg)
+{
+        struct ag_napi *s = arg;
+        const char *why = NULL;
+        if (s->srv_cert == NULL) {
+                why = "no serving certificate available for the kubelet";
+        } else {
+                time_t now = (time_t)cb_wall_now();
+                if (X509_cmp_time(X509_get0_notAfter(s->srv_cert), &now) < 0)
+                        why = "no serving certificate available for the kubelet (the current "
+                              "one expired)";
+        }
+        if (why == NULL && SSL_use_cert_and_key(ssl, s->srv_cert, s->srv_key, s->srv_chain, 1) == 1)
+                return 1;
+        struct conn *c = SSL_get_app_data(ssl);
+        char peer[80] = "?";
+        if (c != NULL)
+                peer_text(c, peer, sizeof(peer));
+        log_info("http: TLS handshake error from %s: %s", peer,
+                 why ? why : "the serving certificate cannot be used");
+        return 0;
+}
+
+int ag_napi_set_serving_cert(struct ag_napi *s, const char *cert_pem, const char *key_pem,
+                             struct cb_error *err)
+{
+        BIO *b = BIO_new_mem_buf(cert_pem, -1);
+        X509 *leaf = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+        STACK_OF(X509) *chain = leaf ? sk_X509_new_null() : NULL;
+        X509 *x;
+        while (chain != NULL && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
+                if (sk_X509_push(chain, x) <= 0)
+                        X509_free(x);
+        BIO_free(b);
+        ERR_clear_error();
+        b = BIO_new_mem_buf(key_pem, -1);
+        EVP_PKEY *k = b ? PEM_read_bio_PrivateKey(b, NULL, NULL, NULL) : NULL;
+        BIO_free(b);
+        const char *bad = leaf == NULL || chain == NULL ? "no certificate"
+                          : k == NULL                   ? "no private key"
+                          : X509_check_private_key(leaf, k) != 1
+                              ? "the private key does not match the certificate"
+                              : NULL;
+        ERR_clear_error();
+        if (bad != NULL) {
+                X509_free(leaf);
+                sk_X509_pop_free(chain, X509_free);
+                EVP_PKEY_free(k);
+                return cb_error_set(err, 0, "node API: serving certificate: %s", bad);
+        }
+        /* Handshakes done hold their own references. */
+        X509_free(s->srv_cert);
+        sk_X509_pop_free(s->srv_chain, X509_free);
+        EVP_PKEY_free(s->srv_key);
+        s->srv_cert = leaf;
+        s->srv_chain = chain;
+        s->srv_key = k;
+        return 0;
+}
+
 static int tls_context(struct ag_napi *s, struct cb_error *err)
 {
         s->ssl_ctx = SSL_CTX_new(TLS_server_method());
@@ -798,9 +884,11 @@ static int tls_context(struct ag_napi *s, struct cb_error *err)
         SSL_CTX_set_mode(s->ssl_ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
                                          SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                                          SSL_MODE_RELEASE_BUFFERS);
-        if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, s->cert_path) != 1 ||
-            SSL_CTX_use_PrivateKey_file(s->ssl_ctx, s->key_path, SSL_FILETYPE_PEM) != 1 ||
-            SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
+        if (s->cfg.serving_cert_managed) {
+                SSL_CTX_set_cert_cb(s->ssl_ctx, serving_cert_cb, s);
+        } else if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, s->cert_path) != 1 ||
+                   SSL_CTX_use_PrivateKey_file(s->ssl_ctx, s->key_path, SSL_FILETYPE_PEM) != 1 ||
+                   SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
                 char why[256] = "";
                 ERR_error_string_n(ERR_get_error(), why, sizeof(why));
                 return cb_error_set(err, EINVAL,
@@ -860,12 +948,13 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
                 cb_error_set(err, errno, "--client-ca-file %s", cfg->client_ca_file);
                 goto fail;
         }
-        if (cfg->tls_cert_file != NULL || cfg->tls_key_file != NULL) {
-                if (cfg->tls_cert_file == NULL || cfg->tls_key_file == NULL) {
-                        cb_error_set(err, EINVAL,
-                                     "--tls-cert-file and --tls-private-key-file go together");
-                        goto fail;
-                }
+        if ((cfg->tls_cert_file == NULL) != (cfg->tls_key_file == NULL)) {
+                cb_error_set(err, EINVAL, "--tls-cert-file and --tls-private-key-file go together");
+                goto fail;
+        }
+        if (cfg->serving_cert_managed) {
+                /* the certificate manager hands the pair over */
+        } else if (cfg->tls_cert_file != NULL) {
                 snprintf(s->cert_path, sizeof(s->cert_path), "%s", cfg->tls_cert_file);
                 snprintf(s->key_path, sizeof(s->key_path), "%s", cfg->tls_key_file);
         } else {
@@ -906,6 +995,9 @@ void ag_napi_free(struct ag_napi *s)
                 close(s->listen_fd);
         if (s->ssl_ctx != NULL)
                 SSL_CTX_free(s->ssl_ctx);
+        X509_free(s->srv_cert);
+        sk_X509_pop_free(s->srv_chain, X509_free);
+        EVP_PKEY_free(s->srv_key);
         ag_napi_tokens_free(s->tokens);
         ag_napi_authz_free(s->authz); /* after the connections: they cancel their reviews */
         free(s);

@@ -44,10 +44,16 @@ struct ag_napi_config {
         const char *address;                      /* NULL or "0.0.0.0": every address */
         int port;                                 /* 0: an ephemeral port (tests) */
         const char *tls_cert_file, *tls_key_file; /* NULL: generated in cert_dir */
-        const char *cert_dir;                     /* <cert_dir>/kubelet.crt, kubelet.key */
-        const char *node_ip, *hostname;           /* names of a generated certificate */
-        const char *client_ca_file;               /* NULL: no certificate authentication */
-        const char *token_file;                   /* NULL: no bearer tokens */
+        /* serverTLSBootstrap: no file is loaded nor generated; the
+         * certificate comes from ag_napi_set_serving_cert, and until it does
+         * (or once it expired) every TLS handshake fails, as the kubelet's
+         * GetCertificate does ("no serving certificate available for the
+         * kubelet"). */
+        bool serving_cert_managed;
+        const char *cert_dir;           /* <cert_dir>/kubelet.crt, kubelet.key */
+        const char *node_ip, *hostname; /* names of a generated certificate */
+        const char *client_ca_file;     /* NULL: no certificate authentication */
+        const char *token_file;         /* NULL: no bearer tokens */
         /* Webhook authentication/authorization (agent/nodeapi/authz.h): the
          * apiserver client (NULL: standalone, no webhook), the node's name,
          * anonymous requests (system:anonymous) when no credential came. */
@@ -73,6 +79,11 @@ int ag_napi_start(struct ag_loop *loop, const struct ag_napi_config *cfg, struct
 /* Closes every connection, kills running execs. NULL is allowed. */
 void ag_napi_free(struct ag_napi *s);
 int ag_napi_port(const struct ag_napi *s);
+/* The serving certificate from now on (serving_cert_managed): cert_pem
+ * holds the certificate and its chain, key_pem the key (the same text
+ * may hold both). New handshakes use it; open connections go on. */
+int ag_napi_set_serving_cert(struct ag_napi *s, const char *cert_pem, const char *key_pem,
+                             struct cb_error *err);
 
 /* A static token file like kube-apiserver's --token-auth-file: lines
  * "token,user,uid[,\"group1,group2\"]", '#' comments. Returns the user of

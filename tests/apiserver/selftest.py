@@ -1860,6 +1860,25 @@ class Certificates(unittest.TestCase):
         self.assertIsNone(c.validate_kubelet_serving(sans, ["digital signature", "server auth"]))
         self.assertEqual(c.validate_kubelet_serving(p, ["digital signature", "server auth"]),
                          "DNS or IP subjectAltName is required")
+        # ValidateKubeletServingCSR: the RSA usages too, nothing else; O
+        # exactly system:nodes; CN system:node:...; an IP alone is enough
+        serving = ["digital signature", "server auth"]
+        self.assertIsNone(c.validate_kubelet_serving(
+            sans, ["server auth", "key encipherment", "digital signature"]))
+        self.assertEqual(c.validate_kubelet_serving(sans, ["digital signature", "client auth"]),
+                         "usages did not match [digital signature key encipherment server auth]")
+        self.assertEqual(c.validate_kubelet_serving(sans, serving + ["client auth"]),
+                         "usages did not match [digital signature key encipherment server auth]")
+        ip_only = x509.load_pem_x509_csr(c.make_request("system:node:n1", ["system:nodes"],
+                                                        ips=["10.0.0.9"])[0])
+        self.assertIsNone(c.validate_kubelet_serving(ip_only, serving))
+        two_orgs = x509.load_pem_x509_csr(c.make_request(
+            "system:node:n1", ["system:nodes", "x"], dns=["n1"])[0])
+        self.assertEqual(c.validate_kubelet_serving(two_orgs, serving),
+                         "subject organization is not system:nodes")
+        bad_cn = x509.load_pem_x509_csr(c.make_request("n1", ["system:nodes"], dns=["n1"])[0])
+        self.assertEqual(c.validate_kubelet_serving(bad_cn, serving),
+                         "subject common name does not begin with system:node:")
         cn = x509.load_pem_x509_csr(c.make_request("node:n1", ["system:nodes"])[0])
         self.assertEqual(c.validate_kubelet_client(cn, ok),
                          "subject common name does not begin with system:node:")

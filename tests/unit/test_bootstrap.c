@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The client certificate's pure parts (agent/client/bootstrap.h): the
  * rotation deadline, the CSR name, key and CSR generation, the file store,
- * the kubeconfig the bootstrap writes and the "still valid" check. */
+ * the kubeconfig the bootstrap writes and the "still valid" check; the
+ * serving certificate's template from the Node's addresses, its CSR with
+ * SANs, certSatisfiesTemplate and the kubelet-server store. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "agent/client/bootstrap.h"
 #include "lib/file.h"
@@ -80,7 +84,7 @@ START_TEST(test_key_and_csr)
         ck_assert(strstr(key, "-----BEGIN EC PRIVATE KEY-----") != NULL);
         ck_assert(ag_key_pem_valid(key));
         ck_assert(!ag_key_pem_valid("-----BEGIN EC PRIVATE KEY-----\nAAAA\n"));
-        ck_assert_int_eq(ag_make_node_csr(key, "worker-1", &csr, &pub, &pub_len, &err), 0);
+        ck_assert_int_eq(ag_make_node_csr(key, "worker-1", NULL, &csr, &pub, &pub_len, &err), 0);
         ck_assert(strstr(csr, "-----BEGIN CERTIFICATE REQUEST-----") != NULL);
         BIO *b = BIO_new_mem_buf(csr, -1);
         X509_REQ *req = PEM_read_bio_X509_REQ(b, NULL, NULL, NULL);
@@ -98,7 +102,7 @@ START_TEST(test_key_and_csr)
         OPENSSL_free(der);
         X509_REQ_free(req);
         BIO_free(b);
-        ck_assert_int_eq(ag_make_node_csr("not a key", "w", &csr, &pub, &pub_len, &err), -1);
+        ck_assert_int_eq(ag_make_node_csr("not a key", "w", NULL, &csr, &pub, &pub_len, &err), -1);
         ck_assert_str_eq(err.msg, "invalid private key for certificate request");
         free(key);
         free(csr);
@@ -141,21 +145,25 @@ START_TEST(test_store_and_validity)
         char pki[128], file[4096];
         snprintf(pki, sizeof(pki), "%s/pki", dir);
         time_t t = 1764633600; /* 2025-12-02 00:00:00 UTC */
-        ck_assert_int_eq(ag_cert_store_write(pki, key, cert, t, file, sizeof(file), &err), 0);
+        ck_assert_int_eq(
+            ag_cert_store_write(pki, AG_CERT_STORE_PREFIX, key, cert, t, file, sizeof(file), &err),
+            0);
         char want[256];
         snprintf(want, sizeof(want), "%s/kubelet-client-2025-12-02-00-00-00.pem", pki);
         ck_assert_str_eq(file, want);
         struct stat st;
         ck_assert_int_eq(stat(file, &st), 0);
         ck_assert_int_eq(st.st_mode & 0777, 0600);
-        ck_assert_int_eq(ag_cert_store_link(pki, file, &err), 0);
+        ck_assert_int_eq(ag_cert_store_link(pki, AG_CERT_STORE_PREFIX, file, &err), 0);
         char link[256], target[256] = "";
         snprintf(link, sizeof(link), "%s/kubelet-client-current.pem", pki);
         ck_assert_int_gt(readlink(link, target, sizeof(target) - 1), 0);
         ck_assert_str_eq(target, "kubelet-client-2025-12-02-00-00-00.pem");
         /* a second one moves the link; the first file stays */
-        ck_assert_int_eq(ag_cert_store_write(pki, key, cert, t + 61, file, sizeof(file), &err), 0);
-        ck_assert_int_eq(ag_cert_store_link(pki, file, &err), 0);
+        ck_assert_int_eq(ag_cert_store_write(pki, AG_CERT_STORE_PREFIX, key, cert, t + 61, file,
+                                             sizeof(file), &err),
+                         0);
+        ck_assert_int_eq(ag_cert_store_link(pki, AG_CERT_STORE_PREFIX, file, &err), 0);
         memset(target, 0, sizeof(target));
         ck_assert_int_gt(readlink(link, target, sizeof(target) - 1), 0);
         ck_assert_str_eq(target, "kubelet-client-2025-12-02-00-01-01.pem");
@@ -202,6 +210,182 @@ START_TEST(test_store_and_validity)
 }
 END_TEST
 
+static cJSON *addrs(const char *json)
+{
+        cJSON *a = cJSON_Parse(json);
+        ck_assert_ptr_nonnull(a);
+        return a;
+}
+
+START_TEST(test_serving_template)
+{
+        struct ag_cert_sans t;
+        /* addressesToHostnamesAndIPs: Hostname (a name, or an IP),
+         * Internal/ExternalIP, Internal/ExternalDNS; empty ones skipped,
+         * duplicates once, each list sorted */
+        cJSON *a = addrs("[{\"type\":\"InternalIP\",\"address\":\"10.0.0.9\"},"
+                         "{\"type\":\"Hostname\",\"address\":\"node-b\"},"
+                         "{\"type\":\"ExternalIP\",\"address\":\"192.0.2.1\"},"
+                         "{\"type\":\"InternalDNS\",\"address\":\"a.internal\"},"
+                         "{\"type\":\"ExternalDNS\",\"address\":\"node-b\"},"
+                         "{\"type\":\"InternalIP\",\"address\":\"10.0.0.9\"},"
+                         "{\"type\":\"InternalIP\",\"address\":\"\"},"
+                         "{\"type\":\"InternalIP\",\"address\":\"not-an-ip\"},"
+                         "{\"type\":\"Hostname\",\"address\":\"2001:DB8::0:1\"},"
+                         "{\"type\":\"Other\",\"address\":\"x\"}]");
+        ck_assert_int_eq(ag_serving_sans_from_addresses(a, &t), 1);
+        ck_assert_uint_eq(t.n_dns, 2);
+        ck_assert_str_eq(t.dns[0], "a.internal");
+        ck_assert_str_eq(t.dns[1], "node-b");
+        ck_assert_uint_eq(t.n_ips, 3);
+        ck_assert_str_eq(t.ips[0], "10.0.0.9");
+        ck_assert_str_eq(t.ips[1], "192.0.2.1");
+        ck_assert_str_eq(t.ips[2], "2001:db8::1"); /* canonical text, as Go's String */
+        /* the same addresses in another order: the same template */
+        struct ag_cert_sans u;
+        cJSON *b = addrs("[{\"type\":\"Hostname\",\"address\":\"2001:db8::1\"},"
+                         "{\"type\":\"InternalDNS\",\"address\":\"a.internal\"},"
+                         "{\"type\":\"ExternalIP\",\"address\":\"192.0.2.1\"},"
+                         "{\"type\":\"Hostname\",\"address\":\"node-b\"},"
+                         "{\"type\":\"InternalIP\",\"address\":\"10.0.0.9\"}]");
+        ck_assert_int_eq(ag_serving_sans_from_addresses(b, &u), 1);
+        ck_assert(ag_cert_sans_equal(&t, &u));
+        struct ag_cert_sans c;
+        ck_assert_int_eq(ag_cert_sans_copy(&t, &c), 0);
+        ck_assert(ag_cert_sans_equal(&t, &c));
+        ag_cert_sans_clear(&c);
+        ck_assert(!ag_cert_sans_equal(&t, &c));
+        ag_cert_sans_clear(&u);
+        /* a new IP: another template */
+        cJSON *d = addrs("[{\"type\":\"InternalIP\",\"address\":\"10.0.0.10\"},"
+                         "{\"type\":\"Hostname\",\"address\":\"node-b\"}]");
+        ck_assert_int_eq(ag_serving_sans_from_addresses(d, &u), 1);
+        ck_assert(!ag_cert_sans_equal(&t, &u));
+        ag_cert_sans_clear(&u);
+        /* no IP: no template (AllowDNSOnlyNodeCSR is off), nothing requested */
+        cJSON *e = addrs("[{\"type\":\"Hostname\",\"address\":\"node-b\"},"
+                         "{\"type\":\"InternalDNS\",\"address\":\"a.internal\"}]");
+        ck_assert_int_eq(ag_serving_sans_from_addresses(e, &u), 0);
+        ck_assert_uint_eq(u.n_dns + u.n_ips, 0);
+        ck_assert_int_eq(ag_serving_sans_from_addresses(NULL, &u), 0);
+        ag_cert_sans_clear(&t);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        cJSON_Delete(d);
+        cJSON_Delete(e);
+}
+END_TEST
+
+static bool req_has(GENERAL_NAMES *names, int type, const char *text)
+{
+        for (int i = 0; i < sk_GENERAL_NAME_num(names); i++) {
+                GENERAL_NAME *g = sk_GENERAL_NAME_value(names, i);
+                int t;
+                ASN1_STRING *v = GENERAL_NAME_get0_value(g, &t);
+                if (t != type)
+                        continue;
+                if (type == GEN_DNS && strcmp((const char *)ASN1_STRING_get0_data(v), text) == 0)
+                        return true;
+                if (type == GEN_IPADD) {
+                        ASN1_OCTET_STRING *want = a2i_IPADDRESS(text);
+                        bool eq = ASN1_STRING_cmp(want, v) == 0;
+                        ASN1_OCTET_STRING_free(want);
+                        if (eq)
+                                return true;
+                }
+        }
+        return false;
+}
+
+START_TEST(test_serving_csr_and_satisfies)
+{
+        mk_dir();
+        struct cb_error err = {0};
+        char *key = NULL, *csr = NULL;
+        unsigned char *pub = NULL;
+        size_t pub_len = 0;
+        char *dns[] = {"node-a", "node-a.example"};
+        char *ips[] = {"10.0.0.5", "fd00::5"};
+        struct ag_cert_sans sans = {.dns = dns, .n_dns = 2, .ips = ips, .n_ips = 2};
+        ck_assert_int_eq(ag_make_ec_key(&key, &err), 0);
+        ck_assert_int_eq(ag_make_node_csr(key, "node-a", &sans, &csr, &pub, &pub_len, &err), 0);
+        /* the request carries the SANs in its extension request */
+        BIO *b = BIO_new_mem_buf(csr, -1);
+        X509_REQ *req = PEM_read_bio_X509_REQ(b, NULL, NULL, NULL);
+        BIO_free(b);
+        ck_assert_ptr_nonnull(req);
+        char subj[256];
+        X509_NAME_oneline(X509_REQ_get_subject_name(req), subj, sizeof(subj));
+        ck_assert_str_eq(subj, "/O=system:nodes/CN=system:node:node-a");
+        STACK_OF(X509_EXTENSION) *exts = X509_REQ_get_extensions(req);
+        ck_assert_ptr_nonnull(exts);
+        GENERAL_NAMES *names = X509V3_get_d2i(exts, NID_subject_alt_name, NULL, NULL);
+        ck_assert_ptr_nonnull(names);
+        ck_assert_int_eq(sk_GENERAL_NAME_num(names), 4);
+        ck_assert(req_has(names, GEN_DNS, "node-a"));
+        ck_assert(req_has(names, GEN_DNS, "node-a.example"));
+        ck_assert(req_has(names, GEN_IPADD, "10.0.0.5"));
+        ck_assert(req_has(names, GEN_IPADD, "fd00::5"));
+        ck_assert_int_eq(X509_REQ_verify(req, X509_REQ_get0_pubkey(req)), 1);
+        GENERAL_NAMES_free(names);
+        sk_X509_EXTENSION_pop_free(exts, X509_EXTENSION_free);
+        X509_REQ_free(req);
+
+        /* certSatisfiesTemplate against certificates made by openssl */
+        ck_assert_int_eq(th_sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+                               "-nodes -days 1 -subj /O=system:nodes/CN=system:node:node-a "
+                               "-addext subjectAltName=DNS:node-a,DNS:node-a.example,DNS:extra,"
+                               "IP:10.0.0.5,IP:fd00:0::5 -keyout %s/sk.pem -out %s/sc.pem "
+                               "2>/dev/null && openssl req -x509 -newkey ec -pkeyopt "
+                               "ec_paramgen_curve:P-256 -nodes -days 1 -subj "
+                               "/CN=system:node:node-a -addext subjectAltName=DNS:node-a,"
+                               "DNS:node-a.example,IP:10.0.0.5,IP:fd00::5 -keyout %s/nk.pem "
+                               "-out %s/no-org.pem 2>/dev/null",
+                               dir, dir, dir, dir),
+                         0);
+        char p[512], why[600];
+        char *cert = NULL, *no_org = NULL;
+        snprintf(p, sizeof(p), "%s/sc.pem", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 16, &cert, NULL, &err), 0);
+        snprintf(p, sizeof(p), "%s/no-org.pem", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 16, &no_org, NULL, &err), 0);
+        /* extra names in the certificate do not matter */
+        ck_assert_msg(ag_cert_satisfies(cert, "node-a", &sans, why, sizeof(why)), "%s", why);
+        char *ips3[] = {"10.0.0.5", "10.0.0.6", "fd00::5"};
+        struct ag_cert_sans more = {.dns = dns, .n_dns = 2, .ips = ips3, .n_ips = 3};
+        ck_assert(!ag_cert_satisfies(cert, "node-a", &more, why, sizeof(why)));
+        ck_assert_str_eq(why, "the certificate is missing the requested IP address 10.0.0.6");
+        char *dns3[] = {"node-a", "node-a.example", "node-a.new"};
+        struct ag_cert_sans more_dns = {.dns = dns3, .n_dns = 3, .ips = ips, .n_ips = 2};
+        ck_assert(!ag_cert_satisfies(cert, "node-a", &more_dns, why, sizeof(why)));
+        ck_assert_str_eq(why, "the certificate is missing the requested DNS name node-a.new");
+        ck_assert(!ag_cert_satisfies(cert, "node-b", &sans, why, sizeof(why)));
+        ck_assert(strstr(why, "CN (system:node:node-b)") != NULL);
+        ck_assert(!ag_cert_satisfies(no_org, "node-a", &sans, why, sizeof(why)));
+        ck_assert_str_eq(why, "the certificate is missing the requested org system:nodes");
+        ck_assert(!ag_cert_satisfies("junk", "node-a", &sans, why, sizeof(why)));
+
+        /* the serving store: kubelet-server-<ts>.pem and kubelet-server-current.pem */
+        char pki[128], file[4096], link[256], target[256] = "";
+        snprintf(pki, sizeof(pki), "%s/pki", dir);
+        ck_assert_int_eq(ag_cert_store_write(pki, AG_SERVER_STORE_PREFIX, key, cert, 1764633600,
+                                             file, sizeof(file), &err),
+                         0);
+        ck_assert_int_eq(ag_cert_store_link(pki, AG_SERVER_STORE_PREFIX, file, &err), 0);
+        snprintf(link, sizeof(link), "%s/kubelet-server-current.pem", pki);
+        ck_assert_int_gt(readlink(link, target, sizeof(target) - 1), 0);
+        ck_assert_str_eq(target, "kubelet-server-2025-12-02-00-00-00.pem");
+        snprintf(p, sizeof(p), "%s/kubelet-client-current.pem", pki);
+        ck_assert_int_eq(access(p, F_OK), -1);
+        free(key);
+        free(csr);
+        free(pub);
+        free(cert);
+        free(no_org);
+        th_sh("rm -rf %s", dir);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("bootstrap");
@@ -210,6 +394,8 @@ int main(void)
         tcase_add_test(tc, test_digest_name);
         tcase_add_test(tc, test_key_and_csr);
         tcase_add_test(tc, test_store_and_validity);
+        tcase_add_test(tc, test_serving_template);
+        tcase_add_test(tc, test_serving_csr_and_satisfies);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

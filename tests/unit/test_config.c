@@ -383,6 +383,47 @@ START_TEST(test_bootstrap_options)
         ck_assert_str_eq(err.msg, "--bootstrap-kubeconfig needs --kubeconfig: the file the "
                                   "bootstrap writes and the agent then uses");
         ag_config_clear(&c);
+        /* serverTLSBootstrap: off by default, the file's key or the
+         * kubelet's --rotate-server-certificates; it needs the apiserver */
+        char *kc_only[] = {"--kubeconfig", "/k"};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_parse_flags(&c, 2, kc_only, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert(!c.napi.server_tls_bootstrap);
+        ag_config_clear(&c);
+        path = write_tmp(HEAD "serverTLSBootstrap: true\n");
+        snprintf(a_config, sizeof(a_config), "--config=%s", path);
+        char *stb[] = {"--kubeconfig", "/k", a_config};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_msg(ag_config_parse_flags(&c, 3, stb, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert(c.napi.server_tls_bootstrap);
+        ag_config_clear(&c);
+        char *stb_off[] = {"--kubeconfig", "/k", a_config, "--rotate-server-certificates=false"};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_msg(ag_config_parse_flags(&c, 4, stb_off, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(ag_config_finish(&c, &err), 0);
+        ck_assert(!c.napi.server_tls_bootstrap); /* the flag wins over the file */
+        ag_config_clear(&c);
+        unlink(path);
+        free(path);
+        path = write_tmp(HEAD "serverTLSBootstrap: \"yes\"\n");
+        snprintf(a_config, sizeof(a_config), "--config=%s", path);
+        char *bad[] = {"--kubeconfig", "/k", a_config};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_parse_flags(&c, 3, bad, &err), -1);
+        ck_assert_msg(strstr(err.msg, "serverTLSBootstrap: want true or false") != NULL, "%s",
+                      err.msg);
+        ag_config_clear(&c);
+        unlink(path);
+        free(path);
+        char *no_api[] = {"--rotate-server-certificates"};
+        ck_assert_int_eq(ag_config_init(&c, &err), 0);
+        ck_assert_int_eq(ag_config_parse_flags(&c, 1, no_api, &err), 0);
+        ck_assert_int_eq(ag_config_finish(&c, &err), -1);
+        ck_assert_str_eq(err.msg, "serverTLSBootstrap (--rotate-server-certificates) asks the "
+                                  "apiserver for the serving certificate: it needs --kubeconfig");
+        ag_config_clear(&c);
 }
 END_TEST
 

@@ -24,6 +24,7 @@
 #include "agent/pods/podlogs.h"
 #include "agent/pods/stats.h"
 #include "lib/cleanup.h"
+#include "lib/file.h"
 
 #include "helpers.h"
 
@@ -350,6 +351,62 @@ START_TEST(test_serving_cert)
 }
 END_TEST
 
+/* serverTLSBootstrap: no file is made, the pair is handed over and checked. */
+START_TEST(test_managed_serving_cert)
+{
+        char dir[64], tokens[128];
+        snprintf(dir, sizeof(dir), "/tmp/cubelet-mcert-%d", (int)getpid());
+        ck_assert_int_eq(th_sh("rm -rf %s && mkdir -p %s && cd %s && "
+                               "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+                               "-nodes -days 1 -subj /CN=a -keyout a.key -out a.crt 2>/dev/null && "
+                               "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
+                               "-nodes -days 1 -subj /CN=b -keyout b.key -out b.crt 2>/dev/null && "
+                               "cat a.key a.crt b.crt > pair.pem && echo t,u,1 > tokens",
+                               dir, dir, dir),
+                         0);
+        snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
+        struct ag_loop *loop = NULL;
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_loop_new(&loop, &err), 0);
+        struct ag_napi_config cfg = {.address = "127.0.0.1",
+                                     .cert_dir = dir,
+                                     .token_file = tokens,
+                                     .serving_cert_managed = true};
+        struct ag_napi *s = NULL;
+        ck_assert_msg(ag_napi_start(loop, &cfg, &s, &err) == 0, "%s", err.msg);
+        char p[256];
+        snprintf(p, sizeof(p), "%s/kubelet.crt", dir);
+        ck_assert_int_eq(access(p, F_OK), -1); /* nothing self-signed */
+        char *a_key = NULL, *a_crt = NULL, *b_key = NULL, *pair = NULL;
+        snprintf(p, sizeof(p), "%s/a.key", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 16, &a_key, NULL, &err), 0);
+        snprintf(p, sizeof(p), "%s/a.crt", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 16, &a_crt, NULL, &err), 0);
+        snprintf(p, sizeof(p), "%s/b.key", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 16, &b_key, NULL, &err), 0);
+        snprintf(p, sizeof(p), "%s/pair.pem", dir);
+        ck_assert_int_eq(cb_read_file(p, 1 << 16, &pair, NULL, &err), 0);
+        ck_assert_int_eq(ag_napi_set_serving_cert(s, a_crt, b_key, &err), -1);
+        ck_assert_str_eq(err.msg,
+                         "node API: serving certificate: the private key does not match the "
+                         "certificate");
+        ck_assert_int_eq(ag_napi_set_serving_cert(s, a_key, a_key, &err), -1);
+        ck_assert_str_eq(err.msg, "node API: serving certificate: no certificate");
+        ck_assert_int_eq(ag_napi_set_serving_cert(s, a_crt, a_crt, &err), -1);
+        ck_assert_str_eq(err.msg, "node API: serving certificate: no private key");
+        /* key, certificate and a chain in one text, as kubelet-server-*.pem */
+        ck_assert_msg(ag_napi_set_serving_cert(s, pair, pair, &err) == 0, "%s", err.msg);
+        ck_assert_msg(ag_napi_set_serving_cert(s, a_crt, a_key, &err) == 0, "%s", err.msg);
+        ag_napi_free(s);
+        ag_loop_free(loop);
+        free(a_key);
+        free(a_crt);
+        free(b_key);
+        free(pair);
+        th_sh("rm -rf %s", dir);
+}
+END_TEST
+
 START_TEST(test_net_dev)
 {
         const char *buf =
@@ -493,6 +550,7 @@ int main(void)
         tcase_add_test(tc, test_exec_status);
         tcase_add_test(tc, test_tokens);
         tcase_add_test(tc, test_serving_cert);
+        tcase_add_test(tc, test_managed_serving_cert);
         tcase_add_test(tc, test_net_dev);
         tcase_add_test(tc, test_summary_pod);
         tcase_add_test(tc, test_query_split);

@@ -95,6 +95,20 @@ void ag_pod_volumes_free(struct ag_pod_volumes *pv);
 /* Syncs now (the wall clock was set: token refreshes are due from a new now). */
 void ag_pod_volumes_resync(struct ag_pod_volumes *pv);
 
+/* A persistentVolumeClaim volume once ready: its PV's source. local:
+ * path is the pod's bind of the PV's directory; else a hostPath PV's
+ * path and type, checked as an inline hostPath's. read_only: the claim
+ * source's readOnly (the mounter's attribute: every mount read-only). */
+struct ag_pvc_source {
+        const char *pv_name;
+        bool local;
+        const char *path;
+        const char *host_path_type;
+        bool read_only;
+};
+int ag_pod_volumes_pvc_source(const struct ag_pod_volumes *pv, const struct k8s_volume *v,
+                              struct cb_arena *a, struct ag_pvc_source *ret, struct cb_error *err);
+
 /* Unmounts every mount under <root>/pods/<uid> (tmpfs volumes, subPath
  * binds), deepest first; before the directory is removed. */
 int ag_pod_volumes_unmount_all(const char *root_dir, const char *uid, struct cb_error *err);

@@ -910,6 +910,7 @@ static void pv_accept(struct vol *v)
         }
         if (p->source == K8S_PV_LOCAL) {
                 v->mount_pending = true;
+                v->state = V_PENDING; /* the bind now, not after an earlier failure's backoff */
                 schedule(pv, 0);
                 return;
         }

@@ -142,6 +142,16 @@ luid=$(uid_of local)
 bind=$root/pods/$luid/volumes/kubernetes.io~local-volume/pv-local
 grep -qF " $bind " /proc/self/mountinfo || fail "no bind mount at $bind"
 poll 10 eval '[ "$(cat "$localpv/l" 2>/dev/null)" = local ]' || fail "local: the PV's directory has '$(cat "$localpv/l" 2>&1)'"
+# An agent restart re-adopts the pod: the claim and PV are read again, the
+# bind already there is kept (not mounted a second time).
+stop_agent 10
+start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$(free_port)"
+node_ready
+poll 20 eval '[ "$(grep -c " $bind " /proc/self/mountinfo)" = 1 ]' ||
+        fail "after the agent's restart the local PV is mounted $(grep -c " $bind " /proc/self/mountinfo) times"
+phase_is local Running || fail "local after the agent's restart: $(pj local '{.status.phase}')"
+[ "$(pj local '{.status.containerStatuses[0].restartCount}')" = 0 ] || fail "local's container restarted"
+pass "after an agent restart the pod keeps running and its local PV's single bind"
 k delete pod local --grace-period=1 >/dev/null
 poll 30 gone local || fail "local not gone"
 poll 20 eval '! grep -qF " $bind " /proc/self/mountinfo' || fail "the local PV's bind is still mounted"

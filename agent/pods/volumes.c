@@ -2,6 +2,8 @@
 #include "agent/pods/volumes.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -608,6 +610,9 @@ struct vjob_vol {
         char *name, *dir;
         char *bind_src; /* a local PV's directory, bound on dir */
         bool bind_ro;
+        bool has_fs_group; /* the pod's fsGroup: the bind's SetVolumeOwnership */
+        int64_t fs_group;
+        char *refs_glob; /* every pod's bind of the same PV */
         bool tmpfs, empty_dir;
         char *tmpfs_opts;
         bool write;
@@ -645,9 +650,56 @@ static bool is_mountpoint(const char *dir)
         return stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
 }
 
+/* volume.SetVolumeOwnership with fsGroupChangePolicy Always: every file
+ * and directory (symlinks not followed) gets the group fsGroup and g+rw,
+ * directories also g+x and setgid; a symlink only its group. */
+static _Thread_local gid_t owner_gid;
+static _Thread_local int owner_errno;
+static _Thread_local char owner_path[256];
+
+static int own_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+        (void)ftw;
+        if (lchown(path, (uid_t)-1, owner_gid) < 0 ||
+            (type != FTW_SL && chmod(path, (sb->st_mode & 07777) | 0660 |
+                                               (S_ISDIR(sb->st_mode) ? S_ISGID | 0110 : 0)) < 0)) {
+                owner_errno = errno;
+                snprintf(owner_path, sizeof(owner_path), "%s", path);
+                return 1;
+        }
+        return 0;
+}
+
+static int set_ownership(const char *dir, int64_t fs_group, struct cb_error *err)
+{
+        owner_gid = (gid_t)fs_group;
+        owner_errno = 0;
+        if (nftw(dir, own_one, 16, FTW_PHYS) != 0)
+                return cb_error_set(err, owner_errno ? owner_errno : errno,
+                                    "setting the fsGroup %lld ownership of %s", (long long)fs_group,
+                                    owner_errno ? owner_path : dir);
+        return 0;
+}
+
+/* Whether another pod's bind of the PV is mounted (GetMountRefs). */
+static bool other_binds(const char *pattern, const char *dir)
+{
+        glob_t g;
+        bool found = false;
+        if (pattern == NULL || glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+                return false;
+        for (size_t i = 0; i < g.gl_pathc && !found; i++)
+                found = strcmp(g.gl_pathv[i], dir) != 0 && is_mountpoint(g.gl_pathv[i]);
+        globfree(&g);
+        return found;
+}
+
 /* The local volume plugin's SetUpAt for a directory: a bind of the PV's
- * path on the pod's volume directory, "ro" when the claim is read-only. */
-static int bind_local(const char *src, const char *dir, bool ro, struct cb_error *err)
+ * path on the pod's volume directory, "ro" when the claim is read-only;
+ * a writable bind gets the pod's fsGroup ownership when no other pod has
+ * the PV mounted (the plugin sets it on the volume's first mount). */
+static int bind_local(const char *src, const char *dir, bool ro, bool has_fs_group,
+                      int64_t fs_group, const char *refs_glob, struct cb_error *err)
 {
         struct stat sb;
         if (stat(src, &sb) < 0)
@@ -663,12 +715,17 @@ static int bind_local(const char *src, const char *dir, bool ro, struct cb_error
                 return -1;
         if (is_mountpoint(dir))
                 return 0; /* made before (an agent restart) */
+        bool first = !other_binds(refs_glob, dir);
         if (mount(src, dir, NULL, MS_BIND, NULL) < 0)
                 return cb_error_set(err, errno, "mount failed: bind %s on %s", src, dir);
         if (ro && mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0) {
                 int e = errno;
                 umount2(dir, MNT_DETACH);
                 return cb_error_set(err, e, "mount failed: read-only remount of %s", dir);
+        }
+        if (!ro && has_fs_group && first && set_ownership(dir, fs_group, err) < 0) {
+                umount2(dir, MNT_DETACH);
+                return -1;
         }
         return 0;
 }
@@ -679,7 +736,8 @@ static void vjob_work(void *data)
         for (size_t i = 0; i < j->n; i++) {
                 struct vjob_vol *vv = &j->vols[i];
                 if (vv->bind_src != NULL) {
-                        vv->rc = bind_local(vv->bind_src, vv->dir, vv->bind_ro, &vv->err);
+                        vv->rc = bind_local(vv->bind_src, vv->dir, vv->bind_ro, vv->has_fs_group,
+                                            vv->fs_group, vv->refs_glob, &vv->err);
                         continue;
                 }
                 if (cb_mkdir_p(vv->dir, 0750, 0750, &vv->err) < 0) {
@@ -883,15 +941,6 @@ static void pv_accept(struct vol *v)
                            pvn, pod_ns(pv), pv->pod->meta.name, v->spec->name, pvn);
                 return;
         }
-        if (p->source == K8S_PV_LOCAL && pv->pod->spec.security_context.has_fs_group &&
-            !v->spec->claim_read_only) {
-                /* the plugin's SetVolumeOwnership on the first mount */
-                pvc_failed(v, false,
-                           "MountVolume.SetUp failed for volume \"%s\" : pod %s/%s volume \"%s\": "
-                           "fsGroup ownership of local PV %s is not supported by cubelet",
-                           pvn, pod_ns(pv), pv->pod->meta.name, v->spec->name, pvn);
-                return;
-        }
         if (p->source == K8S_PV_OTHER) {
                 const char *src = k8s_pv_source_name(p);
                 pvc_failed(v, false,
@@ -1084,6 +1133,11 @@ static void sync_now(struct ag_pod_volumes *pv)
                             .dir = local_dir(a, pv->env->root_dir, pv->pod->meta.uid, pvn),
                             .bind_src = cb_arena_strdup(a, v->pv->path),
                             .bind_ro = v->spec->claim_read_only,
+                            .has_fs_group = pv->pod->spec.security_context.has_fs_group,
+                            .fs_group = pv->pod->spec.security_context.fs_group,
+                            .refs_glob = cb_arena_printf(
+                                a, "%s/pods/*/volumes/kubernetes.io~local-volume/%s",
+                                pv->env->root_dir, pvn),
                         };
                         continue;
                 }

@@ -159,6 +159,26 @@ poll 20 eval '[ ! -e "$root/pods/$luid" ]' || fail "local's pod directory is lef
 [ "$(cat "$localpv/l" 2>/dev/null)" = local ] || fail "the local PV's data is gone with the pod"
 pass "local PV: bound at pods/<uid>/volumes/kubernetes.io~local-volume/pv-local, written through, unmounted at deletion, the data kept"
 
+# The pod's fsGroup on a writable local PV: the plugin's SetVolumeOwnership
+chmod 0600 "$localpv/l"
+mkpod owned <<EOF
+  securityContext: {fsGroup: 2000}
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'sleep 3600']
+    volumeMounts: [{name: storage, mountPath: /data}]
+  volumes:
+  - name: storage
+    persistentVolumeClaim: {claimName: localclaim}
+EOF
+wait_running owned 60
+[ "$(stat -c '%g %a' "$localpv/l")" = "2000 660" ] || fail "fsGroup: the local PV's file is $(stat -c '%g %a' "$localpv/l"), want 2000 660"
+[ "$(stat -c '%g %a' "$localpv")" = "2000 2775" ] || fail "fsGroup: the local PV's directory is $(stat -c '%g %a' "$localpv"), want 2000 2775"
+k delete pod owned --grace-period=1 >/dev/null
+poll 30 gone owned || fail "owned not gone"
+pass "a pod with fsGroup 2000 on a writable local PV: its files group 2000 with g+rw (0600 -> 660), directories g+rwx and setgid (2775), as SetVolumeOwnership"
+
 mkpv pv-elsewhere <<EOF
   capacity: {storage: 3Gi}
   accessModes: [ReadWriteOnce]

@@ -722,9 +722,13 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         a->env.network_ready = ag_netready_flag(a->netready);
         if (!a->standalone && (a->env.services = ag_services_new()) == NULL)
                 return cb_error_set(err, ENOMEM, "services");
+        if (!a->standalone)
+                a->env.api = a->api; /* persistentVolumeClaim volumes: the PVC and PV GETs */
         if ((!a->standalone && ag_events_new(a->loop, a->api, a->node_name, &a->events, err) < 0) ||
             ag_pods_new(&a->env, a->api, a->events, &a->pod_mgr, err) < 0)
                 return -1;
+        a->env.node = ag_pods_current_node; /* a PV's nodeAffinity against the Node */
+        a->env.node_data = a->pod_mgr;
         network_changed(a);
         a->metrics = ag_metrics_new();
         if (a->metrics == NULL)

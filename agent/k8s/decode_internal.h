@@ -98,3 +98,5 @@ int dec_list_meta(struct dec *d, const cJSON *json, char **rv, char **cont);
 /* Items both the pod and the node decoders use (pod_json.c). */
 int dec_taint_item(struct dec *d, const cJSON *it, void *out);     /* a k8s_taint */
 int dec_condition_item(struct dec *d, const cJSON *it, void *out); /* a k8s_condition */
+int dec_selector_term_item(struct dec *d, const cJSON *it,
+                           void *out); /* a k8s_node_selector_term */

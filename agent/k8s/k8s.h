@@ -342,6 +342,7 @@ enum k8s_volume_kind {
         K8S_VOLUME_SECRET,
         K8S_VOLUME_DOWNWARD_API,
         K8S_VOLUME_PROJECTED,
+        K8S_VOLUME_PVC, /* persistentVolumeClaim: the claim's PV (agent/k8s/pv.h) */
 };
 
 /* items[] of a configMap/secret source: a key to a relative path. */
@@ -406,7 +407,9 @@ struct k8s_volume {
         struct k8s_quantity size_limit;
         char *host_path;
         char *host_path_type;
-        char *other_kind; /* e.g. "configMap" when kind == K8S_VOLUME_OTHER */
+        char *other_kind;     /* e.g. "configMap" when kind == K8S_VOLUME_OTHER */
+        char *claim_name;     /* persistentVolumeClaim.claimName */
+        bool claim_read_only; /* persistentVolumeClaim.readOnly */
 };
 
 /* status.conditions[] of a pod or node. */

@@ -46,7 +46,7 @@ static int selector_term(struct dec *d, const cJSON *it, struct k8s_node_selecto
                    : 0;
 }
 
-static int selector_term_item(struct dec *d, const cJSON *it, void *out)
+int dec_selector_term_item(struct dec *d, const cJSON *it, void *out)
 {
         return selector_term(d, it, out);
 }
@@ -86,7 +86,7 @@ static int decode_affinity(struct dec *d, const cJSON *spec, struct k8s_node_aff
                             dec_path_field(d, "requiredDuringSchedulingIgnoredDuringExecution");
                         na->has_required = true;
                         if (dec_items(d, req, "nodeSelectorTerms", K8S_MAX_ARRAY_ITEMS,
-                                      sizeof(*na->required_terms), true, selector_term_item,
+                                      sizeof(*na->required_terms), true, dec_selector_term_item,
                                       (void **)&na->required_terms, &na->n_required_terms) < 0)
                                 return -1;
                         dec_path_pop(d, o3);
@@ -831,6 +831,17 @@ static int volume_item(struct dec *d, const cJSON *it, void *out)
                 v->kind = K8S_VOLUME_HOST_PATH;
                 if (dec_string(d, src, "path", &v->host_path) < 0 ||
                     dec_string(d, src, "type", &v->host_path_type) < 0)
+                        return -1;
+                dec_path_pop(d, old);
+                return 0;
+        }
+        if (dec_object(d, it, "persistentVolumeClaim", &src) < 0)
+                return -1;
+        if (src != NULL) {
+                size_t old = dec_path_field(d, "persistentVolumeClaim");
+                v->kind = K8S_VOLUME_PVC;
+                if (dec_string(d, src, "claimName", &v->claim_name) < 0 ||
+                    dec_bool(d, src, "readOnly", NULL, &v->claim_read_only) < 0)
                         return -1;
                 dec_path_pop(d, old);
                 return 0;

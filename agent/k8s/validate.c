@@ -120,7 +120,7 @@ int k8s_pod_validate_paths(const struct k8s_pod *p, struct cb_error *err)
                         return -1;
         for (size_t i = 0; i < p->spec.n_volumes; i++) {
                 const struct k8s_volume *v = &p->spec.volumes[i];
-                char f[64];
+                char f[96];
                 snprintf(f, sizeof(f), "spec.volumes[%zu].name", i);
                 if (!k8s_is_dns1123_label(v->name))
                         return invalid(err, f, v->name, LABEL_WHY);
@@ -132,6 +132,12 @@ int k8s_pod_validate_paths(const struct k8s_pod *p, struct cb_error *err)
                     (v->host_path == NULL || v->host_path[0] != '/')) {
                         snprintf(f, sizeof(f), "spec.volumes[%zu].hostPath.path", i);
                         return invalid(err, f, v->host_path, "must be an absolute path");
+                }
+                /* ValidatePersistentVolumeClaimVolumeSource */
+                if (v->kind == K8S_VOLUME_PVC && (v->claim_name == NULL || !v->claim_name[0])) {
+                        snprintf(f, sizeof(f), "spec.volumes[%zu].persistentVolumeClaim.claimName",
+                                 i);
+                        return cb_error_set(err, 0, "%s: Required value", f);
                 }
         }
         return 0;

@@ -793,6 +793,11 @@ void ag_pods_set_static_hooks(struct ag_pods *p, const struct ag_pods_static_hoo
         p->hooks = *h;
 }
 
+const struct k8s_node *ag_pods_current_node(void *pods)
+{
+        return pods != NULL ? ((struct ag_pods *)pods)->node : NULL;
+}
+
 void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
 {
         k8s_node_free(p->node);

@@ -43,6 +43,8 @@ void ag_pods_change(struct ag_pods *p, enum ag_change change, const struct ag_ob
 /* From the node reflector: the node this agent runs (NULL when deleted).
  * Admission waits for the first one. */
 void ag_pods_node(struct ag_pods *p, const struct ag_object *node);
+/* The Node last given to ag_pods_node (borrowed; NULL before). */
+const struct k8s_node *ag_pods_current_node(void *pods);
 
 /* The first pod list arrived: pods this node ran before an agent restart
  * that are gone from the apiserver are stopped and cleaned up. */

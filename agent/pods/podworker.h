@@ -46,6 +46,8 @@ struct k8s_sysctl_allowlist;
 /* httpGet lifecycle hooks in flight at once. */
 #define AG_HOOK_THREADS 4
 
+struct ag_api;
+
 struct ag_node_env {
         struct ag_loop *loop;
         const char *root_dir;     /* --root-dir */
@@ -79,6 +81,10 @@ struct ag_node_env {
         struct ag_objmgr *objects;    /* ConfigMaps/Secrets of the pods (NULL: no apiserver) */
         struct ag_services *services; /* the Services (agent/pods/services.h; NULL: no apiserver) */
         struct ag_tokenmgr *tokens;   /* service-account tokens (NULL: no apiserver) */
+        struct ag_api *api;           /* the PVC and PV GETs (NULL: no apiserver) */
+        /* The Node as last seen (a PV's nodeAffinity); NULL or NULL answer: not known */
+        const struct k8s_node *(*node)(void *node_data);
+        void *node_data;
         /* The runtime's network is ready (a CNI config exists); NULL:
          * always. Pods that need the pod network wait while it is false. */
         const bool *network_ready;

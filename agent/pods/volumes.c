@@ -2,8 +2,11 @@
 #include "agent/pods/volumes.h"
 
 #include <errno.h>
+#include <ftw.h>
+#include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/client/apiclient.h"
 #include "agent/client/tokenmgr.h"
 #include "agent/core/offload.h"
+#include "agent/k8s/pv.h"
 #include "agent/k8s/qos.h"
 #include "lib/wallclock.h"
 #include "lib/cleanup.h"
@@ -21,6 +26,10 @@
 
 #define RETRY_INITIAL_MS 500
 #define RETRY_CAP_MS     122000 /* the kubelet's volume operation backoff: 2 min 2 s */
+/* A claim that is not bound yet, or a PV not there yet, is asked for again
+ * sooner: the kubelet's populator GETs them on each of its passes (100 ms)
+ * while they fail; cubelet backs off from 500 ms to this. */
+#define PVC_RETRY_CAP_MS 8000
 
 /* ---- payloads (pure) ------------------------------------------------------------------- */
 
@@ -31,6 +40,7 @@ bool ag_volume_managed(const struct k8s_volume *v)
         case K8S_VOLUME_SECRET:
         case K8S_VOLUME_DOWNWARD_API:
         case K8S_VOLUME_PROJECTED:
+        case K8S_VOLUME_PVC:
                 return true;
         case K8S_VOLUME_EMPTY_DIR:
                 return v->empty_dir_medium && strcmp(v->empty_dir_medium, "Memory") == 0;
@@ -50,6 +60,8 @@ static const char *plugin_dir(const struct k8s_volume *v)
                 return "kubernetes.io~downward-api";
         case K8S_VOLUME_PROJECTED:
                 return "kubernetes.io~projected";
+        case K8S_VOLUME_PVC:
+                return "kubernetes.io~local-volume"; /* named by the PV (local_dir) */
         default:
                 return "kubernetes.io~empty-dir";
         }
@@ -502,6 +514,14 @@ struct vol {
         char message[sizeof(((struct cb_error *)0)->msg) + 320];
         uint64_t retry_ms; /* backoff after a failure */
         uint64_t retry_at_ms;
+        /* persistentVolumeClaim: the claim and its PV, GET one after the
+         * other (the populator's getPVCExtractPV and getPVSpec) */
+        struct ag_pod_volumes *owner;
+        struct ag_request *req; /* the GET in flight */
+        struct k8s_pvc *pvc;
+        struct k8s_pv *pv;   /* checked: the source to mount */
+        bool process_failed; /* the last failure was the claim's or PV's, not a mount */
+        bool mount_pending;  /* local: the bind is for the next job */
 };
 
 struct ag_pod_volumes {
@@ -527,21 +547,49 @@ struct ag_pod_volumes {
  * (then tries again). */
 #define MOUNT_WAIT_MS 123000
 
-static void report_wait(struct ag_pod_volumes *pv, uint64_t now)
+static int name_cmp(const void *x, const void *y)
 {
-        bool all = true;
-        char names[512] = "";
-        size_t o = 0;
-        for (size_t i = 0; i < pv->n; i++) {
-                if (pv->vols[i].state == V_READY)
+        return strcmp(*(const char *const *)x, *(const char *const *)y);
+}
+
+/* " "-joined sorted names of the volumes not set up (failed: only those
+ * whose claim or PV could not be processed); false when there is none. */
+static bool vol_names(const struct ag_pod_volumes *pv, bool failed, char *buf, size_t size)
+{
+        const char *names[64];
+        size_t n = 0, o = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < pv->n && n < 64; i++) {
+                const struct vol *v = &pv->vols[i];
+                if (v->state == V_READY || (failed && !(v->state == V_FAILED && v->process_failed)))
                         continue;
-                all = false;
-                int k = snprintf(names + o, sizeof(names) - o, "%s%s", o ? " " : "",
-                                 pv->vols[i].spec->name);
-                if (k > 0 && (size_t)k < sizeof(names) - o)
+                names[n++] = v->spec->name;
+        }
+        qsort(names, n, sizeof(names[0]), name_cmp);
+        for (size_t i = 0; i < n; i++) {
+                int k = snprintf(buf + o, size - o, "%s%s", o ? " " : "", names[i]);
+                if (k > 0 && (size_t)k < size - o)
                         o += (size_t)k;
         }
-        if (all) {
+        return n > 0;
+}
+
+/* WaitForAttachAndMount's error as syncPod's FailedMount event words it. */
+static void wait_message(const struct ag_pod_volumes *pv, const char *cause, char *buf, size_t size)
+{
+        char unmounted[512], failed[512];
+        vol_names(pv, false, unmounted, sizeof(unmounted));
+        vol_names(pv, true, failed, sizeof(failed));
+        snprintf(buf, size,
+                 "Unable to attach or mount volumes: unmounted volumes=[%s], unattached "
+                 "volumes=[], failed to process volumes=[%s]: %s",
+                 unmounted, failed, cause);
+}
+
+static void report_wait(struct ag_pod_volumes *pv, uint64_t now)
+{
+        char names[512];
+        if (!vol_names(pv, false, names, sizeof(names))) {
                 pv->wait_since_ms = 0;
                 return;
         }
@@ -551,11 +599,8 @@ static void report_wait(struct ag_pod_volumes *pv, uint64_t now)
             (pv->wait_report_ms && now - pv->wait_report_ms < MOUNT_WAIT_MS))
                 return;
         pv->wait_report_ms = now;
-        char msg[768];
-        snprintf(msg, sizeof(msg),
-                 "Unable to attach or mount volumes: unmounted volumes=[%s], unattached "
-                 "volumes=[], failed to process volumes=[]: timed out waiting for the condition",
-                 names);
+        char msg[4096];
+        wait_message(pv, "timed out waiting for the condition", msg, sizeof(msg));
         if (pv->ops.event)
                 pv->ops.event(pv->data, "Warning", "FailedMount", msg);
 }
@@ -563,6 +608,11 @@ static void report_wait(struct ag_pod_volumes *pv, uint64_t now)
 struct vjob_vol {
         struct vol *v; /* NULL once the pod's volumes are gone */
         char *name, *dir;
+        char *bind_src; /* a local PV's directory, bound on dir */
+        bool bind_ro;
+        bool has_fs_group; /* the pod's fsGroup: the bind's SetVolumeOwnership */
+        int64_t fs_group;
+        char *refs_glob; /* every pod's bind of the same PV */
         bool tmpfs, empty_dir;
         char *tmpfs_opts;
         bool write;
@@ -589,10 +639,95 @@ static void schedule(struct ag_pod_volumes *pv, uint64_t ms)
 
 static bool is_mountpoint(const char *dir)
 {
+        /* A bind from the same file system has its parent's st_dev. */
+        struct statx sx;
+        if (statx(AT_FDCWD, dir, AT_SYMLINK_NOFOLLOW, 0, &sx) == 0 &&
+            (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+                return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
         struct stat a, b;
         char parent[PATH_MAX];
         snprintf(parent, sizeof(parent), "%s/..", dir);
         return stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+}
+
+/* volume.SetVolumeOwnership with fsGroupChangePolicy Always: every file
+ * and directory (symlinks not followed) gets the group fsGroup and g+rw,
+ * directories also g+x and setgid; a symlink only its group. */
+static _Thread_local gid_t owner_gid;
+static _Thread_local int owner_errno;
+static _Thread_local char owner_path[256];
+
+static int own_one(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+        (void)ftw;
+        if (lchown(path, (uid_t)-1, owner_gid) < 0 ||
+            (type != FTW_SL && chmod(path, (sb->st_mode & 07777) | 0660 |
+                                               (S_ISDIR(sb->st_mode) ? S_ISGID | 0110 : 0)) < 0)) {
+                owner_errno = errno;
+                snprintf(owner_path, sizeof(owner_path), "%s", path);
+                return 1;
+        }
+        return 0;
+}
+
+static int set_ownership(const char *dir, int64_t fs_group, struct cb_error *err)
+{
+        owner_gid = (gid_t)fs_group;
+        owner_errno = 0;
+        if (nftw(dir, own_one, 16, FTW_PHYS) != 0)
+                return cb_error_set(err, owner_errno ? owner_errno : errno,
+                                    "setting the fsGroup %lld ownership of %s", (long long)fs_group,
+                                    owner_errno ? owner_path : dir);
+        return 0;
+}
+
+/* Whether another pod's bind of the PV is mounted (GetMountRefs). */
+static bool other_binds(const char *pattern, const char *dir)
+{
+        glob_t g;
+        bool found = false;
+        if (pattern == NULL || glob(pattern, GLOB_NOSORT, NULL, &g) != 0)
+                return false;
+        for (size_t i = 0; i < g.gl_pathc && !found; i++)
+                found = strcmp(g.gl_pathv[i], dir) != 0 && is_mountpoint(g.gl_pathv[i]);
+        globfree(&g);
+        return found;
+}
+
+/* The local volume plugin's SetUpAt for a directory: a bind of the PV's
+ * path on the pod's volume directory, "ro" when the claim is read-only;
+ * a writable bind gets the pod's fsGroup ownership when no other pod has
+ * the PV mounted (the plugin sets it on the volume's first mount). */
+static int bind_local(const char *src, const char *dir, bool ro, bool has_fs_group,
+                      int64_t fs_group, const char *refs_glob, struct cb_error *err)
+{
+        struct stat sb;
+        if (stat(src, &sb) < 0)
+                return cb_error_set(err, errno, "local volume path %s", src);
+        if (S_ISBLK(sb.st_mode))
+                return cb_error_set(err, 0,
+                                    "local volume path %s is a block device: cubelet mounts "
+                                    "only directory local volumes",
+                                    src);
+        if (!S_ISDIR(sb.st_mode))
+                return cb_error_set(err, 0, "local volume path %s is not a directory", src);
+        if (cb_mkdir_p(dir, 0750, 0750, err) < 0)
+                return -1;
+        if (is_mountpoint(dir))
+                return 0; /* made before (an agent restart) */
+        bool first = !other_binds(refs_glob, dir);
+        if (mount(src, dir, NULL, MS_BIND, NULL) < 0)
+                return cb_error_set(err, errno, "mount failed: bind %s on %s", src, dir);
+        if (ro && mount(NULL, dir, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) < 0) {
+                int e = errno;
+                umount2(dir, MNT_DETACH);
+                return cb_error_set(err, e, "mount failed: read-only remount of %s", dir);
+        }
+        if (!ro && has_fs_group && first && set_ownership(dir, fs_group, err) < 0) {
+                umount2(dir, MNT_DETACH);
+                return -1;
+        }
+        return 0;
 }
 
 static void vjob_work(void *data)
@@ -600,6 +735,11 @@ static void vjob_work(void *data)
         struct vjob *j = data;
         for (size_t i = 0; i < j->n; i++) {
                 struct vjob_vol *vv = &j->vols[i];
+                if (vv->bind_src != NULL) {
+                        vv->rc = bind_local(vv->bind_src, vv->dir, vv->bind_ro, vv->has_fs_group,
+                                            vv->fs_group, vv->refs_glob, &vv->err);
+                        continue;
+                }
                 if (cb_mkdir_p(vv->dir, 0750, 0750, &vv->err) < 0) {
                         vv->rc = -1;
                         continue;
@@ -635,6 +775,7 @@ static void vjob_done(void *data, bool cancelled)
                         struct vol *v = vv->v;
                         if (vv->rc < 0) {
                                 v->state = v->ever_ready ? V_READY : V_FAILED;
+                                v->process_failed = false;
                                 snprintf(v->message, sizeof(v->message),
                                          "MountVolume.SetUp failed for volume \"%s\" : %s",
                                          vv->name, vv->err.msg);
@@ -651,6 +792,8 @@ static void vjob_done(void *data, bool cancelled)
                                 v->ever_ready = true;
                                 v->retry_ms = 0;
                                 v->message[0] = '\0';
+                                if (vv->bind_src != NULL)
+                                        v->mount_pending = false;
                         }
                 }
                 if (pv->dirty)
@@ -702,6 +845,245 @@ static int get_token(void *ctx, const struct k8s_projection *p, const char **ret
         return r;
 }
 
+/* ---- persistentVolumeClaim volumes ---- */
+
+static const char *pod_ns(const struct ag_pod_volumes *pv)
+{
+        return pv->pod->meta.namespace_ ? pv->pod->meta.namespace_ : "default";
+}
+
+/* Whether a container (init or regular) mounts the volume. */
+static bool pod_mounts(const struct k8s_pod *pod, const char *name)
+{
+        const struct k8s_pod_spec *s = &pod->spec;
+        for (size_t i = 0; i < s->n_init_containers + s->n_containers; i++) {
+                const struct k8s_container *c = i < s->n_init_containers
+                                                    ? &s->init_containers[i]
+                                                    : &s->containers[i - s->n_init_containers];
+                for (size_t k = 0; k < c->n_volume_mounts; k++)
+                        if (c->volume_mounts[k].name && strcmp(c->volume_mounts[k].name, name) == 0)
+                                return true;
+        }
+        return false;
+}
+
+/* What client-go's error says: the Status message, else the transport's. */
+static const char *answer_error(const struct ag_api_result *res)
+{
+        const cJSON *m = res->json ? cJSON_GetObjectItemCaseSensitive(res->json, "message") : NULL;
+        if (cJSON_IsString(m) && m->valuestring[0])
+                return m->valuestring;
+        return res->error ? res->error : "no answer";
+}
+
+/* A claim that cannot be used yet. process: the populator's error ("error
+ * processing PVC ns/name: ...", in syncPod's "Unable to attach or mount
+ * volumes" event); else a mount's (the message is the whole event). The
+ * next sync asks again after the backoff. */
+static void pvc_failed(struct vol *v, bool process, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void pvc_failed(struct vol *v, bool process, const char *fmt, ...)
+{
+        struct ag_pod_volumes *pv = v->owner;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(v->message, sizeof(v->message), fmt, ap);
+        va_end(ap);
+        k8s_pv_free(v->pv);
+        v->pv = NULL;
+        v->mount_pending = false;
+        v->state = V_FAILED;
+        v->process_failed = process;
+        v->retry_ms = v->retry_ms ? v->retry_ms * 2 : (uint64_t)RETRY_INITIAL_MS;
+        if (v->retry_ms > PVC_RETRY_CAP_MS)
+                v->retry_ms = PVC_RETRY_CAP_MS;
+        v->retry_at_ms = ag_now_ms() + v->retry_ms;
+        if (pv->ops.event) {
+                if (process) {
+                        char msg[4096];
+                        wait_message(pv, v->message, msg, sizeof(msg));
+                        pv->ops.event(pv->data, "Warning", "FailedMount", msg);
+                } else {
+                        pv->ops.event(pv->data, "Warning", "FailedMount", v->message);
+                }
+        }
+        schedule(pv, 0); /* sync_now arms the retry with the others */
+        if (pv->ops.changed)
+                pv->ops.changed(pv->data);
+}
+
+/* The PV is the claim's and can be mounted here: hostPath is ready (its
+ * type is checked at each container start, as an inline hostPath), local
+ * is bound by the next job; any other source is refused by name. */
+static void pv_accept(struct vol *v)
+{
+        struct ag_pod_volumes *pv = v->owner;
+        const struct k8s_pv *p = v->pv;
+        const char *pvn = p->meta.name ? p->meta.name : "";
+        struct cb_error err = {0};
+        const struct k8s_node *node = pv->env->node ? pv->env->node(pv->env->node_data) : NULL;
+        if (k8s_pv_node_affinity_check(p, node, &err) < 0) {
+                pvc_failed(v, false, "MountVolume.NodeAffinity check failed for volume \"%s\" : %s",
+                           pvn, err.msg);
+                return;
+        }
+        if (p->source == K8S_PV_HOST_PATH && p->n_mount_options > 0) {
+                pvc_failed(v, false,
+                           "MountVolume.MountOptionSupport check failed for volume \"%s\" : mount "
+                           "options are not supported for this volume type",
+                           pvn);
+                return;
+        }
+        if (p->source == K8S_PV_LOCAL && p->n_mount_options > 0) {
+                pvc_failed(v, false,
+                           "MountVolume.SetUp failed for volume \"%s\" : pod %s/%s volume \"%s\": "
+                           "mountOptions of local PV %s are not supported by cubelet",
+                           pvn, pod_ns(pv), pv->pod->meta.name, v->spec->name, pvn);
+                return;
+        }
+        if (p->source == K8S_PV_OTHER) {
+                const char *src = k8s_pv_source_name(p);
+                pvc_failed(v, false,
+                           "MountVolume.SetUp failed for volume \"%s\" : pod %s/%s volume \"%s\": "
+                           "PV %s has a %s source: %s volumes are not supported by cubelet (it "
+                           "mounts hostPath and local PVs)",
+                           pvn, pod_ns(pv), pv->pod->meta.name, v->spec->name, pvn, src, src);
+                return;
+        }
+        if (p->path == NULL || p->path[0] != '/') {
+                pvc_failed(v, false,
+                           "MountVolume.SetUp failed for volume \"%s\" : path \"%s\" is "
+                           "not absolute",
+                           pvn, p->path ? p->path : "");
+                return;
+        }
+        if (p->source == K8S_PV_LOCAL) {
+                v->mount_pending = true;
+                v->state = V_PENDING; /* the bind now, not after an earlier failure's backoff */
+                schedule(pv, 0);
+                return;
+        }
+        v->state = V_READY;
+        v->ever_ready = true;
+        v->retry_ms = 0;
+        v->message[0] = '\0';
+        if (pv->ops.changed)
+                pv->ops.changed(pv->data);
+}
+
+static void on_pv(struct ag_api_result *res, void *data)
+{
+        struct vol *v = data;
+        const char *claim = v->spec->claim_name;
+        const char *pvn = v->pvc->volume_name;
+        struct cb_error err = {0};
+        v->req = NULL;
+        if (res->status != 200) {
+                pvc_failed(v, true,
+                           "error processing PVC %s/%s: failed to fetch PV %s from API "
+                           "server: %s",
+                           pod_ns(v->owner), claim, pvn, answer_error(res));
+                return;
+        }
+        if (k8s_pv_from_json(res->json, &v->pv, &err) < 0) {
+                pvc_failed(v, true, "error processing PVC %s/%s: PV %s: %s", pod_ns(v->owner),
+                           claim, pvn, err.msg);
+                return;
+        }
+        if (k8s_pv_check(v->pv, v->pvc, v->spec->name, pod_mounts(v->owner->pod, v->spec->name),
+                         &err) < 0) {
+                pvc_failed(v, true, "error processing PVC %s/%s: %s", pod_ns(v->owner), claim,
+                           err.msg);
+                return;
+        }
+        pv_accept(v);
+}
+
+static void on_pvc(struct ag_api_result *res, void *data)
+{
+        struct vol *v = data;
+        struct ag_pod_volumes *pv = v->owner;
+        const char *claim = v->spec->claim_name;
+        struct cb_error err = {0};
+        v->req = NULL;
+        k8s_pvc_free(v->pvc);
+        v->pvc = NULL;
+        if (res->status != 200) {
+                pvc_failed(v, true,
+                           "error processing PVC %s/%s: failed to fetch PVC from API server: %s",
+                           pod_ns(pv), claim, answer_error(res));
+                return;
+        }
+        if (k8s_pvc_from_json(res->json, &v->pvc, &err) < 0 || k8s_pvc_check(v->pvc, &err) < 0) {
+                pvc_failed(v, true, "error processing PVC %s/%s: %s", pod_ns(pv), claim, err.msg);
+                return;
+        }
+        _cleanup_free_ char *name = ag_api_escape(v->pvc->volume_name);
+        char path[1024];
+        snprintf(path, sizeof(path), "/api/v1/persistentvolumes/%s", name ? name : "");
+        struct ag_api_req_opts opts = {0};
+        if (name == NULL ||
+            (v->req = ag_api_request(pv->env->api, "GET", path, &opts, on_pv, v, &err)) == NULL)
+                pvc_failed(v, true,
+                           "error processing PVC %s/%s: failed to fetch PV %s from API "
+                           "server: %s",
+                           pod_ns(pv), claim, v->pvc->volume_name,
+                           name ? err.msg : "out of memory");
+}
+
+static void pvc_start(struct ag_pod_volumes *pv, struct vol *v)
+{
+        const char *claim = v->spec->claim_name ? v->spec->claim_name : "";
+        struct cb_error err = {0};
+        if (pv->env->api == NULL) {
+                pvc_failed(v, true,
+                           "error processing PVC %s/%s: failed to fetch PVC from API "
+                           "server: no apiserver to read it from",
+                           pod_ns(pv), claim);
+                return;
+        }
+        _cleanup_free_ char *ns = ag_api_escape(pod_ns(pv));
+        _cleanup_free_ char *name = ag_api_escape(claim);
+        char path[1024];
+        snprintf(path, sizeof(path), "/api/v1/namespaces/%s/persistentvolumeclaims/%s",
+                 ns ? ns : "", name ? name : "");
+        struct ag_api_req_opts opts = {0};
+        if (ns == NULL || name == NULL ||
+            (v->req = ag_api_request(pv->env->api, "GET", path, &opts, on_pvc, v, &err)) == NULL)
+                pvc_failed(v, true,
+                           "error processing PVC %s/%s: failed to fetch PVC from API server: %s",
+                           pod_ns(pv), claim, ns && name ? err.msg : "out of memory");
+}
+
+static char *local_dir(struct cb_arena *a, const char *root_dir, const char *uid, const char *pv)
+{
+        return cb_arena_printf(a, "%s/pods/%s/volumes/kubernetes.io~local-volume/%s", root_dir, uid,
+                               pv);
+}
+
+int ag_pod_volumes_pvc_source(const struct ag_pod_volumes *pv, const struct k8s_volume *v,
+                              struct cb_arena *a, struct ag_pvc_source *ret, struct cb_error *err)
+{
+        const struct vol *vol = NULL;
+        for (size_t i = 0; pv && i < pv->n && vol == NULL; i++)
+                if (pv->vols[i].spec == v)
+                        vol = &pv->vols[i];
+        if (vol == NULL || vol->state != V_READY || vol->pv == NULL)
+                return cb_error_set(err, 0, "volume \"%s\" is not set up yet", v->name);
+        const struct k8s_pv *p = vol->pv;
+        *ret = (struct ag_pvc_source){
+            .pv_name = p->meta.name,
+            .local = p->source == K8S_PV_LOCAL,
+            .path = p->path,
+            .host_path_type = p->host_path_type,
+            .read_only = v->claim_read_only,
+        };
+        if (ret->local &&
+            (ret->path = local_dir(a, pv->env->root_dir, pv->pod->meta.uid, p->meta.name)) == NULL)
+                return cb_error_set(err, ENOMEM, "volume %s", v->name);
+        return 0;
+}
+
 static void sync_now(struct ag_pod_volumes *pv)
 {
         if (pv->job != NULL) {
@@ -732,6 +1114,31 @@ static void sync_now(struct ag_pod_volumes *pv)
                 if (v->state == V_FAILED && v->retry_at_ms > now) {
                         uint64_t d = v->retry_at_ms - now;
                         next = d < next ? d : next;
+                        continue;
+                }
+                if (v->spec->kind == K8S_VOLUME_PVC) {
+                        if (v->req != NULL || v->state == V_READY)
+                                continue; /* asked, or set up for good */
+                        if (!v->mount_pending) {
+                                pvc_start(pv, v);
+                                if (v->state == V_FAILED && v->req == NULL &&
+                                    v->retry_at_ms > now && v->retry_at_ms - now < next)
+                                        next = v->retry_at_ms - now; /* failed at once */
+                                continue;
+                        }
+                        const char *pvn = v->pv->meta.name;
+                        j->vols[j->n++] = (struct vjob_vol){
+                            .v = v,
+                            .name = cb_arena_strdup(a, pvn),
+                            .dir = local_dir(a, pv->env->root_dir, pv->pod->meta.uid, pvn),
+                            .bind_src = cb_arena_strdup(a, v->pv->path),
+                            .bind_ro = v->spec->claim_read_only,
+                            .has_fs_group = pv->pod->spec.security_context.has_fs_group,
+                            .fs_group = pv->pod->spec.security_context.fs_group,
+                            .refs_glob = cb_arena_printf(
+                                a, "%s/pods/*/volumes/kubernetes.io~local-volume/%s",
+                                pv->env->root_dir, pvn),
+                        };
                         continue;
                 }
                 struct vjob_vol *vv = &j->vols[j->n];
@@ -853,8 +1260,10 @@ int ag_pod_volumes_new(const struct ag_node_env *env, const struct k8s_pod *pod,
                 return cb_error_set(err, ENOMEM, "out of memory");
         }
         for (size_t i = 0; i < pod->spec.n_volumes; i++)
-                if (ag_volume_managed(&pod->spec.volumes[i]))
+                if (ag_volume_managed(&pod->spec.volumes[i])) {
+                        pv->vols[pv->n].owner = pv;
                         pv->vols[pv->n++].spec = &pod->spec.volumes[i];
+                }
         pv->n_refs = ag_pod_object_refs(pv->refs_arena, pod, &pv->refs);
         if (pv->n_refs && env->objects &&
             ag_objmgr_register(env->objects, pod->meta.uid,
@@ -902,6 +1311,13 @@ void ag_pod_volumes_free(struct ag_pod_volumes *pv)
                 pv->job->pv = NULL; /* finishes detached */
                 for (size_t i = 0; i < pv->job->n; i++)
                         pv->job->vols[i].v = NULL;
+        }
+        for (size_t i = 0; pv->vols && i < pv->n; i++) {
+                struct vol *v = &pv->vols[i];
+                if (v->req != NULL)
+                        ag_api_cancel(v->req);
+                k8s_pvc_free(v->pvc);
+                k8s_pv_free(v->pv);
         }
         if (pv->env->objects && pv->pod)
                 ag_objmgr_unregister(pv->env->objects, pv->pod->meta.uid);

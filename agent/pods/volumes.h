@@ -19,6 +19,15 @@
  * the files at once; every AG_VOLUME_RESYNC_S (the kubelet's sync period)
  * and when a token is due, the volumes are made again (unchanged payloads
  * write nothing). All file system work runs off the loop.
+ *
+ * persistentVolumeClaim volumes are set up here too: the claim, then its
+ * PV, are read with a GET each (agent/k8s/pv.h has the kubelet's checks),
+ * once per pod; a failure is syncPod's "Unable to attach or mount volumes:
+ * ... failed to process volumes=[v]: error processing PVC ns/c: ..." event
+ * and a retry. A hostPath PV needs nothing more (each container binds its
+ * path); a local PV's directory is bound at
+ * <root>/pods/<uid>/volumes/kubernetes.io~local-volume/<pv>; other PV
+ * sources are refused naming the pod, volume, PV and source.
  */
 
 #include <stdbool.h>
@@ -58,7 +67,8 @@ int ag_volume_payload(struct cb_arena *a, const struct k8s_pod *pod, const struc
                       const struct ag_volume_lookup *lk, const struct ag_env_context *ctx,
                       struct ag_payload_file **ret, size_t *ret_n, struct cb_error *err);
 
-/* Whether the volume is one this module makes (API data, emptyDir Memory). */
+/* Whether the volume is one this module makes (API data, emptyDir
+ * Memory, persistentVolumeClaim). */
 bool ag_volume_managed(const struct k8s_volume *v);
 /* Its directory on the node (in arena). */
 char *ag_volume_dir(struct cb_arena *a, const char *root_dir, const char *uid,
@@ -94,6 +104,20 @@ bool ag_pod_volumes_busy(const struct ag_pod_volumes *pv);
 void ag_pod_volumes_free(struct ag_pod_volumes *pv);
 /* Syncs now (the wall clock was set: token refreshes are due from a new now). */
 void ag_pod_volumes_resync(struct ag_pod_volumes *pv);
+
+/* A persistentVolumeClaim volume once ready: its PV's source. local:
+ * path is the pod's bind of the PV's directory; else a hostPath PV's
+ * path and type, checked as an inline hostPath's. read_only: the claim
+ * source's readOnly (the mounter's attribute: every mount read-only). */
+struct ag_pvc_source {
+        const char *pv_name;
+        bool local;
+        const char *path;
+        const char *host_path_type;
+        bool read_only;
+};
+int ag_pod_volumes_pvc_source(const struct ag_pod_volumes *pv, const struct k8s_volume *v,
+                              struct cb_arena *a, struct ag_pvc_source *ret, struct cb_error *err);
 
 /* Unmounts every mount under <root>/pods/<uid> (tmpfs volumes, subPath
  * binds), deepest first; before the directory is removed. */

@@ -290,6 +290,31 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         return submit_pull(w, c, image);
 }
 
+/* A hostPath (inline, or a PV's) with its type's checks: DirectoryOrCreate
+ * and FileOrCreate make it, Directory and File must be one. */
+static int host_path_source(const char *name, const char *path, const char *type,
+                            struct ag_volume_source *src, struct cb_error *err)
+{
+        struct stat sb;
+        type = type ? type : "";
+        if (strcmp(type, "DirectoryOrCreate") == 0 && cb_mkdir_p(path, 0755, 0755, NULL) < 0)
+                return cb_error_set(err, errno, "volume %s: cannot create %s", name, path);
+        if (strcmp(type, "FileOrCreate") == 0) {
+                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (fd < 0)
+                        return cb_error_set(err, errno, "volume %s: cannot create %s", name, path);
+                close(fd);
+        }
+        if (stat(path, &sb) < 0)
+                return cb_error_set(err, errno, "volume %s: hostPath %s", name, path);
+        if ((strcmp(type, "Directory") == 0 && !S_ISDIR(sb.st_mode)) ||
+            (strcmp(type, "File") == 0 && !S_ISREG(sb.st_mode)))
+                return cb_error_set(err, 0, "volume %s: hostPath %s is not a %s", name, path, type);
+        src->type = RT_MOUNT_BIND;
+        src->source = path;
+        return 0;
+}
+
 /* Makes the pod's volumes ready on the node (the emptyDir directories,
  * hostPath checks and creation) for ag_container_config_build. Only the
  * volumes this container mounts. */
@@ -313,7 +338,21 @@ static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_are
                 if (v == NULL || seen)
                         continue; /* the builder names a missing one */
                 struct ag_volume_source src = {.name = v->name};
-                if (ag_volume_managed(v)) {
+                if (v->kind == K8S_VOLUME_PVC) {
+                        /* the claim's PV: hostPath as an inline one, local
+                         * through the pod's bind of its directory */
+                        struct ag_pvc_source ps;
+                        if (ag_pod_volumes_pvc_source(w->volumes, v, a, &ps, err) < 0)
+                                return -1;
+                        if (ps.local) {
+                                src.type = RT_MOUNT_BIND;
+                                src.source = ps.path;
+                        } else if (host_path_source(v->name, ps.path, ps.host_path_type, &src,
+                                                    err) < 0) {
+                                return -1;
+                        }
+                        src.read_only = ps.read_only;
+                } else if (ag_volume_managed(v)) {
                         if (pw_volume_source(w, v, a, &src, err) < 0)
                                 return -1;
                 } else if (v->kind == K8S_VOLUME_EMPTY_DIR) {
@@ -327,29 +366,9 @@ static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_are
                         src.type = RT_MOUNT_BIND;
                         src.source = dir;
                 } else if (v->kind == K8S_VOLUME_HOST_PATH) {
-                        const char *type = v->host_path_type ? v->host_path_type : "";
-                        struct stat sb;
-                        if (strcmp(type, "DirectoryOrCreate") == 0 &&
-                            cb_mkdir_p(v->host_path, 0755, 0755, NULL) < 0)
-                                return cb_error_set(err, errno, "volume %s: cannot create %s",
-                                                    v->name, v->host_path);
-                        if (strcmp(type, "FileOrCreate") == 0) {
-                                int fd = open(v->host_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-                                if (fd < 0)
-                                        return cb_error_set(err, errno,
-                                                            "volume %s: cannot create %s", v->name,
-                                                            v->host_path);
-                                close(fd);
-                        }
-                        if (stat(v->host_path, &sb) < 0)
-                                return cb_error_set(err, errno, "volume %s: hostPath %s", v->name,
-                                                    v->host_path);
-                        if ((strcmp(type, "Directory") == 0 && !S_ISDIR(sb.st_mode)) ||
-                            (strcmp(type, "File") == 0 && !S_ISREG(sb.st_mode)))
-                                return cb_error_set(err, 0, "volume %s: hostPath %s is not a %s",
-                                                    v->name, v->host_path, type);
-                        src.type = RT_MOUNT_BIND;
-                        src.source = v->host_path;
+                        if (host_path_source(v->name, v->host_path, v->host_path_type, &src, err) <
+                            0)
+                                return -1;
                 } else {
                         return cb_error_set(err, 0,
                                             "volume \"%s\": %s volumes are not supported by "

@@ -302,9 +302,13 @@ static void teardown_work(void *data)
                 j->cgroup_failed = true;
                 teardown_error(j, "error removing the pod cgroup", err.msg);
         }
-        /* The volumes' tmpfs and subPath binds go before the directory. */
-        if (ag_pod_volumes_unmount_all(j->root_dir, j->uid, &err) < 0)
+        /* The volumes' tmpfs, local PV and subPath binds go before the
+         * directory; one left mounted keeps it (the removal would reach
+         * into the volume: a local PV's data, a hostPath's files). */
+        if (ag_pod_volumes_unmount_all(j->root_dir, j->uid, &err) < 0) {
                 teardown_error(j, "error unmounting the pod's volumes", err.msg);
+                return;
+        }
         char dir[RT_PATH_MAX];
         snprintf(dir, sizeof(dir), "%s/pods/%s", j->root_dir, j->uid);
         rt_rm_rf(dir, NULL);
@@ -413,12 +417,13 @@ int pw_teardown(struct ag_pod_worker *w)
                 if (w->cgroup_created && cg_destroy(w->pod_cgroup, &err) < 0)
                         pw_emit_event(w, NULL, "Warning", "FailedKillPod",
                                       "error removing the pod cgroup: %s", err.msg);
+                char dir[RT_PATH_MAX];
+                snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
                 if (ag_pod_volumes_unmount_all(w->env->root_dir, uid, &err) < 0)
                         pw_emit_event(w, NULL, "Warning", "FailedKillPod",
                                       "error unmounting the pod's volumes: %s", err.msg);
-                char dir[RT_PATH_MAX];
-                snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
-                rt_rm_rf(dir, NULL);
+                else /* never into a volume still mounted */
+                        rt_rm_rf(dir, NULL);
         }
         torn_down(w);
         return 0;

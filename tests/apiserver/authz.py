@@ -427,6 +427,16 @@ class NodeAuthorizer:
                     return True
             except ApiError:
                 pass
+        if kind == "persistentvolumes":
+            # pv -> pvc from the PV's claimRef (graph_populator AddPV), then
+            # the claim's edge to the node's pods
+            try:
+                pv = self.api.get(reg.find_resource("", "v1", "persistentvolumes"), None, name)
+            except ApiError:
+                return False
+            ref = (pv.get("spec") or {}).get("claimRef") or {}
+            return bool(ref.get("name")) and self.related(
+                node, "persistentvolumeclaims", ref.get("namespace") or "", ref["name"])
         for p in self._pods_on(node):
             if p["metadata"].get("namespace") != ns:
                 continue
@@ -454,6 +464,8 @@ class NodeAuthorizer:
                     if a.verb not in ("update", "patch"):
                         return None, "can only get/update/patch this type"
                     return self._graph(node, r, a)
+                return self._get(node, r, a)
+            if g == "" and r == "persistentvolumes":
                 return self._get(node, r, a)
             if g == "" and r == "serviceaccounts":
                 if a.verb != "create" or not a.name:

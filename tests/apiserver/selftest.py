@@ -24,10 +24,12 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import authz  # noqa: E402
 import patch  # noqa: E402
 import proto  # noqa: E402
 import registry as reg  # noqa: E402
 import spdy  # noqa: E402
+import storage  # noqa: E402
 import streams  # noqa: E402
 import tables  # noqa: E402
 import ws  # noqa: E402
@@ -660,6 +662,162 @@ class WebSocket(unittest.TestCase):
         st = streams.upgrade_failure_status(404, b'{"kind":"Status","apiVersion":"v1",'
                                             b'"status":"Failure","message":"m","code":404}')
         self.assertEqual(st, {"metadata": {}, "status": "Failure", "message": "m", "code": 404})
+
+
+class DictApi:
+    """Api's get/list/update over a dict, for the binder and the authorizer."""
+
+    def __init__(self, objs):
+        self.objs = {(r, ns, n): o for (r, ns, n), o in objs.items()}
+
+    def get(self, res, ns, name):
+        try:
+            return json.loads(json.dumps(self.objs[(res.name, ns, name)]))
+        except KeyError:
+            raise reg.not_found(res, name)
+
+    def list(self, res, ns, q):
+        node = (q.get("fieldSelector") or "").partition("spec.nodeName=")[2]
+        out = [json.loads(json.dumps(o)) for (r, n, _), o in sorted(self.objs.items())
+               if r == res.name and ns in (None, n) and
+               (not node or (o.get("spec") or {}).get("nodeName") == node)]
+        return out, {}
+
+    def update(self, res, ns, name, fn):
+        new = fn(self.get(res, ns, name))
+        reg.validate(res, new)
+        self.objs[(res.name, ns, name)] = new
+        return new
+
+
+class Storage(unittest.TestCase):
+    """PersistentVolumes and claims (storage.py): validation, the binder,
+    the Node authorizer's pv -> pvc -> pod edge."""
+
+    @classmethod
+    def setUpClass(cls):
+        storage.install()  # as server.py does (idempotent)
+
+    def pv(self, name, **spec):
+        o = {"metadata": {"name": name, "uid": "u-" + name, "resourceVersion": "1"},
+             "spec": dict({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                           "hostPath": {"path": "/x"}}, **spec),
+             "status": {"phase": "Available"}}
+        storage.default_pv(o)
+        return o
+
+    def pvc(self, name, **spec):
+        o = {"metadata": {"name": name, "namespace": "d", "uid": "u-" + name,
+                          "resourceVersion": "1"},
+             "spec": dict({"accessModes": ["ReadWriteOnce"],
+                           "resources": {"requests": {"storage": "1Gi"}}}, **spec),
+             "status": {"phase": "Pending"}}
+        storage.default_pvc(o)
+        return o
+
+    def test_validation(self):
+        cases = [
+            (storage.PV, {"spec": {"accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/a"}}},
+             "spec.capacity: Required value"),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"}, "hostPath": {"path": "/a"}}},
+             "spec.accessModes: Required value"),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["RWO"],
+                                   "hostPath": {"path": "/a"}}},
+             'spec.accessModes: Unsupported value: "RWO"'),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"},
+                                   "accessModes": ["ReadWriteOnce"]}},
+             "spec: Required value: must specify a volume type"),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                   "hostPath": {"path": "/a"}, "nfs": {"server": "s", "path": "/"}}},
+             "spec.nfs: Forbidden: may not specify more than 1 volume type"),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                   "hostPath": {"path": "/a/../b"}}},
+             'spec.hostPath.path: Invalid value: "/a/../b": must not contain \'..\''),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                   "local": {"path": "rel"}}},
+             'spec.local.path: Invalid value: "rel": must be an absolute path'),
+            (storage.PV, {"spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                   "local": {"path": "/l"}}},
+             "spec.nodeAffinity: Required value: Local volume requires node affinity"),
+            (storage.PVC, {"spec": {"resources": {"requests": {"storage": "1Gi"}}}},
+             "spec.accessModes: Required value: at least 1 access mode is required"),
+            (storage.PVC, {"spec": {"accessModes": ["ReadWriteOnce"]}},
+             "spec.resources[storage]: Required value"),
+        ]
+        for res, body, want in cases:
+            obj = dict({"metadata": {"name": "x"}}, **body)
+            with self.subTest(want), self.assertRaises(reg.ApiError) as e:
+                reg.validate(res, obj)
+            self.assertEqual(e.exception.code, 422)
+            self.assertIn(want, e.exception.message)
+        # the spec of a claim is immutable, but volumeName may be set once
+        old = self.pvc("c")
+        new = json.loads(json.dumps(old))
+        new["spec"]["volumeName"] = "pv"
+        self.assertEqual(storage.update_pvc("", old, new)["spec"]["volumeName"], "pv")
+        new["spec"]["accessModes"] = ["ReadWriteMany"]
+        with self.assertRaises(reg.ApiError) as e:
+            storage.update_pvc("", old, new)
+        self.assertIn("spec: Forbidden: spec is immutable after creation", e.exception.message)
+        with self.assertRaises(reg.ApiError) as e:
+            storage.update_pv("", self.pv("p"), self.pv("p", hostPath={"path": "/y"}))
+        self.assertIn("spec.persistentvolumesource is immutable", e.exception.message)
+
+    def test_binder(self):
+        api = DictApi({
+            ("persistentvolumes", None, "big"): self.pv("big", capacity={"storage": "10Gi"}),
+            ("persistentvolumes", None, "small"): self.pv("small", capacity={"storage": "2Gi"}),
+            ("persistentvolumes", None, "tiny"): self.pv("tiny", capacity={"storage": "1Mi"}),
+            ("persistentvolumes", None, "rwx"): self.pv("rwx", accessModes=["ReadWriteMany"]),
+            ("persistentvolumeclaims", "d", "want2"): self.pvc(
+                "want2", resources={"requests": {"storage": "2Gi"}}),
+            ("persistentvolumeclaims", "d", "named"): self.pvc("named", volumeName="big"),
+            ("persistentvolumeclaims", "d", "many"): self.pvc(
+                "many", accessModes=["ReadWriteMany"], storageClassName="fast"),
+        })
+        storage.sync_volumes(api)
+        c = api.get(storage.PVC, "d", "want2")
+        self.assertEqual(c["spec"]["volumeName"], "small")  # the smallest that fits
+        self.assertEqual(c["status"], {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                                       "capacity": {"storage": "2Gi"}})
+        self.assertEqual(c["metadata"]["annotations"], {storage.BIND_COMPLETED: "yes",
+                                                        storage.BOUND_BY_CONTROLLER: "yes"})
+        v = api.get(storage.PV, None, "small")
+        self.assertEqual(v["spec"]["claimRef"]["uid"], "u-want2")
+        self.assertEqual(v["status"]["phase"], "Bound")
+        n = api.get(storage.PVC, "d", "named")
+        self.assertEqual((n["status"]["phase"], n["metadata"]["annotations"]),
+                         ("Bound", {storage.BIND_COMPLETED: "yes"}))
+        self.assertEqual(api.get(storage.PVC, "d", "many")["status"]["phase"], "Pending")
+        self.assertEqual(api.get(storage.PV, None, "rwx")["status"]["phase"], "Available")
+        # the claim goes: its PV is Released
+        del api.objs[("persistentvolumeclaims", "d", "want2")]
+        storage.sync_volumes(api)
+        self.assertEqual(api.get(storage.PV, None, "small")["status"]["phase"], "Released")
+
+    def test_node_authorizer(self):
+        pv_a = self.pv("pv-a")
+        pv_a["spec"]["claimRef"] = {"namespace": "d", "name": "a", "uid": "u-a"}
+        pv_b = self.pv("pv-b")
+        pv_b["spec"]["claimRef"] = {"namespace": "d", "name": "b", "uid": "u-b"}
+        pod = {"metadata": {"name": "p", "namespace": "d"},
+               "spec": {"nodeName": "n1", "volumes": [
+                   {"name": "v", "persistentVolumeClaim": {"claimName": "a"}}]}}
+        api = DictApi({("persistentvolumes", None, "pv-a"): pv_a,
+                       ("persistentvolumes", None, "pv-b"): pv_b,
+                       ("pods", "d", "p"): pod})
+        na = authz.NodeAuthorizer(api)
+        user = authz.User("system:node:n1", ["system:nodes", "system:authenticated"])
+        other = authz.User("system:node:n2", ["system:nodes", "system:authenticated"])
+        get = lambda u, r, ns, n: na.authorize(authz.Attrs(u, "get", r, "", ns, n))[0]  # noqa
+        self.assertTrue(get(user, "persistentvolumeclaims", "d", "a"))
+        self.assertTrue(get(user, "persistentvolumes", "", "pv-a"))
+        self.assertIsNone(get(user, "persistentvolumes", "", "pv-b"))  # another claim's
+        self.assertIsNone(get(user, "persistentvolumes", "", "nope"))
+        self.assertIsNone(get(other, "persistentvolumes", "", "pv-a"))  # not its pod
+        d, why = na.authorize(authz.Attrs(user, "list", "persistentvolumes"))
+        self.assertIsNone(d)
+        self.assertEqual(why, "can only get individual resources of this type")
 
 
 class FakeApi:

@@ -24,6 +24,7 @@ import authz
 import bootstraptoken
 import controllers
 import csr
+import storage
 import priority
 import patch
 import proto
@@ -35,6 +36,7 @@ import tables
 from registry import ApiError
 
 csr.install()
+storage.install()
 priority.install()
 
 VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.4", "gitCommit":
@@ -1816,6 +1818,7 @@ def main():
         threading.Thread(target=csr.controllers, args=(api, srv.authz, csr.CA(data),
                                                        signing_ttl, stopping),
                          daemon=True).start()
+        threading.Thread(target=storage.binder, args=(api, stopping), daemon=True).start()
         if args.bind:
             threading.Thread(target=binder, args=(api, stopping), daemon=True).start()
         print(f"ready {url}", flush=True)

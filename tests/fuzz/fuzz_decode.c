@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent/k8s/k8s.h"
+#include "agent/k8s/pv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -39,8 +40,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         (void)k8s_pod_is_static(pod);
                         k8s_pod_free(pod);
                 }
-                if (k8s_node_from_json(json, &node, &err) == 0)
+                struct k8s_pvc *pvc = NULL;
+                struct k8s_pv *pv = NULL;
+                if (k8s_pvc_from_json(json, &pvc, &err) == 0)
+                        (void)k8s_pvc_check(pvc, &err);
+                if (k8s_pv_from_json(json, &pv, &err) == 0) {
+                        (void)k8s_pv_source_name(pv);
+                        if (pvc != NULL)
+                                (void)k8s_pv_check(pv, pvc, "v", true, &err);
+                }
+                if (k8s_node_from_json(json, &node, &err) == 0) {
+                        if (pv != NULL)
+                                (void)k8s_pv_node_affinity_check(pv, node, &err);
                         k8s_node_free(node);
+                }
+                k8s_pv_free(pv);
+                k8s_pvc_free(pvc);
                 if (k8s_status_from_json(json, &status, &err) == 0)
                         k8s_status_free(status);
                 if (k8s_pod_list_from_json(json, &plist, &err) == 0)

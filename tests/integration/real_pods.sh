@@ -62,6 +62,33 @@ for kind in configmap secret; do
                         fi || echo "FAIL: $kind $ns/$name"
                 done
 done
+# The claims (the StatefulSet's e2e-pv-claim): the fixture has neither the
+# claim nor its volume, so each is made as that cluster's e2e chart made
+# them, a static ReadWriteOnce hostPath PV (here under $hostroot, named
+# pv-<namespace>-<claim>, no storage class) and the claim, which the
+# stand-in's PersistentVolume binder binds as kube-controller-manager does.
+while read -r ns claim; do
+        k create -f - >/dev/null <<EOF || fail "PV and PVC $ns/$claim"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-$ns-$claim}
+spec:
+  accessModes: [ReadWriteOnce]
+  capacity: {storage: 5M}
+  storageClassName: ""
+  hostPath: {path: $hostroot/data/pv/$ns/$claim, type: DirectoryOrCreate}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: $claim, namespace: $ns}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: ""
+  resources: {requests: {storage: 5M}}
+EOF
+        poll 10 eval "[ \"\$(k -n $ns get pvc $claim -o jsonpath='{.status.phase}')\" = Bound ]" ||
+                fail "PVC $ns/$claim not Bound"
+done < <(jq -r '.objects.persistentvolumeclaims[] | "\(.[0]) \(.[1])"' "$tmp/real.json")
 k create --validate=false -f "$tmp/pods.json" >"$tmp/create.out" 2>&1 ||
         fail "kubectl create of the $n pods: $(cat "$tmp/create.out")"
 pass "$n real pods created ($(jq -r '.pods.items[].metadata.namespace' "$tmp/real.json" | sort | uniq -c | awk '{printf "%s %s; ", $1, $2}'))"
@@ -82,9 +109,6 @@ declare -A differs=(
         # pod-level spec.resources (PodLevelResources, beta and on in 1.34+)
         [scraper/e2e-deployment-79967c5968-8bnn8]='gap|Failed|UnsupportedPodSpec|Pod was rejected: spec.resources: pod-level resources (PodLevelResources) are not supported by cubelet'
         [scraper/e2e-deployment-79967c5968-zjslc]='gap|Failed|UnsupportedPodSpec|Pod was rejected: spec.resources: pod-level resources (PodLevelResources) are not supported by cubelet'
-        # persistentVolumeClaim volumes (the claim, its PV and a volume plugin)
-        [scraper/e2e-statefulset-0]='gap|Pending||'
-        [scraper/e2e-statefulset-1]='gap|Pending||'
 )
 deadline=$(($(date +%s) + 90))
 ok=0
@@ -116,6 +140,19 @@ while read -r key want; do
         fi
 done < <(jq -r '.expect | to_entries[] | "\(.key) \(.value)"' "$tmp/real.json")
 pass "$ok of $n real pods reached the phase they had on their cluster"
+
+# The StatefulSet's two pods share their claim's volume (both on this node,
+# ReadWriteOnce): what is written in one's /output, where its real command
+# wrote, the other reads (through each container's root from the host).
+cpid() { jq -r .pid "$root/containers/$(kp scraper "$1" '{.status.containerStatuses[0].containerID}' | sed 's,^.*://,,')/state.json" 2>/dev/null; }
+p0=$(cpid e2e-statefulset-0) p1=$(cpid e2e-statefulset-1)
+if [ -n "$p0" ] && [ -n "$p1" ] && echo 3.14159 >"/proc/$p0/root/output/pi.txt" &&
+        [ "$(cat "/proc/$p1/root/output/pi.txt")" = 3.14159 ] &&
+        [ "$(cat "$hostroot/data/pv/scraper/e2e-pv-claim/pi.txt")" = 3.14159 ]; then
+        pass "scraper/e2e-statefulset-0 and -1 share the claim e2e-pv-claim (its hostPath PV on the node)"
+else
+        fail "the StatefulSet's pods do not share e2e-pv-claim (pids '$p0' '$p1'): $(cat "/proc/$p1/root/output/pi.txt" 2>&1)"
+fi
 
 # The critical ones got their priority from their class (Priority admission).
 [ "$(kp kube-system coredns-7d764666f9-qdcxt '{.spec.priority}')" = 2000000000 ] ||

@@ -21,7 +21,8 @@ test node cannot give it as-is:
     runAsUser 65534: its real image names a USER, the test image none;
 "expect", the phase each pod had on its cluster; "objects", the
 ServiceAccounts, ConfigMaps and Secrets the pods refer to (name -> the keys
-their volumes and env use), which the test creates first."""
+their volumes and env use) and their PersistentVolumeClaims, which the test
+creates first."""
 import json
 import sys
 
@@ -45,7 +46,7 @@ def command_for(phase):
 def main():
     node, hostroot, files = sys.argv[1], sys.argv[2].rstrip("/"), sys.argv[3:]
     pods, expect, hostdirs = [], {}, set()
-    objs = {"serviceaccounts": set(), "configmaps": {}, "secrets": {}}
+    objs = {"serviceaccounts": set(), "configmaps": {}, "secrets": {}, "claims": set()}
     for path in files:
         for p in load(path):
             md, spec = p["metadata"], p["spec"]
@@ -85,6 +86,8 @@ def main():
                 if nonroot and csc.get("runAsUser", psc.get("runAsUser")) is None:
                     c.setdefault("securityContext", {})["runAsUser"] = 65534
             for v in spec.get("volumes") or []:
+                if (v.get("persistentVolumeClaim") or {}).get("claimName"):
+                    objs["claims"].add((ns, v["persistentVolumeClaim"]["claimName"]))
                 if "hostPath" in v:
                     hp = v["hostPath"]
                     path = hp["path"].rstrip("/") or "/"
@@ -111,6 +114,7 @@ def main():
     out = {"pods": {"apiVersion": "v1", "kind": "List", "items": pods}, "expect": expect,
            "hostdirs": sorted(hostdirs),
            "objects": {"serviceaccounts": sorted(objs["serviceaccounts"]),
+                       "persistentvolumeclaims": sorted(objs["claims"]),
                        "configmaps": sorted([ns, n, sorted(k)] for (ns, n), k in
                                             objs["configmaps"].items()
                                             if n != "kube-root-ca.crt"),

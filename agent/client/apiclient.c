@@ -279,6 +279,12 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
         curl_easy_setopt(e, CURLOPT_USERAGENT, api->user_agent);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        /* Wait for a connection being set up to tell whether it multiplexes
+         * (ALPN h2) instead of opening one per request: without it the
+         * requests of the start (node, lease, watches) made 5 connections
+         * to an HTTP/2 apiserver, where one carries them all as streams
+         * (docs/apiserver-http2.md). */
+        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);

@@ -116,6 +116,15 @@ class Writer:
         pass
 
 
+def local_settings(max_streams):
+    return h2.settings.Settings(client=False, initial_values={
+        h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_streams,
+        h2.settings.SettingCodes.MAX_FRAME_SIZE: FRAME_SIZE,
+        h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
+        h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: 1 << 20,
+    })
+
+
 class Conn:
     """One HTTP/2 connection: the h2 state machine, its lock, and the
     streams' bookkeeping. Only io_loop touches the socket."""
@@ -140,12 +149,12 @@ class Conn:
         cfg = h2.config.H2Configuration(client_side=False, header_encoding=None,
                                         validate_inbound_headers=False)
         self.h2 = h2.connection.H2Connection(config=cfg)
-        self.h2.local_settings = h2.settings.Settings(client=False, initial_values={
-            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_streams,
-            h2.settings.SettingCodes.MAX_FRAME_SIZE: FRAME_SIZE,
-            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
-            h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: 1 << 20,
-        })
+        # Our settings, current from the start (h2 would apply the ones
+        # sent in the first SETTINGS only at their ACK; a client may use
+        # them as soon as it has them)
+        self.h2.local_settings = local_settings(max_streams)
+        self.h2.max_inbound_frame_size = FRAME_SIZE
+        self.h2.decoder.max_header_list_size = 1 << 20
         self.rec["maxConcurrentStreams"] = max_streams
         self.max_streams = max_streams
         self.settings_acked = False
@@ -153,12 +162,7 @@ class Conn:
         # The limit is enforced in _request, per stream as Go does (h2
         # would end the whole connection, also for the streams a client
         # may open before it has our SETTINGS): h2's own check gets no limit.
-        self.h2.local_settings = h2.settings.Settings(client=False, initial_values={
-            h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 2 ** 31 - 1,
-            h2.settings.SettingCodes.MAX_FRAME_SIZE: FRAME_SIZE,
-            h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
-            h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: 1 << 20,
-        })
+        self.h2.local_settings = local_settings(2 ** 31 - 1)
         # the connection window: MaxUploadBufferPerConnection
         self.h2.increment_flow_control_window(STREAM_WINDOW * max_streams - 65535)
         self.peer = PeerInfo(self.sock.getpeercert())
@@ -462,6 +466,8 @@ class H2Mixin:
 
     def h2_write(self, data):
         conn = self.h2_conn
+        if self.command == "HEAD":
+            return   # no body, whatever the handler writes (Go's server too)
         view = memoryview(data)
         while view:
             with conn.lock:

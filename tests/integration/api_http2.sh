@@ -65,7 +65,8 @@ open_conns() { conns '[.[] | select(.closed == null)] | length'; }
 all_conns() { conns 'length'; }
 lease_renew() { k get lease -n kube-node-lease "$NODE" -o jsonpath='{.spec.renewTime}' 2>/dev/null; }
 # rejected_pod NAME: a pod this node cannot run (nodeSelector); the agent
-# must see it on its watch and write its status.
+# must see it on its watch and write its status (up to 60 s: after a
+# restart the pod watch may be in its relist backoff).
 rejected_pod() {
         k apply -f - >/dev/null <<EOF
 apiVersion: v1
@@ -79,7 +80,7 @@ spec:
 EOF
         local t0
         t0=$(now)
-        k wait --for=jsonpath='{.status.reason}'=NodeAffinity "pod/$1" --timeout=30s >/dev/null ||
+        k wait --for=jsonpath='{.status.reason}'=NodeAffinity "pod/$1" --timeout=60s >/dev/null ||
                 { fail "$1: status not written (reason '$(pj "$1" '{.status.reason}')')"; return 1; }
         echo "  $1: status NodeAffinity after $(since "$t0") s"
 }
@@ -129,7 +130,6 @@ pass "GOAWAY survived: new connection, Lease renewed, pod status written"
 # ---- restart of the stand-in: GOAWAY at its graceful shutdown ----
 t0=$(now)
 stop_standin
-grep -q 'GOAWAY' "$tmp/agent.log" || true
 start_standin
 poll 30 eval '[ "$(open_conns)" -ge 1 ]' || fail "the agent did not reconnect after the restart"
 lease_advances "the restart"

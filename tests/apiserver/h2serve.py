@@ -137,6 +137,7 @@ class Conn:
         self.cond = threading.Condition(self.lock)
         self.streams = {}            # sid -> H2Handler
         self.wake_r, self.wake_w = os.pipe()
+        self.pipe_closed = False  # under self.lock, as every wake()
         os.set_blocking(self.wake_w, False)
         self.extra_out = bytearray()  # frames h2 does not send itself (graceful GOAWAY)
         self.goaway_sent = False
@@ -170,6 +171,8 @@ class Conn:
     # ---- called with self.lock held
 
     def wake(self):
+        if self.pipe_closed:
+            return   # (the fd numbers may belong to another connection by now)
         try:
             os.write(self.wake_w, b"x")
         except (BlockingIOError, OSError):
@@ -214,10 +217,13 @@ class Conn:
                     h.h2_gone = True
                     h.h2_body.gone = True
                 self.cond.notify_all()
+                # streams' threads may still end after this: wake() then
+                # writes nowhere
+                self.pipe_closed = True
+                os.close(self.wake_r)
+                os.close(self.wake_w)
             with srv.h2_lock:
                 srv.h2_conns.discard(self)
-            os.close(self.wake_r)
-            os.close(self.wake_w)
 
     def _flush(self):
         with self.lock:

@@ -16,6 +16,8 @@ pkgs+=(etcd-server etcd-client containernetworking-plugins busybox-static
 pkgs+=(apache2-utils)
 # The stand-in apiserver signs service-account tokens (RS256) with it.
 pkgs+=(python3-cryptography)
+# ... and serves HTTP/2 (ALPN h2) as kube-apiserver does (tests/apiserver/h2serve.py).
+pkgs+=(python3-h2)
 # Graceful node shutdown's test (tests/integration/node_shutdown.sh): a
 # private dbus-daemon and a fake systemd-logind in Python (lib/fake_logind.py).
 pkgs+=(dbus-daemon dbus-bin python3-dbus python3-gi)

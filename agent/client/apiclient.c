@@ -32,7 +32,6 @@ struct ag_request {
         size_t resp_len, resp_cap;
         bool too_large, aborted;
         bool nul_per_object;
-        bool fresh; /* made a new connection (after ag_api_close_idle) */
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -56,7 +55,7 @@ struct ag_api {
         struct bucket buckets[AG_API_CLASS_N]; /* [AG_API_CLASS_LEASE] unused */
         struct ag_api_stats stats;
         size_t max_response;
-        bool fresh_connect;
+        uint64_t idle_closed_ms;   /* ag_api_close_idle; 0: never */
         uint64_t creds_changed_ms; /* ag_api_credentials_changed; 0: never */
         char user_agent[64];
 };
@@ -234,12 +233,6 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
         struct ag_request *r = NULL;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
         list_unlink(&api->active, r);
-        /* A fresh connection worked: reuse connections again. Else every
-         * later request made its own after two failed lease renewals, and
-         * the idle ones piled up in libcurl's cache (found by tests/faults:
-         * +29 sockets to the apiserver after its 500/429/stall windows). */
-        if (r->fresh && cc == CURLE_OK)
-                api->fresh_connect = false;
         if (!r->cancelled)
                 finish(api, r, cc);
         req_free(r);
@@ -279,24 +272,35 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
         curl_easy_setopt(e, CURLOPT_USERAGENT, api->user_agent);
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+        /* Wait for a connection being set up to tell whether it multiplexes
+         * (ALPN h2) instead of opening one per request: without it the
+         * requests of the start (node, lease, watches) made 5 connections
+         * to an HTTP/2 apiserver, where one carries them all as streams
+         * (docs/apiserver-http2.md). */
+        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
         curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
         curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
         curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-        if (api->fresh_connect) {
-                curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L);
-                r->fresh = true;
-        }
-        if (api->creds_changed_ms != 0) {
-                /* New credentials: no connection made before the change is
-                 * reused (open ones, such as watches, go on) and no TLS
-                 * session is resumed with the old certificate's identity. */
-                uint64_t age_s = (ag_now_ms() - api->creds_changed_ms) / 1000;
+        /* After ag_api_close_idle or new credentials no connection made
+         * before is reused (open ones, such as watches, go on), while the
+         * requests from then on share the new ones (HTTP/2: one). Not
+         * CURLOPT_FRESH_CONNECT, which gave every request its own
+         * connection until one worked: after a restart of the apiserver 3
+         * connections instead of 1 (tests/integration/api_http2.sh, under
+         * ASan), and before, idle ones piling up in libcurl's cache
+         * (tests/faults: +29 sockets after the 500/429/stall windows). */
+        uint64_t since = api->creds_changed_ms > api->idle_closed_ms ? api->creds_changed_ms
+                                                                     : api->idle_closed_ms;
+        if (since != 0) {
+                uint64_t age_s = (ag_now_ms() - since) / 1000;
                 curl_easy_setopt(e, CURLOPT_MAXLIFETIME_CONN, (long)(age_s > 0 ? age_s : 1));
-                curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
         }
+        /* no TLS session resumed with the old certificate's identity */
+        if (api->creds_changed_ms != 0)
+                curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
         long timeout = o->timeout_ms == 0 ? AG_API_TIMEOUT_MS : o->timeout_ms;
         if (timeout > 0)
                 curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
@@ -546,8 +550,8 @@ void ag_api_cancel(struct ag_request *r)
 void ag_api_close_idle(struct ag_api *api)
 {
         /* libcurl 7.88 has no call to drop idle connections of a multi
-         * handle; the next requests open fresh ones instead. */
-        api->fresh_connect = true;
+         * handle; the next requests do not reuse them (setup_easy). */
+        api->idle_closed_ms = ag_now_ms();
 }
 
 void ag_api_credentials_changed(struct ag_api *api)

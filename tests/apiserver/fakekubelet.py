@@ -108,6 +108,12 @@ class FakeKubelet:
                       b"Transfer-Encoding: chunked\r\n\r\n" +
                       b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body))
             return
+        if parts[1] == "containerLogs" and container == "c":
+            # a log, chunked in two pieces (the apiserver relays it as it comes)
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n" +
+                      b"b\r\nlog line 1\n\r\n" + b"b\r\nlog line 2\n\r\n0\r\n\r\n")
+            return
         if (h("Upgrade") or [""])[0].lower() == "websocket":
             return self.websocket(s, rec, q, h)
         if (h("Upgrade") or [""])[0] != "SPDY/3.1":

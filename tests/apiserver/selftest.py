@@ -870,6 +870,7 @@ class Streaming(unittest.TestCase):
         ctx.load_cert_chain(os.path.join(d, "server.crt"), os.path.join(d, "server.key"))
         ctx.load_verify_locations(os.path.join(d, "ca.crt"))
         ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.set_alpn_protocols(["h2", "http/1.1"])   # as run.sh
         srv = server.Server(("127.0.0.1", 0), server.Handler)
         srv.ssl_ctx, srv.api, srv.verbose, srv.data, srv.tokens = (
             ctx, FakeApi({("pods", "default", "p"): pod, ("pods", "default", "p2"): pod2,
@@ -950,6 +951,31 @@ class Streaming(unittest.TestCase):
         self.assertEqual(req["streams"], [[("streamtype", t)] for t in
                                           ("error", "stdout", "stderr")])
         self.assertTrue(req.get("goaway"))
+
+    def test_logs_over_http2_exec_over_http11(self):
+        """kubectl logs is a plain GET: HTTP/2 (the kubelet's chunked body
+        as DATA); exec and port-forward need an upgrade: kubectl offers
+        only http/1.1 in ALPN for them, as client-go does."""
+        n0 = len(self.srv.conn_records)
+        r = self.kubectl("logs", "p")
+        self.assertEqual((r.returncode, r.stdout), (0, b"log line 1\nlog line 2\n"), r.stderr)
+        r = self.kubectl("logs", "p2", "-c", "gone")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(b"Error from server (NotFound): pod default/p has no container gone",
+                      r.stderr)
+        r = self.kubectl("logs", "p2", "-c", "missing")   # a text/plain 404 from the kubelet
+        self.assertIn(b"Error from server (NotFound)", r.stderr)
+        logs = [c for c in self.srv.conn_records[n0:] if c["requests"] or c["maxActive"]]
+        self.assertTrue(logs and all(c["alpn"] == "h2" for c in logs), logs)
+        # kubectl's WebSocket and SPDY dialers offer no ALPN: the upgrade is
+        # made over HTTP/1.1
+        for env, alpn in ((None, ""), (self.SPDY_EXEC_OFF, "")):
+            n1 = len(self.srv.conn_records)
+            r = self.kubectl("exec", "p", "--", "echo", "hi", env=env)
+            self.assertEqual((r.returncode, r.stdout), (0, b"hi\n"), r.stderr)
+            got = [(c["alpn"], c["protocol"]) for c in self.srv.conn_records[n1:]]
+            self.assertIn((alpn, "HTTP/1.1"), got)   # the upgrade
+            self.assertIn(("h2", "HTTP/2.0"), got)  # the GET of the pod before it
 
     def test_exec_stdin_stderr_exit(self):
         for env in (None, self.SPDY_EXEC_OFF):
@@ -1891,6 +1917,294 @@ class AdmissionSwitch(Cluster):
     test_node_authorizer = test_default_serviceaccount_and_root_ca = None
     test_services = test_pod_update_rules = None
 
+
+
+class H2Client:
+    """A minimal HTTP/2 client (python3-h2) for the Http2 checks."""
+
+    def __init__(self, host, port, data, who="admin", alpn=("h2", "http/1.1"), window=None,
+                 validate=True):
+        import h2.config
+        import h2.connection
+        import h2.settings
+        ctx = ssl.create_default_context(cafile=os.path.join(data, "ca.crt"))
+        if who:
+            ctx.load_cert_chain(os.path.join(data, f"{who}.crt"), os.path.join(data, f"{who}.key"))
+        ctx.set_alpn_protocols(list(alpn))
+        self.sock = ctx.wrap_socket(socket.create_connection((host, port), timeout=10),
+                                    server_hostname=host)
+        self.alpn = self.sock.selected_alpn_protocol()
+        cfg = h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
+                                        validate_outbound_headers=validate,
+                                        normalize_outbound_headers=validate)
+        self.conn = h2.connection.H2Connection(config=cfg)
+        if window is not None:
+            self.conn.local_settings = h2.settings.Settings(client=True, initial_values={
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: window})
+        self.conn.initiate_connection()
+        self.auto_ack = window is None
+        self.streams = {}
+        self.remote_settings = {}
+        self.conn_window_updates = 0
+        self.goaway = None
+        self.settings_acked = False
+        self.closed = False
+        self.flush()
+
+    def flush(self):
+        out = self.conn.data_to_send()
+        if out:
+            self.sock.sendall(out)
+
+    def request(self, method, path, body=None, headers=()):
+        sid = self.conn.get_next_available_stream_id()
+        h = [(":method", method), (":path", path), (":scheme", "https"),
+             (":authority", "127.0.0.1")] + list(headers)
+        if body is not None:
+            h.append(("content-length", str(len(body))))
+        self.conn.send_headers(sid, h, end_stream=body is None)
+        self.streams[sid] = {"status": None, "headers": {}, "data": bytearray(), "ended": False,
+                             "reset": None, "frames": []}
+        if body is not None:
+            import h2.exceptions
+            view = memoryview(body)
+            while view and self.streams[sid]["reset"] is None:
+                self.flush()
+                if not self.pump_until(lambda: self.conn.local_flow_control_window(sid) > 0 or
+                                       self.streams[sid]["reset"] is not None, 10):
+                    raise AssertionError("no flow-control window from the server in 10 s")
+                n = min(len(view), self.conn.local_flow_control_window(sid),
+                        self.conn.max_outbound_frame_size)
+                try:
+                    self.conn.send_data(sid, bytes(view[:n]), end_stream=n == len(view))
+                except h2.exceptions.StreamClosedError:
+                    break
+                view = view[n:]
+        self.flush()
+        return sid
+
+    def pump(self, timeout):
+        import h2.events
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except (socket.timeout, ssl.SSLError):
+            return
+        finally:
+            self.sock.settimeout(10)
+        if not data:
+            self.closed = True
+            return
+        import h2.exceptions
+        try:
+            events = self.conn.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            if self.goaway is None:
+                raise
+            return   # h2 as a client takes nothing after a GOAWAY
+        for ev in events:
+            st = self.streams.get(getattr(ev, "stream_id", None))
+            if isinstance(ev, h2.events.ResponseReceived) and st is not None:
+                st["headers"] = dict(ev.headers)
+                st["status"] = int(st["headers"][":status"])
+            elif isinstance(ev, h2.events.DataReceived):
+                if st is not None:
+                    st["data"] += ev.data
+                    st["frames"].append(bytes(ev.data))
+                if self.auto_ack:
+                    self.conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            elif isinstance(ev, h2.events.StreamEnded) and st is not None:
+                st["ended"] = True
+            elif isinstance(ev, h2.events.StreamReset) and st is not None:
+                st["reset"] = ev.error_code
+            elif isinstance(ev, h2.events.RemoteSettingsChanged):
+                self.remote_settings.update({k: v.new_value for k, v in
+                                             ev.changed_settings.items()})
+            elif isinstance(ev, h2.events.SettingsAcknowledged):
+                self.settings_acked = True
+            elif isinstance(ev, h2.events.WindowUpdated) and ev.stream_id == 0:
+                self.conn_window_updates += ev.delta
+            elif isinstance(ev, h2.events.ConnectionTerminated):
+                self.goaway = (ev.error_code, ev.last_stream_id)
+        self.flush()
+
+    def pump_until(self, pred, timeout):
+        end = time.time() + timeout
+        while not pred():
+            if time.time() > end or self.closed:
+                return False
+            self.pump(0.2)
+        return True
+
+    def response(self, sid, timeout=10):
+        st = self.streams[sid]
+        self.pump_until(lambda: st["ended"] or st["reset"] is not None, timeout)
+        return st
+
+    def json(self, sid, timeout=10):
+        st = self.response(sid, timeout)
+        return st["status"], json.loads(bytes(st["data"]) or b"null")
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Http2(unittest.TestCase):
+    """HTTP/2 as kube-apiserver's Go server speaks it (h2serve.py): ALPN,
+    SETTINGS, requests and errors, watch events as DATA frames, flow
+    control, upgrades refused, the stream limit, GOAWAY."""
+
+    args = ["--test-connections"]
+    setUpClass = classmethod(Cluster.setUpClass.__func__)
+    tearDownClass = classmethod(Cluster.tearDownClass.__func__)
+    req = Cluster.req
+    ok = Cluster.ok
+
+    def client(self, **kw):
+        c = H2Client(self.host, self.port, self.data, **kw)
+        self.addCleanup(c.close)
+        return c
+
+    def test_alpn(self):
+        self.assertEqual(self.client().alpn, "h2")
+        self.assertEqual(self.client(alpn=("http/1.1",)).alpn, "http/1.1")
+        self.assertEqual(self.client(alpn=("http/1.1", "h2")).alpn, "h2")  # the server's order
+
+    def test_settings(self):
+        import h2.settings as hs
+        c = self.client()
+        self.assertTrue(c.pump_until(lambda: c.settings_acked and c.conn_window_updates, 5))
+        self.assertEqual(c.remote_settings.get(hs.SettingCodes.MAX_CONCURRENT_STREAMS), 100)
+        self.assertEqual(c.remote_settings.get(hs.SettingCodes.INITIAL_WINDOW_SIZE), 256 << 10)
+        self.assertEqual(c.remote_settings.get(hs.SettingCodes.MAX_FRAME_SIZE), 256 << 10)
+        self.assertEqual(c.conn_window_updates, 100 * (256 << 10) - 65535)
+
+    def test_requests_and_errors(self):
+        c = self.client()
+        code, out = c.json(c.request("GET", "/api/v1/namespaces"))
+        self.assertEqual((code, out["kind"]), (200, "NamespaceList"))
+        self.assertEqual(c.streams[1]["headers"].get("content-type"), "application/json")
+        self.assertNotIn("connection", c.streams[1]["headers"])
+        code, out = c.json(c.request("GET", "/api/v1/nosuch"))
+        self.assertEqual((code, out["reason"]), (404, "NotFound"))
+        body = json.dumps({"metadata": {"name": "h2cm"}, "data": {"a": "b"}}).encode()
+        code, out = c.json(c.request("POST", "/api/v1/namespaces/default/configmaps", body,
+                                     [("content-type", "application/json")]))
+        self.assertEqual((code, out["data"]), (201, {"a": "b"}))
+        code, out = c.json(c.request("POST", "/api/v1/namespaces/default/configmaps", b"{x",
+                                     [("content-type", "application/json")]))
+        self.assertEqual((code, out["reason"]), (400, "BadRequest"))
+        big = b'{"metadata":{"name":"big"},"data":{"a":"' + b"x" * (3 * 1024 * 1024) + b'"}}'
+        code, out = c.json(c.request("POST", "/api/v1/namespaces/default/configmaps", big,
+                                     [("content-type", "application/json")]), 30)
+        self.assertEqual((code, out["reason"]), (413, "RequestEntityTooLarge"))
+        anon = self.client(who=None)
+        code, out = anon.json(anon.request("GET", "/api/v1/namespaces"))
+        self.assertEqual((code, out["reason"]), (401, "Unauthorized"))
+        st = c.response(c.request("HEAD", "/healthz"))
+        self.assertEqual((st["status"], bytes(st["data"])), (200, b""))
+
+    def test_watch_events_as_data_frames(self):
+        c = self.client()
+        sid = c.request("GET", "/api/v1/namespaces/default/configmaps?watch=true"
+                        "&fieldSelector=metadata.name%3Dh2w&timeoutSeconds=3")
+        self.assertTrue(c.pump_until(lambda: c.streams[sid]["status"] == 200, 5))
+        self.assertNotIn("transfer-encoding", c.streams[sid]["headers"])
+        self.ok("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "h2w"}})
+        self.ok("DELETE", "/api/v1/namespaces/default/configmaps/h2w")
+        st = c.response(sid, 10)
+        self.assertTrue(st["ended"])
+        # one event per DATA frame, no chunk framing; an empty one ends the stream
+        events = [json.loads(f) for f in st["frames"] if f]
+        self.assertEqual([e["type"] for e in events], ["ADDED", "DELETED"])
+
+    def test_flow_control(self):
+        # a client window of 1000 bytes: the server sends no more until
+        # the client gives credit
+        self.ok("POST", "/api/v1/namespaces/default/configmaps",
+                {"metadata": {"name": "h2fc"}, "data": {"a": "y" * 200000}})
+        c = self.client(window=1000)
+        sid = c.request("GET", "/api/v1/namespaces/default/configmaps/h2fc")
+        c.pump_until(lambda: len(c.streams[sid]["data"]) >= 1000, 5)
+        for _ in range(5):
+            c.pump(0.1)
+        self.assertEqual(len(c.streams[sid]["data"]), 1000)
+        self.assertFalse(c.streams[sid]["ended"])
+        c.conn.increment_flow_control_window(1 << 20, sid)
+        c.conn.increment_flow_control_window(1 << 20)
+        c.flush()
+        st = c.response(sid, 10)
+        self.assertTrue(st["ended"], (len(st["data"]), st["reset"], c.closed,
+                                      c.conn.inbound_flow_control_window,
+                                      c.conn._get_stream_by_id(sid).inbound_flow_control_window
+                                      if sid in c.conn.streams else None))
+        self.assertEqual(len(json.loads(bytes(st["data"]))["data"]["a"]), 200000)
+
+    def test_upgrade_refused(self):
+        # Go's server: connection-specific headers are a stream error
+        # PROTOCOL_ERROR; the connection goes on
+        import h2.errors
+        c = self.client(validate=False)
+        st = c.response(c.request("GET", "/api/v1/namespaces/default/pods/p/exec?command=x",
+                                  headers=[("connection", "Upgrade"),
+                                           ("upgrade", "websocket")]))
+        self.assertEqual(st["reset"], h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        code, _ = c.json(c.request("GET", "/version"))
+        self.assertEqual(code, 200)
+
+    def test_connections_and_goaway(self):
+        c = self.client()
+        sid = c.request("GET", "/api/v1/namespaces/default/configmaps?watch=true"
+                        "&fieldSelector=metadata.name%3Dh2g")
+        self.assertTrue(c.pump_until(lambda: c.streams[sid]["status"] == 200, 5))
+        recs = self.ok("GET", "/debug/connections")["connections"]
+        self.assertIn("h2", [r["alpn"] for r in recs if r["closed"] is None])
+        out = self.ok("POST", "/debug/goaway", {"graceSeconds": 3})
+        self.assertGreaterEqual(out["connections"], 1)
+        self.assertTrue(c.pump_until(lambda: c.goaway is not None, 5))
+        self.assertEqual(c.goaway, (0, sid))     # NO_ERROR, the streams up to sid go on
+        # (h2 as a client reads no more after a GOAWAY: what goes on is
+        # checked with libcurl, by tests/integration/api_http2.sh)
+        t0 = time.time()
+        self.assertTrue(c.pump_until(lambda: c.closed, 10))   # closed after the grace
+        self.assertGreater(time.time() - t0, 1.5)
+        recs = self.ok("GET", "/debug/connections")["connections"]
+        mine = [r for r in recs if r["alpn"] == "h2" and r["opened"] < t0 and
+                r["closed"] is not None and r["closed"] >= t0]
+        self.assertTrue(mine and all(r.get("goaway") for r in mine), recs)
+
+
+class Http2Limit(unittest.TestCase):
+    """--http2-max-streams-per-connection 2: a third stream is refused, as
+    by Go (REFUSED_STREAM before the client acknowledged the SETTINGS,
+    PROTOCOL_ERROR after)."""
+
+    args = ["--http2-max-streams-per-connection", "2"]
+    setUpClass = classmethod(Cluster.setUpClass.__func__)
+    tearDownClass = classmethod(Cluster.tearDownClass.__func__)
+
+    def test_limit(self):
+        import h2.errors
+        import h2.settings as hs
+        c = H2Client(self.host, self.port, self.data)
+        self.addCleanup(c.close)
+        self.assertTrue(c.pump_until(lambda: c.settings_acked, 5))
+        c.pump(0.3)   # our ACK of the server's SETTINGS reaches it
+        self.assertEqual(c.remote_settings.get(hs.SettingCodes.MAX_CONCURRENT_STREAMS), 2)
+        w = "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=5"
+        a, b = c.request("GET", w), c.request("GET", w)
+        self.assertTrue(c.pump_until(lambda: c.streams[a]["status"] and c.streams[b]["status"],
+                                     5))
+        # h2 itself keeps to the limit: lift it on the client side
+        c.conn.remote_settings = hs.Settings(client=False, initial_values={
+            hs.SettingCodes.MAX_CONCURRENT_STREAMS: 100})
+        third = c.request("GET", w)
+        st = c.response(third, 5)
+        self.assertEqual(st["reset"], h2.errors.ErrorCodes.PROTOCOL_ERROR)
+        self.assertIsNone(c.streams[a]["reset"])
 
 
 class Certificates(unittest.TestCase):

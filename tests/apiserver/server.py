@@ -21,6 +21,7 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import authz
+import h2serve
 import bootstraptoken
 import controllers
 import csr
@@ -474,11 +475,20 @@ class Handler(BaseHTTPRequestHandler):
         self.request.settimeout(60)
         self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
         self.request.settimeout(None)
+        self.alpn = self.request.selected_alpn_protocol()
+        self.conn_rec = self.server.record_connection(self.client_address, self.alpn)
         super().setup()
+
+    def handle(self):
+        if self.alpn == "h2":
+            self.request.settimeout(120)  # a client that stops reading ends it
+            return h2serve.serve(self)
+        return super().handle()
 
     def finish(self):
         # socketserver closes the socket it accepted, which wrap_socket
         # detached: the TLS socket is ours to close.
+        self.conn_rec["closed"] = time.time()
         try:
             super().finish()
         finally:
@@ -691,6 +701,10 @@ class Handler(BaseHTTPRequestHandler):
             q = {k: v[-1] for k, v in urllib.parse.parse_qs(url.query,
                                                              keep_blank_values=True).items()}
             self.user = self.authenticate()
+            if not self.request_version.startswith("HTTP/2"):
+                self.conn_rec["requests"] += 1
+            if self.user is not None and self.user.name not in self.conn_rec["users"]:
+                self.conn_rec["users"].append(self.user.name)
             if self.user is None:
                 self.send_json(401, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                      "status": "Failure", "message": "Unauthorized",
@@ -761,6 +775,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.drop_hostile()
         if path == "/debug/clock" and m in ("GET", "PUT"):
             return self.debug_clock(m)
+        if path == "/debug/connections" and m == "GET":
+            return self.debug_connections()
+        if path == "/debug/goaway" and m == "POST":
+            return self.debug_goaway()
         if path == "/debug/reviews" and m in ("GET", "PUT"):
             with self.server.reviews_lock:
                 if m == "PUT":
@@ -873,6 +891,33 @@ class Handler(BaseHTTPRequestHandler):
             sys.stderr.write(f"apiserver: test clock: offset {off:+} s\n")
         return self.send_json(200, {"offsetSeconds": reg.CLOCK_OFFSET,
                                     "now": reg.fmt_time(reg.now())})
+
+    def debug_connections(self):
+        """GET /debug/connections: every connection's record (ALPN,
+        protocol, users, requests, streams open at once), oldest first.
+        Only with --test-connections; README.md, "HTTP/2"."""
+        if not self.server.test_connections:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        with self.server.h2_lock:
+            recs = [dict(r, users=list(r["users"])) for r in self.server.conn_records]
+        return self.send_json(200, {"connections": recs})
+
+    def debug_goaway(self):
+        """POST /debug/goaway {"user": U, "graceSeconds": N}: GOAWAY (NO_ERROR)
+        on every HTTP/2 connection (of user U), each closed once its open
+        streams end or after N seconds (default 1). Only with
+        --test-connections; README.md, "HTTP/2"."""
+        if not self.server.test_connections:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource",
+                           {})
+        body = self.read_body() or {}
+        grace = body.get("graceSeconds", 1) if isinstance(body, dict) else 1
+        if isinstance(grace, bool) or not isinstance(grace, (int, float)) or grace < 0:
+            raise reg.bad_request("want {\"graceSeconds\": N} with N >= 0")
+        user = body.get("user") if isinstance(body, dict) else None
+        n = h2serve.goaway_all(self.server, float(grace), user)
+        return self.send_json(200, {"connections": n})
 
     # ---- TokenReview and SubjectAccessReview (the kubelet's webhooks)
 
@@ -1178,6 +1223,10 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
+    def end_chunks(self):
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def client_gone(self):
         try:
             r, _, _ = select.select([self.request], [], [], 0)
@@ -1288,8 +1337,7 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             w.close()
             try:
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
+                self.end_chunks()
             except OSError:
                 pass
 
@@ -1458,6 +1506,14 @@ class Handler(BaseHTTPRequestHandler):
 KUBELET_SUBRESOURCES = ("log", "exec", "attach", "portforward")
 
 
+class H2Handler(h2serve.H2Mixin, Handler):
+    """A request on an HTTP/2 stream (h2serve.py)."""
+    MAX_BODY, TOO_LARGE, BodyError, ApiError = MAX_BODY, TOO_LARGE, _BodyError, ApiError
+
+
+h2serve.HANDLER_CLASS = H2Handler
+
+
 def query_list(path, key):
     return [v for k, v in urllib.parse.parse_qsl(urllib.parse.urlsplit(path).query,
                                                  keep_blank_values=True) if k == key]
@@ -1524,11 +1580,36 @@ class Server(ThreadingHTTPServer):
     allow_reuse_address = True
     request_queue_size = 128
     websockets_to_kubelet = False
+    test_connections = False
+    h2_max_streams = 0
+
+    def __init__(self, *a, **kw):
+        self.init_connections()
+        super().__init__(*a, **kw)
 
     def handle_error(self, request, client_address):
         if isinstance(sys.exc_info()[1], (OSError, ssl.SSLError)):
             return  # a client that went away or failed its TLS handshake
         super().handle_error(request, client_address)
+
+    def init_connections(self):
+        self.h2_lock = threading.Lock()
+        self.h2_conns = set()
+        self.conn_records = []
+        self.conn_seq = 0
+
+    def record_connection(self, addr, alpn):
+        """A connection's record for GET /debug/connections (the last 1000
+        kept): its ALPN protocol, the users seen on it, its requests."""
+        with self.h2_lock:
+            self.conn_seq += 1
+            rec = {"id": self.conn_seq, "peer": f"{addr[0]}:{addr[1]}", "alpn": alpn or "",
+                   "protocol": "HTTP/2.0" if alpn == "h2" else "HTTP/1.1",
+                   "opened": time.time(), "closed": None, "users": [], "requests": 0,
+                   "active": 0, "maxActive": 0}
+            self.conn_records.append(rec)
+            del self.conn_records[:-1000]
+        return rec
 
 
 # ------------------------------------------------------------------ binder
@@ -1730,6 +1811,18 @@ def main():
     ap.add_argument("--enable-bootstrap-token-auth", default=os.environ.get(
                     "CUBELET_STANDIN_ENABLE_BOOTSTRAP_TOKEN_AUTH", "true"),
                     help="authenticate bootstrap tokens (true, as kubeadm sets it, or false)")
+    ap.add_argument("--disable-http2-serving", action="store_true",
+                    default=os.environ.get("CUBELET_STANDIN_DISABLE_HTTP2_SERVING", "") not in
+                    ("", "0", "false"),
+                    help="serve HTTP/1.1 only (ALPN offers only http/1.1), as kube-apiserver's "
+                    "flag")
+    ap.add_argument("--http2-max-streams-per-connection", type=int, default=int(
+                    os.environ.get("CUBELET_STANDIN_HTTP2_MAX_STREAMS_PER_CONNECTION", "0")),
+                    help="SETTINGS_MAX_CONCURRENT_STREAMS (0: kube-apiserver's 100)")
+    ap.add_argument("--test-connections", action="store_true",
+                    default=os.environ.get("CUBELET_STANDIN_TEST_CONNECTIONS", "") not in
+                    ("", "0", "false"),
+                    help="TEST ONLY: GET /debug/connections and POST /debug/goaway")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     disabled = {p.strip() for p in args.disable_admission_plugins.split(",") if p.strip()}
@@ -1765,8 +1858,12 @@ def main():
         ctx.load_cert_chain(os.path.join(data, "server.crt"), os.path.join(data, "server.key"))
         ctx.load_verify_locations(os.path.join(data, "ca.crt"))
         ctx.verify_mode = ssl.CERT_OPTIONAL
-        ctx.set_alpn_protocols(["http/1.1"])
+        # as Go's server for kube-apiserver: h2 preferred, http/1.1 still offered
+        ctx.set_alpn_protocols(["http/1.1"] if args.disable_http2_serving else
+                               ["h2", "http/1.1"])
         srv = Server(("127.0.0.1", args.port), Handler)
+        srv.h2_max_streams = max(0, args.http2_max_streams_per_connection)
+        srv.test_connections = args.test_connections
         port = srv.server_address[1]
         srv.ssl_ctx, srv.api, srv.etcd, srv.stopping = ctx, api, etcd, stopping
         srv.verbose = args.verbose
@@ -1827,6 +1924,8 @@ def main():
                 sys.stderr.write("apiserver: etcd exited\n")
                 break
         srv.shutdown()
+        # as Go's http.Server.Shutdown: GOAWAY on each HTTP/2 connection
+        h2serve.shutdown_all(srv, 2.0)
         srv.server_close()
     finally:
         if proc.poll() is None:

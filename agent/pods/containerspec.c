@@ -898,7 +898,16 @@ static int resolve_ids(const struct ag_container_inputs *in, const struct ag_con
                        uint32_t *uid, uint32_t *gid, struct cb_error *err)
 {
         int64_t u = s->uid, g = s->has_gid ? s->gid : 0, pg = 0;
+        /* The image's files are the image author's: one that is not a
+         * regular file (a FIFO, a device, a directory) or is too large
+         * refuses the start when it is needed, saying what to change. */
         if (!s->has_uid) {
+                if (in->passwd_error != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to find user %s: %s; make /etc/passwd a "
+                                            "regular file in the image, or set a numeric "
+                                            "runAsUser and runAsGroup",
+                                            s->user_name, in->passwd_error);
                 if (ag_lookup_id(in->passwd, s->user_name, 0, &u, &pg) < 0)
                         return cb_error_set(err, 0,
                                             "unable to find user %s: no matching entries in "
@@ -908,11 +917,23 @@ static int resolve_ids(const struct ag_container_inputs *in, const struct ag_con
                         g = pg;
         } else if (!s->has_gid && s->group_name == NULL) {
                 /* The primary group of a numeric uid, when the image knows it. */
+                if (in->passwd_error != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to find the primary group of uid %" PRId64
+                                            ": %s; make /etc/passwd a regular file in the "
+                                            "image, or set runAsGroup",
+                                            u, in->passwd_error);
                 if (ag_lookup_id(in->passwd, NULL, u, &u, &pg) == 0)
                         g = pg;
         }
         if (s->group_name != NULL && !s->has_gid) {
                 int64_t gg;
+                if (in->group_error != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to find group %s: %s; make /etc/group a "
+                                            "regular file in the image, or set a numeric "
+                                            "runAsGroup",
+                                            s->group_name, in->group_error);
                 if (ag_lookup_id(in->group, s->group_name, 0, &gg, NULL) < 0)
                         return cb_error_set(err, 0,
                                             "unable to find group %s: no matching entries in "

@@ -169,9 +169,13 @@ struct ag_container_inputs {
         const struct k8s_pod *pod;
         const struct k8s_container *container;
         const struct rt_image *image; /* config, layer dirs, reference and digest */
-        /* The image's /etc/passwd and /etc/group (from the topmost layer that
-         * has them; NULL: none), for a user or group given by name. */
+        /* The image's /etc/passwd and /etc/group as the container would see
+         * them (NULL: none), for a user or group given by name and the
+         * primary group of a numeric user. *_error: the file could not be
+         * read (not a regular file, too large: rt_image_read_file's
+         * message), an error for the start only if it needs that file. */
         const char *passwd, *group;
+        const char *passwd_error, *group_error;
         const struct ag_env_context *ctx;
         const struct ag_volume_source *volumes;
         size_t n_volumes;

@@ -1105,6 +1105,9 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                         w->ctrs[i].pull_job->c = NULL;
                 if (w->ctrs[i].start_job)
                         w->ctrs[i].start_job->c = NULL;
+                if (w->ctrs[i].files_job)
+                        w->ctrs[i].files_job->c = NULL;
+                pw_files_job_free(w->ctrs[i].files);
                 rt_image_free(w->ctrs[i].pulled);
                 pw_stop_watch(&w->ctrs[i]);
                 pw_stop_probers(&w->ctrs[i]);

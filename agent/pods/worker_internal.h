@@ -55,6 +55,7 @@
 struct pull_job;
 struct sandbox_job;
 struct start_job;
+struct files_job;
 struct teardown_job;
 
 struct ctr {
@@ -97,6 +98,9 @@ struct ctr {
         char pull_error[MESSAGE_MAX]; /* the last failed pull's, for ImagePullBackOff */
         struct start_job *start_job;  /* a container being created and started */
         struct rt_image *pulled;      /* its result, not yet used */
+        /* The image's /etc/passwd and /etc/group, read off the loop before
+         * each start (files_job while it runs, files its result). */
+        struct files_job *files_job, *files;
         /* The id of that start, saved in worker.json (pendingId) before the
          * monitor is spawned: an agent killed mid-start leaves a container
          * the next agent must adopt, not start a second one beside. */
@@ -181,6 +185,18 @@ struct pull_job {
         uint64_t submitted_us, started_us, finished_us;
 };
 
+/* The image's /etc/passwd and /etc/group for a start (rt_image_read_file:
+ * resolved inside the image, regular files only); each rc -1 with its
+ * error when the file is not a regular one, reported only if the start
+ * needs that file. */
+struct files_job {
+        struct ctr *c; /* NULL once the worker is gone */
+        struct rt_image *img;
+        char *passwd, *group;
+        int passwd_rc, group_rc;
+        struct cb_error passwd_err, group_err;
+};
+
 struct start_job {
         struct ctr *c; /* NULL once the worker is gone */
         char id[RT_ID_MAX];
@@ -242,6 +258,7 @@ void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
 void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c);
+void pw_files_job_free(struct files_job *j);
 void pw_start_undo(struct ag_pod_worker *w, struct ctr *c, const char *id, const char *why);
 void pw_adopt_pending(struct ag_pod_worker *w, struct ctr *c, const char *id);
 bool pw_start_hook(struct ag_pod_worker *w, struct ctr *c, const struct k8s_handler *h, int kind,

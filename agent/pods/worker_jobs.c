@@ -7,6 +7,10 @@
 #include "agent/k8s/sysctl.h"
 
 static void start_done(void *data, bool cancelled);
+static void pw_files_job_freep(struct files_job **j)
+{
+        pw_files_job_free(*j);
+}
 static void sandbox_done(void *data, bool cancelled);
 
 /* ---- image pulls, off the loop --------------------------------------------------------
@@ -575,9 +579,84 @@ static int plan_subpaths(struct ag_pod_worker *w, struct ctr *c, struct cb_arena
         return 0;
 }
 
+/* ---- the image's /etc/passwd and /etc/group, off the loop ----------------------------
+ *
+ * They are image content: read by rt_image_read_file (resolved inside the
+ * image's layers, regular files only, size-capped) on the start queue, never
+ * on the event loop; the start goes on when they are read. */
+
+void pw_files_job_free(struct files_job *j)
+{
+        if (j == NULL)
+                return;
+        rt_image_free(j->img);
+        free(j->passwd);
+        free(j->group);
+        free(j);
+}
+
+static void files_work(void *data)
+{
+        struct files_job *j = data;
+        j->passwd_rc =
+            rt_image_read_file(j->img, "etc/passwd", 1 << 20, &j->passwd, &j->passwd_err);
+        j->group_rc = rt_image_read_file(j->img, "etc/group", 1 << 20, &j->group, &j->group_err);
+}
+
+static void files_done(void *data, bool cancelled)
+{
+        struct files_job *j = data;
+        struct ctr *c = j->c;
+        if (c == NULL) {
+                pw_files_job_free(j);
+                return;
+        }
+        struct ag_pod_worker *w = c->w;
+        c->files_job = NULL;
+        if (cancelled || w->done || w->terminating) {
+                pw_files_job_free(j);
+                return;
+        }
+        /* the image goes back to the start, which runs again */
+        rt_image_free(c->pulled);
+        c->pulled = j->img;
+        j->img = NULL;
+        pw_files_job_free(c->files);
+        c->files = j;
+        ag_timer_arm(w->kick, 0);
+}
+
+/* 1: the files are being read (the worker is kicked when they are), 0:
+ * c->files holds them for img, -1: the job could not be queued (c is
+ * waiting). img is the job's (or handed back) when 1. */
+static int ensure_files(struct ag_pod_worker *w, struct ctr *c, struct rt_image **img)
+{
+        if (c->files != NULL)
+                return 0;
+        struct files_job *j = calloc(1, sizeof(*j));
+        struct cb_error err = {0};
+        if (j == NULL) {
+                pw_set_waiting(c, "CreateContainerError", "out of memory");
+                return -1;
+        }
+        j->c = c;
+        j->img = *img;
+        struct ag_offload *q = w->env->starts ? w->env->starts : w->env->sandboxes;
+        if (ag_offload_submit(q, files_work, files_done, j, &err) < 0) {
+                j->img = NULL;
+                free(j);
+                pw_set_waiting(c, "CreateContainerError", "%s", err.msg);
+                pw_arm_ctr_timer(c, 1);
+                return -1;
+        }
+        *img = NULL;
+        c->files_job = j;
+        return 1;
+}
+
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
 {
-        if (c->start_job != NULL)
+        if (c->start_job != NULL || c->files_job != NULL)
                 return;
         /* A worker that re-adopted its sandbox after an agent restart has
          * its volumes set up again first (the volumes kick it). */
@@ -587,13 +666,19 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         c->wait_reason[0] = c->wait_message[0] = '\0';
         if (ensure_image(w, c, &img) != 0)
                 return;
+        int fr = ensure_files(w, c, &img);
+        if (fr != 0) {
+                rt_image_free(img);
+                return;
+        }
+        /* used by this start only: the next one reads them again */
+        _cleanup_(pw_files_job_freep) struct files_job *files = steal_pointer(&c->files);
         ag_pod_worker_mark(w, "imageReady", c->spec->name);
         snprintf(c->image, sizeof(c->image), "%s", img->ref);
         ag_image_id(c->image_id, sizeof(c->image_id), img->ref, img->manifest_digest);
 
         struct cb_arena *a = cb_arena_new(0);
         struct cb_error err = {0};
-        _cleanup_free_ char *passwd = NULL, *group = NULL;
         struct ag_env_context ctx = {
             .node_name = w->env->node_name,
             .pod_ip = w->n_pod_ips ? w->pod_ips[0] : "",
@@ -638,13 +723,11 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
             .restart_count = c->obs.restart_count,
             .termination_log = have_term_log ? term_log : NULL,
         };
-        int r = rt_image_read_file(img, "etc/passwd", 1 << 20, &passwd, &err);
-        if (r == 0)
-                r = rt_image_read_file(img, "etc/group", 1 << 20, &group, &err);
-        if (r == 0)
-                r = resolve_volumes(w, c, a, &vols, &n_vols, &err);
-        in.passwd = passwd;
-        in.group = group;
+        int r = resolve_volumes(w, c, a, &vols, &n_vols, &err);
+        in.passwd = files->passwd;
+        in.group = files->group;
+        in.passwd_error = files->passwd_rc < 0 ? files->passwd_err.msg : NULL;
+        in.group_error = files->group_rc < 0 ? files->group_err.msg : NULL;
         in.volumes = vols;
         in.n_volumes = n_vols;
         if (r == 0)

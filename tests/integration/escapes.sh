@@ -40,6 +40,97 @@ esc_tars=$tmp/tars
 escape_make_tars "$esc_tars"
 escape_run "$escape_mount_exec"
 
+# --- item 5 (user lookup half): the image's /etc/passwd and /etc/group ------------------
+# An image whose /etc/group is a FIFO (an open without O_NONBLOCK would
+# block until a writer comes) and whose /etc/passwd is a symlink to the
+# host's /etc/shadow, with USER evil:evil (evil:1) and 0:evil (evil:2):
+# cubelet reads them, off the loop, resolved in the image's merged layers,
+# regular files only. The starts must be refused at once with the reason
+# and a message that names the file, no reader may wait on the FIFO, the
+# host's shadow must reach no status, event or container, and a container
+# of the same image given numeric ids runs as them (it reads no name: a
+# process in it that looks one up, busybox id, would block on the FIFO in
+# the container, as it would under runc; that is the image's own process).
+attempt "image user lookup: /etc/group a FIFO, /etc/passwd a symlink to the host's /etc/shadow"
+evil_image() { # TAG USER
+  local l=$tmp/evil-$1
+  rm -rf "$l" "$tmp/evil-b"
+  cp -a "$tmp/img/layout" "$l"
+  umoci unpack --image "$l:1.36" "$tmp/evil-b" >/dev/null
+  rm -f "$tmp/evil-b/rootfs/etc/group" "$tmp/evil-b/rootfs/etc/passwd"
+  mkfifo "$tmp/evil-b/rootfs/etc/group"
+  ln -s /etc/shadow "$tmp/evil-b/rootfs/etc/passwd"
+  umoci repack --image "$l:1.36" "$tmp/evil-b" >/dev/null
+  umoci config --image "$l:1.36" --config.user "$2" >/dev/null
+  umoci gc --layout "$l"
+  tar -C "$l" -cf "$l.tar" .
+  "$CUBELET" --root-dir "$root" image import "$l.tar" --name "evil:$1" >/dev/null
+}
+if evil_image 1 evil:evil && evil_image 2 0:evil; then
+  {
+    pod_head evilusers
+    printf '  - name: byname\n    image: evil:1\n    command: [sh, -c, "cat /etc/passwd; echo started"]\n'
+    printf '  - name: group\n    image: evil:2\n    command: [sh, -c, "cat /etc/passwd; echo started"]\n'
+    printf '  - name: numeric\n    image: evil:1\n    command: [sh, -c, "grep -E \\"^[UG]id:\\" /proc/self/status | tr -s \\"\\\\t\\" \\" \\"; cat /etc/passwd 2>&1; echo done"]\n'
+    printf '    securityContext: {runAsUser: 1000, runAsGroup: 1000}\n'
+  } >"$tmp/evilusers.yaml"
+  run_pod_cmd "$tmp/evilusers.yaml"
+  t0=$(date +%s.%N)
+  "${pod_argv[@]}" >"$tmp/evilusers.jsonl" 2>"$tmp/evilusers.err" &
+  evil_pid=$!
+  track $evil_pid
+  # both refusals in the status (a CreateContainerConfigError is retried,
+  # as the kubelet does: the pod stays Pending, so run-pod is stopped here)
+  wstate() { tail -n 20 "$tmp/evilusers.jsonl" 2>/dev/null | jq -r --arg c "$1" \
+    'select(.status) | .status.containerStatuses[]? | select(.name == $c) | .state.waiting | select(.) | "\(.reason): \(.message)"' 2>/dev/null | tail -1; }
+  poll 20 eval '[ -n "$(wstate byname)" ] && [ -n "$(wstate group)" ] && grep -q done "$logs"/default_evilusers_*/numeric/0.log 2>/dev/null' || true
+  took=$(since "$t0")
+  # no one waits to read a FIFO of the image (a writer's non-blocking open
+  # fails with ENXIO unless a reader has it open)
+  readers=$(find "$root" -type p -print0 2>/dev/null | python3 -c '
+import os, sys
+n = 0
+for p in sys.stdin.read().split("\0"):
+    if not p:
+        continue
+    try:
+        os.close(os.open(p, os.O_WRONLY | os.O_NONBLOCK)); n += 1
+    except OSError:
+        pass
+print(n)')
+  kill -TERM "$evil_pid" 2>/dev/null || true
+  stopped=no
+  poll 15 eval '! kill -0 $evil_pid 2>/dev/null' && stopped=yes
+  wait "$evil_pid" 2>/dev/null || true
+  by=$(wstate byname)
+  gr=$(wstate group)
+  num=$(pod_log evilusers numeric)
+  shadow_leak=no
+  # any password hash or account line of the host's shadow file
+  while IFS=: read -r user hash _; do
+    [ -n "$user" ] || continue
+    for f in "$tmp/evilusers.jsonl" "$tmp/evilusers.err" "$logs"/default_evilusers_*/*/0.log; do
+      [ -f "$f" ] || continue
+      if { [ ${#hash} -gt 2 ] && grep -qF -- "$hash" "$f"; } || grep -qF -- "$user:$hash:" "$f"; then shadow_leak=yes; fi
+    done
+  done </etc/shadow
+  if pod_log evilusers byname | grep -q started || pod_log evilusers group | grep -q started; then
+    escaped "a container ran with the image's user: $(pod_log evilusers byname) $(pod_log evilusers group)"
+  elif [ $shadow_leak = yes ]; then escaped "the host's /etc/shadow reached the pod's output or status"
+  elif [ "$by" != "CreateContainerConfigError: unable to find user evil: no matching entries in passwd file" ]; then
+    escaped "by name: '$by' $(tail -3 "$tmp/evilusers.err")"
+  elif [ "$gr" != "CreateContainerConfigError: unable to find group evil: /etc/group in image docker.io/library/evil:2 is a FIFO, not a regular file; make /etc/group a regular file in the image, or set a numeric runAsGroup" ]; then
+    escaped "group: '$gr' $(tail -3 "$tmp/evilusers.err")"
+  elif ! grep -q '^Uid: 1000 1000 1000 1000$' <<<"$num" || ! grep -q '^Gid: 1000 1000 1000 1000$' <<<"$num" || ! grep -q '^done$' <<<"$num"; then
+    escaped "the numeric-id container: $num $(tail -3 "$tmp/evilusers.err")"
+  elif ! fle "$took" 10; then escaped "the refusals took ${took}s"
+  elif [ "$readers" != 0 ]; then escaped "$readers FIFO(s) of the image have a reader waiting"
+  elif [ $stopped != yes ]; then escaped "run-pod did not stop on SIGTERM within 15 s"
+  else refused "refused in ${took}s: '${gr#*: }'; numeric ids ran as 1000:1000 with $(grep -c . <<<"$num") line(s) of output, no FIFO reader, no shadow content"; fi
+else
+  escaped "could not build the hostile images"
+fi
+
 # --- item 15: io_uring under RuntimeDefault ---------------------------------------------
 attempt "io_uring: io_uring_setup under seccomp RuntimeDefault"
 mkdir -p "$tmp/bin"

@@ -66,6 +66,8 @@ static const char *const passwd = "root:x:0:0:root:/root:/bin/sh\n"
 static const char *const group = "root:x:0:\nstaff:x:50:\napp:x:1001:\n";
 
 static bool build_seccomp_default;
+/* rt_image_read_file's errors for the image's passwd and group (NULL: read) */
+static const char *build_passwd_error, *build_group_error;
 
 struct built {
         struct rt_container_config cfg;
@@ -105,8 +107,10 @@ static struct built build(const struct k8s_pod *pod, size_t container, const str
             .pod = pod,
             .container = &pod->spec.containers[container],
             .image = img,
-            .passwd = passwd,
-            .group = group,
+            .passwd = build_passwd_error ? NULL : passwd,
+            .group = build_group_error ? NULL : group,
+            .passwd_error = build_passwd_error,
+            .group_error = build_group_error,
             .ctx = &ctx,
             .volumes = vols,
             .n_volumes = n_vols,
@@ -402,6 +406,42 @@ START_TEST(test_users_and_groups)
         ck_assert_msg(b.rc == 0, "%s", b.err.msg);
         ck_assert_uint_eq(b.cfg.uid, 42);
         ck_assert_uint_eq(b.cfg.gid, 43);
+
+        /* An image whose /etc/passwd or /etc/group is not a regular file
+         * (rt_image_read_file refused it): an error only for a start that
+         * needs the file, naming it and what to change. */
+        static const struct {
+                const char *user, *perr, *gerr;
+                int container, rc;
+                const char *msg;
+        } f[] = {
+            {"evil:evil", "/etc/passwd in image web is a FIFO, not a regular file", NULL, 0, -1,
+             "unable to find user evil: /etc/passwd in image web is a FIFO, not a regular file; "
+             "make /etc/passwd a regular file in the image, or set a numeric runAsUser and "
+             "runAsGroup"},
+            {"0:evil", NULL, "/etc/group in image web is a FIFO, not a regular file", 0, -1,
+             "unable to find group evil: /etc/group in image web is a FIFO, not a regular file; "
+             "make /etc/group a regular file in the image, or set a numeric runAsGroup"},
+            {"33", "/etc/passwd in image web is a character device, not a regular file", NULL, 0,
+             -1,
+             "unable to find the primary group of uid 33: /etc/passwd in image web is a "
+             "character device, not a regular file; make /etc/passwd a regular file in the "
+             "image, or set runAsGroup"},
+            /* not needed: no error */
+            {"1000:7", "x", "y", 0, 0, NULL},
+            {"app", NULL, "/etc/group in image web is a FIFO, not a regular file", 0, 0, NULL},
+            {"evil:evil", "x", "y", 1, 0, NULL}, /* runAsUser and runAsGroup */
+        };
+        for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+                build_passwd_error = f[i].perr;
+                build_group_error = f[i].gerr;
+                img = image(f[i].user);
+                b = build(p, f[i].container, &img, NULL, 0, NULL);
+                build_passwd_error = build_group_error = NULL;
+                ck_assert_msg(b.rc == f[i].rc, "%s: %d %s", f[i].user, b.rc, b.err.msg);
+                if (f[i].rc < 0)
+                        ck_assert_str_eq(b.err.msg, f[i].msg);
+        }
 }
 END_TEST
 

@@ -507,6 +507,12 @@ struct k8s_pod_spec {
         char *priority_class_name;
         char *os_name; /* spec.os.name */
         struct k8s_resource_list overhead;
+        /* spec.resources (PodLevelResources, beta and on in 1.34+): the pod's
+         * own requests and limits, as written (qos.h applies the apiserver's
+         * defaulting). has_resources: the field is an object (even {}),
+         * which alone makes the QoS class come from it. */
+        bool has_resources;
+        struct k8s_resources resources;
         /* The first field set to something cubelet does not implement
          * (docs/security.md, "Fields cubelet does not implement"): admission
          * refuses the pod with this reason and message rather than run it

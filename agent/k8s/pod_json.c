@@ -465,8 +465,6 @@ static void refuse_pod_spec(struct dec *d, const cJSON *spec)
                       "cubelet has one runtime and no RuntimeClass handlers");
         refuse_if_set(d, spec, "resourceClaims", NULL,
                       "dynamic resource allocation is not supported by cubelet");
-        refuse_if_set(d, spec, "resources", NULL,
-                      "pod-level resources (PodLevelResources) are not supported by cubelet");
         const cJSON *sc = dec_field(spec, "securityContext");
         if (cJSON_IsObject(sc)) {
                 size_t old = dec_path_field(d, "securityContext");
@@ -783,6 +781,43 @@ static int pull_secret_item(struct dec *d, const cJSON *it, void *out)
         return dec_string(d, it, "name", (char **)out);
 }
 
+/* spec.resources (PodLevelResources). cpu and memory are applied (qos.h);
+ * hugepages-* are supported at pod level by the kubelet since 1.34, but
+ * cubelet has no hugetlb cgroup and advertises no hugepages, so a pod that
+ * asks for them is refused rather than run without them. Other names are
+ * refused by kube-apiserver's validation; the kubelet ignores them
+ * (IsSupportedPodLevelResource), and so does qos.c. */
+static void refuse_pod_hugepages(struct dec *d, const struct k8s_resource_list *l, const char *kind)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].name != NULL && strncmp(l->items[i].name, "hugepages-", 10) == 0) {
+                        char key[96];
+                        snprintf(key, sizeof(key), "%s[%.64s]", kind, l->items[i].name);
+                        dec_unsupported(d, R_UNSUPPORTED, key,
+                                        "hugepages are not supported by cubelet (no hugetlb "
+                                        "cgroup)");
+                        return;
+                }
+}
+
+static int decode_pod_resources(struct dec *d, const cJSON *spec, struct k8s_pod_spec *s)
+{
+        const cJSON *res;
+        if (dec_object(d, spec, "resources", &res) < 0)
+                return -1;
+        if (res == NULL)
+                return 0;
+        size_t old = dec_path_field(d, "resources");
+        s->has_resources = true;
+        if (dec_resource_list(d, res, "requests", &s->resources.requests) < 0 ||
+            dec_resource_list(d, res, "limits", &s->resources.limits) < 0)
+                return -1;
+        refuse_pod_hugepages(d, &s->resources.requests, "requests");
+        refuse_pod_hugepages(d, &s->resources.limits, "limits");
+        dec_path_pop(d, old);
+        return 0;
+}
+
 static int decode_dns_config(struct dec *d, const cJSON *spec, struct k8s_pod_spec *s)
 {
         const cJSON *dc;
@@ -993,7 +1028,8 @@ static int decode_pod_spec(struct dec *d, const cJSON *spec, struct k8s_pod_spec
             dec_int32(d, spec, "priority", &s->has_priority, &s->priority) < 0 ||
             dec_string(d, spec, "priorityClassName", &s->priority_class_name) < 0 ||
             dec_object(d, spec, "os", &os) < 0 ||
-            dec_resource_list(d, spec, "overhead", &s->overhead) < 0)
+            dec_resource_list(d, spec, "overhead", &s->overhead) < 0 ||
+            decode_pod_resources(d, spec, s) < 0)
                 return -1;
         s->restart_policy = (enum k8s_restart_policy)restart;
         if ((s->service_account_name == NULL || s->service_account_name[0] == '\0') &&

@@ -99,7 +99,7 @@ bool k8s_container_is_sidecar(const struct k8s_container *c)
         return c->has_restart_policy && c->restart_policy == K8S_RESTART_ALWAYS;
 }
 
-enum k8s_qos_class k8s_pod_qos(const struct k8s_pod *pod)
+static enum k8s_qos_class containers_qos(const struct k8s_pod *pod)
 {
         int64_t req_cpu = 0, req_mem = 0, lim_cpu = 0, lim_mem = 0;
         bool has_req_cpu = false, has_req_mem = false, has_lim_cpu = false, has_lim_mem = false;
@@ -208,9 +208,14 @@ static void aggregate(const struct k8s_pod *pod, bool limits, struct agg *a, boo
                                 need = sat_add(v, sidecars[r], &a->sat);
                         }
                         init_max[r] = max64(init_max[r], need);
+                        /* PodLimits' ContainerFn sees an init container's
+                         * combined need (its own plus the sidecars before
+                         * it; a sidecar: the sidecars up to it) */
+                        if (limits && r == R_CPU)
+                                all_cpu &= need > 0;
+                        if (limits && r == R_MEM)
+                                all_mem &= need > 0;
                 }
-                all_cpu &= k8s_container_limit(c, RES_CPU) > 0;
-                all_mem &= k8s_container_limit(c, RES_MEMORY) > 0;
         }
         for (int r = 0; r < R_N; r++)
                 a->v[r] = max64(a->v[r], init_max[r]);
@@ -228,10 +233,151 @@ static void to_totals(const struct agg *a, struct k8s_resource_totals *ret)
         ret->saturated = a->sat;
 }
 
+/* IsSupportedPodLevelResource: cpu, memory, hugepages-*. */
+static bool pod_level_name(const char *name)
+{
+        return name != NULL && (strcmp(name, RES_CPU) == 0 || strcmp(name, RES_MEMORY) == 0 ||
+                                strncmp(name, "hugepages-", 10) == 0);
+}
+
+static bool has_pod_level_name(const struct k8s_resource_list *l)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (pod_level_name(l->items[i].name))
+                        return true;
+        return false;
+}
+
+bool k8s_pod_level_resources_set(const struct k8s_pod *pod)
+{
+        const struct k8s_pod_spec *s = &pod->spec;
+        return s->has_resources && (has_pod_level_name(&s->resources.requests) ||
+                                    has_pod_level_name(&s->resources.limits));
+}
+
+bool k8s_pod_level_limits_set(const struct k8s_pod *pod)
+{
+        return pod->spec.has_resources && has_pod_level_name(&pod->spec.resources.limits);
+}
+
+/*
+ * spec.resources as the kubelet sees it: after the apiserver's defaulting
+ * (SetDefaults_Pod -> defaultPodRequests, 1.34/1.35), which static pods
+ * get too (the kubelet decodes their files with the defaulting scheme).
+ * With pod-level limits set, a missing cpu/memory request becomes the
+ * containers' aggregated request when some container requests it (after
+ * requests default to limits), else the pod-level limit. Limits are not
+ * defaulted for cpu/memory in 1.34/1.35 (defaultHugePagePodLimits only
+ * concerns hugepages, which the decoder refuses).
+ */
+struct pod_level {
+        bool set;                    /* IsPodLevelResourcesSet (as written) */
+        bool requests_set;           /* IsPodLevelRequestsSet (defaulted) */
+        size_t n_requests, n_limits; /* len() of the defaulted maps */
+        bool has_req[2], has_lim[2]; /* [0] cpu, [1] memory */
+        int64_t req[2], lim[2];      /* millicores, bytes */
+};
+
+/* Some container (regular or init) has a request for the resource once
+ * requests default to limits: the key AggregateContainerRequests returns. */
+static bool container_requests_key(const struct k8s_pod *pod, const char *name)
+{
+        size_t n = pod->spec.n_containers + pod->spec.n_init_containers;
+        for (size_t i = 0; i < n; i++) {
+                const struct k8s_container *c =
+                    i < pod->spec.n_containers
+                        ? &pod->spec.containers[i]
+                        : &pod->spec.init_containers[i - pod->spec.n_containers];
+                bool rp = false, lp = false;
+                k8s_resource_amount(&c->resources.requests, name, &rp);
+                k8s_resource_amount(&c->resources.limits, name, &lp);
+                if (rp || lp)
+                        return true;
+        }
+        return false;
+}
+
+static void pod_level(const struct k8s_pod *pod, struct pod_level *pl)
+{
+        memset(pl, 0, sizeof(*pl));
+        const struct k8s_pod_spec *s = &pod->spec;
+        if (!s->has_resources)
+                return;
+        pl->set = k8s_pod_level_resources_set(pod);
+        pl->n_requests = s->resources.requests.n;
+        pl->n_limits = s->resources.limits.n;
+        bool req_named = has_pod_level_name(&s->resources.requests);
+        struct agg a;
+        bool have_agg = false;
+        for (int r = 0; r < 2; r++) {
+                const char *name = res_names[r]; /* R_CPU, R_MEM */
+                pl->req[r] = k8s_resource_amount(&s->resources.requests, name, &pl->has_req[r]);
+                pl->lim[r] = k8s_resource_amount(&s->resources.limits, name, &pl->has_lim[r]);
+                if (pl->has_req[r] || s->resources.limits.n == 0)
+                        continue;
+                /* defaultPodRequests */
+                if (container_requests_key(pod, name)) {
+                        if (!have_agg) {
+                                aggregate(pod, false, &a, NULL, NULL);
+                                have_agg = true;
+                        }
+                        pl->req[r] = a.v[r];
+                } else if (pl->has_lim[r]) {
+                        pl->req[r] = pl->lim[r];
+                } else {
+                        continue;
+                }
+                pl->has_req[r] = true;
+                pl->n_requests++;
+                req_named = true;
+        }
+        pl->requests_set = req_named;
+}
+
+/* resourceQOS over one set of requirements, for cpu and memory: a request
+ * unequal to its limit is Burstable; both zero (or absent) is BestEffort;
+ * every resource the same way decides; empty maps are BestEffort. */
+static enum k8s_qos_class pod_level_qos(const struct pod_level *pl)
+{
+        if (pl->n_requests == 0 && pl->n_limits == 0)
+                return K8S_QOS_BEST_EFFORT;
+        int q = -1;
+        for (int r = 0; r < 2; r++) {
+                int64_t req = pl->has_req[r] ? pl->req[r] : 0;
+                int64_t lim = pl->has_lim[r] ? pl->lim[r] : 0;
+                if (req != lim)
+                        return K8S_QOS_BURSTABLE;
+                int cls = req == 0 ? K8S_QOS_BEST_EFFORT : K8S_QOS_GUARANTEED;
+                if (q < 0)
+                        q = cls;
+                else if (q != cls)
+                        return K8S_QOS_BURSTABLE;
+        }
+        return (enum k8s_qos_class)q;
+}
+
+enum k8s_qos_class k8s_pod_qos(const struct k8s_pod *pod)
+{
+        /* ComputePodQOS: spec.resources, when present, decides alone */
+        if (pod->spec.has_resources) {
+                struct pod_level pl;
+                pod_level(pod, &pl);
+                return pod_level_qos(&pl);
+        }
+        return containers_qos(pod);
+}
+
 void k8s_pod_requests(const struct k8s_pod *pod, struct k8s_resource_totals *ret)
 {
         struct agg a;
+        struct pod_level pl;
         aggregate(pod, false, &a, NULL, NULL);
+        pod_level(pod, &pl);
+        /* PodRequests: pod-level requests replace the containers' sum */
+        if (pl.requests_set)
+                for (int r = 0; r < 2; r++)
+                        if (pl.has_req[r])
+                                a.v[r] = pl.req[r];
         for (int r = 0; r < R_N; r++)
                 a.v[r] = sat_add(
                     a.v[r], k8s_resource_amount(&pod->spec.overhead, res_names[r], NULL), &a.sat);
@@ -242,13 +388,59 @@ void k8s_pod_limits(const struct k8s_pod *pod, struct k8s_resource_totals *ret, 
                     bool *memory_declared)
 {
         struct agg a;
-        aggregate(pod, true, &a, cpu_declared, memory_declared);
+        struct pod_level pl;
+        bool cpu_all, mem_all;
+        aggregate(pod, true, &a, &cpu_all, &mem_all);
+        pod_level(pod, &pl);
+        /* PodLimits: pod-level limits replace the containers' sum; and
+         * ResourceConfigForPod counts a non-zero pod-level limit as declared */
+        if (pl.set)
+                for (int r = 0; r < 2; r++)
+                        if (pl.has_lim[r]) {
+                                a.v[r] = pl.lim[r];
+                                a.has[r] = true;
+                                if (pl.lim[r] > 0 && r == R_CPU)
+                                        cpu_all = true;
+                                if (pl.lim[r] > 0 && r == R_MEM)
+                                        mem_all = true;
+                        }
+        /* overhead goes to the limits that are set and non-zero */
         for (int r = 0; r < R_N; r++)
-                if (a.has[r])
+                if (a.has[r] && a.v[r] != 0)
                         a.v[r] = sat_add(
                             a.v[r], k8s_resource_amount(&pod->spec.overhead, res_names[r], NULL),
                             &a.sat);
         to_totals(&a, ret);
+        if (cpu_declared != NULL)
+                *cpu_declared = cpu_all;
+        if (memory_declared != NULL)
+                *memory_declared = mem_all;
+}
+
+int64_t k8s_container_effective_limit(const struct k8s_pod *pod, const struct k8s_container *c,
+                                      const char *name)
+{
+        int64_t v = k8s_container_limit(c, name);
+        if (v > 0 || !k8s_pod_level_resources_set(pod) ||
+            (strcmp(name, RES_CPU) != 0 && strcmp(name, RES_MEMORY) != 0))
+                return v;
+        return k8s_resource_amount(&pod->spec.resources.limits, name, NULL);
+}
+
+int64_t k8s_container_downward_limit(const struct k8s_pod *pod, const struct k8s_container *c,
+                                     const char *name, int64_t node_allocatable)
+{
+        int64_t v = k8s_container_limit(c, name);
+        if (v > 0)
+                return v;
+        /* defaultPodLimitsForDownwardAPI: a non-zero pod-level limit, for
+         * the resources supported at pod level, before the allocatable */
+        if (k8s_pod_level_limits_set(pod) && pod_level_name(name)) {
+                int64_t p = k8s_resource_amount(&pod->spec.resources.limits, name, NULL);
+                if (p > 0)
+                        return p;
+        }
+        return node_allocatable;
 }
 
 bool k8s_pod_is_node_critical(const struct k8s_pod *pod)
@@ -292,7 +484,22 @@ int k8s_oom_score_adj(const struct k8s_pod *pod, const struct k8s_container *c,
         }
         if (node_memory_capacity <= 0)
                 return 999;
-        int64_t score = burstable_score(k8s_container_request(c, RES_MEMORY), node_memory_capacity);
+        /* With pod-level requests, the part of the pod's memory request the
+         * containers do not request is shared equally among all of them
+         * (init containers included) (remainingPodMemReqPerContainer). */
+        struct pod_level pl;
+        pod_level(pod, &pl);
+        int64_t remaining = 0;
+        if (pl.requests_set && pl.has_req[R_MEM] && pl.req[R_MEM] != 0) {
+                struct agg a;
+                aggregate(pod, false, &a, NULL, NULL);
+                int64_t n = (int64_t)(pod->spec.n_containers + pod->spec.n_init_containers);
+                if (n > 0)
+                        remaining = (pl.req[R_MEM] - a.v[R_MEM]) / n;
+        }
+        bool sat = false;
+        int64_t score = burstable_score(
+            sat_add(k8s_container_request(c, RES_MEMORY), remaining, &sat), node_memory_capacity);
 
         /* A sidecar (restartPolicy Always, listed among the init containers)
          * gets at most the score of the smallest regular container request. */
@@ -309,7 +516,7 @@ int k8s_oom_score_adj(const struct k8s_pod *pod, const struct k8s_container *c,
                         if (v < min)
                                 min = v;
                 }
-                int64_t m = burstable_score(min, node_memory_capacity);
+                int64_t m = burstable_score(sat_add(min, remaining, &sat), node_memory_capacity);
                 if (score > m)
                         score = m;
         }
@@ -345,15 +552,21 @@ static int container_plan(const struct k8s_pod *pod, const struct k8s_container 
                                     c->name, K8S_CGROUP_PATH_MAX - 1);
 
         /* calculateLinuxResources: shares from the request, or from the
-         * limit when there is no request (k8s_container_request already
-         * defaults to the limit); 2 when neither. */
-        out->limits.cpu_shares = cg_milli_cpu_to_shares(k8s_container_request(c, RES_CPU));
-        int64_t quota = cg_milli_cpu_to_quota(k8s_container_limit(c, RES_CPU), CG_QUOTA_PERIOD_US);
+         * limit when there is no request; 2 when neither. The limits are
+         * the container's own, or with pod-level resources set the pod's
+         * where the container has none (getCPULimit/getMemoryLimit), so a
+         * container without a request takes its shares from the pod-level
+         * cpu limit. */
+        int64_t cpu_limit = k8s_container_effective_limit(pod, c, RES_CPU);
+        bool has_request = false;
+        int64_t cpu_request = k8s_resource_amount(&c->resources.requests, RES_CPU, &has_request);
+        out->limits.cpu_shares = cg_milli_cpu_to_shares(has_request ? cpu_request : cpu_limit);
+        int64_t quota = cg_milli_cpu_to_quota(cpu_limit, CG_QUOTA_PERIOD_US);
         if (quota > 0) {
                 out->limits.cpu_quota_us = quota;
                 out->limits.cpu_period_us = CG_QUOTA_PERIOD_US;
         }
-        out->limits.memory_limit = k8s_container_limit(c, RES_MEMORY);
+        out->limits.memory_limit = k8s_container_effective_limit(pod, c, RES_MEMORY);
         out->oom_score_adj = k8s_oom_score_adj(pod, c, mem_capacity);
         return 0;
 }
@@ -382,7 +595,7 @@ int k8s_pod_cgroup_plan(const struct k8s_pod *pod, int64_t node_memory_capacity,
         if (req.saturated || lim.saturated)
                 return cb_error_set(err, 0,
                                     "the pod's summed requests or limits exceed 2^63-1: "
-                                    "lower spec.containers[].resources");
+                                    "lower spec.containers[].resources or spec.resources");
 
         int64_t quota = cg_milli_cpu_to_quota(lim.milli_cpu, CG_QUOTA_PERIOD_US);
         switch (p.qos) {

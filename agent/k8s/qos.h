@@ -42,8 +42,18 @@ const char *k8s_qos_name(enum k8s_qos_class q);
  * Guaranteed: every container has positive cpu AND memory limits, and for
  * cpu and memory the pod's summed requests equal its summed limits (with
  * requests defaulted from limits, limits-only pods are Guaranteed).
- * Otherwise Burstable. status.qosClass is not consulted. */
+ * Otherwise Burstable. status.qosClass is not consulted.
+ * When spec.resources is present (even {}), it alone decides (1.34+):
+ * empty -> BestEffort; cpu and memory each with request == limit, both
+ * non-zero -> Guaranteed, both zero/absent -> BestEffort; otherwise
+ * Burstable (pod-level requests defaulted as the apiserver does, see
+ * k8s_pod_requests). */
 enum k8s_qos_class k8s_pod_qos(const struct k8s_pod *pod);
+
+/* IsPodLevelResourcesSet / IsPodLevelLimitsSet: spec.resources names cpu,
+ * memory or a hugepages-* resource in requests or limits / in limits. */
+bool k8s_pod_level_resources_set(const struct k8s_pod *pod);
+bool k8s_pod_level_limits_set(const struct k8s_pod *pod);
 
 /* The cgroup tier for a QoS class. */
 enum cg_tier k8s_qos_tier(enum k8s_qos_class q);
@@ -54,6 +64,16 @@ int64_t k8s_resource_amount(const struct k8s_resource_list *l, const char *name,
 /* The container's request for a resource, defaulting to its limit. */
 int64_t k8s_container_request(const struct k8s_container *c, const char *name);
 int64_t k8s_container_limit(const struct k8s_container *c, const char *name);
+/* The limit the container's own cgroup gets (getCPULimit/getMemoryLimit):
+ * its own, or for cpu/memory with pod-level resources set, the pod-level
+ * limit when it has none (0: unlimited). */
+int64_t k8s_container_effective_limit(const struct k8s_pod *pod, const struct k8s_container *c,
+                                      const char *name);
+/* limits.<name> for the downward API (defaultPodLimitsForDownwardAPI):
+ * the container's non-zero limit, else a non-zero pod-level cpu/memory
+ * limit, else node_allocatable. */
+int64_t k8s_container_downward_limit(const struct k8s_pod *pod, const struct k8s_container *c,
+                                     const char *name, int64_t node_allocatable);
 /* An init container with restartPolicy: Always (a sidecar). */
 bool k8s_container_is_sidecar(const struct k8s_container *c);
 
@@ -66,14 +86,21 @@ struct k8s_resource_totals {
 
 /* The pod's effective requests (PodRequests): per resource, the max of
  * (sum of regular containers + sidecars) and of each init container's
- * request (plus the sidecars started before it), plus spec.overhead.
- * Used by admission and by the pod cgroup. */
+ * request (plus the sidecars started before it); a pod-level cpu/memory
+ * request (spec.resources.requests, with the apiserver's defaultPodRequests:
+ * when pod-level limits are set, a missing request is the containers'
+ * aggregate if some container requests the resource, else the pod-level
+ * limit) replaces that aggregate; plus spec.overhead.
+ * Used by admission, eviction ranking and the pod cgroup. */
 void k8s_pod_requests(const struct k8s_pod *pod, struct k8s_resource_totals *ret);
 
-/* The pod's limits (PodLimits), same aggregation; overhead is added only to
- * resources some container limits. *cpu_declared / *memory_declared (may be
- * NULL) are true when EVERY container, init containers included, has a
- * non-zero cpu / memory limit. */
+/* The pod's limits (PodLimits), same aggregation; with pod-level resources
+ * set, a pod-level cpu/memory limit replaces the aggregate; overhead is
+ * added only to limits that are set and non-zero. *cpu_declared /
+ * *memory_declared (may be NULL) are true when EVERY container, init
+ * containers included (an init container counting the sidecars before
+ * it), has a non-zero cpu / memory limit, or the pod-level limit is
+ * non-zero (ResourceConfigForPod). */
 void k8s_pod_limits(const struct k8s_pod *pod, struct k8s_resource_totals *ret, bool *cpu_declared,
                     bool *memory_declared);
 
@@ -86,7 +113,9 @@ bool k8s_pod_is_node_critical(const struct k8s_pod *pod);
  * BestEffort -> 1000; Burstable -> 1000 - 1000*memRequest/capacity
  * (integer division; a sidecar takes the lower of its own value and the one
  * for the smallest regular container request), then < 3 -> 3 and
- * 1000 -> 999. node_memory_capacity <= 0 (unknown) gives 999 for Burstable.
+ * 1000 -> 999. With pod-level requests set, memRequest (and the smallest
+ * one) also gets (pod memory request - containers' aggregate) / number of
+ * containers, init containers counted. node_memory_capacity <= 0 (unknown) gives 999 for Burstable.
  */
 int k8s_oom_score_adj(const struct k8s_pod *pod, const struct k8s_container *c,
                       int64_t node_memory_capacity);
@@ -119,9 +148,14 @@ struct k8s_pod_cgroup_plan {
  *               limit; memory only if every container has a memory limit;
  *   BestEffort: shares = 2 only.
  *   pids_limit = pod_pids_limit when > 0.
+ * With pod-level resources set, requests and limits are the pod's
+ * (k8s_pod_requests, k8s_pod_limits) and a non-zero pod-level limit counts
+ * as "every container has a limit".
  * Container (calculateLinuxResources): shares from the cpu request (the
  * limit when there is no request; 2 when neither), quota+period from the cpu
- * limit, memory limit when non-zero; oom_score_adj as above.
+ * limit, memory limit when non-zero, the limits being
+ * k8s_container_effective_limit (a container without its own limit gets
+ * the pod-level one); oom_score_adj as above.
  *
  * Path: cg_pod_path(cgroup_root, tier, metadata.uid); containers are
  * "<pod path>/<container name>" (the runtime may later key them by id).

@@ -268,13 +268,13 @@ static int resource_field_ref(struct cb_arena *a, const struct k8s_pod *pod,
                                     res);
         /* The divisor is not decoded yet: 1 (whole cores, bytes). */
         int64_t amount;
-        bool present = false;
         if (limit) {
-                amount = k8s_resource_amount(&c->resources.limits, name, &present);
-                if (!present) /* unlimited: the node's allocatable */
-                        amount = is_cpu                        ? ctx->node_allocatable_milli_cpu
-                                 : strcmp(name, "memory") == 0 ? ctx->node_allocatable_memory
-                                                               : ctx->node_allocatable_ephemeral;
+                /* unlimited: the pod-level limit, else the node's allocatable */
+                amount = k8s_container_downward_limit(pod, c, name,
+                                                      is_cpu ? ctx->node_allocatable_milli_cpu
+                                                      : strcmp(name, "memory") == 0
+                                                          ? ctx->node_allocatable_memory
+                                                          : ctx->node_allocatable_ephemeral);
         } else {
                 amount = k8s_container_request(c, name);
         }

@@ -282,13 +282,11 @@ static char *resource_value(struct cb_arena *a, const struct k8s_pod *pod,
                 return NULL;
         }
         int64_t amount;
-        bool present = false;
         if (limit) {
-                amount = k8s_resource_amount(&c->resources.limits, name, &present);
-                if (!present)
-                        amount = cpu   ? ctx->node_allocatable_milli_cpu
-                                 : mem ? ctx->node_allocatable_memory
-                                       : ctx->node_allocatable_ephemeral;
+                amount = k8s_container_downward_limit(pod, c, name,
+                                                      cpu   ? ctx->node_allocatable_milli_cpu
+                                                      : mem ? ctx->node_allocatable_memory
+                                                            : ctx->node_allocatable_ephemeral);
         } else {
                 amount = k8s_container_request(c, name);
         }

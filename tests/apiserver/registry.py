@@ -382,6 +382,90 @@ def parse_quantity(q):
     return Decimal(num) * Decimal(_SUFFIX[suf])
 
 
+_BIN = [("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
+_DEC = [("E", 18), ("P", 15), ("T", 12), ("G", 9), ("M", 6), ("k", 3), ("", 0), ("m", -3),
+        ("u", -6), ("n", -9)]
+
+
+def format_quantity(d, binary=False):
+    """Quantity.String() of a value: the canonical form in the quantity's
+    format (BinarySI when binary and a whole number, else DecimalSI): the
+    largest suffix that leaves a whole mantissa."""
+    d = Decimal(d)
+    if d == 0:
+        return "0"
+    if binary and d == d.to_integral_value():
+        n = int(d)
+        for suf, mul in _BIN:
+            if n % mul == 0:
+                return f"{n // mul}{suf}"
+        return str(n)
+    for suf, exp in _DEC:
+        m = d / (Decimal(10) ** exp)
+        if m == m.to_integral_value():
+            return f"{int(m)}{suf}"
+    # finer than nano: rounded up to n, as Quantity does
+    return f"{int((d * Decimal(10) ** 9).to_integral_value(rounding='ROUND_CEILING'))}n"
+
+
+def _is_binary(q):
+    return str(q).strip()[-2:] in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+
+
+def _res_list(lst):
+    """name -> (Decimal, binary) for the entries that parse."""
+    out = {}
+    for k, v in (lst or {}).items() if isinstance(lst, dict) else ():
+        q = parse_quantity(v)
+        if q is not None:
+            out[k] = (q, _is_binary(v))
+    return out
+
+
+def _add(acc, lst):
+    for k, (q, b) in lst.items():
+        if k in acc:
+            acc[k] = (acc[k][0] + q, acc[k][1])
+        else:
+            acc[k] = (q, b)
+
+
+def aggregate_containers(spec, kind):
+    """component-helpers' AggregateContainerRequests/Limits (kind "requests"
+    or "limits"): regular containers and sidecars summed; each init
+    container's own plus the sidecars before it; the larger of the two."""
+    total, sidecars, init_max = {}, {}, {}
+    for c in spec.get("containers") or []:
+        if isinstance(c, dict):
+            _add(total, _res_list((c.get("resources") or {}).get(kind)))
+    for c in spec.get("initContainers") or []:
+        if not isinstance(c, dict):
+            continue
+        own = _res_list((c.get("resources") or {}).get(kind))
+        if c.get("restartPolicy") == "Always":
+            _add(total, own)
+            _add(sidecars, own)
+            need = dict(sidecars)
+        else:
+            need = dict(own)
+            _add(need, sidecars)
+        for k, (q, b) in need.items():
+            if k not in init_max or q > init_max[k][0]:
+                init_max[k] = (q, b)
+    for k, (q, b) in init_max.items():
+        if k not in total or q > total[k][0]:
+            total[k] = (q, b)
+    return total
+
+
+POD_LEVEL_RESOURCES = ("cpu", "memory")  # and hugepages-*
+
+
+def pod_level_supported(name):
+    """IsSupportedPodLevelResource (1.34/1.35): cpu, memory, hugepages-*."""
+    return name in POD_LEVEL_RESOURCES or name.startswith("hugepages-")
+
+
 # ---------------------------------------------------------------- validation helpers
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -486,7 +570,61 @@ def _default_container(c):
             fr.setdefault("apiVersion", "v1")
 
 
+def _default_pod_resources(spec):
+    """SetDefaults_Pod with PodLevelResources (beta, on in 1.34/1.35):
+    defaultHugePagePodLimits, then defaultPodRequests (pod-level limits
+    are not defaulted from the containers' in these versions)."""
+    res = spec.get("resources")
+    if not isinstance(res, dict):
+        return
+    reqs = res.get("requests") if isinstance(res.get("requests"), dict) else {}
+    lims = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    if lims or reqs:
+        new_lims = dict(lims)
+        for k, (q, b) in aggregate_containers(spec, "limits").items():
+            if k.startswith("hugepages-") and k not in reqs and k not in new_lims:
+                new_lims[k] = format_quantity(q, b)
+        if new_lims:
+            res["limits"] = lims = new_lims
+    if not lims:
+        return
+    new_reqs = dict(reqs)
+    # the containers' aggregate for the overcommittable ones they request
+    for k, (q, b) in aggregate_containers(spec, "requests").items():
+        if k not in new_reqs and pod_level_supported(k) and not k.startswith("hugepages-"):
+            new_reqs[k] = format_quantity(q, b)
+    # else the pod-level limit
+    for k, v in lims.items():
+        if k not in new_reqs and pod_level_supported(k):
+            new_reqs[k] = v
+    if new_reqs:
+        res["requests"] = new_reqs
+
+
+def _resource_qos(r):
+    """resourceQOS over one ResourceRequirements (cpu and memory)."""
+    reqs = (r.get("requests") or {}) if isinstance(r.get("requests"), dict) else {}
+    lims = (r.get("limits") or {}) if isinstance(r.get("limits"), dict) else {}
+    if not reqs and not lims:
+        return "BestEffort"
+    qos = None
+    for k in ("cpu", "memory"):
+        req = parse_quantity(reqs.get(k, "0")) or 0
+        lim = parse_quantity(lims.get(k, "0")) or 0
+        if req != lim:
+            return "Burstable"
+        this = "BestEffort" if req == 0 else "Guaranteed"
+        if qos is None:
+            qos = this
+        elif qos != this:
+            return "Burstable"
+    return qos
+
+
 def qos_class(spec):
+    # ComputePodQOS: spec.resources, when present (even {}), decides alone
+    if isinstance(spec.get("resources"), dict):
+        return _resource_qos(spec["resources"])
     requests, limits, guaranteed = False, False, True
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         r = (c.get("resources") or {})
@@ -532,6 +670,8 @@ def default_pod(pod):
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
         if isinstance(c, dict):
             _default_container(c)
+    # pod-level defaults come after the containers' (SetDefaults_Pod)
+    _default_pod_resources(spec)
     for v in spec.get("volumes") or []:
         for src in ("configMap", "secret"):
             if isinstance(v.get(src), dict):
@@ -679,6 +819,131 @@ def validate_pod(pod, errs):
     for i, t in enumerate(spec.get("tolerations") or []):
         _validate_toleration(errs, f"spec.tolerations[{i}]", t)
     _validate_sysctls(errs, spec)
+    _validate_pod_resources(errs, spec)
+
+
+STANDARD_RESOURCES = {
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
+    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage",
+    "pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
+    "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
+    "services.loadbalancers"}
+_QUALIFIED_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+
+
+def _pod_resource_name(errs, field, name):
+    """validatePodResourceName: validateResourceName, then only the names
+    supported at pod level."""
+    prefix, _, base = name.rpartition("/")
+    if not base or len(base) > 63 or not _QUALIFIED_RE.match(base) or \
+            (prefix and not DNS1123_SUBDOMAIN_RE.match(prefix)):
+        errs.append((field, "Invalid value", "name part must consist of alphanumeric "
+                     "characters, '-', '_' or '.', and must start and end with an "
+                     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', "
+                     "regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')",
+                     name))
+        return
+    if "/" not in name and name not in STANDARD_RESOURCES and \
+            not name.startswith(("hugepages-", "requests.hugepages-")):
+        errs.append((field, "Invalid value", "must be a standard resource type or fully "
+                     "qualified", name))
+        return
+    if not pod_level_supported(name):
+        errs.append((field, "Unsupported value",
+                     'supported values: "cpu", "hugepages-", "memory"', name))
+
+
+def _pod_resource_quantity(errs, field, name, v):
+    q = parse_quantity(v)
+    if q is None:
+        errs.append((field, "Invalid value", "quantities must match the regular expression "
+                     "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'", str(v)))
+        return None
+    if q < 0:
+        errs.append((field, "Invalid value", "must be greater than or equal to 0", str(v)))
+    if name.startswith("hugepages-"):
+        page = parse_quantity(name[len("hugepages-"):])
+        if not page or page <= 0 or q % page != 0:
+            errs.append((field, "Invalid value",
+                         f"{format_quantity(q, _is_binary(v))} is not positive integer "
+                         f"multiple of {name}", format_quantity(q, _is_binary(v))))
+    return q
+
+
+def _validate_pod_resources(errs, spec):
+    """validatePodResources (PodLevelResources, beta and on in 1.34/1.35):
+    validatePodResourceRequirements, then validatePodResourceConsistency."""
+    res = spec.get("resources")
+    if res is None:
+        return
+    path = "spec.resources"
+    if not isinstance(res, dict):
+        errs.append((path, "Invalid value", "must be an object", _NOVALUE))
+        return
+    if res.get("claims") is not None:
+        errs.append((f"{path}.claims", "Forbidden",
+                     "claims cannot be set for Resources at pod-level", _NOVALUE))
+    reqs = res.get("requests") if isinstance(res.get("requests"), dict) else {}
+    lims = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    cpu_mem = huge = False
+    for k in sorted(lims):
+        f = f"{path}.limits[{k}]"
+        _pod_resource_name(errs, f, k)
+        _pod_resource_quantity(errs, f, k, lims[k])
+        huge |= k.startswith("hugepages-")
+        cpu_mem |= k in ("cpu", "memory")
+    for k in sorted(reqs):
+        f = f"{path}.requests[{k}]"
+        _pod_resource_name(errs, f, k)
+        q = _pod_resource_quantity(errs, f, k, reqs[k])
+        if k in lims:
+            lim = parse_quantity(lims[k])
+            if q is not None and lim is not None:
+                if k.startswith("hugepages-") and q != lim:  # not overcommittable
+                    errs.append((f"{path}.requests", "Invalid value",
+                                 f"must be equal to {k} limit of "
+                                 f"{format_quantity(lim, _is_binary(lims[k]))}",
+                                 format_quantity(q, _is_binary(reqs[k]))))
+                elif q > lim:
+                    errs.append((f"{path}.requests", "Invalid value",
+                                 f"must be less than or equal to {k} limit of "
+                                 f"{format_quantity(lim, _is_binary(lims[k]))}",
+                                 format_quantity(q, _is_binary(reqs[k]))))
+        elif k.startswith("hugepages-"):
+            errs.append((f"{path}.limits", "Required value",
+                         "Limit must be set for non overcommitable resources", _NOVALUE))
+        huge |= k.startswith("hugepages-")
+        cpu_mem |= k in ("cpu", "memory")
+    if huge and not cpu_mem:
+        errs.append((path, "Forbidden", "HugePages require cpu or memory", _NOVALUE))
+
+    # validatePodResourceConsistency: the containers' aggregate request of
+    # each resource supported at pod level is covered by the pod-level
+    # request (an unset one counts as 0); the pod-level hugepage limit
+    # covers the containers' aggregate; no regular container's limit is
+    # above the pod-level one.
+    pod_reqs, pod_lims = _res_list(reqs), _res_list(lims)
+    for k, (q, b) in sorted(aggregate_containers(spec, "requests").items()):
+        if not pod_level_supported(k):
+            continue
+        have, hb = pod_reqs.get(k, (Decimal(0), False))
+        if q > have:
+            errs.append((f"{path}.requests[{k}]", "Invalid value",
+                         f"must be greater than or equal to aggregate container requests of "
+                         f"{format_quantity(q, b)}", format_quantity(have, hb)))
+    for k, (q, b) in sorted(aggregate_containers(spec, "limits").items()):
+        if k.startswith("hugepages-") and k in pod_lims and q > pod_lims[k][0]:
+            errs.append((f"{path}.limits[{k}]", "Invalid value",
+                         f"must be greater than or equal to aggregate container limits of "
+                         f"{format_quantity(q, b)}", format_quantity(*pod_lims[k])))
+    for i, c in enumerate(spec.get("containers") or []):
+        if not isinstance(c, dict):
+            continue
+        for k, (q, b) in sorted(_res_list((c.get("resources") or {}).get("limits")).items()):
+            if k in pod_lims and q > pod_lims[k][0]:
+                errs.append((f"{path}.containers[{i}][{k}].limits", "Invalid value",
+                             f"must be less than or equal to pod limits of "
+                             f"{format_quantity(*pod_lims[k])}", format_quantity(q, b)))
 
 
 _SYSCTL_SEG = "[a-z0-9]([-_a-z0-9]*[a-z0-9])?"

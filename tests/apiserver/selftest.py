@@ -193,6 +193,37 @@ class Defaulting(unittest.TestCase):
                          {"cpu": "1", "memory": "64Mi"})
         self.assertEqual(p["status"]["qosClass"], "Guaranteed")
 
+    def test_pod_level_resources_defaults_and_qos(self):
+        """PodLevelResources (1.34/1.35): defaultPodRequests, ComputePodQOS."""
+        def with_res(res, *containers):
+            p = pod(resources=res)
+            p["spec"]["containers"] = [dict({"name": f"c{i}", "image": "i"}, resources=r)
+                                       for i, r in enumerate(containers)]
+            reg.default_pod(p)
+            return p
+        # limits only, no container requests: requests default to the limits
+        p = with_res({"limits": {"cpu": "1", "memory": "1Gi"}}, {})
+        self.assertEqual(p["spec"]["resources"]["requests"], {"cpu": "1", "memory": "1Gi"})
+        self.assertEqual(p["status"]["qosClass"], "Guaranteed")
+        # a container requesting cpu: the pod's cpu request is the aggregate
+        p = with_res({"limits": {"cpu": "1", "memory": "1Gi"}}, {"requests": {"cpu": "100m"}},
+                     {"limits": {"cpu": "150m"}})
+        self.assertEqual(p["spec"]["resources"]["requests"], {"cpu": "250m", "memory": "1Gi"})
+        self.assertEqual(p["status"]["qosClass"], "Burstable")
+        # requests only: nothing defaulted
+        p = with_res({"requests": {"memory": "1Gi"}}, {"limits": {"cpu": "1", "memory": "2Gi"}})
+        self.assertEqual(p["spec"]["resources"], {"requests": {"memory": "1Gi"}})
+        self.assertEqual(p["status"]["qosClass"], "Burstable")
+        # present but empty decides alone: BestEffort over Guaranteed containers
+        p = with_res({}, {"limits": {"cpu": "1", "memory": "1Gi"}})
+        self.assertEqual(p["status"]["qosClass"], "BestEffort")
+        # the minikube v1.35 e2e-deployment pod: Burstable, as its status says
+        p = with_res({"requests": {"cpu": "50m", "memory": "20Mi"},
+                      "limits": {"cpu": "100m", "memory": "40Mi"}},
+                     {"requests": {"cpu": "40m", "memory": "15Mi"},
+                      "limits": {"cpu": "80m", "memory": "30Mi"}})
+        self.assertEqual(p["status"]["qosClass"], "Burstable")
+
     def test_default_tolerations(self):
         p = pod(tolerations=[{"operator": "Exists"}])
         reg.default_pod(p)
@@ -236,6 +267,45 @@ class Validation(unittest.TestCase):
                        "securityContext": {"sysctls": [{"name": "Net.x", "value": "1"}]}}},
              'spec.securityContext.sysctls[0].name: Invalid value: "Net.x": must have at most '
              '253 characters and match regex'),
+            # validatePodResources (PodLevelResources, 1.34/1.35)
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "resources": {"requests": {"ephemeral-storage": "1Gi"}}}},
+             'spec.resources.requests[ephemeral-storage]: Unsupported value: '
+             '"ephemeral-storage": supported values: "cpu", "hugepages-", "memory"'),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "resources": {"limits": {"cpus": "1"}}}},
+             'spec.resources.limits[cpus]: Invalid value: "cpus": must be a standard resource'),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}},
+             'spec.resources.requests: Invalid value: "2": must be less than or equal to cpu '
+             'limit of 1'),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "resources": {"limits": {"memory": "-1"}}}},
+             'spec.resources.limits[memory]: Invalid value: "-1": must be greater than or '
+             'equal to 0'),
+            ({"spec": {"containers": [{"name": "a", "image": "x", "resources": {
+                "requests": {"cpu": "300m"}}}, {"name": "b", "image": "x", "resources": {
+                    "requests": {"cpu": "300m"}}}],
+                       "resources": {"requests": {"cpu": "500m"}}}},
+             'spec.resources.requests[cpu]: Invalid value: "500m": must be greater than or '
+             'equal to aggregate container requests of 600m'),
+            # an unset pod-level request of a supported resource counts as 0
+            ({"spec": {"containers": [{"name": "a", "image": "x", "resources": {
+                "requests": {"memory": "10Mi"}}}],
+                       "resources": {"requests": {"cpu": "500m"}}}},
+             'spec.resources.requests[memory]: Invalid value: "0": must be greater than or '
+             'equal to aggregate container requests of 10Mi'),
+            ({"spec": {"containers": [{"name": "a", "image": "x", "resources": {
+                "limits": {"memory": "64Mi"}}}],
+                       "resources": {"requests": {"memory": "64Mi"}, "limits": {"memory": "32Mi"}}}},
+             'spec.resources.containers[0][memory].limits: Invalid value: "64Mi": must be less '
+             'than or equal to pod limits of 32Mi'),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "resources": {"limits": {"hugepages-2Mi": "2Mi"}}}},
+             "spec.resources: Forbidden: HugePages require cpu or memory"),
+            ({"spec": {"containers": [{"name": "a", "image": "x"}],
+                       "resources": {"claims": [{"name": "x"}]}}},
+             "spec.resources.claims: Forbidden: claims cannot be set for Resources at pod-level"),
         ]
         for body, want in cases:
             obj = dict({"metadata": {"name": "p"}}, **body)

@@ -119,6 +119,41 @@ expect_eq besteffort .qosClass BestEffort
 inspect "$FIXTURES/pods/daemonset-nodeaffinity-exists-tolerations-exists-privileged.yaml"
 expect_eq daemonset-template '.pod.containers[0].requests.cpu' 50m
 
+# pod-level spec.resources (PodLevelResources, 1.34+), as the minikube v1.35
+# e2e-deployment pod has them: the pod's requests and its cgroup are the
+# pod-level values, the container's cgroup its own limits; a second
+# container without limits gets the pod-level ones for its cgroup
+cat >"$tmp/podlevel.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: e2e-deployment, namespace: scraper, uid: 6a0c2f4e-3333-4b5e-8f00-0123456789ab}
+spec:
+  resources:
+    limits: {cpu: 100m, memory: 40Mi}
+    requests: {cpu: 50m, memory: 20Mi}
+  containers:
+  - name: compute-pi-digits
+    image: perl:5.34.0
+    resources:
+      limits: {cpu: 80m, memory: 30Mi}
+      requests: {cpu: 40m, memory: 15Mi}
+  - name: helper
+    image: busybox:1.36
+EOF
+inspect "$tmp/podlevel.yaml"
+[ $rc -le 1 ] || fail "podlevel: exit $rc ($err)"
+expect_eq podlevel .qosClass Burstable
+expect_eq podlevel '.requests.cpu' 50m
+expect_eq podlevel '.requests.memory' 20Mi
+expect_eq podlevel '.cgroups.pod.path' kubepods/burstable/pod6a0c2f4e-3333-4b5e-8f00-0123456789ab
+expect_eq podlevel '.cgroups.pod.v1["memory.limit_in_bytes"]' 41943040
+expect_eq podlevel '.cgroups.pod.v1["cpu.cfs_quota_us"]' 10000
+expect_eq podlevel '.cgroups.pod.v2["cpu.max"]' "10000 100000"
+expect_eq podlevel '.cgroups.containers[0].v1["memory.limit_in_bytes"]' 31457280
+expect_eq podlevel '.cgroups.containers[0].v2["cpu.max"]' "8000 100000"
+expect_eq podlevel '.cgroups.containers[1].v1["memory.limit_in_bytes"]' 41943040
+expect_eq podlevel '.cgroups.containers[1].v1["cpu.shares"]' 102
+
 # --- error paths ------------------------------------------------------------
 inspect "$demo/pod-broken.yaml"
 [ $rc -eq 2 ] || fail "broken: exit $rc, want 2"

@@ -106,9 +106,6 @@ declare -A differs=(
         # k3s runs its kubelet with --allowed-unsafe-sysctls for this one; a
         # default kubelet rejects it the same way
         [kube-system/svclb-traefik-a6edc2ef-c2sjr]='kubelet|Failed|SysctlForbidden|Pod was rejected: forbidden sysctl: "net.ipv4.ip_forward" not allowlisted'
-        # pod-level spec.resources (PodLevelResources, beta and on in 1.34+)
-        [scraper/e2e-deployment-79967c5968-8bnn8]='gap|Failed|UnsupportedPodSpec|Pod was rejected: spec.resources: pod-level resources (PodLevelResources) are not supported by cubelet'
-        [scraper/e2e-deployment-79967c5968-zjslc]='gap|Failed|UnsupportedPodSpec|Pod was rejected: spec.resources: pod-level resources (PodLevelResources) are not supported by cubelet'
 )
 deadline=$(($(date +%s) + 90))
 ok=0
@@ -153,6 +150,49 @@ if [ -n "$p0" ] && [ -n "$p1" ] && echo 3.14159 >"/proc/$p0/root/output/pi.txt" 
 else
         fail "the StatefulSet's pods do not share e2e-pv-claim (pids '$p0' '$p1'): $(cat "/proc/$p1/root/output/pi.txt" 2>&1)"
 fi
+
+# The Deployment with pod-level spec.resources (PodLevelResources, beta and
+# on in 1.34+; requests 50m/20Mi, limits 100m/40Mi; its container 40m/15Mi,
+# 80m/30Mi): Burstable as on its cluster, and the pod cgroup holds the
+# pod-level limits, not the container's sums (30Mi, 80m), which stay on the
+# container's own cgroup.
+# cg_read UID CONTROLLER V1FILE V2FILE [SUBDIR]: a file of the pod's cgroup
+cg_read() {
+        local d
+        if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+                d=$(find /sys/fs/cgroup/"$cgroot" -type d -name "pod$1" 2>/dev/null | head -1)
+                [ -n "$d" ] && cat "$d${5:+/$5}/$4" 2>/dev/null
+        else
+                d=$(find /sys/fs/cgroup/"$2"/"$cgroot" -type d -name "pod$1" 2>/dev/null | head -1)
+                [ -n "$d" ] && cat "$d${5:+/$5}/$3" 2>/dev/null
+        fi
+}
+cg_subdirs() { # UID: the container cgroups below the pod's (memory hierarchy on v1)
+        local base=/sys/fs/cgroup
+        [ -f $base/cgroup.controllers ] || base=$base/memory
+        find "$base/$cgroot" -type d -path "*/pod$1/*" -printf '%f\n' 2>/dev/null
+}
+for pod in e2e-deployment-79967c5968-8bnn8 e2e-deployment-79967c5968-zjslc; do
+        uid=$(kp scraper "$pod" '{.metadata.uid}')
+        [ "$(kp scraper "$pod" '{.status.phase}')" = Running ] || { fail "$pod: not Running"; continue; }
+        [ "$(kp scraper "$pod" '{.status.qosClass}')" = Burstable ] || fail "$pod: qosClass $(kp scraper "$pod" '{.status.qosClass}')"
+        mem=$(cg_read "$uid" memory memory.limit_in_bytes memory.max)
+        if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+                cpu=$(cg_read "$uid" cpu - cpu.max)
+                want_cpu="10000 100000"
+        else
+                cpu="$(cg_read "$uid" cpu cpu.cfs_quota_us -) $(cg_read "$uid" cpu cpu.cfs_period_us -)"
+                want_cpu="10000 100000"
+        fi
+        [ "$mem" = 41943040 ] || fail "$pod: pod cgroup memory limit '$mem', want 41943040 (the pod-level 40Mi)"
+        [ "$cpu" = "$want_cpu" ] || fail "$pod: pod cgroup cpu quota '$cpu', want '$want_cpu' (the pod-level 100m)"
+        found=
+        for sub in $(cg_subdirs "$uid"); do
+                [ "$(cg_read "$uid" memory memory.limit_in_bytes memory.max "$sub")" = 31457280 ] && found=$sub
+        done
+        [ -n "$found" ] || fail "$pod: no container cgroup with the container's 30Mi limit below the pod's ($(cg_subdirs "$uid" | paste -sd' '))"
+done
+pass "pod-level resources: the e2e-deployment pods' cgroups hold the pod-level limits (memory 40Mi, cpu 100m), their container the container's (30Mi)"
 
 # The critical ones got their priority from their class (Priority admission).
 [ "$(kp kube-system coredns-7d764666f9-qdcxt '{.spec.priority}')" = 2000000000 ] ||

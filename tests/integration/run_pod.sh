@@ -307,6 +307,29 @@ expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.ter
 expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.exitCode' 137
 pod_log oom ro | grep -q 'Read-only file system' || fail "oom: readOnlyRootFilesystem: touch did not get EROFS"
 
+# Pod-level limits (spec.resources, PodLevelResources 1.34+) and no
+# container limit: the requests default to the pod's limits (Guaranteed),
+# and the pod-level 24Mi is what the OOM killer enforces (on the pod cgroup
+# and, as the kubelet sets it, on the container's own).
+cat >"$tmp/podoom.yaml" <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata: {name: podoom}
+spec:
+  restartPolicy: Never
+  resources: {limits: {memory: 24Mi, cpu: 500m}}
+  containers:
+  - name: hog
+    image: busybox:1.36
+    command: [sh, -c, 'x=aaaaaaaaaaaaaaaa; while :; do x=$x$x; done']
+EOF
+run podoom
+expect_last podoom .status.phase Failed
+expect_last podoom .status.qosClass Guaranteed
+expect_last podoom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.reason' OOMKilled
+expect_last podoom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.exitCode' 137
+echo "ok   pod-level memory limit: a container without its own limit OOMKilled at the pod's 24Mi"
+
 # --- probes: readiness (httpGet) drives Ready, liveness (exec) kills --------------------
 cat >"$tmp/probed.yaml" <<'EOF'
 apiVersion: v1

@@ -123,6 +123,33 @@ START_TEST(test_resources_accounting)
 }
 END_TEST
 
+/* Pod-level requests (spec.resources, 1.34+) are what the pod asks of the
+ * node (PodRequests), both for the new pod and for those already admitted;
+ * containers' requests under them do not add up on top. */
+START_TEST(test_resources_pod_level)
+{
+        struct fixture f = {.node = th_node_json(NODE("[]"))};
+        f.admitted[f.n++] = mkpod("a", "", "\"resources\":{\"requests\":{\"cpu\":\"600m\"}}",
+                                  CPU("100m"), "\"phase\":\"Running\"");
+        struct k8s_pod *fits =
+            mkpod("new", "", "\"resources\":{\"requests\":{\"cpu\":\"400m\"}}", CPU("400m"), "");
+        expect(fits, &f, NULL, NULL);
+        struct k8s_pod *over =
+            mkpod("new", "", "\"resources\":{\"requests\":{\"cpu\":\"401m\"}}", CPU("10m"), "");
+        expect(over, &f, "OutOfcpu",
+               "Node didn't have enough resource: cpu, requested: 401, used: 600, capacity: 1000");
+        /* pod-level limits only: the requests default to them */
+        struct k8s_pod *lim = mkpod(
+            "lim", "", "\"resources\":{\"limits\":{\"cpu\":\"500m\",\"memory\":\"2Gi\"}}", "", "");
+        expect(lim, &f, "OutOfcpu",
+               "Node didn't have enough resource: cpu, requested: 500, used: 600, capacity: 1000");
+        k8s_pod_free(fits);
+        k8s_pod_free(over);
+        k8s_pod_free(lim);
+        fx_free(&f);
+}
+END_TEST
+
 START_TEST(test_pod_count_and_order)
 {
         struct fixture f = {.node = th_node_json(NODE("[]"))};
@@ -337,6 +364,7 @@ int main(void)
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_resources_exact_fit);
         tcase_add_test(tc, test_resources_accounting);
+        tcase_add_test(tc, test_resources_pod_level);
         tcase_add_test(tc, test_pod_count_and_order);
         tcase_add_test(tc, test_os);
         tcase_add_test(tc, test_host_port_conflicts);

@@ -175,6 +175,34 @@ START_TEST(test_env_and_downward_api)
 }
 END_TEST
 
+/* defaultPodLimitsForDownwardAPI (1.34+): a container without a limit
+ * sees the pod-level limit, and the allocatable only without one. */
+START_TEST(test_downward_api_pod_level_limits)
+{
+        struct k8s_pod *p = pod_from(
+            "{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\",\"uid\":\"u-1\"},"
+            "\"spec\":{\"resources\":{\"limits\":{\"memory\":\"256Mi\",\"cpu\":\"2500m\"}},"
+            "\"containers\":[{\"name\":\"c\",\"image\":\"busybox:1\",\"command\":[\"sh\"],"
+            "\"env\":["
+            "{\"name\":\"CPU_LIMIT\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits."
+            "cpu\"}}},"
+            "{\"name\":\"MEM_LIMIT\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits."
+            "memory\"}}},"
+            "{\"name\":\"D_MEM_LIMIT\",\"valueFrom\":{\"resourceFieldRef\":{\"containerName\":"
+            "\"d\","
+            "\"resource\":\"limits.memory\"}}}"
+            "]},{\"name\":\"d\",\"image\":\"busybox:1\",\"command\":[\"sh\"],"
+            "\"resources\":{\"limits\":{\"memory\":\"64Mi\"}}}]}}");
+        struct ag_container_spec s;
+        struct cb_error err = {0};
+        ck_assert_msg(build(p, 0, NULL, &s, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(env_of(&s, "CPU_LIMIT"), "3"); /* 2500m rounded up, not the node's 2 */
+        ck_assert_str_eq(env_of(&s, "MEM_LIMIT"), "268435456");
+        ck_assert_str_eq(env_of(&s, "D_MEM_LIMIT"), "67108864");
+        k8s_pod_free(p);
+}
+END_TEST
+
 START_TEST(test_env_errors)
 {
         struct k8s_pod *p = pod_from(
@@ -422,6 +450,7 @@ int main(void)
         tcase_add_test(tc, test_expand_table);
         tcase_add_test(tc, test_pull_policy_default);
         tcase_add_test(tc, test_env_and_downward_api);
+        tcase_add_test(tc, test_downward_api_pod_level_limits);
         tcase_add_test(tc, test_env_errors);
         tcase_add_test(tc, test_argv_rules);
         tcase_add_test(tc, test_users_and_non_root);

@@ -361,6 +361,237 @@ START_TEST(test_cgroup_plan_besteffort_and_errors)
 }
 END_TEST
 
+/* spec.resources (PodLevelResources, 1.34+) */
+#define PLR(res) "\"resources\":" res
+#define FIXTURE_PLR                                                                                \
+        PLR("{\"requests\":{\"cpu\":\"50m\",\"memory\":\"20Mi\"},\"limits\":{\"cpu\":\"100m\","    \
+            "\"memory\":\"40Mi\"}}")
+#define FIXTURE_C                                                                                  \
+        "{\"requests\":{\"cpu\":\"40m\",\"memory\":\"15Mi\"},\"limits\":{\"cpu\":\"80m\","         \
+        "\"memory\":\"30Mi\"}}"
+
+START_TEST(test_pod_level_qos)
+{
+        static const struct {
+                const char *name, *spec, *containers;
+                enum k8s_qos_class want;
+        } t[] = {
+            /* ComputePodQOS: spec.resources present decides alone, even {} */
+            {"empty pod-level beats guaranteed containers", PLR("{}"), "[" C("a", LIM_G) "]",
+             K8S_QOS_BEST_EFFORT},
+            {"pod-level requests == limits",
+             PLR("{\"requests\":{\"cpu\":\"1\",\"memory\":\"1Gi\"},\"limits\":{\"cpu\":\"1\","
+                 "\"memory\":\"1Gi\"}}"),
+             "[" C("a", NONE) "," C("b", NONE) "]", K8S_QOS_GUARANTEED},
+            {"pod-level limits only: requests default to them",
+             PLR("{\"limits\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}"), "[" C("a", NONE) "]",
+             K8S_QOS_GUARANTEED},
+            {"pod-level limits, a container cpu request: the request is the aggregate",
+             PLR("{\"limits\":{\"cpu\":\"1\",\"memory\":\"1Gi\"}}"),
+             "[" C("a", "{\"requests\":{\"cpu\":\"100m\"}}") "]", K8S_QOS_BURSTABLE},
+            {"the minikube v1.35 e2e-deployment pod", FIXTURE_PLR, "[" C("a", FIXTURE_C) "]",
+             K8S_QOS_BURSTABLE},
+            {"pod-level memory request, guaranteed containers",
+             PLR("{\"requests\":{\"memory\":\"1Gi\"}}"), "[" C("a", LIM_G) "]", K8S_QOS_BURSTABLE},
+            {"pod-level cpu only, request == limit",
+             PLR("{\"requests\":{\"cpu\":\"1\"},\"limits\":{\"cpu\":\"1\"}}"), "[" C("a", NONE) "]",
+             K8S_QOS_BURSTABLE},
+            {"pod-level with no cpu/memory", PLR("{\"requests\":{\"ephemeral-storage\":\"1Gi\"}}"),
+             "[" C("a", LIM_G) "]", K8S_QOS_BEST_EFFORT},
+            {"null is absent", PLR("null"), "[" C("a", LIM_G) "]", K8S_QOS_GUARANTEED},
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                struct k8s_pod *p = pod_with(t[i].spec, t[i].containers, NULL);
+                enum k8s_qos_class got = k8s_pod_qos(p);
+                ck_assert_msg(got == t[i].want, "%s: got %s want %s", t[i].name, k8s_qos_name(got),
+                              k8s_qos_name(t[i].want));
+                k8s_pod_free(p);
+        }
+}
+END_TEST
+
+START_TEST(test_pod_level_requests_limits)
+{
+        struct k8s_resource_totals r, l;
+        bool cpu_all, mem_all;
+        /* Pod-level values replace the aggregate; overhead is added on top;
+         * ephemeral-storage stays the containers'. */
+        struct k8s_pod *p = pod_with(
+            "\"overhead\":{\"cpu\":\"10m\",\"memory\":\"1Mi\"}," PLR(
+                "{\"requests\":{\"cpu\":\"500m\",\"memory\":\"256Mi\"},\"limits\":{\"cpu\":\"1\","
+                "\"memory\":\"512Mi\"}}"),
+            "[" C("a", "{\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\","
+                       "\"ephemeral-storage\":\"1Gi\"}}") "," C("b", NONE) "]",
+            "[" C("i", "{\"requests\":{\"cpu\":\"200m\"}}") "]");
+        ck_assert(k8s_pod_level_resources_set(p));
+        k8s_pod_requests(p, &r);
+        ck_assert_int_eq(r.milli_cpu, 510);
+        ck_assert_int_eq(r.memory, 257 * MI);
+        ck_assert_int_eq(r.ephemeral_storage, GI);
+        k8s_pod_limits(p, &l, &cpu_all, &mem_all);
+        ck_assert_int_eq(l.milli_cpu, 1010);
+        ck_assert_int_eq(l.memory, 513 * MI);
+        ck_assert(cpu_all); /* a non-zero pod-level limit counts as declared */
+        ck_assert(mem_all);
+        k8s_pod_free(p);
+
+        /* defaultPodRequests: with pod-level limits, a missing request is the
+         * containers' aggregate (cpu here) or else the pod-level limit. */
+        p = pod_with(PLR("{\"limits\":{\"cpu\":\"1\",\"memory\":\"512Mi\"}}"),
+                     "[" C("a", "{\"requests\":{\"cpu\":\"100m\"}}") "," C("b", NONE) "]", NULL);
+        k8s_pod_requests(p, &r);
+        ck_assert_int_eq(r.milli_cpu, 100);
+        ck_assert_int_eq(r.memory, 512 * MI);
+        k8s_pod_free(p);
+
+        /* Requests only: no pod-level limit, the containers' limits stand. */
+        p = pod_with(PLR("{\"requests\":{\"memory\":\"1Gi\"}}"),
+                     "[" C("a", "{\"limits\":{\"cpu\":\"200m\"}}") "]", NULL);
+        k8s_pod_requests(p, &r);
+        ck_assert_int_eq(r.milli_cpu, 200); /* the container's, defaulted from its limit */
+        ck_assert_int_eq(r.memory, GI);
+        k8s_pod_limits(p, &l, &cpu_all, &mem_all);
+        ck_assert_int_eq(l.milli_cpu, 200);
+        ck_assert_int_eq(l.memory, 0);
+        ck_assert(cpu_all);
+        ck_assert(!mem_all);
+        k8s_pod_free(p);
+
+        /* Names not supported at pod level are ignored, as the kubelet does. */
+        p = pod_with(PLR("{\"requests\":{\"ephemeral-storage\":\"5Gi\"}}"),
+                     "[" C("a", "{\"requests\":{\"cpu\":\"100m\"}}") "]", NULL);
+        ck_assert(!k8s_pod_level_resources_set(p));
+        k8s_pod_requests(p, &r);
+        ck_assert_int_eq(r.milli_cpu, 100);
+        ck_assert_int_eq(r.ephemeral_storage, 0);
+        k8s_pod_free(p);
+
+        /* An init container's declared limit counts the sidecars before it
+         * (PodLimits' ContainerFn sees the combined need). */
+        p = pod_with("", "[" C("a", "{\"limits\":{\"cpu\":\"200m\"}}") "]",
+                     "[" SIDECAR("s", "{\"limits\":{\"cpu\":\"100m\"}}") "," C("i", NONE) "]");
+        k8s_pod_limits(p, &l, &cpu_all, &mem_all);
+        ck_assert(cpu_all);
+        ck_assert(!mem_all);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_pod_level_cgroup_plan)
+{
+        struct k8s_pod_cgroup_plan plan;
+        struct cb_error err = {0};
+        char buf[512];
+
+        /* The minikube v1.35 fixture: the pod cgroup from the pod-level values,
+         * the container's from its own. */
+        struct k8s_pod *p = pod_with(FIXTURE_PLR, "[" C("compute-pi-digits", FIXTURE_C) "]", NULL);
+        ck_assert_int_eq(k8s_pod_cgroup_plan(p, CAP, 0, "", &plan, &err), 0);
+        ck_assert_int_eq(plan.qos, K8S_QOS_BURSTABLE);
+        ck_assert_str_eq(plan.path, "kubepods/burstable/poduid-1");
+        render(&plan.limits, CG_V1, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.shares=51;cpu.cfs_period_us=100000;cpu.cfs_quota_us=10000;"
+                              "memory.limit_in_bytes=41943040");
+        render(&plan.limits, CG_V2, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.weight=11;cpu.max=10000 100000;memory.max=41943040");
+        render(&plan.containers[0].limits, CG_V2, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.weight=9;cpu.max=8000 100000;memory.max=31457280");
+        /* 15Mi + (20Mi - 15Mi) / 1 container -> 1000 - 1000*20Mi/4Gi */
+        ck_assert_int_eq(plan.containers[0].oom_score_adj, 996);
+        k8s_pod_cgroup_plan_free(&plan);
+        k8s_pod_free(p);
+
+        /* Pod-level limits only -> Guaranteed; containers without limits get
+         * the pod's for their own cgroup, and their shares from it. */
+        p = pod_with(PLR("{\"limits\":{\"cpu\":\"500m\",\"memory\":\"128Mi\"}}"),
+                     "[" C("a", NONE) "," C("b", NONE) "]", NULL);
+        ck_assert_int_eq(k8s_pod_cgroup_plan(p, CAP, 0, "", &plan, &err), 0);
+        ck_assert_int_eq(plan.qos, K8S_QOS_GUARANTEED);
+        ck_assert_str_eq(plan.path, "kubepods/poduid-1");
+        render(&plan.limits, CG_V2, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.weight=59;cpu.max=50000 100000;memory.max=134217728");
+        for (size_t i = 0; i < 2; i++) {
+                render(&plan.containers[i].limits, CG_V2, buf, sizeof(buf));
+                ck_assert_str_eq(buf, "cpu.weight=59;cpu.max=50000 100000;memory.max=134217728");
+                ck_assert_int_eq(plan.containers[i].oom_score_adj, -997);
+        }
+        k8s_pod_cgroup_plan_free(&plan);
+        k8s_pod_free(p);
+
+        /* Burstable: a container with a cpu request keeps its shares; one
+         * without takes them from the pod-level cpu limit; the unrequested
+         * part of the pod's memory request is shared by all three
+         * containers for oom_score_adj. */
+        p = pod_with(PLR("{\"requests\":{\"cpu\":\"200m\",\"memory\":\"64Mi\"},\"limits\":{"
+                         "\"cpu\":\"1\",\"memory\":\"256Mi\"}}"),
+                     "[" C("a", "{\"requests\":{\"cpu\":\"100m\",\"memory\":\"32Mi\"}}") "," C(
+                         "b", NONE) "]",
+                     "[" C("i", NONE) "]");
+        ck_assert_int_eq(k8s_pod_cgroup_plan(p, CAP, 0, "", &plan, &err), 0);
+        ck_assert_int_eq(plan.qos, K8S_QOS_BURSTABLE);
+        render(&plan.limits, CG_V1, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.shares=204;cpu.cfs_period_us=100000;cpu.cfs_quota_us=100000;"
+                              "memory.limit_in_bytes=268435456");
+        ck_assert_str_eq(plan.containers[1].path, "kubepods/burstable/poduid-1/a");
+        render(&plan.containers[1].limits, CG_V1, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.shares=102;cpu.cfs_period_us=100000;cpu.cfs_quota_us=100000;"
+                              "memory.limit_in_bytes=268435456");
+        render(&plan.containers[2].limits, CG_V1, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.shares=1024;cpu.cfs_period_us=100000;cpu.cfs_quota_us=100000;"
+                              "memory.limit_in_bytes=268435456");
+        /* remaining = (64Mi - 32Mi) / 3 = 11184810 */
+        ck_assert_int_eq(plan.containers[1].oom_score_adj, 990); /* 32Mi + 11184810 */
+        ck_assert_int_eq(plan.containers[2].oom_score_adj, 998); /* 11184810 */
+        ck_assert_int_eq(plan.containers[0].oom_score_adj, 998);
+        k8s_pod_cgroup_plan_free(&plan);
+        k8s_pod_free(p);
+
+        /* A container's own limits win over the pod's. */
+        p = pod_with(PLR("{\"limits\":{\"cpu\":\"1\",\"memory\":\"256Mi\"}}"),
+                     "[" C("a", "{\"limits\":{\"cpu\":\"250m\",\"memory\":\"64Mi\"}}") "]", NULL);
+        ck_assert_int_eq(k8s_pod_cgroup_plan(p, CAP, 0, "", &plan, &err), 0);
+        render(&plan.containers[0].limits, CG_V2, buf, sizeof(buf));
+        ck_assert_str_eq(buf, "cpu.weight=35;cpu.max=25000 100000;memory.max=67108864");
+        k8s_pod_cgroup_plan_free(&plan);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_pod_level_oom_sidecar)
+{
+        /* remaining = (1Gi - 256Mi) / 2 = 384Mi: a 640Mi -> 844; the sidecar
+         * 384Mi -> 907, capped by the smallest regular 256Mi+384Mi -> 844. */
+        struct k8s_pod *p = pod_with(PLR("{\"requests\":{\"memory\":\"1Gi\"}}"),
+                                     "[" C("a", "{\"requests\":{\"memory\":\"256Mi\"}}") "]",
+                                     "[" SIDECAR("s", NONE) "]");
+        ck_assert_int_eq(k8s_pod_qos(p), K8S_QOS_BURSTABLE);
+        ck_assert_int_eq(k8s_oom_score_adj(p, &p->spec.containers[0], CAP), 844);
+        ck_assert_int_eq(k8s_oom_score_adj(p, &p->spec.init_containers[0], CAP), 844);
+        k8s_pod_free(p);
+}
+END_TEST
+
+START_TEST(test_pod_level_downward_limit)
+{
+        struct k8s_pod *p =
+            pod_with(PLR("{\"limits\":{\"memory\":\"256Mi\"}}"),
+                     "[" C("a", NONE) "," C("b", "{\"limits\":{\"memory\":\"64Mi\"}}") "]", NULL);
+        ck_assert_int_eq(k8s_container_downward_limit(p, &p->spec.containers[0], "memory", GI),
+                         256 * MI);
+        ck_assert_int_eq(k8s_container_downward_limit(p, &p->spec.containers[1], "memory", GI),
+                         64 * MI);
+        /* no pod-level cpu limit: the allocatable */
+        ck_assert_int_eq(k8s_container_downward_limit(p, &p->spec.containers[0], "cpu", 4000),
+                         4000);
+        ck_assert_int_eq(
+            k8s_container_downward_limit(p, &p->spec.containers[0], "ephemeral-storage", GI), GI);
+        k8s_pod_free(p);
+        p = pod_with("", "[" C("a", NONE) "]", NULL);
+        ck_assert_int_eq(k8s_container_downward_limit(p, &p->spec.containers[0], "memory", GI), GI);
+        k8s_pod_free(p);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("qos");
@@ -372,6 +603,11 @@ int main(void)
         tcase_add_test(tc, test_cgroup_plan_guaranteed);
         tcase_add_test(tc, test_cgroup_plan_burstable);
         tcase_add_test(tc, test_cgroup_plan_besteffort_and_errors);
+        tcase_add_test(tc, test_pod_level_qos);
+        tcase_add_test(tc, test_pod_level_requests_limits);
+        tcase_add_test(tc, test_pod_level_cgroup_plan);
+        tcase_add_test(tc, test_pod_level_oom_sidecar);
+        tcase_add_test(tc, test_pod_level_downward_limit);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

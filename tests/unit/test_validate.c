@@ -178,8 +178,13 @@ static const struct {
      "spec.runtimeClassName: \"gvisor\": cubelet has one runtime"},
     {"{\"resourceClaims\":[{\"name\":\"gpu\"}],\"containers\":[" C_("") "]}", "UnsupportedPodSpec",
      "spec.resourceClaims: dynamic resource allocation"},
-    {"{\"resources\":{\"limits\":{\"cpu\":\"1\"}},\"containers\":[" C_("") "]}",
-     "UnsupportedPodSpec", "spec.resources: pod-level resources"},
+    /* pod-level hugepages (supported by the kubelet since 1.34): no hugetlb cgroup here */
+    {"{\"resources\":{\"limits\":{\"cpu\":\"1\",\"hugepages-2Mi\":\"4Mi\"}},"
+     "\"containers\":[" C_("") "]}",
+     "UnsupportedPodSpec",
+     "spec.resources.limits[hugepages-2Mi]: hugepages are not supported by cubelet"},
+    {"{\"resources\":{\"requests\":{\"hugepages-1Gi\":\"1Gi\"}},\"containers\":[" C_("") "]}",
+     "UnsupportedPodSpec", "spec.resources.requests[hugepages-1Gi]: hugepages are not supported"},
     {"{\"securityContext\":{\"supplementalGroupsPolicy\":\"Strict\"},\"containers\":[" C_("") "]}",
      "UnsupportedPodSpec", "spec.securityContext.supplementalGroupsPolicy: \"Strict\""},
 };
@@ -213,6 +218,11 @@ START_TEST(test_unsupported_defaults_pass)
             "{\"runtimeClassName\":\"\",\"hostAliases\":[],\"ephemeralContainers\":null,"
             "\"setHostnameAsFQDN\":false,\"schedulerName\":\"default-scheduler\","
             "\"topologySpreadConstraints\":[{\"maxSkew\":1}],\"containers\":[" C_("") "]}",
+            /* pod-level cpu and memory (PodLevelResources) are implemented */
+            "{\"resources\":{\"requests\":{\"cpu\":\"50m\",\"memory\":\"20Mi\"},"
+            "\"limits\":{\"cpu\":\"100m\",\"memory\":\"40Mi\"}},\"containers\":[" C_("") "]}",
+            "{\"resources\":{},\"containers\":[" C_("") "]}",
+            "{\"resources\":null,\"containers\":[" C_("") "]}",
         };
         char msg[1024];
         const char *reason;

@@ -58,6 +58,11 @@ struct ag_api {
         uint64_t idle_closed_ms;   /* ag_api_close_idle; 0: never */
         uint64_t creds_changed_ms; /* ag_api_credentials_changed; 0: never */
         char user_agent[64];
+        bool unreachable; /* the last finished request got no HTTP answer */
+        struct {
+                ag_api_reachable_fn fn;
+                void *data;
+        } reachable[AG_API_REACHABLE_MAX];
 };
 
 static CURLcode global_init_result = CURLE_FAILED_INIT;
@@ -221,8 +226,27 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
                          cJSON_IsString(m) ? m->valuestring : "");
                 res.error = msg;
         }
+        bool answered = res.status > 0;
+        bool back = answered && api->unreachable;
+        if (!r->aborted)
+                api->unreachable = !answered;
         r->done(&res, r->data);
         cJSON_Delete(res.json);
+        for (int i = 0; back && i < AG_API_REACHABLE_MAX; i++)
+                if (api->reachable[i].fn != NULL)
+                        api->reachable[i].fn(api->reachable[i].data);
+}
+
+int ag_api_on_reachable(struct ag_api *api, ag_api_reachable_fn fn, void *data)
+{
+        for (int i = 0; i < AG_API_REACHABLE_MAX; i++)
+                if (api->reachable[i].data == data ||
+                    (fn != NULL && api->reachable[i].fn == NULL)) {
+                        api->reachable[i].fn = fn;
+                        api->reachable[i].data = fn != NULL ? data : NULL;
+                        return 0;
+                }
+        return fn != NULL ? -1 : 0;
 }
 
 /* A transfer finished (agent/core/curl.h: outside libcurl, removed from

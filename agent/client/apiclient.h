@@ -131,3 +131,10 @@ void ag_api_close_idle(struct ag_api *api);
  * so they handshake with the new certificate; requests in flight and open
  * watches keep their connections. */
 void ag_api_credentials_changed(struct ag_api *api);
+/* fn(data) is called (on the loop, after the request's own callback) when
+ * the apiserver answers again after requests that got no answer at all
+ * (refused, reset, timed out): what waits on a retry timer may go now.
+ * Up to AG_API_REACHABLE_MAX listeners; fn NULL removes data's. */
+#define AG_API_REACHABLE_MAX 4
+typedef void (*ag_api_reachable_fn)(void *data);
+int ag_api_on_reachable(struct ag_api *api, ag_api_reachable_fn fn, void *data);

@@ -11,7 +11,10 @@
 
 #define RESYNC_MS    10000
 #define RETRY_MIN_MS 1000
-#define RETRY_MAX_MS 30000
+/* the kubelet's status manager retries what failed at its next syncBatch,
+ * every 10 s (syncPeriod), and at once when a newer status comes: no
+ * longer than the resync here either */
+#define RETRY_MAX_MS RESYNC_MS
 
 struct entry {
         struct entry *next;
@@ -133,6 +136,18 @@ static void send_entry(struct entry *e)
         }
 }
 
+/* The apiserver answers again: what failed during the outage goes now, not
+ * when each one's retry is due (up to the 10 s the kubelet waits). */
+static void on_reachable(void *data)
+{
+        struct ag_status_mgr *m = data;
+        for (struct entry *e = m->entries; e; e = e->next)
+                if (e->req == NULL && ag_timer_armed(e->retry)) {
+                        ag_timer_disarm(e->retry);
+                        send_entry(e);
+                }
+}
+
 static void on_resync(struct ag_timer *t, void *data)
 {
         struct ag_status_mgr *m = data;
@@ -159,6 +174,8 @@ int ag_status_mgr_new(struct ag_loop *loop, struct ag_api *api, ag_status_delive
                 return -1;
         }
         ag_timer_arm(m->resync, RESYNC_MS);
+        /* without the hook, the retries still come within RETRY_MAX_MS */
+        (void)ag_api_on_reachable(api, on_reachable, m);
         *ret = m;
         return 0;
 }
@@ -167,6 +184,7 @@ void ag_status_mgr_free(struct ag_status_mgr *m)
 {
         if (m == NULL)
                 return;
+        (void)ag_api_on_reachable(m->api, NULL, m);
         while (m->entries) {
                 struct entry *e = m->entries;
                 m->entries = e->next;
@@ -211,8 +229,12 @@ int ag_status_mgr_set(struct ag_status_mgr *m, const char *ns, const char *name,
         free(e->body);
         e->body = text;
         e->gen++;
-        if (!ag_timer_armed(e->retry))
-                send_entry(e);
+        /* a newer status goes now, not when a failed one's retry is due
+         * (the kubelet's podStatusChannel): after an outage the retry may
+         * be 10 s away while the pod has moved on */
+        if (ag_timer_armed(e->retry))
+                ag_timer_disarm(e->retry);
+        send_entry(e);
         return 0;
 }
 

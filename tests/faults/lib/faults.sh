@@ -225,10 +225,17 @@ not_final() {
 }
 # converge SECONDS: waits until every pod is in its final state; a violation
 # when SECONDS pass first. Sets $converged_in (seconds).
+# Converged means the whole status, not the phases alone: once the phases
+# are final, what is left of the bound is given to the invariants (restart
+# counts, container ids: a status the agent could not deliver during the
+# outage is retried within the kubelet's 10 s syncPeriod).
+invariants_hold() ( violation() { exit 1; }; check_invariants "${inv_what:-converge}" ) >/dev/null 2>&1
 converge() {
-        local t0
+        local t0 left
         t0=$(now)
         if poll "$1" not_final; then
+                left=$(awk -v b="$1" -v s="$(since "$t0")" 'BEGIN { l = int(b - s); print l < 1 ? 1 : l }')
+                poll "$left" invariants_hold || true
                 converged_in=$(since "$t0")
                 fle "$converged_in" "$converge_max" || converge_max=$converged_in
                 return 0

@@ -117,6 +117,19 @@ bool ag_pod_fs_user(const struct k8s_pod *pod, int64_t *ret)
 static int add_file(struct files *fs, const char *path, const char *data, size_t len, int mode,
                     struct cb_error *err)
 {
+        /* A copy in the job's arena: the write runs on an offload thread,
+         * and the token manager (a refreshed token) or the object manager
+         * (an updated ConfigMap or Secret) may free the source meanwhile
+         * (ASan, token_rotation in the CI rehearsal of session 7) */
+        char *copy = cb_arena_alloc(fs->a, len + 1);
+        if (copy == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
+        if (len > 0)
+                memcpy(copy, data, len);
+        copy[len] = '\0';
+        data = copy;
+        if ((path = cb_arena_strdup(fs->a, path)) == NULL)
+                return cb_error_set(err, ENOMEM, "out of memory");
         /* A later source of a projected volume overrides an earlier one
          * (the kubelet's payload map). */
         for (size_t i = 0; i < fs->n; i++)

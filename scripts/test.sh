@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds cubelet twice (warnings are errors; then
-# with ASan+UBSan) and runs every test on both; compiles (no tests) the other
-# build types a packager or a developer uses — Release with gcc and clang,
-# Debug with clang — so an -O3-only or clang-only warning fails here, not
-# downstream. The tests: Check unit suites, the layering
+# with ASan+UBSan, a gcc Debug build) and runs every test on both; compiles
+# (no tests) the Release build a packager uses with gcc and with clang, so an
+# -O3-only or clang-only warning fails here, not downstream. The tests: Check unit suites, the layering
 # checks, the integration tests (as root), a bounded fuzz run and the
 # formatting check. Exits non-zero on any failure.
 set -euo pipefail
@@ -11,7 +10,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 jobs=$(nproc 2>/dev/null || echo 2)
-fuzz_seconds=${CUBELET_FUZZ_SECONDS:-12} # per harness; 12 harnesses stay under ~3 min
+fuzz_seconds=${CUBELET_FUZZ_SECONDS:-10} # per harness; 12 harnesses stay under ~2 min
 failed=()
 
 # Each step with the seconds since the start: where a slow run spent its time.
@@ -33,7 +32,7 @@ step "build (-Wall -Wextra -Werror)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 
-step "compile only: Release (gcc, clang), Debug (clang)"
+step "compile only: Release (gcc, clang)"
 # Each in its own directory, so an incremental run rebuilds only what
 # changed. Compile errors are collected like test failures.
 compile_only() { # dir compiler build-type
@@ -47,7 +46,6 @@ compile_only() { # dir compiler build-type
 }
 compile_only build-release gcc Release
 compile_only build-clang clang Release
-compile_only build-clang-debug clang Debug
 
 step "tests"
 # faults/cni_faults is left out while one failure of session 5 is open
@@ -60,7 +58,7 @@ if ! ctest --test-dir build -j"$jobs" --output-on-failure -E "^($known_failing)\
   failed+=("ctest (build)")
 fi
 
-soak_cycles=${CUBELET_SOAK_CYCLES:-200}
+soak_cycles=${CUBELET_SOAK_CYCLES:-100} # the 10 k soak: scripts/soak.sh 10000
 step "soak (${soak_cycles} create/delete cycles; docs/reliability.md)"
 if [ "$soak_cycles" -gt 0 ]; then
   rc=0
@@ -84,10 +82,14 @@ step "tests under ASan+UBSan"
 # of the fault suite only agent_kill and process_kill (adoption, aborts,
 # restarts and lost sandboxes, the paths the faults exercised most): the
 # others (clock_jump included) would add ~5 min of mostly waiting for
-# outages and clock steps to end.
+# outages and clock steps to end. Nor node_api_websocket (node_api, run
+# here, with the stand-in relaying WebSockets: the node's WebSocket code runs
+# in node_api's own WebSocket checks), demo (demo.sh drives the agent through
+# kubectl, as the plain run checks) and api_http2 (every test here talks
+# HTTP/2 to the stand-in, its default). The suite stays near 25 min.
 if ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j"$jobs" --output-on-failure \
-      -E "^(integration/(apiserver_.*|cgroupv2_qemu)|faults/(apiserver_down|api_faults|cni_faults|disk_full|registry_faults|clock_jump)|$known_failing)\$"; then
+      -E "^(integration/(apiserver_.*|cgroupv2_qemu|node_api_websocket|demo|api_http2)|faults/(apiserver_down|api_faults|cni_faults|disk_full|registry_faults|clock_jump)|$known_failing)\$"; then
   failed+=("ctest (ASan+UBSan)")
 fi
 

@@ -268,7 +268,9 @@ if command -v kubectl >/dev/null && [ -x /usr/bin/etcd ]; then
   start_standin
   unset CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS
   hport=$(free_port)
-  start_agent -v 2 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --node-status-update-frequency 1s
+  nport=$(free_port)
+  echo "tok-$$-secret,esc-tester,1" >"$tmp/tokens.csv"
+  start_agent -v 2 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --address 127.0.0.1 --port "$nport" --authentication-token-file "$tmp/tokens.csv" --node-status-update-frequency 1s
   poll 30 eval 'kubectl --kubeconfig "$data/admin.kubeconfig" get node "$NODE" >/dev/null 2>&1' ||
     die "node $NODE not registered"
   k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
@@ -286,6 +288,22 @@ EOF
   poll 60 eval '[ "$(k get pod healthy -o jsonpath={.status.phase} 2>/dev/null)" = Running ]' ||
     die "the healthy pod is not Running: $(tail -5 "$tmp/agent.log")"
   healthy_cid=$(k get pod healthy -o jsonpath='{.status.containerStatuses[0].containerID}')
+  # --- item 12: the node API against a hostile client (here on loopback) -----------------
+  # (the slowloris half is node_api.sh "4b": 300 idle connections, the Lease)
+  attempt "node API: a TLS 1.1 handshake and a request without credentials"
+  tls11=0
+  echo | timeout 10 openssl s_client -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' -connect "127.0.0.1:$nport" >"$tmp/tls11.out" 2>&1 || tls11=$?
+  tls12=0
+  echo | timeout 10 openssl s_client -tls1_2 -connect "127.0.0.1:$nport" >"$tmp/tls12.out" 2>&1 || tls12=$?
+  anon=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$nport/pods" || true)
+  authd=$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "https://127.0.0.1:$nport/pods" || true)
+  # (s_client exits 0 even when the handshake fails: the cipher line says)
+  if grep -qE 'Cipher is [^(]' "$tmp/tls11.out"; then escaped "a TLS 1.1 session was made: $(grep -m2 -E 'Protocol|Cipher' "$tmp/tls11.out")"
+  elif [ $tls12 -ne 0 ] || ! grep -qE 'Cipher is [^(]' "$tmp/tls12.out"; then escaped "the positive control (TLS 1.2) failed: $(tail -2 "$tmp/tls12.out")"
+  elif [ "$anon" != 401 ]; then escaped "an anonymous request got $anon"
+  elif [ "$authd" != 200 ]; then escaped "the positive control (the token) got $authd"
+  else refused "TLS 1.1 refused (TLS 1.2 served), anonymous 401 (the token 200)"; fi
+
   # --- item 13: the local endpoint from a hostNetwork pod ---------------------------------
   # A hostNetwork pod is on the node's loopback: without the token (it
   # cannot read <root-dir>/endpoint.token) /pods, /timelines and /ui must

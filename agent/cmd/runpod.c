@@ -180,6 +180,7 @@ struct runpod_flags {
         size_t n_insecure;
         int64_t backoff_base, backoff_cap;
         struct ag_logrotate_policy logs;
+        bool seccomp_default; /* --seccomp-default: Unset seccomp is RuntimeDefault */
 };
 
 /* --container-log-max-size: a quantity (10Mi), negative: no rotation */
@@ -248,6 +249,8 @@ static int parse_flags(int argc, char **argv, struct runpod_flags *f)
                         }
                         f->logs.interval_ms = (uint64_t)n * 1000;
                         i++;
+                } else if (strcmp(a, "--seccomp-default") == 0) {
+                        f->seccomp_default = true;
                 } else if (a[0] != '-' && f->file == NULL) {
                         f->file = a;
                 } else {
@@ -256,7 +259,7 @@ static int parse_flags(int argc, char **argv, struct runpod_flags *f)
                                 "PATH] [--insecure-registry HOST:PORT]... "
                                 "[--crash-loop-backoff-base S] [--crash-loop-backoff-max S] "
                                 "[--container-log-max-size Q] [--container-log-max-files N] "
-                                "[--container-log-monitor-interval S]\n");
+                                "[--container-log-monitor-interval S] [--seccomp-default]\n");
                         return -1;
                 }
         }
@@ -359,6 +362,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
             .backoff_cap = fl.backoff_cap,
             .pull_backoff_base = 10,
             .pull_backoff_cap = 300,
+            .seccomp_default = fl.seccomp_default,
         };
         struct runpod rp = {.pod_ref = pod_ref, .final = ST_PHASE_PENDING};
         rp.grace = pod->spec.has_termination_grace_period

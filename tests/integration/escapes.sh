@@ -131,8 +131,13 @@ else
   escaped "could not build the hostile images"
 fi
 
-# --- item 15: io_uring under RuntimeDefault ---------------------------------------------
-attempt "io_uring: io_uring_setup under seccomp RuntimeDefault"
+# --- item 15: io_uring and what RuntimeDefault blocks; --seccomp-default ---------------
+# A static probe (built here; busybox has no io_uring tool) tries
+# io_uring_setup, unshare(CLONE_NEWUSER) and keyctl (the session keyring):
+# under RuntimeDefault, and with no seccompProfile on a run started with
+# --seccomp-default, each must fail with EPERM; with no profile and no flag
+# the container is Unconfined, as under the kubelet (the positive control:
+# the same probe gets through there).
 mkdir -p "$tmp/bin"
 if cat >"$tmp/uring.c" <<'EOF' && gcc -static -O1 -o "$tmp/bin/uring" "$tmp/uring.c" 2>/dev/null; then
 #include <errno.h>
@@ -140,25 +145,47 @@ if cat >"$tmp/uring.c" <<'EOF' && gcc -static -O1 -o "$tmp/bin/uring" "$tmp/urin
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+static void say(const char *what, long r)
+{
+        printf("%s: %s\n", what, r < 0 ? strerror(errno) : "ok");
+}
 int main(void)
 {
         unsigned char params[120] = {0};
-        long r = syscall(425 /* io_uring_setup */, 4, params);
-        printf("io_uring_setup: %s\n", r < 0 ? strerror(errno) : "ok");
+        say("io_uring_setup", syscall(425 /* io_uring_setup */, 4, params));
+        say("keyctl", syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 1));
+        say("unshare", syscall(SYS_unshare, 0x10000000 /* CLONE_NEWUSER */));
         return 0;
 }
 EOF
-  pod uring "    command: [/t/uring]
-    securityContext: {seccompProfile: {type: RuntimeDefault}}
+  probe_pod() { # NAME [SECCOMP-TYPE]
+    local sc=""
+    [ -z "${2:-}" ] || sc="
+    securityContext: {seccompProfile: {type: $2}}"
+    pod "$1" "    command: [/t/uring]$sc
     volumeMounts: [{name: t, mountPath: /t, readOnly: true}]" \
-    "  volumes: [{name: t, hostPath: {path: $tmp/bin}}]"
+      "  volumes: [{name: t, hostPath: {path: $tmp/bin}}]"
+  }
+  all_eperm() { [ "$(grep -c ': Operation not permitted$' <<<"$1")" = 3 ]; }
+  attempt "io_uring: io_uring_setup (and unshare, keyctl) under seccomp RuntimeDefault"
+  probe_pod uring RuntimeDefault
   run uring
-  out=$(pod_log uring)
-  if grep -q 'io_uring_setup: Operation not permitted' <<<"$out"; then refused "EPERM"
+  out=$(pod_log uring || true)
+  if all_eperm "$out"; then refused "EPERM for all three"
   else escaped "got: $out $(tail -2 "$tmp/uring.err")"; fi
+  attempt "seccomp-default: no seccompProfile on a run with --seccomp-default (io_uring_setup, unshare, keyctl)"
+  probe_pod usd
+  run usd --seccomp-default
+  out=$(pod_log usd || true)
+  probe_pod unconf
+  run unconf
+  ctl=$(pod_log unconf || true)
+  if ! all_eperm "$out"; then escaped "with --seccomp-default: $out $(tail -2 "$tmp/usd.err")"
+  elif ! grep -q '^io_uring_setup: ok$' <<<"$ctl" || ! grep -q '^keyctl: ok$' <<<"$ctl"; then
+    escaped "the positive control (no profile, no flag: Unconfined) did not get through: $ctl"
+  else refused "EPERM for all three; without the flag (Unconfined): $(tr '\n' ' ' <<<"$ctl")"; fi
 else
-  echo "skipped: io_uring (no static libc to build the probe)"
-  tried=$((tried - 1))
+  echo "skipped: io_uring and --seccomp-default (no static libc to build the probe)"
 fi
 
 # --- item 7: fields cubelet does not implement are refused, never dropped ---------------
@@ -240,7 +267,10 @@ if command -v kubectl >/dev/null && [ -x /usr/bin/etcd ]; then
   export CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS=1
   start_standin
   unset CUBELET_STANDIN_SERVE_HOSTILE_OBJECTS
-  start_agent -v 2 --kubeconfig "$data/node.kubeconfig" --healthz-port 0 --node-status-update-frequency 1s
+  hport=$(free_port)
+  nport=$(free_port)
+  echo "tok-$$-secret,esc-tester,1" >"$tmp/tokens.csv"
+  start_agent -v 2 --kubeconfig "$data/node.kubeconfig" --healthz-port "$hport" --address 127.0.0.1 --port "$nport" --authentication-token-file "$tmp/tokens.csv" --node-status-update-frequency 1s
   poll 30 eval 'kubectl --kubeconfig "$data/admin.kubeconfig" get node "$NODE" >/dev/null 2>&1' ||
     die "node $NODE not registered"
   k() { kubectl --kubeconfig "$data/admin.kubeconfig" --request-timeout=20s "$@"; }
@@ -258,6 +288,51 @@ EOF
   poll 60 eval '[ "$(k get pod healthy -o jsonpath={.status.phase} 2>/dev/null)" = Running ]' ||
     die "the healthy pod is not Running: $(tail -5 "$tmp/agent.log")"
   healthy_cid=$(k get pod healthy -o jsonpath='{.status.containerStatuses[0].containerID}')
+  # --- item 12: the node API against a hostile client (here on loopback) -----------------
+  # (the slowloris half is node_api.sh "4b": 300 idle connections, the Lease)
+  attempt "node API: a TLS 1.1 handshake and a request without credentials"
+  tls11=0
+  echo | timeout 10 openssl s_client -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' -connect "127.0.0.1:$nport" >"$tmp/tls11.out" 2>&1 || tls11=$?
+  tls12=0
+  echo | timeout 10 openssl s_client -tls1_2 -connect "127.0.0.1:$nport" >"$tmp/tls12.out" 2>&1 || tls12=$?
+  anon=$(curl -sk -o /dev/null -w '%{http_code}' "https://127.0.0.1:$nport/pods" || true)
+  authd=$(curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "https://127.0.0.1:$nport/pods" || true)
+  # (s_client exits 0 even when the handshake fails: the cipher line says)
+  if grep -qE 'Cipher is [^(]' "$tmp/tls11.out"; then escaped "a TLS 1.1 session was made: $(grep -m2 -E 'Protocol|Cipher' "$tmp/tls11.out")"
+  elif [ $tls12 -ne 0 ] || ! grep -qE 'Cipher is [^(]' "$tmp/tls12.out"; then escaped "the positive control (TLS 1.2) failed: $(tail -2 "$tmp/tls12.out")"
+  elif [ "$anon" != 401 ]; then escaped "an anonymous request got $anon"
+  elif [ "$authd" != 200 ]; then escaped "the positive control (the token) got $authd"
+  else refused "TLS 1.1 refused (TLS 1.2 served), anonymous 401 (the token 200)"; fi
+
+  # --- item 13: the local endpoint from a hostNetwork pod ---------------------------------
+  # A hostNetwork pod is on the node's loopback: without the token (it
+  # cannot read <root-dir>/endpoint.token) /pods, /timelines and /ui must
+  # answer 401; /healthz and /metrics, the open paths, answer.
+  attempt "local endpoint: /pods, /timelines, /ui from a hostNetwork pod on loopback without the token"
+  k create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: ep, namespace: default}
+spec:
+  nodeName: $NODE
+  hostNetwork: true
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'for p in pods timelines ui "ui?token=x" healthz metrics; do echo "\$p: \$(printf "GET /\$p HTTP/1.0\r\n\r\n" | nc -w 5 127.0.0.1 $hport | head -1)"; done; printf "GET /pods HTTP/1.0\r\nAuthorization: Bearer x\r\n\r\n" | nc -w 5 127.0.0.1 $hport | head -1 | sed "s/^/nc: /"; echo done']
+EOF
+  poll 60 eval 'grep -q done "$logs"/default_ep_*/main/0.log 2>/dev/null' || true
+  ep=$(pod_log ep)
+  echo "$ep" | sed 's/^/  ep: /'
+  want401='^(pods|timelines|ui|ui\?token=x): HTTP/1\.[01] 401 '
+  if [ "$(grep -cE "$want401" <<<"$ep")" != 4 ] || ! grep -qE '^nc: HTTP/1\.[01] 401 ' <<<"$ep"; then
+    escaped "a guarded path answered without the token: $ep"
+  elif ! grep -qE '^healthz: HTTP/1\.[01] 200 ' <<<"$ep" || ! grep -qE '^metrics: HTTP/1\.[01] 200 ' <<<"$ep"; then
+    escaped "the open paths (the positive control) did not answer 200: $ep"
+  else refused "401 for /pods, /timelines, /ui (a wrong token too); /healthz and /metrics 200"; fi
+
   # hostile NAME JSON-SPEC-FRAGMENT [UID] [NAME-JSON]: a pod bound to the node as given
   victim=/tmp/cubelet-hostile-$$
   up=$(printf '../%.0s' $(seq 1 24))

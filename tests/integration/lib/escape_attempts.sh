@@ -21,7 +21,7 @@
 # The mount and exec attempts, in order (esc_proc_exe reads esc_pause's
 # output).
 escape_mount_exec="esc_vol_dev esc_vol_proc esc_vol_link esc_null_swap esc_workdir_fd esc_fds
-esc_exec_workdir esc_pause esc_proc_exe esc_self_exe esc_ro_volume esc_sysfs esc_propagation
+esc_exec_workdir esc_pause esc_proc_exe esc_self_exe esc_ro_volume esc_ro_symlink esc_setup_window esc_sysfs esc_propagation
 esc_import_fifo esc_import_device esc_import_symlink"
 
 # escape_run LIST: each attempt of LIST.
@@ -223,6 +223,76 @@ esc_ro_volume() {
   if ! has "$out" done; then escaped "did not run: $(tail -3 "$tmp/rovol.err")"
   elif has "$out" 'WROTE|REMOUNTED' || [ -e "$tmp/rovol/x" ]; then escaped "$out"
   else refused "writes fail"; fi
+}
+
+# --- item 6, by symlink: the readOnly target planted as a symlink ------------------------
+esc_ro_symlink() {
+  attempt "read-only remount by path: the readOnly target a symlink (planted in a shared emptyDir) to a writable place" || return 0
+  # An init container makes /s/ro (in the emptyDir /s) a symlink to /s/w, a
+  # writable directory of the same emptyDir, before the main container's
+  # read-only volume is mounted at /s/ro. A remount that resolved the path
+  # again could miss the bind; the bind itself is resolved in the rootfs.
+  mkdir -p "$tmp/rovol2"
+  rm -f "$tmp/rovol2/x"
+  pod rolink "    command: [sh, -c, 'touch /s/ro/x 2>/dev/null && echo WROTE-RO; touch /s/w/x 2>/dev/null && echo WROTE-W; grep -c \" /s/w \" /proc/self/mounts; echo done']
+    volumeMounts: [{name: s, mountPath: /s}, {name: v, mountPath: /s/ro, readOnly: true}]" \
+    "  initContainers:
+  - name: plant
+    image: busybox:1.36
+    command: [sh, -c, 'mkdir -p /s/w && ln -s /s/w /s/ro && echo planted']
+    volumeMounts: [{name: s, mountPath: /s}]
+  volumes: [{name: s, emptyDir: {}}, {name: v, hostPath: {path: $tmp/rovol2}}]"
+  run rolink
+  out=$(pod_log rolink)
+  if [ -e "$tmp/rovol2/x" ]; then escaped "the read-only volume was written: $out"
+  elif ! pod_log rolink plant | grep -q planted; then escaped "the symlink was not planted: $(tail -3 "$tmp/rolink.err")"
+  elif has "$out" done; then
+    if has "$out" 'WROTE-RO'; then escaped "the write through /s/ro landed somewhere writable: $out"
+    else refused "writes through the symlink fail (the volume is read-only where it landed)"; fi
+  elif said rolink "symlink" || said rolink "refus"; then refused "the start is refused: $(grep -o 'symlink[^"]*' "$tmp/rolink.err" | head -1 | cut -c1-100)"
+  else escaped "did not run, no refusal: $(tail -3 "$tmp/rolink.err")"; fi
+}
+
+# --- item 2, from a sibling: /proc/<pid>/fd and root during the setup window ----------
+esc_setup_window() {
+  attempt "CVE-2024-21626: a sibling in the shared PID namespace reads /proc/<pid>/fd and /proc/<pid>/root of starting containers" || return 0
+  # The watcher loops over every process of the pod's PID namespace for 4 s
+  # while four more containers start: for each, /proc/<pid>/root must not
+  # show the host (a marker file that exists only on the host) and no fd may
+  # point at a host path. The starting process is non-dumpable until its
+  # execve and holds no host fd.
+  mkdir -p "$tmp/watchbin"
+  : >"$tmp/watchbin/host-marker"
+  cat >"$tmp/watchbin/watch.sh" <<EOF
+me=\$\$
+end=\$((\$(date +%s) + 4)); n=0; seen=" "
+while [ "\$(date +%s)" -lt "\$end" ]; do
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    [ "\$p" = "\$me" ] && continue
+    [ -e "\$d/root$tmp/watchbin/host-marker" ] && echo "HOST-ROOT \$p"
+    l=\$(ls -l "\$d/fd/" 2>/dev/null | grep -F -e "$tmp" -e "$root" -e /work)
+    [ -n "\$l" ] && echo "HOST-FD \$p \$l"
+    case "\$seen" in *" \$p "*) ;; *) seen="\$seen\$p " ;; esac
+    n=\$((n + 1))
+  done
+done
+echo "looked=\$n pids=\$(echo \$seen | wc -w)"
+EOF
+  {
+    pod_head swin "  shareProcessNamespace: true
+  volumes: [{name: t, hostPath: {path: $tmp/watchbin}}]"
+    printf '  - name: watch\n    image: busybox:1.36\n    command: [sh, /t/watch.sh]\n'
+    printf '    volumeMounts: [{name: t, mountPath: /t, readOnly: true}]\n'
+    for i in 1 2 3 4; do
+      printf '  - name: t%s\n    image: busybox:1.36\n    command: [sh, -c, "sleep 0.3"]\n' "$i"
+    done
+  } >"$tmp/swin.yaml"
+  run swin
+  out=$(pod_log swin watch)
+  if ! has "$out" '^looked='; then escaped "the watcher did not finish: $(tail -3 "$tmp/swin.err")"
+  elif has "$out" 'HOST-ROOT|HOST-FD'; then escaped "$(printf '%s\n' "$out" | grep -E 'HOST-' | head -3)"
+  else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
 }
 
 esc_sysfs() {

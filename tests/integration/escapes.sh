@@ -85,6 +85,9 @@ if evil_image 1 evil:evil && evil_image 2 0:evil; then
     'select(.status) | .status.containerStatuses[]? | select(.name == $c) | .state.waiting | select(.) | "\(.reason): \(.message)"' 2>/dev/null | tail -1; }
   poll 20 eval '[ -n "$(wstate byname)" ] && [ -n "$(wstate group)" ] && grep -q done "$logs"/default_evilusers_*/numeric/0.log 2>/dev/null' || true
   took=$(since "$t0")
+  # read before the stop below: the statuses of the shutdown come after
+  by=$(wstate byname)
+  gr=$(wstate group)
   # no one waits to read a FIFO of the image (a writer's non-blocking open
   # fails with ENXIO unless a reader has it open)
   readers=$(find "$root" -type p -print0 2>/dev/null | python3 -c '
@@ -102,8 +105,6 @@ print(n)')
   stopped=no
   poll 15 eval '! kill -0 $evil_pid 2>/dev/null' && stopped=yes
   wait "$evil_pid" 2>/dev/null || true
-  by=$(wstate byname)
-  gr=$(wstate group)
   num=$(pod_log evilusers numeric)
   shadow_leak=no
   # any password hash or account line of the host's shadow file

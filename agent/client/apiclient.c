@@ -239,6 +239,8 @@ static void finish(struct ag_api *api, struct ag_request *r, CURLcode cc)
 
 int ag_api_on_reachable(struct ag_api *api, ag_api_reachable_fn fn, void *data)
 {
+        if (api == NULL) /* a standalone node: no apiserver */
+                return 0;
         for (int i = 0; i < AG_API_REACHABLE_MAX; i++)
                 if (api->reachable[i].data == data ||
                     (fn != NULL && api->reachable[i].fn == NULL)) {

@@ -716,9 +716,15 @@ static bool run_init(struct ag_pod_worker *w)
         if (w->initialized) {
                 for (size_t i = 0; i < w->n_init; i++) {
                         struct ctr *c = &w->ctrs[i];
-                        if (is_sidecar(c) && c->exited && !c->running && !c->waiting_timer &&
-                            !c->start_job)
+                        if (!is_sidecar(c) || c->running || c->waiting_timer || c->start_job ||
+                            c->files_job)
+                                continue;
+                        if (c->exited)
                                 restart_or_backoff(w, c);
+                        else
+                                /* a restart whose image files were being
+                                 * read (ensure_files): it goes on now */
+                                pw_start_container(w, c);
                 }
                 return true;
         }

@@ -663,11 +663,20 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         if (!pw_volumes_ready(w))
                 return;
         struct rt_image *img = NULL;
+        /* kept while the image's files are read off the loop: the status
+         * sent meanwhile shows the last attempt's reason (a retried
+         * CreateContainerConfigError), not a waiting state without one */
+        _cleanup_free_ char *prev = strdup(c->wait_reason);
+        _cleanup_free_ char *prev_msg = strdup(c->wait_message);
         c->wait_reason[0] = c->wait_message[0] = '\0';
         if (ensure_image(w, c, &img) != 0)
                 return;
         int fr = ensure_files(w, c, &img);
         if (fr != 0) {
+                if (fr > 0 && c->wait_reason[0] == '\0' && prev != NULL && prev_msg != NULL) {
+                        snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", prev);
+                        snprintf(c->wait_message, sizeof(c->wait_message), "%s", prev_msg);
+                }
                 rt_image_free(img);
                 return;
         }

@@ -82,7 +82,7 @@ if evil_image 1 evil:evil && evil_image 2 0:evil; then
   # both refusals in the status (a CreateContainerConfigError is retried,
   # as the kubelet does: the pod stays Pending, so run-pod is stopped here)
   wstate() { tail -n 20 "$tmp/evilusers.jsonl" 2>/dev/null | jq -r --arg c "$1" \
-    'select(.status) | .status.containerStatuses[]? | select(.name == $c) | .state.waiting | select(.) | "\(.reason): \(.message)"' 2>/dev/null | tail -1; }
+    'select(.status) | .status.containerStatuses[]? | select(.name == $c) | .state.waiting | select(.reason) | "\(.reason): \(.message)"' 2>/dev/null | tail -1; }
   poll 20 eval '[ -n "$(wstate byname)" ] && [ -n "$(wstate group)" ] && grep -q done "$logs"/default_evilusers_*/numeric/0.log 2>/dev/null' || true
   took=$(since "$t0")
   # read before the stop below: the statuses of the shutdown come after
@@ -118,6 +118,10 @@ print(n)')
   if pod_log evilusers byname | grep -q started || pod_log evilusers group | grep -q started; then
     escaped "a container ran with the image's user: $(pod_log evilusers byname) $(pod_log evilusers group)"
   elif [ $shadow_leak = yes ]; then escaped "the host's /etc/shadow reached the pod's output or status"
+  elif noreason=$(jq -r 'select(.status) | .status.containerStatuses[]? | select(.state.waiting != null and .state.waiting.reason == null) | .name' "$tmp/evilusers.jsonl" 2>/dev/null | sort -u | paste -sd,) && [ -n "$noreason" ]; then
+    # the kubelet never sends one; a retry that reads the image's files off
+    # the loop keeps the last attempt's reason meanwhile
+    escaped "a status with a waiting state without a reason for $noreason"
   elif [ "$by" != "CreateContainerConfigError: unable to find user evil: no matching entries in passwd file" ]; then
     escaped "by name: '$by' $(tail -3 "$tmp/evilusers.err")"
   elif [ "$gr" != "CreateContainerConfigError: unable to find group evil: /etc/group in image docker.io/library/evil:2 is a FIFO, not a regular file; make /etc/group a regular file in the image, or set a numeric runAsGroup" ]; then

@@ -56,7 +56,7 @@ if ! ctest --test-dir build -j"$jobs" --output-on-failure -E "^($known_failing)\
   failed+=("ctest (build)")
 fi
 
-soak_cycles=${CUBELET_SOAK_CYCLES:-100} # the 10 k soak: scripts/soak.sh 10000
+soak_cycles=${CUBELET_SOAK_CYCLES:-200} # two samples (100, 200): fewer compare nothing; the 10 k soak: scripts/soak.sh 10000
 step "soak (${soak_cycles} create/delete cycles; docs/reliability.md)"
 if [ "$soak_cycles" -gt 0 ]; then
   rc=0

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/cmd/cli.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/cmd/agent.h"
 #include "agent/cmd/config.h"
@@ -101,6 +103,37 @@ static int parse_verbosity(const char *s, int *ret, struct cb_error *err)
         return 0;
 }
 
+static int absolute_root_dir(struct cb_global_opts *opts, struct cb_error *err)
+{
+        const char *d = opts->root_dir;
+        if (d == NULL || d[0] == '/')
+                return 0;
+        if (d[0] == '\0')
+                return cb_error_set(err, 0,
+                                    "--root-dir: an empty path; give the node's state "
+                                    "directory (default " DEFAULT_ROOT_DIR ")");
+        char cwd[sizeof(opts->root_dir_abs)];
+        if (getcwd(cwd, sizeof(cwd)) == NULL)
+                return cb_error_set(err, errno,
+                                    "--root-dir \"%s\" is relative and the working directory "
+                                    "cannot be read; give an absolute path",
+                                    d);
+        while (d[0] == '.' && d[1] == '/')
+                d += 2;
+        int n = snprintf(opts->root_dir_abs, sizeof(opts->root_dir_abs), "%s%s%s", cwd,
+                         strcmp(cwd, "/") == 0 ? "" : "/", strcmp(d, ".") == 0 ? "" : d);
+        if (n < 0 || (size_t)n >= sizeof(opts->root_dir_abs))
+                return cb_error_set(err, ENAMETOOLONG,
+                                    "--root-dir \"%s\": too long once made "
+                                    "absolute against %s",
+                                    opts->root_dir, cwd);
+        size_t len = strlen(opts->root_dir_abs);
+        if (len > 1 && opts->root_dir_abs[len - 1] == '/')
+                opts->root_dir_abs[len - 1] = '\0';
+        opts->root_dir = opts->root_dir_abs;
+        return 0;
+}
+
 int ag_cli_parse_global(int argc, char **argv, struct cb_global_opts *opts, char **rest,
                         int *ret_nrest, bool *ret_help, struct cb_error *err)
 {
@@ -142,7 +175,7 @@ int ag_cli_parse_global(int argc, char **argv, struct cb_global_opts *opts, char
                 rest[nrest++] = argv[i];
         }
         *ret_nrest = nrest;
-        return 0;
+        return absolute_root_dir(opts, err);
 }
 
 int cubelet_main(int argc, char **argv)

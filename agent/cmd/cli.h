@@ -12,6 +12,7 @@ struct cb_global_opts {
         const char *cni_conf_dir; /* --cni-conf-dir, default /etc/cni/net.d */
         const char *cni_bin_dir;  /* --cni-bin-dir, default /usr/lib/cni:/opt/cni/bin */
         int verbosity;            /* -v / --v */
+        char root_dir_abs[4096];  /* a relative --root-dir made absolute */
 };
 
 int cubelet_main(int argc, char **argv);
@@ -26,8 +27,12 @@ void ag_monitor_path(char *exe, size_t size);
 /* The global flags of argv (argv[0] the program) into opts, anywhere on the
  * line; the other arguments, in order, into rest (room for argc) and their
  * number into *ret_nrest. -h/--help before any other argument sets
- * *ret_help (and stops). -1 on a missing value or a bad verbosity: err
- * names the flag; nothing is printed and nothing exits. */
+ * *ret_help (and stops). A relative --root-dir is taken against the working
+ * directory (as Go's os calls take the kubelet's) and made absolute in
+ * opts->root_dir_abs, since the runtime uses it from other mount namespaces
+ * and working directories. -1 on a missing value, an empty or too long
+ * --root-dir or a bad verbosity: err names the flag; nothing is printed and
+ * nothing exits. */
 int ag_cli_parse_global(int argc, char **argv, struct cb_global_opts *opts, char **rest,
                         int *ret_nrest, bool *ret_help, struct cb_error *err);
 

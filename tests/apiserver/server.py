@@ -1314,6 +1314,11 @@ class Handler(BaseHTTPRequestHandler):
                     if self.client_gone():
                         return
                 elif typ == "ERROR":
+                    if self.server.stopping.is_set():
+                        # our own shutdown closed etcd under the watch:
+                        # kube-apiserver ends its watches cleanly then (the
+                        # request's context ends), never with an error event
+                        return
                     if isinstance(a, store.Compacted):
                         msg = f"too old resource version: {start} ({a.compact_revision - 1})"
                         self.write_chunk({"type": "ERROR",

@@ -73,8 +73,13 @@ cgroup_of() { find /sys/fs/cgroup/pids/"$cgroot" -type d -name "*$1*" 2>/dev/nul
 
 node=$NODE
 # ======================= 1. standalone =======================
-spawn_agent -v 1 --root-dir "$root" --cni-conf-dir "$tmp/cni-empty" --config "$tmp/config.yaml" \
+# --root-dir given relative (to $tmp, the working directory here): taken
+# against the working directory as the kubelet's os calls take it (it was
+# accepted, then broke every sandbox, teardown and SIGTERM)
+cd "$tmp"
+spawn_agent -v 1 --root-dir "${root#"$tmp"/}" --cni-conf-dir "$tmp/cni-empty" --config "$tmp/config.yaml" \
         --hostname-override Static-Node
+cd "$SOURCE_DIR"
 poll 30 quietly running "web-$node" || fail "standalone: web-$node not Running"
 poll 30 quietly running "api-$node" || fail "standalone: api-$node (JSON manifest) not Running"
 grep -q "starting standalone" "$tmp/agent.log" || fail "not started standalone"
@@ -122,6 +127,7 @@ poll 15 quietly test ! -d "$cg2" || fail "remove: the pod's cgroup $cg2 is still
 pass "standalone: removing the manifest stops the pod"
 
 kill -TERM "$agent_pid"
+poll 30 eval '! kill -0 "$agent_pid" 2>/dev/null' || fail "the standalone agent still runs 30 s after SIGTERM"
 wait "$agent_pid" || fail "the standalone agent did not exit cleanly"
 agent_pid=""
 rm -f "$tmp/manifests/late.yaml" "$tmp/manifests/broken.yaml"

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/cmd/cli.h"
 #include "agent/cmd/config.h"
@@ -52,6 +53,46 @@ START_TEST(test_global_flags)
 }
 END_TEST
 
+/* A relative --root-dir is made absolute against the working directory: the
+ * runtime uses it from other mount namespaces and working directories (a
+ * relative one was accepted, then broke every sandbox and teardown). */
+START_TEST(test_relative_root_dir)
+{
+        char cwd[4096];
+        ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+        static const struct {
+                const char *arg, *suffix;
+        } cases[] = {
+            {"state", "/state"},
+            {"./state/", "/state"},
+            {".", ""},
+            {"a/../b", "/a/../b"},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *args[] = {"--root-dir", cases[i].arg, "version", NULL};
+                struct cb_global_opts o;
+                char *rest[MAX_ARGS + 1] = {0};
+                int nrest = 0;
+                bool help = false;
+                struct cb_error err = {0};
+                ck_assert_int_eq(parse_global(args, &o, rest, &nrest, &help, &err), 0);
+                char want[8192];
+                snprintf(want, sizeof(want), "%s%s", strcmp(cwd, "/") == 0 ? "" : cwd,
+                         cases[i].suffix);
+                ck_assert_str_eq(o.root_dir, want[0] ? want : "/");
+                ck_assert_ptr_eq(o.root_dir, o.root_dir_abs);
+        }
+        const char *abs_args[] = {"--root-dir", "/abs/x", NULL};
+        struct cb_global_opts o;
+        char *rest[MAX_ARGS + 1] = {0};
+        int nrest = 0;
+        bool help = false;
+        struct cb_error err = {0};
+        ck_assert_int_eq(parse_global(abs_args, &o, rest, &nrest, &help, &err), 0);
+        ck_assert_str_eq(o.root_dir, "/abs/x");
+}
+END_TEST
+
 /* These used to print and exit(2) inside the parser. */
 START_TEST(test_global_flag_errors)
 {
@@ -65,6 +106,9 @@ START_TEST(test_global_flag_errors)
             {{"--v", "x"}, "-v: invalid verbosity \"x\" (want 0..10)"},
             {{"-v11"}, "-v: invalid verbosity \"11\" (want 0..10)"},
             {{"--v="}, "-v: invalid verbosity \"\" (want 0..10)"},
+            {{"--root-dir="},
+             "--root-dir: an empty path; give the node's state directory "
+             "(default /var/lib/cubelet)"},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct cb_global_opts o;
@@ -161,6 +205,7 @@ int main(void)
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_global_flags);
         tcase_add_test(tc, test_global_flag_errors);
+        tcase_add_test(tc, test_relative_root_dir);
         tcase_add_test(tc, test_main_returns_on_bad_global_flag);
         tcase_add_test(tc, test_node_api_flags);
         tcase_add_test(tc, test_node_api_flag_errors);

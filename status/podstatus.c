@@ -706,6 +706,66 @@ static cJSON *container_state_json(const struct st_container_state *s)
         return steal_pointer(&o);
 }
 
+static int compare_quantity(const void *a, const void *b)
+{
+        const struct st_quantity *const *qa = a, *const *qb = b;
+        return strcmp(str_or_empty((*qa)->name), str_or_empty((*qb)->name));
+}
+
+/* A v1.ResourceList object under key, sorted by name; nothing when empty.
+ * false only when out of memory. */
+static bool add_resource_list(cJSON *o, const char *key, const struct st_resource_list *l)
+{
+        if (l->n == 0)
+                return true;
+        _cleanup_free_ const struct st_quantity **order = calloc(l->n, sizeof(*order));
+        cJSON *m = cJSON_AddObjectToObject(o, key);
+        if (order == NULL || m == NULL)
+                return false;
+        for (size_t i = 0; i < l->n; i++)
+                order[i] = &l->items[i];
+        qsort(order, l->n, sizeof(*order), compare_quantity);
+        for (size_t i = 0; i < l->n; i++)
+                if (!cJSON_AddStringToObject(m, str_or_empty(order[i]->name),
+                                             str_or_empty(order[i]->value)))
+                        return false;
+        return true;
+}
+
+/* allocatedResources, resources and volumeMounts, in v1.ContainerStatus
+ * order (after started). */
+static bool add_container_extras(cJSON *o, const struct st_container *c)
+{
+        if (!add_resource_list(o, "allocatedResources", &c->allocated))
+                return false;
+        if (c->has_resources) {
+                /* the field order of v1.ResourceRequirements */
+                cJSON *r = cJSON_AddObjectToObject(o, "resources");
+                if (r == NULL || !add_resource_list(r, "limits", &c->limits) ||
+                    !add_resource_list(r, "requests", &c->requests))
+                        return false;
+        }
+        if (c->n_volume_mounts == 0)
+                return true;
+        cJSON *arr = cJSON_AddArrayToObject(o, "volumeMounts");
+        if (arr == NULL)
+                return false;
+        for (size_t i = 0; i < c->n_volume_mounts; i++) {
+                const struct st_volume_mount *m = &c->volume_mounts[i];
+                cJSON *vm = cJSON_CreateObject();
+                if (vm == NULL)
+                        return false;
+                cJSON_AddItemToArray(arr, vm);
+                if (!cJSON_AddStringToObject(vm, "name", str_or_empty(m->name)) ||
+                    !cJSON_AddStringToObject(vm, "mountPath", str_or_empty(m->mount_path)) ||
+                    (m->read_only && !cJSON_AddBoolToObject(vm, "readOnly", true)) ||
+                    (str_set(m->recursive_read_only) &&
+                     !cJSON_AddStringToObject(vm, "recursiveReadOnly", m->recursive_read_only)))
+                        return false;
+        }
+        return true;
+}
+
 static cJSON *container_status_json(const struct st_container *c, bool init,
                                     bool has_init_containers)
 {
@@ -736,7 +796,8 @@ static cJSON *container_status_json(const struct st_container *c, bool init,
             !cJSON_AddStringToObject(o, "imageID", str_or_empty(c->image_id)) ||
             (str_set(c->container_id) &&
              !cJSON_AddStringToObject(o, "containerID", c->container_id)) ||
-            !cJSON_AddBoolToObject(o, "started", container_started(c)))
+            !cJSON_AddBoolToObject(o, "started", container_started(c)) ||
+            !add_container_extras(o, c))
                 return NULL;
         return steal_pointer(&o);
 }

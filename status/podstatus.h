@@ -75,6 +75,27 @@ struct st_container_state {
         const char *container_id; /* terminated; "<runtime>://<id>" */
 };
 
+/* One entry of a v1.ResourceList: the resource name and its quantity as
+ * the apiserver stores it (canonical text). Rendered sorted by name, as Go
+ * marshals a map. */
+struct st_quantity {
+        const char *name;
+        const char *value;
+};
+
+struct st_resource_list {
+        const struct st_quantity *items;
+        size_t n;
+};
+
+/* One v1.VolumeMountStatus. */
+struct st_volume_mount {
+        const char *name;
+        const char *mount_path;
+        bool read_only;                  /* omitted when false */
+        const char *recursive_read_only; /* "Disabled", "Enabled"; NULL = omitted */
+};
+
 /* One container of the spec together with what the runtime and the probes
  * know about it. */
 struct st_container {
@@ -97,6 +118,15 @@ struct st_container {
          * a regular init container is ready when it exited 0. */
         bool has_startup_probe, startup_succeeded;
         bool has_readiness_probe, readiness_succeeded;
+        /* allocatedResources (omitted when n is 0) and resources
+         * (has_resources: rendered, as {} when both lists are empty), as
+         * convertToAPIContainerStatuses fills them (agent/pods/statusgen.c). */
+        struct st_resource_list allocated;
+        bool has_resources;
+        struct st_resource_list limits, requests;
+        /* volumeMounts, in order; omitted when n_volume_mounts is 0. */
+        const struct st_volume_mount *volume_mounts;
+        size_t n_volume_mounts;
 };
 
 /* A pod condition as last reported (cached status, else the API status). */

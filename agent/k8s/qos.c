@@ -537,6 +537,28 @@ static int check_component(const char *what, const char *s, struct cb_error *err
         return 0;
 }
 
+void k8s_container_cgroup_limits(const struct k8s_pod *pod, const struct k8s_container *c,
+                                 struct cg_limits *out)
+{
+        /* calculateLinuxResources: shares from the request, or from the
+         * limit when there is no request; 2 when neither. The limits are
+         * the container's own, or with pod-level resources set the pod's
+         * where the container has none (getCPULimit/getMemoryLimit), so a
+         * container without a request takes its shares from the pod-level
+         * cpu limit. */
+        memset(out, 0, sizeof(*out));
+        int64_t cpu_limit = k8s_container_effective_limit(pod, c, RES_CPU);
+        bool has_request = false;
+        int64_t cpu_request = k8s_resource_amount(&c->resources.requests, RES_CPU, &has_request);
+        out->cpu_shares = cg_milli_cpu_to_shares(has_request ? cpu_request : cpu_limit);
+        int64_t quota = cg_milli_cpu_to_quota(cpu_limit, CG_QUOTA_PERIOD_US);
+        if (quota > 0) {
+                out->cpu_quota_us = quota;
+                out->cpu_period_us = CG_QUOTA_PERIOD_US;
+        }
+        out->memory_limit = k8s_container_effective_limit(pod, c, RES_MEMORY);
+}
+
 static int container_plan(const struct k8s_pod *pod, const struct k8s_container *c, bool init,
                           const char *pod_path, int64_t mem_capacity,
                           struct k8s_container_cgroup *out, struct cb_error *err)
@@ -551,22 +573,7 @@ static int container_plan(const struct k8s_pod *pod, const struct k8s_container 
                 return cb_error_set(err, 0, "container %s: cgroup path is longer than %d bytes",
                                     c->name, K8S_CGROUP_PATH_MAX - 1);
 
-        /* calculateLinuxResources: shares from the request, or from the
-         * limit when there is no request; 2 when neither. The limits are
-         * the container's own, or with pod-level resources set the pod's
-         * where the container has none (getCPULimit/getMemoryLimit), so a
-         * container without a request takes its shares from the pod-level
-         * cpu limit. */
-        int64_t cpu_limit = k8s_container_effective_limit(pod, c, RES_CPU);
-        bool has_request = false;
-        int64_t cpu_request = k8s_resource_amount(&c->resources.requests, RES_CPU, &has_request);
-        out->limits.cpu_shares = cg_milli_cpu_to_shares(has_request ? cpu_request : cpu_limit);
-        int64_t quota = cg_milli_cpu_to_quota(cpu_limit, CG_QUOTA_PERIOD_US);
-        if (quota > 0) {
-                out->limits.cpu_quota_us = quota;
-                out->limits.cpu_period_us = CG_QUOTA_PERIOD_US;
-        }
-        out->limits.memory_limit = k8s_container_effective_limit(pod, c, RES_MEMORY);
+        k8s_container_cgroup_limits(pod, c, &out->limits);
         out->oom_score_adj = k8s_oom_score_adj(pod, c, mem_capacity);
         return 0;
 }

@@ -74,6 +74,11 @@ int64_t k8s_container_effective_limit(const struct k8s_pod *pod, const struct k8
  * limit, else node_allocatable. */
 int64_t k8s_container_downward_limit(const struct k8s_pod *pod, const struct k8s_container *c,
                                      const char *name, int64_t node_allocatable);
+/* The container's own cgroup limits (calculateLinuxResources): cpu
+ * shares, quota and period, memory limit, as the runtime is given them and
+ * reports them back in its container status. pids_limit stays 0. */
+void k8s_container_cgroup_limits(const struct k8s_pod *pod, const struct k8s_container *c,
+                                 struct cg_limits *out);
 /* An init container with restartPolicy: Always (a sidecar). */
 bool k8s_container_is_sidecar(const struct k8s_container *c);
 

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "agent/k8s/qos.h"
+#include "agent/k8s/quantity.h"
+#include "lib/arena.h"
 #include "lib/cleanup.h"
 
 #define REASON_COPY 256
@@ -20,6 +22,214 @@ static enum st_restart_policy restart_policy(enum k8s_restart_policy p)
                 break;
         }
         return ST_RESTART_ALWAYS;
+}
+
+/* ---- resources, allocatedResources, volumeMounts ------------------------------------- */
+
+/* cm.MinShares and cm.MinMilliCPULimit: at or below these, the runtime's
+ * value says nothing the allocation does not, and the allocation is kept. */
+#define MIN_SHARES          2
+#define MIN_MILLI_CPU_LIMIT 10
+#define QTY_TEXT_MAX        64
+
+struct qlist {
+        struct st_quantity *items;
+        size_t n, cap;
+};
+
+static const char *quantity_text(struct cb_arena *a, const struct k8s_quantity *q)
+{
+        char buf[QTY_TEXT_MAX];
+        k8s_quantity_format(q, buf, sizeof(buf));
+        return cb_arena_strdup(a, buf);
+}
+
+/* resource.NewMilliQuantity(m, DecimalSI): "100m", "1", "2500m". */
+static const char *milli_cpu_text(struct cb_arena *a, int64_t milli)
+{
+        struct k8s_quantity q = {.set = true,
+                                 .milli = milli,
+                                 .value = milli / 1000 + (milli % 1000 != 0),
+                                 .format = K8S_QF_DECIMAL_SI};
+        return quantity_text(a, &q);
+}
+
+/* resource.NewQuantity(bytes, BinarySI) as the apiserver stores it: the
+ * kubelet writes "70Mi" for a multiple of 1024 and the bare integer
+ * ("5000000") otherwise, which the apiserver parses as DecimalSI and keeps
+ * as "5M". */
+static const char *memory_bytes_text(struct cb_arena *a, int64_t bytes)
+{
+        struct k8s_quantity q = {.set = true,
+                                 .value = bytes,
+                                 .format = bytes >= 1024 && bytes % 1024 == 0 ? K8S_QF_BINARY_SI
+                                                                              : K8S_QF_DECIMAL_SI};
+        if (bytes > INT64_MAX / 1000)
+                q.milli_saturated = true, q.milli = INT64_MAX;
+        else
+                q.milli = bytes * 1000;
+        return quantity_text(a, &q);
+}
+
+/* A copy of a spec list with canonical texts, room for `extra` more. */
+static int qlist_copy(struct cb_arena *a, const struct k8s_resource_list *l, size_t extra,
+                      struct qlist *out)
+{
+        out->n = 0;
+        out->cap = l->n + extra;
+        out->items = cb_arena_calloc(a, out->cap + 1, sizeof(*out->items));
+        if (out->items == NULL)
+                return -1;
+        for (size_t i = 0; i < l->n; i++) {
+                const char *v = quantity_text(a, &l->items[i].q);
+                if (v == NULL)
+                        return -1;
+                out->items[out->n++] = (struct st_quantity){.name = l->items[i].name, .value = v};
+        }
+        return 0;
+}
+
+static int qlist_set(struct qlist *l, const char *name, const char *value)
+{
+        if (value == NULL)
+                return -1;
+        for (size_t i = 0; i < l->n; i++)
+                if (l->items[i].name != NULL && strcmp(l->items[i].name, name) == 0) {
+                        l->items[i].value = value;
+                        return 0;
+                }
+        if (l->n >= l->cap)
+                return -1;
+        l->items[l->n++] = (struct st_quantity){.name = name, .value = value};
+        return 0;
+}
+
+/*
+ * convertContainerStatusResources (InPlacePodVerticalScaling, GA in 1.35).
+ * Only a container the runtime has (created, running or exited) gets the
+ * fields. The allocation is the spec: cubelet does not resize in place.
+ * allocatedResources = the allocated requests. resources = the allocated
+ * requests and limits; for a running container, the cpu request, cpu limit
+ * and memory limit are what the runtime reports (the container's cgroup
+ * config: shares back to milli-cpu rounded up, quota/period, bytes), where
+ * the allocation has requests (resp. limits) at all; a cpu value stays the
+ * allocated one when both it and the runtime's are at or below the
+ * minimum the kernel can tell apart (2 shares, 10m of quota).
+ */
+static int container_resources(const struct k8s_pod *pod, const struct k8s_container *c,
+                               const struct ag_container_obs *o, struct cb_arena *a,
+                               struct st_container *s)
+{
+        const struct k8s_resources *r = &c->resources;
+        struct qlist alloc, req, lim;
+        if (qlist_copy(a, &r->requests, 0, &alloc) < 0 ||
+            qlist_copy(a, &r->requests, 1, &req) < 0 || qlist_copy(a, &r->limits, 2, &lim) < 0)
+                return -1;
+        if (o->state.kind == ST_STATE_RUNNING) {
+                struct cg_limits cl;
+                k8s_container_cgroup_limits(pod, c, &cl);
+                if (r->limits.n > 0) {
+                        int64_t milli = cl.cpu_period_us > 0 && cl.cpu_quota_us > 0
+                                            ? cl.cpu_quota_us * 1000 / (int64_t)cl.cpu_period_us
+                                            : 0;
+                        if (milli > 0 &&
+                            (milli > MIN_MILLI_CPU_LIMIT ||
+                             k8s_resource_amount(&r->limits, "cpu", NULL) > MIN_MILLI_CPU_LIMIT) &&
+                            qlist_set(&lim, "cpu", milli_cpu_text(a, milli)) < 0)
+                                return -1;
+                        if (cl.memory_limit > 0 &&
+                            qlist_set(&lim, "memory", memory_bytes_text(a, cl.memory_limit)) < 0)
+                                return -1;
+                }
+                if (r->requests.n > 0 && cl.cpu_shares >= MIN_SHARES) {
+                        int64_t milli = (int64_t)((cl.cpu_shares * 1000 + 1023) / 1024);
+                        if ((milli > MIN_SHARES ||
+                             k8s_resource_amount(&r->requests, "cpu", NULL) > MIN_SHARES) &&
+                            qlist_set(&req, "cpu", milli_cpu_text(a, milli)) < 0)
+                                return -1;
+                }
+                /* the memory request is the one the container was started
+                 * with, which is the allocated one */
+        }
+        s->allocated = (struct st_resource_list){alloc.items, alloc.n};
+        s->has_resources = true;
+        s->requests = (struct st_resource_list){req.items, req.n};
+        s->limits = (struct st_resource_list){lim.items, lim.n};
+        return 0;
+}
+
+/* The previous status of a container: this agent's last status, else the
+ * API's (the kubelet's status manager cache, else pod.Status). */
+static const cJSON *old_container_status(const struct k8s_pod *pod, const struct ag_pod_obs *obs,
+                                         bool init, const char *name)
+{
+        const cJSON *st = obs->own_status;
+        if (st == NULL)
+                st = cJSON_GetObjectItemCaseSensitive(k8s_pod_json(pod), "status");
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(st, init ? "initContainerStatuses"
+                                                                     : "containerStatuses");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, arr)
+        {
+                const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+                if (n != NULL && name != NULL && strcmp(n, name) == 0)
+                        return it;
+        }
+        return NULL;
+}
+
+/*
+ * volumeMounts (RecursiveReadOnlyMounts, GA): the default status of every
+ * container lists its spec's mounts (recursiveReadOnly "Disabled" on the
+ * read-only ones: cubelet refuses Enabled and IfPossible resolves to
+ * Disabled, its runtime having no recursive read-only mounts); a container
+ * the runtime has takes them from its previous status instead ("immutable"),
+ * so one first reported already created, as a static pod's container before
+ * the apiserver was reachable, has none.
+ */
+static int container_volume_mounts(const struct k8s_pod *pod, const struct ag_pod_obs *obs,
+                                   const struct k8s_container *c, const struct ag_container_obs *o,
+                                   bool init, struct cb_arena *a, struct st_container *s)
+{
+        struct st_volume_mount *vm;
+        size_t n = 0;
+        if (o == NULL || !o->known) {
+                vm = cb_arena_calloc(a, c->n_volume_mounts + 1, sizeof(*vm));
+                if (vm == NULL)
+                        return -1;
+                for (size_t i = 0; i < c->n_volume_mounts; i++) {
+                        const struct k8s_volume_mount *m = &c->volume_mounts[i];
+                        vm[n++] = (struct st_volume_mount){
+                            .name = m->name,
+                            .mount_path = m->mount_path,
+                            .read_only = m->read_only,
+                            .recursive_read_only = m->read_only ? "Disabled" : NULL,
+                        };
+                }
+        } else {
+                const cJSON *old = old_container_status(pod, obs, init, c->name);
+                const cJSON *arr = cJSON_GetObjectItemCaseSensitive(old, "volumeMounts");
+                vm = cb_arena_calloc(a, (size_t)cJSON_GetArraySize(arr) + 1, sizeof(*vm));
+                if (vm == NULL)
+                        return -1;
+                const cJSON *it;
+                cJSON_ArrayForEach(it, arr)
+                {
+                        vm[n++] = (struct st_volume_mount){
+                            .name =
+                                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name")),
+                            .mount_path = cJSON_GetStringValue(
+                                cJSON_GetObjectItemCaseSensitive(it, "mountPath")),
+                            .read_only =
+                                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "readOnly")),
+                            .recursive_read_only = cJSON_GetStringValue(
+                                cJSON_GetObjectItemCaseSensitive(it, "recursiveReadOnly")),
+                        };
+                }
+        }
+        s->volume_mounts = vm;
+        s->n_volume_mounts = n;
+        return 0;
 }
 
 static void to_st(const struct k8s_container *c, const struct ag_container_obs *o, bool init,
@@ -53,10 +263,12 @@ struct conv {
         struct st_container *init, *regular;
         struct st_condition *conds, *own;
         const char **gates;
+        struct cb_arena *arena; /* quantity texts, volume mounts */
 };
 
 static void conv_free(struct conv *c)
 {
+        cb_arena_free(c->arena);
         free(c->init);
         free(c->regular);
         free(c->conds);
@@ -72,12 +284,25 @@ static int64_t parse_time(const char *s)
         return t;
 }
 
+static int container_extras(const struct k8s_pod *pod, const struct ag_pod_obs *obs,
+                            const struct k8s_container *c, const struct ag_container_obs *o,
+                            bool init, struct cb_arena *a, struct st_container *s)
+{
+        if (o != NULL && o->known && container_resources(pod, c, o, a, s) < 0)
+                return -1;
+        return container_volume_mounts(pod, obs, c, o, init, a, s);
+}
+
+/* with_extras: also the container statuses' resources and volumeMounts
+ * (the status object needs them, the phase does not). */
 static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, int64_t now,
-                       struct st_pod_input *in, struct conv *cv)
+                       bool with_extras, struct st_pod_input *in, struct conv *cv)
 {
         const struct k8s_pod_spec *sp = &pod->spec;
         memset(in, 0, sizeof(*in));
         memset(cv, 0, sizeof(*cv));
+        if (with_extras && (cv->arena = cb_arena_new(0)) == NULL)
+                return -1;
         cv->init = calloc(sp->n_init_containers + 1, sizeof(*cv->init));
         cv->regular = calloc(sp->n_containers + 1, sizeof(*cv->regular));
         size_t n_conds = pod->status.n_conditions + obs->n_extra_conditions;
@@ -111,12 +336,21 @@ static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, 
                 in->own_conditions = cv->own;
                 in->n_own_conditions = n_own;
         }
-        for (size_t i = 0; i < sp->n_init_containers; i++)
-                to_st(&sp->init_containers[i],
-                      obs->init_containers ? &obs->init_containers[i] : NULL, true, &cv->init[i]);
-        for (size_t i = 0; i < sp->n_containers; i++)
-                to_st(&sp->containers[i], obs->containers ? &obs->containers[i] : NULL, false,
-                      &cv->regular[i]);
+        for (size_t i = 0; i < sp->n_init_containers; i++) {
+                const struct ag_container_obs *o =
+                    obs->init_containers ? &obs->init_containers[i] : NULL;
+                to_st(&sp->init_containers[i], o, true, &cv->init[i]);
+                if (with_extras && container_extras(pod, obs, &sp->init_containers[i], o, true,
+                                                    cv->arena, &cv->init[i]) < 0)
+                        return -1;
+        }
+        for (size_t i = 0; i < sp->n_containers; i++) {
+                const struct ag_container_obs *o = obs->containers ? &obs->containers[i] : NULL;
+                to_st(&sp->containers[i], o, false, &cv->regular[i]);
+                if (with_extras && container_extras(pod, obs, &sp->containers[i], o, false,
+                                                    cv->arena, &cv->regular[i]) < 0)
+                        return -1;
+        }
         size_t k = 0;
         for (size_t i = 0; i < pod->status.n_conditions; i++) {
                 const struct k8s_condition *c = &pod->status.conditions[i];
@@ -193,7 +427,7 @@ enum st_phase ag_pod_phase(const struct k8s_pod *pod, const struct ag_pod_obs *o
         struct st_pod_input in;
         struct conv cv;
         enum st_phase phase = ST_PHASE_PENDING;
-        if (build_input(pod, obs, 0, &in, &cv) == 0) {
+        if (build_input(pod, obs, 0, false, &in, &cv) == 0) {
                 phase = obs->rejected ? ST_PHASE_FAILED : st_compute_phase(&in);
                 if (forced_applies(pod, obs))
                         phase = obs->forced_phase;
@@ -228,7 +462,7 @@ cJSON *ag_pod_status_json(const struct k8s_pod *pod, const struct ag_pod_obs *ob
         struct st_pod_input in;
         struct conv cv;
         _cleanup_cjson_ cJSON *st = NULL;
-        if (build_input(pod, obs, now, &in, &cv) < 0)
+        if (build_input(pod, obs, now, true, &in, &cv) < 0)
                 goto out;
         enum st_phase phase = st_compute_phase(&in);
         bool forced = forced_applies(pod, obs);

@@ -11,6 +11,8 @@
 #  D. activeDeadlineSeconds lowered through kubectl on a running pod;
 #  N. node Ready=False without a CNI config, back to True when one appears;
 #     pods that need the network wait, hostNetwork pods run;
+#  R. resources, allocatedResources, volumeMounts of container statuses
+#     against a real v1.35 cluster's pods (kubectl get pod -o json);
 #  M. /metrics/resource fetched with curl and a client certificate.
 # Exit 77 when not root or a tool is missing.
 set -uo pipefail
@@ -297,6 +299,63 @@ for p in dlset dllow; do
                 fail "$p: no DeadlineExceeded event: $(events_of Pod "$p" DeadlineExceeded)"
 done
 pass "D activeDeadlineSeconds set (dlset) and lowered (dllow) through kubectl: Failed DeadlineExceeded with the containers terminated, $(since "$t0")s"
+
+# R. resources, allocatedResources and volumeMounts of the container
+# statuses as the v1.35 kubelet reports them: the containers of the real
+# cluster's coredns (running) and e2e-container-creating (exited), with
+# their resources, against those pods' statuses there; a regular init
+# container (exited) gets its allocation too; no pod-level status.resources
+# (InPlacePodLevelResourcesVerticalScaling is alpha).
+fxl="$FIXTURES/real-cluster/podlist-v1.35-minikube-all-namespaces.yaml"
+python3 -c 'import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)' "$fxl" >"$tmp/fx135.json" ||
+        fail "R: cannot read $fxl"
+fxpod() { jq -c --arg n "$1" '.items[] | select(.metadata.name == $n)' "$tmp/fx135.json"; }
+fxpod coredns-7d764666f9-qdcxt >"$tmp/fx-coredns.json"
+fxpod e2e-container-creating >"$tmp/fx-alpine.json"
+res_of() { jq -c '.spec.containers[0].resources' "$1"; }
+mkpod rescheck Never <<EOF
+  volumes: [{name: config-volume, emptyDir: {}}]
+  initContainers:
+  - name: setup
+    image: busybox:1.36
+    command: [sh, -c, 'true']
+    resources: {requests: {cpu: 50m, memory: 16Mi}}
+  containers:
+  - name: coredns
+    image: busybox:1.36
+    command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
+    resources: $(res_of "$tmp/fx-coredns.json")
+    volumeMounts: [{name: config-volume, mountPath: /etc/coredns, readOnly: true}]
+  - name: alpine
+    image: busybox:1.36
+    command: [sh, -c, 'true']
+    resources: $(res_of "$tmp/fx-alpine.json")
+EOF
+wait_running rescheck 60
+poll 30 eval '[ "$(pj rescheck "{.status.containerStatuses[?(@.name==\"alpine\")].state.terminated.reason}")" = Completed ]' ||
+        fail "rescheck: alpine not Completed: $(pj rescheck '{.status.containerStatuses}')"
+k get pod rescheck -o json >"$tmp/rescheck.json" || fail "rescheck: kubectl get -o json"
+# same NAME FIXTURE FIELD: a field of container NAME equal in both statuses
+# (the generated kube-api-access-xxxxx volume names aside)
+same() {
+        local got want f
+        f=".status.containerStatuses[] | select(.name == \$n) | .$3 | walk(if type == \"object\" and (.name? | type) == \"string\" then .name |= sub(\"^kube-api-access-.*\"; \"kube-api-access\") else . end)"
+        got=$(jq -cS --arg n "$1" "$f" "$tmp/rescheck.json")
+        want=$(jq -cS --arg n "$1" "$f" "$2")
+        [ -n "$want" ] && [ "$want" != null ] && [ "$got" = "$want" ] ||
+                fail "rescheck/$1: $3 = $got, the v1.35 kubelet reported $want"
+}
+same coredns "$tmp/fx-coredns.json" resources
+same coredns "$tmp/fx-coredns.json" allocatedResources
+same coredns "$tmp/fx-coredns.json" volumeMounts
+same alpine "$tmp/fx-alpine.json" resources
+same alpine "$tmp/fx-alpine.json" allocatedResources
+got=$(jq -cS '.status.initContainerStatuses[0] | [.resources, .allocatedResources]' "$tmp/rescheck.json")
+[ "$got" = '[{"requests":{"cpu":"50m","memory":"16Mi"}},{"cpu":"50m","memory":"16Mi"}]' ] ||
+        fail "rescheck/setup: [resources, allocatedResources] = $got"
+got=$(jq -c '.status | [.resources, .allocatedResources]' "$tmp/rescheck.json")
+[ "$got" = '[null,null]' ] || fail "rescheck: pod-level status [resources, allocatedResources] = $got, want none"
+pass "R resources/allocatedResources of a running (the fixture's coredns) and an exited container (e2e-container-creating, 5m/5M) as the v1.35 kubelet reported them, volumeMounts with recursiveReadOnly Disabled, the init container's allocation, no pod-level status.resources"
 
 # M. /metrics/resource as metrics-server scrapes it.
 api="https://127.0.0.1:$napi_port"

@@ -344,6 +344,206 @@ START_TEST(test_transition_times_from_own_status)
 }
 END_TEST
 
+#define FX(rel) CUBELET_FIXTURES "/" rel
+
+/* The observation of a fixture container status: known to the runtime,
+ * in its state. */
+static struct ag_container_obs obs_of(const cJSON *cs)
+{
+        const cJSON *state = cJSON_GetObjectItemCaseSensitive(cs, "state");
+        struct ag_container_obs o = {.known = true};
+        if (cJSON_GetObjectItemCaseSensitive(state, "running") != NULL)
+                o.state.kind = ST_STATE_RUNNING;
+        else if (cJSON_GetObjectItemCaseSensitive(state, "terminated") != NULL)
+                o.state.kind = ST_STATE_TERMINATED;
+        else
+                o.state.kind = ST_STATE_WAITING;
+        o.state.started_at = 1000;
+        o.state.finished_at = 1001;
+        return o;
+}
+
+static const cJSON *status_named(const cJSON *status, const char *key, const char *name)
+{
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(status, key))
+        {
+                const char *n = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(it, "name"));
+                if (n != NULL && strcmp(n, name) == 0)
+                        return it;
+        }
+        return NULL;
+}
+
+/* One field of a computed container status against the fixture's: both
+ * absent, or equal. */
+static void expect_same_field(const cJSON *got, const cJSON *want, const char *field,
+                              const char *who)
+{
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(got, field);
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(want, field);
+        _cleanup_free_ char *gs = g ? cJSON_PrintUnformatted(g) : NULL;
+        _cleanup_free_ char *ws = w ? cJSON_PrintUnformatted(w) : NULL;
+        ck_assert_msg((g == NULL) == (w == NULL) && (g == NULL || cJSON_Compare(g, w, true)),
+                      "%s %s: got %s, want %s", who, field, gs ? gs : "<absent>",
+                      ws ? ws : "<absent>");
+}
+
+/* Every pod of the real v1.35 cluster whose containers the runtime has:
+ * resources, allocatedResources and volumeMounts as its kubelet reported
+ * them (the fixture's own status as the previous one). */
+START_TEST(test_real_v135_resources)
+{
+        cJSON *list = NULL;
+        struct cb_error err = {0};
+        ck_assert_msg(k8s_parse_file(FX("real-cluster/podlist-v1.35-minikube-all-namespaces.yaml"),
+                                     &list, &err) == 0,
+                      "%s", err.msg);
+        int checked = 0, running = 0, terminated = 0, with_limits = 0;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
+        {
+                const cJSON *status = cJSON_GetObjectItemCaseSensitive(it, "status");
+                if (cJSON_GetArraySize(
+                        cJSON_GetObjectItemCaseSensitive(status, "containerStatuses")) == 0)
+                        continue;
+                struct k8s_pod *p = NULL;
+                ck_assert_msg(k8s_pod_from_json(it, &p, &err) == 0, "%s", err.msg);
+                struct ag_container_obs *cs = calloc(p->spec.n_containers + 1, sizeof(*cs));
+                ck_assert_ptr_nonnull(cs);
+                for (size_t i = 0; i < p->spec.n_containers; i++) {
+                        const cJSON *want =
+                            status_named(status, "containerStatuses", p->spec.containers[i].name);
+                        ck_assert_ptr_nonnull(want);
+                        cs[i] = obs_of(want);
+                }
+                struct ag_pod_obs obs = {.containers = cs, .own_status = status};
+                _cleanup_cjson_ cJSON *got = ag_pod_status_json(p, &obs, 2000);
+                ck_assert_ptr_nonnull(got);
+                for (size_t i = 0; i < p->spec.n_containers; i++) {
+                        const char *name = p->spec.containers[i].name;
+                        const cJSON *w = status_named(status, "containerStatuses", name);
+                        const cJSON *g = status_named(got, "containerStatuses", name);
+                        ck_assert_ptr_nonnull(g);
+                        expect_same_field(g, w, "resources", p->meta.name);
+                        expect_same_field(g, w, "allocatedResources", p->meta.name);
+                        expect_same_field(g, w, "volumeMounts", p->meta.name);
+                        checked++;
+                        running += cs[i].state.kind == ST_STATE_RUNNING;
+                        terminated += cs[i].state.kind == ST_STATE_TERMINATED;
+                        with_limits += p->spec.containers[i].resources.limits.n > 0;
+                }
+                /* pod-level status.resources/allocatedResources need
+                 * InPlacePodLevelResourcesVerticalScaling (alpha, off): the
+                 * Deployment with spec.resources has none */
+                ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(got, "resources"));
+                ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(got, "allocatedResources"));
+                free(cs);
+                k8s_pod_free(p);
+        }
+        ck_assert_int_eq(checked, 24);
+        ck_assert_int_ge(running, 15);
+        ck_assert_int_ge(terminated, 6);
+        ck_assert_int_ge(with_limits, 8);
+        cJSON_Delete(list);
+}
+END_TEST
+
+static const char *RES_POD =
+    "{\"metadata\":{\"name\":\"r\",\"namespace\":\"d\",\"uid\":\"u-r\"},"
+    "\"spec\":{\"initContainers\":[{\"name\":\"setup\",\"image\":\"busybox:1\","
+    "\"resources\":{\"requests\":{\"cpu\":\"0.1\",\"memory\":\"2048k\"}}}],"
+    "\"containers\":[{\"name\":\"a\",\"image\":\"busybox:1\",\"volumeMounts\":[{\"name\":"
+    "\"data\",\"mountPath\":\"/data\"},{\"name\":\"cfg\",\"mountPath\":\"/cfg\",\"readOnly\":"
+    "true}],\"resources\":{\"requests\":{\"cpu\":\"5m\",\"memory\":\"2048k\","
+    "\"ephemeral-storage\":\"1Gi\"},\"limits\":{\"cpu\":\"1500m\",\"memory\":\"1e9\","
+    "\"ephemeral-storage\":\"2Gi\"}}},"
+    "{\"name\":\"b\",\"image\":\"busybox:1\",\"resources\":{\"requests\":{\"memory\":\"64Mi\"},"
+    "\"limits\":{\"cpu\":\"5m\"}}},{\"name\":\"c\",\"image\":\"busybox:1\"}],"
+    "\"volumes\":[{\"name\":\"data\",\"emptyDir\":{}},{\"name\":\"cfg\",\"emptyDir\":{}}]}}";
+
+/* The runtime's values for running containers, the allocation for the
+ * others, canonical texts as the apiserver keeps them. */
+START_TEST(test_container_resources_rules)
+{
+        struct k8s_pod *p = pod_from(RES_POD);
+        struct ag_container_obs init[1] = {
+            {.known = true, .state = {.kind = ST_STATE_TERMINATED, .reason = "Completed"}}};
+        struct ag_container_obs regular[3] = {
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 1000}},
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 1000}},
+            {.known = true, .state = {.kind = ST_STATE_RUNNING, .started_at = 1000}},
+        };
+        struct ag_pod_obs obs = {.init_containers = init, .containers = regular};
+        _cleanup_cjson_ cJSON *st = ag_pod_status_json(p, &obs, 2000);
+        ck_assert_ptr_nonnull(st);
+        /* a completed init container: the allocation, canonical */
+        expect(st, "initContainerStatuses.0.resources.requests.cpu", "100m");
+        expect(st, "initContainerStatuses.0.resources.requests.memory", "2048k");
+        expect(st, "initContainerStatuses.0.allocatedResources.cpu", "100m");
+        /* a: cpu request 5m is 5 shares, back to 5m; the 1500m limit from
+         * quota/period; memory limit 1e9 bytes (not a multiple of 1024)
+         * as the apiserver keeps the kubelet's "1000000000": 1G; the memory
+         * request and ephemeral-storage are the allocation */
+        expect(st, "containerStatuses.0.name", "a");
+        expect(st, "containerStatuses.0.resources.requests.cpu", "5m");
+        expect(st, "containerStatuses.0.resources.requests.memory", "2048k");
+        expect(st, "containerStatuses.0.resources.requests.ephemeral-storage", "1Gi");
+        expect(st, "containerStatuses.0.resources.limits.cpu", "1500m");
+        expect(st, "containerStatuses.0.resources.limits.memory", "1G");
+        expect(st, "containerStatuses.0.resources.limits.ephemeral-storage", "2Gi");
+        expect(st, "containerStatuses.0.allocatedResources.cpu", "5m");
+        expect(st, "containerStatuses.0.allocatedResources.memory", "2048k");
+        expect(st, "containerStatuses.0.allocatedResources.ephemeral-storage", "1Gi");
+        /* a running container never reported before keeps no volumeMounts
+         * (they come from the previous status) */
+        expect(st, "containerStatuses.0.volumeMounts", "<missing>");
+        /* b: a 5m cpu limit is a 10m quota, at the minimum: the 5m stays;
+         * its shares come from the limit (5), back to 5m: a cpu request the
+         * spec does not have */
+        expect(st, "containerStatuses.1.resources.limits.cpu", "5m");
+        expect(st, "containerStatuses.1.resources.requests.cpu", "5m");
+        expect(st, "containerStatuses.1.resources.requests.memory", "64Mi");
+        expect(st, "containerStatuses.1.allocatedResources.memory", "64Mi");
+        expect(st, "containerStatuses.1.allocatedResources.cpu", "<missing>");
+        /* c: BestEffort: resources {} and no allocatedResources */
+        expect(st, "containerStatuses.2.resources", "<non-scalar>");
+        ck_assert_int_eq(
+            cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(st, "containerStatuses"), 2),
+                "resources")),
+            0);
+        expect(st, "containerStatuses.2.allocatedResources", "<missing>");
+
+        /* a exited: the allocation as it is ("1e9" stays) */
+        regular[0].state = (struct st_container_state){.kind = ST_STATE_TERMINATED, .exit_code = 1};
+        _cleanup_cjson_ cJSON *ex = ag_pod_status_json(p, &obs, 3000);
+        expect(ex, "containerStatuses.0.resources.limits.memory", "1e9");
+        expect(ex, "containerStatuses.0.resources.limits.cpu", "1500m");
+
+        /* never created: neither field; the spec's volumeMounts */
+        struct ag_pod_obs none = {0};
+        _cleanup_cjson_ cJSON *pend = ag_pod_status_json(p, &none, 1000);
+        expect(pend, "containerStatuses.0.resources", "<missing>");
+        expect(pend, "containerStatuses.0.allocatedResources", "<missing>");
+        expect(pend, "initContainerStatuses.0.resources", "<missing>");
+        expect(pend, "containerStatuses.0.volumeMounts.0.name", "data");
+        expect(pend, "containerStatuses.0.volumeMounts.0.mountPath", "/data");
+        expect(pend, "containerStatuses.0.volumeMounts.0.readOnly", "<missing>");
+        expect(pend, "containerStatuses.0.volumeMounts.0.recursiveReadOnly", "<missing>");
+        expect(pend, "containerStatuses.0.volumeMounts.1.readOnly", "true");
+        expect(pend, "containerStatuses.0.volumeMounts.1.recursiveReadOnly", "Disabled");
+        expect(pend, "containerStatuses.1.volumeMounts", "<missing>");
+        /* then created: carried over from that previous status */
+        regular[0].state = (struct st_container_state){.kind = ST_STATE_RUNNING, .started_at = 1};
+        obs.own_status = pend;
+        _cleanup_cjson_ cJSON *next = ag_pod_status_json(p, &obs, 4000);
+        expect(next, "containerStatuses.0.volumeMounts.1.mountPath", "/cfg");
+        expect(next, "containerStatuses.0.volumeMounts.1.recursiveReadOnly", "Disabled");
+        k8s_pod_free(p);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("statusgen");
@@ -355,6 +555,8 @@ int main(void)
         tcase_add_test(tc, test_extra_condition_replaces);
         tcase_add_test(tc, test_terminal_held_while_running);
         tcase_add_test(tc, test_transition_times_from_own_status);
+        tcase_add_test(tc, test_real_v135_resources);
+        tcase_add_test(tc, test_container_resources_rules);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -225,9 +225,14 @@ static void next_group(struct ag_shutdown *s)
                         s->waiting[s->n_waiting++] = strdup(refs[i].uid);
                 }
                 free(refs);
+                if (s->waiting == NULL || grace == NULL)
+                        log_error("graceful node shutdown: out of memory: the %s pods are not "
+                                  "stopped",
+                                  s->group == K8S_SHUTDOWN_CRITICAL ? "critical" : "regular");
                 if (s->n_waiting == 0) {
                         free(grace);
-                        continue; /* no pods in this group: no wait either */
+                        clear_waiting(s); /* the list is made for each group */
+                        continue;         /* no pods in this group: no wait either */
                 }
                 log_info("graceful node shutdown: stopping %zu %s pod(s) (%llds)", s->n_waiting,
                          s->group == K8S_SHUTDOWN_CRITICAL ? "critical" : "regular",

@@ -26,7 +26,11 @@
 #     agent takes a new inhibitor (logind accepts it again), the node Ready;
 #  D. a second PowerOff with no pods left: the agent releases its inhibitor at
 #     once and logind goes on within 2 s; a new inhibitor after it again;
-#  E. SIGTERM: the agent's inhibitor goes with it (logind lists none).
+#  E. logind's own limit: a later drop-in lowers InhibitDelayMaxSec to 3 s;
+#     logind goes on at 3 s while the agent still stops a pod that ignores
+#     SIGTERM; the agent finishes it (NotReady meanwhile), then Ready and a
+#     new inhibitor;
+#  F. SIGTERM: the agent's inhibitor goes with it (logind lists none).
 # Exit 77 when not root or logind, dbus-daemon or a tool is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -224,9 +228,38 @@ poll 5 eval '[ "$(prepares)" = "true false true false" ]' || fail "PrepareForShu
 poll 10 eval '[ "$(inhibitors)" = "a(ssssuu) 1 $want_inh" ]' || fail "no inhibitor after the second cycle: $(inhibitors)"
 k wait --for=condition=Ready "node/$NODE" --timeout=10s >/dev/null || fail "the node is not Ready after the second cycle"
 
-# ---- E. SIGTERM: the inhibitor goes with the agent --------------------------------
+# ---- E. logind's own limit: a later drop-in lowers InhibitDelayMaxSec to 3 s -----
+# (the agent checks it at start only, as the kubelet): logind stops waiting at
+# 3 s, its job fails, PrepareForShutdown(false) comes while the agent still
+# stops its pods; the agent finishes them (the node stays NotReady), then is
+# Ready with a new inhibitor, as the kubelet handles the signal only after
+# its shutdown processing.
+mkp slow 30 "$IGNORE"
+wait_running slow 60
+printf '[Login]\nInhibitDelayMaxSec=3\n' >/etc/systemd/logind.conf.d/99-zz-test.conf
+kill -HUP "$logind_pid"
+poll 5 eval '[ "$(mgr get-property InhibitDelayMaxUSec)" = "t 3000000" ]' || fail "logind's limit: $(mgr get-property InhibitDelayMaxUSec)"
+t2=$(date +%s.%N)
+out=$(mgr call PowerOff b false 2>&1) || fail "the third PowerOff: $out"
+poll 10 eval '[ "$(jcount startunit)" -ge 3 ]' || fail "logind did not go on at its limit: $(tail -20 "$llog")"
+took=$(awk -v a="$t2" -v b="$(jt startunit 3)" 'BEGIN { printf "%.1f", b - a }')
+grep -q 'inhibitor timeout is reached' "$llog" && fle 2.5 "$took" && fle "$took" 5 ||
+        fail "logind went on $took s after PowerOff: $(grep -iE 'timeout|delay lock' "$llog")"
+poll 5 eval '[ "$(prepares)" = "true false true false true false" ]' || fail "PrepareForShutdown: '$(prepares)'"
+sleep 1
+[ "$(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}')" = "node is shutting down" ] &&
+        phase_is slow Running || fail "while the agent still stops slow: node $(k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}'), slow $(pj slow '{.status.phase}')"
+poll 15 phase_is slow Failed || fail "slow: $(pj slow '{.status.phase}')"
+[ "$(pj slow '{.status.reason}|{.status.message}')" = "Terminated|$MSG" ] || fail "slow: $(pj slow '{.status.reason}|{.status.message}')"
+slow_end=$(awk -v a="$t2" -v b="$(fin slow)" 'BEGIN { printf "%.0f", b - a }')
+k wait --for=condition=Ready "node/$NODE" --timeout=10s >/dev/null || fail "the node is not Ready after the stopping"
+poll 10 eval '[ "$(inhibitors)" = "a(ssssuu) 1 $want_inh" ]' &&
+        pass "E: logind's limit (3 s) reached: it went on at $took s; the agent stopped slow anyway (+$slow_end s), then Ready with a new inhibitor" ||
+        fail "after the limit: $(inhibitors)"
+
+# ---- F. SIGTERM: the inhibitor goes with the agent --------------------------------
 stop_agent
-poll 5 eval '[ "$(inhibitors)" = "a(ssssuu) 0" ]' && pass "E: SIGTERM: logind lists no inhibitor once the agent is gone" ||
+poll 5 eval '[ "$(inhibitors)" = "a(ssssuu) 0" ]' && pass "F: SIGTERM: logind lists no inhibitor once the agent is gone" ||
         fail "after SIGTERM: $(inhibitors)"
 [ "$(grep -c ' startunit ' "$journal")" = "$(grep -c ' startunit poweroff.target replace-irreversibly refused$' "$journal")" ] ||
         fail "logind asked systemd for something else: $(cat "$journal")"

@@ -22,6 +22,9 @@
 #     kubelet's message with DisruptionTarget; then the inhibitor released;
 #  D. PrepareForShutdown(false): the node Ready again, a new inhibitor, pods
 #     admitted again;
+#  D2. PrepareForShutdown true, false, true while a pod still stops: the
+#     node ends shutting down, no new inhibitor (the kubelet handles the two
+#     signals in order after its processing); false again: Ready;
 #  E. no logind: no bus at all, or a bus without login1: one clear error line,
 #     the agent runs on, the node Ready.
 # Exit 77 when not root or a tool is missing.
@@ -199,6 +202,31 @@ mkp after 2 "$TERMQUIT"
 wait_running after 60 && pass "D: cancelled: Ready again, a new inhibitor, pods admitted"
 [ -n "$(events_of Node "$NODE" NodeShutdown | grep -F 'Shutdown manager detected shutdown cancellation')" ] ||
         fail "no cancellation event"
+
+# ---- D2. cancelled, then announced again, while a pod still stops ---------------------
+# The kubelet handles both signals after its shutdown processing, in order:
+# the node ends shutting down, and the inhibitor released stays released.
+ready_msg() { k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].message}'; }
+mkp again 6 "$IGNORE"
+wait_running again 60
+n_inh=$(jcount inhibit)
+n_rel=$(jcount released)
+emit true
+poll 5 eval '[ "$(ready_msg)" = "node is shutting down" ]' || fail "D2: Ready: $(ready_msg)"
+emit false
+emit true
+poll 15 phase_is again Failed || fail "again: $(pj again '{.status.phase}')"
+poll 5 eval '[ "$(jcount released)" -gt "$n_rel" ]' || fail "D2: the inhibitor was not released: $(tail -5 "$journal")"
+sleep 2
+msg=$(ready_msg)
+[ "$msg" = "node is shutting down" ] && [ "$(jcount inhibit)" = "$n_inh" ] &&
+        pass "D2: a cancellation overtaken by a new shutdown while a pod stops: the node stays shutting down, no new inhibitor" ||
+        fail "D2: after true, false, true: Ready message '$msg', $(($(jcount inhibit) - n_inh)) new inhibitor(s)"
+emit false
+k wait --for=condition=Ready "node/$NODE" --timeout=10s >/dev/null || fail "D2: not Ready after the last cancellation"
+poll 10 eval '[ "$(jcount inhibit)" -gt "$n_inh" ]' || fail "D2: no inhibitor after the last cancellation"
+mkp last 2 "$TERMQUIT"
+wait_running last 60
 stop_agent
 
 # ---- E. without logind -------------------------------------------------------------
@@ -213,7 +241,7 @@ kill "$fake_pid"; wait "$fake_pid" 2>/dev/null
 run_agent "$BUS"
 node_ready
 wait_log "graceful node shutdown is off: cannot read logind's InhibitDelayMaxUSec .*ServiceUnknown"
-k get pod after -o jsonpath='{.status.phase}' | grep -q Running || fail "after: not Running without logind"
+[ "$(pj last '{.status.phase}')" = Running ] || fail "last: not Running without logind: $(pj last '{.status.phase}')"
 [ "$(grep -c 'graceful node shutdown' "$tmp/agent.log")" = 1 ] &&
         pass "E: no bus, or no logind on it: one error line, the agent runs on, the node Ready" ||
         fail "no logind: $(grep 'graceful node shutdown' "$tmp/agent.log")"

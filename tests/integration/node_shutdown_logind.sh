@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Graceful node shutdown (issue 19 item 6; agent/node/shutdown.c) through the
-# real systemd-logind (/lib/systemd/systemd-logind), not lib/fake_logind.py:
+# real systemd-logind (/usr/lib/systemd/systemd-logind), not lib/fake_logind.py:
 # logind runs on a private system bus (a dbus-daemon with its own config and
 # socket in $tmp, DBUS_SYSTEM_BUS_ADDRESS for logind, the agent and the
 # tools), inside a private mount namespace with tmpfs over /run (the host's
@@ -34,9 +34,14 @@
 # Exit 77 when not root or logind, dbus-daemon or a tool is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
-LOGIND=/lib/systemd/systemd-logind
+# where distributions install it (LOGIND=PATH to pick another)
+if [ -z "${LOGIND:-}" ]; then
+        for LOGIND in /usr/lib/systemd/systemd-logind /lib/systemd/systemd-logind; do
+                [ ! -x "$LOGIND" ] || break
+        done
+fi
 need_root
-[ -x "$LOGIND" ] || skip "no systemd-logind ($LOGIND) on this machine"
+[ -x "$LOGIND" ] || skip "no systemd-logind on this machine ($LOGIND): the real logind is not exercised (node_shutdown.sh drives the fake)"
 need_tools jq umoci ip busybox kubectl openssl dbus-daemon dbus-monitor busctl systemd-inhibit unshare \
         /usr/bin/python3 /usr/bin/etcd
 need_cni bridge host-local

@@ -197,7 +197,11 @@ static void shutdown_done(struct ag_shutdown *s)
                  "will shut down shortly",
                  (unsigned long long)(ag_now_ms() - s->started_ms));
         if (s->cancel_pending) {
+                /* The cancellation that came while the pods were stopping,
+                 * acted on now (the kubelet handles it after its shutdown
+                 * processing, and records its event then). */
                 s->cancel_pending = false;
+                node_event(s, "Shutdown manager detected shutdown cancellation");
                 set_shutting_down(s, false);
                 take_inhibitor(s);
         }
@@ -225,9 +229,14 @@ static void next_group(struct ag_shutdown *s)
                         s->waiting[s->n_waiting++] = strdup(refs[i].uid);
                 }
                 free(refs);
+                if (s->waiting == NULL || grace == NULL)
+                        log_error("graceful node shutdown: out of memory: the %s pods are not "
+                                  "stopped",
+                                  s->group == K8S_SHUTDOWN_CRITICAL ? "critical" : "regular");
                 if (s->n_waiting == 0) {
                         free(grace);
-                        continue; /* no pods in this group: no wait either */
+                        clear_waiting(s); /* the list is made for each group */
+                        continue;         /* no pods in this group: no wait either */
                 }
                 log_info("graceful node shutdown: stopping %zu %s pod(s) (%llds)", s->n_waiting,
                          s->group == K8S_SHUTDOWN_CRITICAL ? "critical" : "regular",
@@ -276,8 +285,20 @@ static void on_group_timer(struct ag_timer *t, void *data)
 
 static void begin_shutdown(struct ag_shutdown *s)
 {
-        if (s->shutting_down && s->group < K8S_SHUTDOWN_GROUPS)
-                return; /* being handled */
+        if (s->shutting_down && s->group < K8S_SHUTDOWN_GROUPS) {
+                /* Being handled. A cancellation that came meanwhile is
+                 * overtaken: the node goes on shutting down (the kubelet
+                 * handles the two signals in order after its processing,
+                 * and ends shutting down). */
+                if (s->cancel_pending) {
+                        s->cancel_pending = false;
+                        log_info("graceful node shutdown: logind announced a shutdown again: "
+                                 "the cancellation is overtaken");
+                        node_event(s, "Shutdown manager detected shutdown cancellation");
+                        node_event(s, "Shutdown manager detected shutdown event");
+                }
+                return;
+        }
         log_info("graceful node shutdown: logind announced a shutdown: stopping the pods "
                  "(regular %llds, then critical %llds)",
                  (long long)s->plan.group_s[K8S_SHUTDOWN_REGULAR],
@@ -291,13 +312,15 @@ static void begin_shutdown(struct ag_shutdown *s)
 
 static void cancel_shutdown(struct ag_shutdown *s)
 {
-        log_info("graceful node shutdown: logind cancelled the shutdown");
-        node_event(s, "Shutdown manager detected shutdown cancellation");
         if (s->shutting_down && s->group < K8S_SHUTDOWN_GROUPS) {
                 /* The kubelet finishes the stopping first. */
+                log_info("graceful node shutdown: logind cancelled the shutdown: acted on once "
+                         "the pods are stopped");
                 s->cancel_pending = true;
                 return;
         }
+        log_info("graceful node shutdown: logind cancelled the shutdown");
+        node_event(s, "Shutdown manager detected shutdown cancellation");
         if (s->shutting_down)
                 set_shutting_down(s, false);
         take_inhibitor(s);

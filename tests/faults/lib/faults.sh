@@ -40,6 +40,16 @@ rnd_delay() { local t; t=$(rnd $(($1 + 1))); printf '%d.%d' $((t / 10)) $((t % 1
 violation() {
         violations=$((violations + 1))
         fail "invariant ($inv_what, seed $FAULT_SEED): $*"
+        # the agent's lines about the pod named first ("NAME: ..."), once
+        # per pod, so a violation seen once (under load, in CI) explains
+        # itself: the harness prints only the log's tail
+        local pod=${1%%:*}
+        case $pod in *[!a-z0-9-]* | "") return 0 ;; esac
+        [ -f "$tmp/agent.log" ] || return 0
+        case " ${H_VIOLATION_DUMPED-} " in *" $pod "*) return 0 ;; esac
+        H_VIOLATION_DUMPED="${H_VIOLATION_DUMPED-} $pod"
+        echo "--- agent log for pod $pod (its last 60 lines, timeline marks aside)"
+        grep -F "pod default/$pod" "$tmp/agent.log" | grep -v 'timeline ' | tail -60 | cut -c1-400
 }
 
 fault_setup() {

@@ -375,6 +375,24 @@ fle "$d_sk" 2.5 || fail "subkick: Running ${d_sk}s after the pod's update (a wat
 pass "7 an update of the pod during the backoff syncs it at once: Running ${d_sk}s after it"
 k delete pod hostdir subretry subkick --grace-period=1 --wait=false >/dev/null
 
+# Deleted while it waits for its retry: the timer goes with the worker.
+sp3=$tmp/sp-gone
+mkdir -p "$sp3" && ln -s /etc "$sp3/sub"
+mkpod subgone <<EOF
+  volumes: [{name: h, hostPath: {path: $sp3, type: Directory}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'sleep 3600']
+    volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
+EOF
+poll 30 waiting_is subgone CreateContainerConfigError || fail "subgone: $(pj subgone '{.status.containerStatuses[0].state}')"
+k delete pod subgone --grace-period=1 --wait=false >/dev/null
+poll 20 gone subgone || fail "subgone: not gone 20 s after its deletion during the backoff"
+sleep 16 # past every retry it had armed
+kill -0 "$agent_pid" 2>/dev/null || fail "the agent died after a pod was deleted during its retry wait"
+pass "7 a pod deleted during its retry wait is gone, the agent fine past its retry"
+
 # ---- 8. an agent restart: the volumes are taken up again, edits still arrive ------------
 stop_agent 10
 k patch configmap app-cfg --type merge -p '{"data":{"mode":"three"}}' >/dev/null

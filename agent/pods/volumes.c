@@ -764,7 +764,10 @@ static int go_path_error(struct cb_error *err, int e, const char *op, const char
         snprintf(text, sizeof(text), "%s", strerror(e));
         if (text[0] >= 'A' && text[0] <= 'Z')
                 text[0] = (char)(text[0] - 'A' + 'a');
-        return cb_error_set(err, e, "%s %s: %s", op, path, text);
+        cb_error_set(err, 0, "%s %s: %s", op, path, text); /* Go's text, no strerror added */
+        if (err != NULL)
+                err->code = e;
+        return -1;
 }
 
 /* os.MkdirAll(path, 0755): each missing component made; a component
@@ -798,7 +801,7 @@ static int mkdir_all(const char *path, struct cb_error *err)
  * missing path (0755 directories, an empty 0644 file), every type must
  * then match (stat, symlinks followed; a File is anything but a
  * directory). The texts are the plugin's. */
-static int host_path_setup(const char *path, const char *type, struct cb_error *err)
+int ag_host_path_setup(const char *path, const char *type, struct cb_error *err)
 {
         for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
                 if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
@@ -849,7 +852,7 @@ static void vjob_work(void *data)
         for (size_t i = 0; i < j->n; i++) {
                 struct vjob_vol *vv = &j->vols[i];
                 if (vv->host_path != NULL) {
-                        vv->rc = host_path_setup(vv->host_path, vv->host_type, &vv->err);
+                        vv->rc = ag_host_path_setup(vv->host_path, vv->host_type, &vv->err);
                         continue;
                 }
                 if (vv->bind_src != NULL) {

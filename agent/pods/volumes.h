@@ -72,6 +72,13 @@ int ag_volume_payload(struct cb_arena *a, const struct k8s_pod *pod, const struc
                       const struct ag_volume_lookup *lk, const struct ag_env_context *ctx,
                       struct ag_payload_file **ret, size_t *ret_n, struct cb_error *err);
 
+/* The hostPath plugin's SetUp (v1.32 checkType) of path with its `type`
+ * ("" or NULL: unset, no check): DirectoryOrCreate/FileOrCreate make a
+ * missing path, every type must match. -1 with the plugin's text
+ * ("hostPath type check failed: /p is not a directory", ...). Blocking:
+ * call it off the loop. */
+int ag_host_path_setup(const char *path, const char *type, struct cb_error *err);
+
 /* Whether the volume is one this module sets up (API data, emptyDir
  * Memory, persistentVolumeClaim, hostPath). */
 bool ag_volume_managed(const struct k8s_volume *v);

@@ -903,6 +903,25 @@ int64_t st_backoff_delay(int32_t restarts, int64_t base, int64_t cap)
         return d < cap ? d : cap;
 }
 
+uint64_t st_jitter_ms(uint64_t base_ms, double max_factor, st_random_fn rnd, void *ctx)
+{
+        if (max_factor <= 0.0)
+                max_factor = 1.0;
+        if (rnd == NULL || base_ms == 0)
+                return base_ms;
+        double r = rnd(ctx);
+        if (!(r > 0.0)) /* also NaN */
+                r = 0.0;
+        double span = max_factor * (double)base_ms;
+        double extra = r * span;
+        /* strictly below base + span, as rand.Float64() < 1 */
+        if (extra >= span)
+                extra = span > 1.0 ? span - 1.0 : 0.0;
+        if (extra > (double)(UINT64_MAX - base_ms))
+                return UINT64_MAX;
+        return base_ms + (uint64_t)extra;
+}
+
 char *st_crashloop_message(int64_t backoff_seconds, const char *container, const char *pod_name,
                            const char *pod_namespace, const char *pod_uid)
 {

@@ -235,6 +235,24 @@ void st_backoff_next(struct st_backoff *b, int64_t finished_at, int64_t now, int
  * times without a reset: 0, base, 2*base, ... capped (0,10,20,40,80,160,300,300...). */
 int64_t st_backoff_delay(int32_t restarts, int64_t base, int64_t cap);
 
+/*
+ * A pod sync that failed (a container config that cannot be built, a
+ * subPath refused, ...) is synced again after wait.Jitter(backOffPeriod,
+ * workerBackOffPeriodJitterFactor) (pkg/kubelet/pod_workers.go:
+ * completeWork): 10 s plus up to half of it, i.e. in [10 s, 15 s); an
+ * update of the pod meanwhile syncs it at once (UpdatePod does not look
+ * at the work queue) and the next failure queues it again.
+ */
+#define ST_SYNC_BACKOFF_MS     10000
+#define ST_SYNC_BACKOFF_JITTER 0.5
+/* A random source: a value in [0, 1) (as Go's rand.Float64); values out
+ * of that range are clamped. */
+typedef double (*st_random_fn)(void *ctx);
+/* wait.Jitter(base_ms, max_factor): base_ms + r * max_factor * base_ms,
+ * r from rnd (a factor <= 0 is 1.0, as in Go). In [base_ms, base_ms *
+ * (1 + max_factor)); base_ms itself when rnd is NULL. */
+uint64_t st_jitter_ms(uint64_t base_ms, double max_factor, st_random_fn rnd, void *ctx);
+
 /* The waiting message while in backoff:
  * "back-off 40s restarting failed container=<c> pod=<name>_<ns>(<uid>)".
  * malloc'd; NULL when out of memory. */

@@ -843,6 +843,36 @@ static void on_kick(struct ag_timer *t, void *data)
         advance(data);
 }
 
+static void on_retry(struct ag_timer *t, void *data)
+{
+        struct ag_pod_worker *w = data;
+        (void)t;
+        log_v(2, "pod %s/%s: synced again after a failed sync", pw_pod_ns(w->pod),
+              w->pod->meta.name);
+        advance(w);
+}
+
+/* rand.Float64() for the retry's jitter: [0, 1) from the kernel's pool. */
+static double sync_random(void *ctx)
+{
+        (void)ctx;
+        uint64_t x = 0;
+        if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x))
+                x = (uint64_t)random() << 32 ^ (uint64_t)random();
+        return (double)(x >> 11) / 9007199254740992.0;
+}
+
+void pw_sync_failed(struct ag_pod_worker *w)
+{
+        if (w->done || w->terminating || w->retry == NULL)
+                return;
+        /* completeWork: each failed sync queues the pod again from now */
+        uint64_t ms = st_jitter_ms(ST_SYNC_BACKOFF_MS, ST_SYNC_BACKOFF_JITTER, sync_random, NULL);
+        log_v(1, "pod %s/%s: sync failed, retried in %" PRIu64 ".%03" PRIu64 "s", pw_pod_ns(w->pod),
+              w->pod->meta.name, ms / 1000, ms % 1000);
+        ag_timer_arm(w->retry, ms);
+}
+
 static void on_deadline(struct ag_timer *t, void *data)
 {
         struct ag_pod_worker *w = data;
@@ -930,6 +960,7 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
                         pw_send_stop_signal(w, c);
         }
         ag_timer_disarm(w->deadline);
+        ag_timer_disarm(w->retry);
         /* The kubelet's minimum of 2 s per container; the grace period can
          * only shrink (a later, shorter deletion moves the deadline). */
         int64_t grace = grace_seconds < 2 ? 2 : grace_seconds;
@@ -1076,7 +1107,8 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
         w->sandbox_timer = ag_timer_new(env->loop, on_sandbox_timer, w, err);
         w->deadline = ag_timer_new(env->loop, on_deadline, w, err);
         w->grace = ag_timer_new(env->loop, on_grace, w, err);
-        if (!w->kick || !w->sandbox_timer || !w->deadline || !w->grace)
+        w->retry = ag_timer_new(env->loop, on_retry, w, err);
+        if (!w->kick || !w->sandbox_timer || !w->deadline || !w->grace || !w->retry)
                 goto fail;
         if (pw_volumes_start(w, err) < 0)
                 goto fail;
@@ -1135,6 +1167,8 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 ag_timer_free(w->deadline);
         if (w->grace)
                 ag_timer_free(w->grace);
+        if (w->retry)
+                ag_timer_free(w->retry);
         if (w->have_plan)
                 k8s_pod_cgroup_plan_free(&w->plan);
         free(w->last_status);

@@ -2,6 +2,7 @@
 #include "agent/pods/volumes.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <glob.h>
 #include <inttypes.h>
@@ -41,6 +42,7 @@ bool ag_volume_managed(const struct k8s_volume *v)
         case K8S_VOLUME_DOWNWARD_API:
         case K8S_VOLUME_PROJECTED:
         case K8S_VOLUME_PVC:
+        case K8S_VOLUME_HOST_PATH:
                 return true;
         case K8S_VOLUME_EMPTY_DIR:
                 return v->empty_dir_medium && strcmp(v->empty_dir_medium, "Memory") == 0;
@@ -552,6 +554,7 @@ struct ag_pod_volumes {
         bool token_pending;
         uint64_t wait_since_ms;  /* not every volume set up since then */
         uint64_t wait_report_ms; /* the last "timed out waiting" event */
+        uint64_t due_ms;         /* when the timer is armed for (ag_now_ms) */
 };
 
 /* The kubelet's WaitForAttachAndMount gives up after 2 min 3 s and says so
@@ -620,6 +623,9 @@ struct vjob_vol {
         struct vol *v; /* NULL once the pod's volumes are gone */
         char *name, *dir;
         char *bind_src; /* a local PV's directory, bound on dir */
+        /* a hostPath (inline or a PV's): the plugin's SetUp, its type
+         * check (and DirectoryOrCreate/FileOrCreate); nothing mounted */
+        char *host_path, *host_type;
         bool bind_ro;
         bool has_fs_group; /* the pod's fsGroup: the bind's SetVolumeOwnership */
         int64_t fs_group;
@@ -644,8 +650,18 @@ struct vjob {
 
 static void schedule(struct ag_pod_volumes *pv, uint64_t ms)
 {
-        if (pv->timer)
+        if (pv->timer) {
                 ag_timer_arm(pv->timer, ms);
+                pv->due_ms = ag_now_ms() + ms;
+        }
+}
+
+/* A retry after a job's failure: the next sync no later than in ms, an
+ * earlier one kept (sync_now arms the rest from what is due). */
+static void schedule_by(struct ag_pod_volumes *pv, uint64_t ms)
+{
+        if (pv->timer && (!ag_timer_armed(pv->timer) || ag_now_ms() + ms < pv->due_ms))
+                schedule(pv, ms);
 }
 
 static bool is_mountpoint(const char *dir)
@@ -741,11 +757,104 @@ static int bind_local(const char *src, const char *dir, bool ro, bool has_fs_gro
         return 0;
 }
 
+/* Go's error text of a failed syscall on path: "mkdir /a/b: not a directory". */
+static int go_path_error(struct cb_error *err, int e, const char *op, const char *path)
+{
+        char text[128];
+        snprintf(text, sizeof(text), "%s", strerror(e));
+        if (text[0] >= 'A' && text[0] <= 'Z')
+                text[0] = (char)(text[0] - 'A' + 'a');
+        cb_error_set(err, 0, "%s %s: %s", op, path, text); /* Go's text, no strerror added */
+        if (err != NULL)
+                err->code = e;
+        return -1;
+}
+
+/* os.MkdirAll(path, 0755): each missing component made; a component
+ * that exists and is no directory fails with ENOTDIR. */
+static int mkdir_all(const char *path, struct cb_error *err)
+{
+        char buf[PATH_MAX];
+        struct stat sb;
+        if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+                return go_path_error(err, ENAMETOOLONG, "mkdir", path);
+        for (char *p = buf + 1;; p++) {
+                if (*p != '/' && *p != '\0')
+                        continue;
+                char c = *p;
+                *p = '\0';
+                if (mkdir(buf, 0755) < 0) {
+                        int e = errno;
+                        if (e != EEXIST)
+                                return go_path_error(err, e, "mkdir", buf);
+                        if (stat(buf, &sb) == 0 && !S_ISDIR(sb.st_mode))
+                                return go_path_error(err, ENOTDIR, "mkdir", buf);
+                }
+                *p = c;
+                if (c == '\0')
+                        return 0;
+        }
+}
+
+/* hostPath's SetUp (pkg/volume/hostpath, v1.32): no `..` element, then
+ * for a set type its checkType: DirectoryOrCreate/FileOrCreate make a
+ * missing path (0755 directories, an empty 0644 file), every type must
+ * then match (stat, symlinks followed; a File is anything but a
+ * directory). The texts are the plugin's. */
+int ag_host_path_setup(const char *path, const char *type, struct cb_error *err)
+{
+        for (const char *p = path; (p = strstr(p, "..")) != NULL; p += 2)
+                if ((p == path || p[-1] == '/') && (p[2] == '\0' || p[2] == '/'))
+                        return cb_error_set(err, 0, "invalid HostPath `%s`: must not contain '..'",
+                                            path);
+        if (type == NULL || type[0] == '\0')
+                return 0; /* HostPathUnset: no check */
+        struct stat sb;
+        bool exists = stat(path, &sb) == 0;
+        const char *want;
+        bool ok;
+        if (strcmp(type, "DirectoryOrCreate") == 0 || strcmp(type, "Directory") == 0) {
+                if (!exists && strcmp(type, "DirectoryOrCreate") == 0)
+                        return mkdir_all(path, err);
+                want = "directory";
+                ok = exists && S_ISDIR(sb.st_mode);
+        } else if (strcmp(type, "FileOrCreate") == 0 || strcmp(type, "File") == 0) {
+                if (!exists && strcmp(type, "FileOrCreate") == 0) {
+                        int fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+                        if (fd < 0)
+                                return go_path_error(err, errno, "open", path);
+                        close(fd);
+                        return 0;
+                }
+                want = "file";
+                ok = exists && !S_ISDIR(sb.st_mode);
+        } else if (strcmp(type, "Socket") == 0) {
+                want = "socket file";
+                ok = exists && S_ISSOCK(sb.st_mode);
+        } else if (strcmp(type, "CharDevice") == 0) {
+                want = "character device";
+                ok = exists && S_ISCHR(sb.st_mode);
+        } else if (strcmp(type, "BlockDevice") == 0) {
+                want = "block device";
+                ok = exists && S_ISBLK(sb.st_mode);
+        } else {
+                return cb_error_set(err, 0, "%s is an invalid volume type", type);
+        }
+        if (!ok)
+                return cb_error_set(err, 0, "hostPath type check failed: %s is not a %s", path,
+                                    want);
+        return 0;
+}
+
 static void vjob_work(void *data)
 {
         struct vjob *j = data;
         for (size_t i = 0; i < j->n; i++) {
                 struct vjob_vol *vv = &j->vols[i];
+                if (vv->host_path != NULL) {
+                        vv->rc = ag_host_path_setup(vv->host_path, vv->host_type, &vv->err);
+                        continue;
+                }
                 if (vv->bind_src != NULL) {
                         vv->rc = bind_local(vv->bind_src, vv->dir, vv->bind_ro, vv->has_fs_group,
                                             vv->fs_group, vv->refs_glob, &vv->err);
@@ -795,6 +904,11 @@ static void vjob_done(void *data, bool cancelled)
                                 if (v->retry_ms > RETRY_CAP_MS)
                                         v->retry_ms = RETRY_CAP_MS;
                                 v->retry_at_ms = now + v->retry_ms;
+                                /* a mount that failed off the loop (a
+                                 * hostPath's type, a local PV's bind) is
+                                 * tried again after its backoff */
+                                if (v->state == V_FAILED)
+                                        schedule_by(pv, v->retry_ms);
                                 if (pv->ops.event)
                                         pv->ops.event(pv->data, "Warning", "FailedMount",
                                                       v->message);
@@ -803,7 +917,7 @@ static void vjob_done(void *data, bool cancelled)
                                 v->ever_ready = true;
                                 v->retry_ms = 0;
                                 v->message[0] = '\0';
-                                if (vv->bind_src != NULL)
+                                if (vv->bind_src != NULL || vv->host_path != NULL)
                                         v->mount_pending = false;
                         }
                 }
@@ -923,9 +1037,9 @@ static void pvc_failed(struct vol *v, bool process, const char *fmt, ...)
                 pv->ops.changed(pv->data);
 }
 
-/* The PV is the claim's and can be mounted here: hostPath is ready (its
- * type is checked at each container start, as an inline hostPath), local
- * is bound by the next job; any other source is refused by name. */
+/* The PV is the claim's and can be mounted here: hostPath gets its SetUp
+ * (the type check, as an inline hostPath) and local its bind by the next
+ * job; any other source is refused by name. */
 static void pv_accept(struct vol *v)
 {
         struct ag_pod_volumes *pv = v->owner;
@@ -968,18 +1082,11 @@ static void pv_accept(struct vol *v)
                            pvn, p->path ? p->path : "");
                 return;
         }
-        if (p->source == K8S_PV_LOCAL) {
-                v->mount_pending = true;
-                v->state = V_PENDING; /* the bind now, not after an earlier failure's backoff */
-                schedule(pv, 0);
-                return;
-        }
-        v->state = V_READY;
-        v->ever_ready = true;
-        v->retry_ms = 0;
-        v->message[0] = '\0';
-        if (pv->ops.changed)
-                pv->ops.changed(pv->data);
+        /* local: the bind; hostPath: its SetUp (the type check), both by
+         * the next job, now, not after an earlier failure's backoff */
+        v->mount_pending = true;
+        v->state = V_PENDING;
+        schedule(pv, 0);
 }
 
 static void on_pv(struct ag_api_result *res, void *data)
@@ -1138,6 +1245,17 @@ static void sync_now(struct ag_pod_volumes *pv)
                                 continue;
                         }
                         const char *pvn = v->pv->meta.name;
+                        if (v->pv->source == K8S_PV_HOST_PATH) {
+                                j->vols[j->n++] = (struct vjob_vol){
+                                    .v = v,
+                                    .name = cb_arena_strdup(a, pvn),
+                                    .host_path = cb_arena_strdup(a, v->pv->path),
+                                    .host_type = v->pv->host_path_type
+                                                     ? cb_arena_strdup(a, v->pv->host_path_type)
+                                                     : NULL,
+                                };
+                                continue;
+                        }
                         j->vols[j->n++] = (struct vjob_vol){
                             .v = v,
                             .name = cb_arena_strdup(a, pvn),
@@ -1149,6 +1267,20 @@ static void sync_now(struct ag_pod_volumes *pv)
                             .refs_glob = cb_arena_printf(
                                 a, "%s/pods/*/volumes/kubernetes.io~local-volume/%s",
                                 pv->env->root_dir, pvn),
+                        };
+                        continue;
+                }
+                if (v->spec->kind == K8S_VOLUME_HOST_PATH) {
+                        if (v->state == V_READY)
+                                continue; /* set up once: hostPath needs no remount */
+                        j->vols[j->n++] = (struct vjob_vol){
+                            .v = v,
+                            .name = v->spec->name,
+                            .host_path =
+                                cb_arena_strdup(a, v->spec->host_path ? v->spec->host_path : ""),
+                            .host_type = v->spec->host_path_type
+                                             ? cb_arena_strdup(a, v->spec->host_path_type)
+                                             : NULL,
                         };
                         continue;
                 }

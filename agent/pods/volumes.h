@@ -20,12 +20,17 @@
  * and when a token is due, the volumes are made again (unchanged payloads
  * write nothing). All file system work runs off the loop.
  *
+ * hostPath volumes get the hostPath plugin's SetUp here (its type check,
+ * DirectoryOrCreate/FileOrCreate), off the loop: a mismatch is
+ * `MountVolume.SetUp failed for volume "v" : hostPath type check failed:
+ * /p is not a directory`, retried with the same backoff.
+ *
  * persistentVolumeClaim volumes are set up here too: the claim, then its
  * PV, are read with a GET each (agent/k8s/pv.h has the kubelet's checks),
  * once per pod; a failure is syncPod's "Unable to attach or mount volumes:
  * ... failed to process volumes=[v]: error processing PVC ns/c: ..." event
- * and a retry. A hostPath PV needs nothing more (each container binds its
- * path); a local PV's directory is bound at
+ * and a retry. A hostPath PV gets the hostPath SetUp (below; each container
+ * binds its path); a local PV's directory is bound at
  * <root>/pods/<uid>/volumes/kubernetes.io~local-volume/<pv>; other PV
  * sources are refused naming the pod, volume, PV and source.
  */
@@ -67,8 +72,15 @@ int ag_volume_payload(struct cb_arena *a, const struct k8s_pod *pod, const struc
                       const struct ag_volume_lookup *lk, const struct ag_env_context *ctx,
                       struct ag_payload_file **ret, size_t *ret_n, struct cb_error *err);
 
-/* Whether the volume is one this module makes (API data, emptyDir
- * Memory, persistentVolumeClaim). */
+/* The hostPath plugin's SetUp (v1.32 checkType) of path with its `type`
+ * ("" or NULL: unset, no check): DirectoryOrCreate/FileOrCreate make a
+ * missing path, every type must match. -1 with the plugin's text
+ * ("hostPath type check failed: /p is not a directory", ...). Blocking:
+ * call it off the loop. */
+int ag_host_path_setup(const char *path, const char *type, struct cb_error *err);
+
+/* Whether the volume is one this module sets up (API data, emptyDir
+ * Memory, persistentVolumeClaim, hostPath). */
 bool ag_volume_managed(const struct k8s_volume *v);
 /* Its directory on the node (in arena). */
 char *ag_volume_dir(struct cb_arena *a, const char *root_dir, const char *uid,

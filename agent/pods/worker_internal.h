@@ -147,6 +147,7 @@ struct ag_pod_worker {
         struct ag_timer *sandbox_timer;
         struct ag_timer *deadline; /* activeDeadlineSeconds */
         struct ag_timer *grace;    /* termination grace period */
+        struct ag_timer *retry;    /* a failed sync's retry (pw_sync_failed) */
         bool terminating, killed, torn_down, done;
         bool initialized;           /* every init container was done once */
         bool net_waiting;           /* waits for the runtime's network (event sent) */
@@ -258,6 +259,11 @@ void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
 void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c);
+/* The pod's sync failed (a container that could not be configured or
+ * started for a reason a retry may cure): advance() again after the
+ * kubelet's jittered 10-15 s (st_jitter_ms), re-armed from each failure;
+ * any kick meanwhile retries at once. */
+void pw_sync_failed(struct ag_pod_worker *w);
 void pw_files_job_free(struct files_job *j);
 void pw_start_undo(struct ag_pod_worker *w, struct ctr *c, const char *id, const char *why);
 void pw_adopt_pending(struct ag_pod_worker *w, struct ctr *c, const char *id);

@@ -296,24 +296,15 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
 
 /* A hostPath (inline, or a PV's) with its type's checks: DirectoryOrCreate
  * and FileOrCreate make it, Directory and File must be one. */
-static int host_path_source(const char *name, const char *path, const char *type,
-                            struct ag_volume_source *src, struct cb_error *err)
+/* A hostPath's bind source: its SetUp (the type check, DirectoryOrCreate
+ * and FileOrCreate) was done by the volumes (volumes.c: a FailedMount
+ * until it passes); a path gone since is refused here. */
+static int host_path_source(const char *name, const char *path, struct ag_volume_source *src,
+                            struct cb_error *err)
 {
         struct stat sb;
-        type = type ? type : "";
-        if (strcmp(type, "DirectoryOrCreate") == 0 && cb_mkdir_p(path, 0755, 0755, NULL) < 0)
-                return cb_error_set(err, errno, "volume %s: cannot create %s", name, path);
-        if (strcmp(type, "FileOrCreate") == 0) {
-                int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-                if (fd < 0)
-                        return cb_error_set(err, errno, "volume %s: cannot create %s", name, path);
-                close(fd);
-        }
         if (stat(path, &sb) < 0)
                 return cb_error_set(err, errno, "volume %s: hostPath %s", name, path);
-        if ((strcmp(type, "Directory") == 0 && !S_ISDIR(sb.st_mode)) ||
-            (strcmp(type, "File") == 0 && !S_ISREG(sb.st_mode)))
-                return cb_error_set(err, 0, "volume %s: hostPath %s is not a %s", name, path, type);
         src->type = RT_MOUNT_BIND;
         src->source = path;
         return 0;
@@ -351,11 +342,13 @@ static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_are
                         if (ps.local) {
                                 src.type = RT_MOUNT_BIND;
                                 src.source = ps.path;
-                        } else if (host_path_source(v->name, ps.path, ps.host_path_type, &src,
-                                                    err) < 0) {
+                        } else if (host_path_source(v->name, ps.path, &src, err) < 0) {
                                 return -1;
                         }
                         src.read_only = ps.read_only;
+                } else if (v->kind == K8S_VOLUME_HOST_PATH) {
+                        if (host_path_source(v->name, v->host_path, &src, err) < 0)
+                                return -1;
                 } else if (ag_volume_managed(v)) {
                         if (pw_volume_source(w, v, a, &src, err) < 0)
                                 return -1;
@@ -369,10 +362,6 @@ static int resolve_volumes(struct ag_pod_worker *w, struct ctr *c, struct cb_are
                                                     v->name, dir ? dir : "");
                         src.type = RT_MOUNT_BIND;
                         src.source = dir;
-                } else if (v->kind == K8S_VOLUME_HOST_PATH) {
-                        if (host_path_source(v->name, v->host_path, v->host_path_type, &src, err) <
-                            0)
-                                return -1;
                 } else {
                         return cb_error_set(err, 0,
                                             "volume \"%s\": %s volumes are not supported by "
@@ -760,6 +749,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 pw_set_waiting(c, "CreateContainerConfigError", "%s", err.msg);
                 pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
                 free(j);
+                pw_sync_failed(w); /* the pod worker's backoff; a kick retries sooner */
                 goto out;
         }
         if (ag_cri_log_dir(log_dir, sizeof(log_dir), w->env->pod_logs_dir, pw_pod_ns(w->pod),
@@ -768,6 +758,7 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 pw_set_waiting(c, "CreateContainerError", "cannot create the log directory %s",
                                log_dir);
                 free(j);
+                pw_sync_failed(w);
                 goto out;
         }
         for (size_t i = 0; i < spec.n_env_warnings; i++)
@@ -790,6 +781,16 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 goto out;
         }
         c->start_job = j;
+        /* A retried start after a failed sync keeps that reason while it
+         * runs off the loop (the kubelet's reasonCache, until the start
+         * succeeds): a status without it would be sent, its watch event
+         * kick a retry, and so on. */
+        if (prev != NULL && prev_msg != NULL &&
+            (strcmp(prev, "CreateContainerConfigError") == 0 ||
+             strcmp(prev, "CreateContainerError") == 0)) {
+                snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", prev);
+                snprintf(c->wait_message, sizeof(c->wait_message), "%s", prev_msg);
+        }
 out:
         cb_arena_free(a);
         rt_image_free(img);
@@ -810,6 +811,7 @@ static void start_done(void *data, bool cancelled)
         struct ag_pod_worker *w = c->w;
         c->start_job = NULL;
         c->pending_id[0] = '\0';
+        c->wait_reason[0] = c->wait_message[0] = '\0'; /* the last failure's, kept meanwhile */
         if (j->vanished) {
                 /* adopt: the earlier agent's start never ran */
                 start_job_free(j);
@@ -837,7 +839,9 @@ static void start_done(void *data, bool cancelled)
                             j->err_detail);
                 pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
                 start_job_free(j);
-                pw_arm_ctr_timer(c, 5); /* the pod's next sync */
+                /* the pod's next sync: the worker's backoff, or a kick sooner */
+                pw_sync_failed(w);
+                pw_compute_status(w); /* the refusal shows now, no retry before the backoff */
                 return;
         }
         if (j->rc < 0) {

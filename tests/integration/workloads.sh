@@ -7,7 +7,10 @@
 # keeping the pod ContainerCreating with the kubelet's FailedMount text;
 # env from configMapKeyRef/secretKeyRef/envFrom and the kubelet's errors;
 # subPath (and an escape through a symlink swapped in by another container
-# refused); emptyDir medium Memory kept across a container restart (real
+# refused); emptyDir medium Memory kept across a container restart; a
+# hostPath type mismatch as the volume manager's FailedMount, and a failed
+# sync retried by the pod worker's jittered backoff or at once on an
+# update of the pod (real
 # pods from real clusters: real_pods.sh). Exit 77 when not root or a tool
 # is missing.
 set -uo pipefail
@@ -295,6 +298,103 @@ refused=$(k get events --field-selector involvedObject.name=swap,reason=Failed -
 [ "$inside" -gt 0 ] || [ -n "$refused" ] || fail "swap: the victim never started nor was refused"
 pass "6 subPath under a symlink swap by another container: $inside start(s) inside, ${refused:-0} refused, none outside"
 k delete pod swap --grace-period=1 --wait=false >/dev/null
+
+# ---- 7. what appears later on the host, with no event on the pod ------------------------
+# A hostPath of type Directory that does not exist is the volume manager's
+# mount failure (pkg/volume/hostpath checkType): FailedMount with the
+# plugin's text, the pod Pending/ContainerCreating (not
+# CreateContainerConfigError), the mount retried with its backoff (0.5 s
+# doubling) until the directory is made on the host.
+hp=$tmp/hp-late
+mkpod hostdir <<EOF
+  volumes: [{name: late, hostPath: {path: $hp, type: Directory}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'ls -d /late && sleep 3600']
+    volumeMounts: [{name: late, mountPath: /late}]
+EOF
+want_hp="MountVolume.SetUp failed for volume \"late\" : hostPath type check failed: $hp is not a directory"
+poll 20 has_event hostdir FailedMount "$want_hp" || fail "hostdir: no FailedMount '$want_hp': $(events hostdir FailedMount | head -3)"
+waiting_is hostdir ContainerCreating && phase_is hostdir Pending ||
+        fail "hostdir: $(pj hostdir '{.status.phase} {.status.containerStatuses[0].state}')"
+events hostdir Failed | grep -q . && fail "hostdir: a container error: $(events hostdir Failed | head -2)"
+sleep 2
+waiting_is hostdir ContainerCreating || fail "hostdir: $(pj hostdir '{.status.containerStatuses[0].state}')"
+t=$(now)
+mkdir -p "$hp"
+poll 20 phase_is hostdir Running || fail "hostdir: not Running 20 s after the directory was made: $(pj hostdir '{.status.phase} {.status.containerStatuses[0].state}')"
+d_hp=$(since "$t")
+fle "$d_hp" 16 || fail "hostdir: Running ${d_hp}s after the directory was made"
+n_hp=$(k get events --field-selector involvedObject.name=hostdir,reason=FailedMount -o jsonpath='{.items[0].count}')
+pass "7 hostPath Directory missing: '$want_hp' (x$n_hp), Pending/ContainerCreating; Running ${d_hp}s after mkdir on the host"
+
+# A start refused off the loop (a subPath through a host symlink that
+# leads out of the volume) is a failed sync: the pod worker syncs again
+# after jitter(10 s, 0.5) (pod_workers.go completeWork), nothing else
+# nudging it; the host fixes the path 2 s after the refusal.
+sp=$tmp/sp-late
+mkdir -p "$sp" && ln -s /etc "$sp/sub"
+mkpod subretry <<EOF
+  volumes: [{name: h, hostPath: {path: $sp, type: Directory}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'ls /in; sleep 3600']
+    volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
+EOF
+poll 30 waiting_is subretry CreateContainerConfigError || fail "subretry: $(pj subretry '{.status.containerStatuses[0].state}')"
+t=$(now)
+sleep 2
+rm "$sp/sub" && mkdir "$sp/sub" && touch "$sp/sub/inside"
+poll 25 phase_is subretry Running || fail "subretry: not Running 25 s after the refusal: $(pj subretry '{.status.containerStatuses[0].state}')"
+d_sr=$(since "$t")
+fle 8.5 "$d_sr" && fle "$d_sr" 17 ||
+        fail "subretry: Running ${d_sr}s after the refusal (the pod worker retries a failed sync after 10-15 s)"
+delays=$(grep -o 'pod default/subretry: sync failed, retried in [0-9.]*s' "$tmp/agent.log" | awk '{print $NF}' | paste -sd' ')
+pass "7 a subPath refused off the loop, fixed on the host: Running ${d_sr}s after the refusal (retries armed: ${delays:-none})"
+
+# The same, with an update of the pod 1 s after the fix: the sync runs at
+# once (UpdatePod does not wait for the backoff).
+sp2=$tmp/sp-kick
+mkdir -p "$sp2" && ln -s /etc "$sp2/sub"
+mkpod subkick <<EOF
+  volumes: [{name: h, hostPath: {path: $sp2, type: Directory}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'ls /in; sleep 3600']
+    volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
+EOF
+poll 30 waiting_is subkick CreateContainerConfigError || fail "subkick: $(pj subkick '{.status.containerStatuses[0].state}')"
+sleep 0.5
+rm "$sp2/sub" && mkdir "$sp2/sub"
+sleep 1
+t=$(now)
+k annotate pod subkick poke=1 >/dev/null || fail "subkick: annotate"
+poll 10 phase_is subkick Running || fail "subkick: not Running 10 s after the update: $(pj subkick '{.status.containerStatuses[0].state}')"
+d_sk=$(since "$t")
+fle "$d_sk" 2.5 || fail "subkick: Running ${d_sk}s after the pod's update (a watch event syncs at once)"
+pass "7 an update of the pod during the backoff syncs it at once: Running ${d_sk}s after it"
+k delete pod hostdir subretry subkick --grace-period=1 --wait=false >/dev/null
+
+# Deleted while it waits for its retry: the timer goes with the worker.
+sp3=$tmp/sp-gone
+mkdir -p "$sp3" && ln -s /etc "$sp3/sub"
+mkpod subgone <<EOF
+  volumes: [{name: h, hostPath: {path: $sp3, type: Directory}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'sleep 3600']
+    volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
+EOF
+poll 30 waiting_is subgone CreateContainerConfigError || fail "subgone: $(pj subgone '{.status.containerStatuses[0].state}')"
+k delete pod subgone --grace-period=1 --wait=false >/dev/null
+poll 20 gone subgone || fail "subgone: not gone 20 s after its deletion during the backoff"
+sleep 16 # past every retry it had armed
+kill -0 "$agent_pid" 2>/dev/null || fail "the agent died after a pod was deleted during its retry wait"
+pass "7 a pod deleted during its retry wait is gone, the agent fine past its retry"
 
 # ---- 8. an agent restart: the volumes are taken up again, edits still arrive ------------
 stop_agent 10

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* status/podstatus: phase, conditions, containerStatuses JSON, backoff. */
 #include <check.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -945,6 +946,71 @@ START_TEST(test_backoff_schedule)
 }
 END_TEST
 
+static double fixed_random(void *ctx)
+{
+        return *(const double *)ctx;
+}
+
+/* A small LCG: the same sequence on every run. */
+static double lcg_random(void *ctx)
+{
+        uint64_t *x = ctx;
+        *x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+        return (double)(*x >> 11) / 9007199254740992.0; /* [0, 1) */
+}
+
+START_TEST(test_sync_backoff_jitter)
+{
+        /* the edges of rand.Float64()'s [0, 1) */
+        double r = 0.0;
+        ck_assert_uint_eq(
+            st_jitter_ms(ST_SYNC_BACKOFF_MS, ST_SYNC_BACKOFF_JITTER, fixed_random, &r), 10000);
+        r = 0.5;
+        ck_assert_uint_eq(
+            st_jitter_ms(ST_SYNC_BACKOFF_MS, ST_SYNC_BACKOFF_JITTER, fixed_random, &r), 12500);
+        r = 0.9999999999;
+        ck_assert_uint_eq(
+            st_jitter_ms(ST_SYNC_BACKOFF_MS, ST_SYNC_BACKOFF_JITTER, fixed_random, &r), 14999);
+        /* a source out of its range is clamped: never 15 s, never below 10 s */
+        r = 1.0;
+        ck_assert_uint_eq(st_jitter_ms(10000, 0.5, fixed_random, &r), 14999);
+        r = 7.0;
+        ck_assert_uint_eq(st_jitter_ms(10000, 0.5, fixed_random, &r), 14999);
+        r = -3.0;
+        ck_assert_uint_eq(st_jitter_ms(10000, 0.5, fixed_random, &r), 10000);
+        r = NAN;
+        ck_assert_uint_eq(st_jitter_ms(10000, 0.5, fixed_random, &r), 10000);
+        /* no source: the base; a factor <= 0 is 1.0 (wait.Jitter) */
+        ck_assert_uint_eq(st_jitter_ms(10000, 0.5, NULL, NULL), 10000);
+        r = 0.5;
+        ck_assert_uint_eq(st_jitter_ms(10000, 0.0, fixed_random, &r), 15000);
+        ck_assert_uint_eq(st_jitter_ms(10000, -2.0, fixed_random, &r), 15000);
+        ck_assert_uint_eq(st_jitter_ms(0, 0.5, fixed_random, &r), 0);
+        /* the transient-error period: 1 s to 1.5 s */
+        ck_assert_uint_eq(st_jitter_ms(1000, 0.5, fixed_random, &r), 1250);
+        r = 0.99;
+        ck_assert_uint_eq(st_jitter_ms(UINT64_MAX - 1, 0.5, fixed_random, &r), UINT64_MAX);
+
+        /* a spread of draws: all in [10 s, 15 s), both ends reached,
+         * the mean in the middle */
+        uint64_t x = 42, lo = UINT64_MAX, hi = 0, sum = 0;
+        const int n = 20000;
+        for (int i = 0; i < n; i++) {
+                uint64_t d =
+                    st_jitter_ms(ST_SYNC_BACKOFF_MS, ST_SYNC_BACKOFF_JITTER, lcg_random, &x);
+                ck_assert_uint_ge(d, 10000);
+                ck_assert_uint_lt(d, 15000);
+                lo = d < lo ? d : lo;
+                hi = d > hi ? d : hi;
+                sum += d;
+        }
+        ck_assert_uint_lt(lo, 10010);
+        ck_assert_uint_gt(hi, 14990);
+        ck_assert_uint_gt(sum / (uint64_t)n, 12400);
+        ck_assert_uint_lt(sum / (uint64_t)n, 12600);
+}
+END_TEST
+
 /* Drives the flowcontrol model like the kubelet's sync loop: a container
  * that runs `run` seconds and exits, checked every second. Returns the
  * delay between each exit and the following restart. */
@@ -1052,6 +1118,7 @@ static Suite *podstatus_suite(void)
         tcase_add_test(tc, test_duration_format);
         tcase_add_test(tc, test_backoff_schedule);
         tcase_add_test(tc, test_backoff_entry);
+        tcase_add_test(tc, test_sync_backoff_jitter);
         tcase_add_test(tc, test_backoff_messages);
         suite_add_tcase(s, tc);
         return s;

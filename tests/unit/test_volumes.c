@@ -9,6 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "agent/pods/volumes.h"
 #include "lib/cleanup.h"
@@ -255,6 +259,107 @@ START_TEST(test_token_mode)
 }
 END_TEST
 
+/* The hostPath plugin's SetUp: each type, the creating ones, the texts. */
+static void host_path_fails(const char *path, const char *type, const char *want)
+{
+        struct cb_error err = {0};
+        ck_assert_int_eq(ag_host_path_setup(path, type, &err), -1);
+        ck_assert_str_eq(err.msg, want);
+}
+
+START_TEST(test_host_path_setup)
+{
+        char dir[] = "/tmp/test-hostpath-XXXXXX";
+        ck_assert_ptr_nonnull(mkdtemp(dir));
+        char p[256], want[512], sock[256];
+        struct cb_error err = {0};
+        struct stat sb;
+
+        /* unset: nothing checked, even a missing path */
+        snprintf(p, sizeof(p), "%s/missing", dir);
+        ck_assert_int_eq(ag_host_path_setup(p, NULL, &err), 0);
+        ck_assert_int_eq(ag_host_path_setup(p, "", &err), 0);
+        ck_assert_int_ne(stat(p, &sb), 0);
+        /* a missing Directory, File, Socket, device */
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a directory", p);
+        host_path_fails(p, "Directory", want);
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a file", p);
+        host_path_fails(p, "File", want);
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a socket file", p);
+        host_path_fails(p, "Socket", want);
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a character device", p);
+        host_path_fails(p, "CharDevice", want);
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a block device", p);
+        host_path_fails(p, "BlockDevice", want);
+        /* DirectoryOrCreate makes every missing component, 0755 */
+        snprintf(p, sizeof(p), "%s/a/b/c", dir);
+        ck_assert_int_eq(ag_host_path_setup(p, "DirectoryOrCreate", &err), 0);
+        ck_assert_int_eq(stat(p, &sb), 0);
+        ck_assert(S_ISDIR(sb.st_mode));
+        ck_assert_int_eq(ag_host_path_setup(p, "Directory", &err), 0);
+        ck_assert_int_eq(ag_host_path_setup(p, "DirectoryOrCreate", &err), 0);
+        /* a directory is no File */
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a file", p);
+        host_path_fails(p, "File", want);
+        host_path_fails(p, "FileOrCreate", want);
+        /* FileOrCreate makes an empty file (its directory must exist) */
+        snprintf(p, sizeof(p), "%s/a/f", dir);
+        ck_assert_int_eq(ag_host_path_setup(p, "FileOrCreate", &err), 0);
+        ck_assert_int_eq(stat(p, &sb), 0);
+        ck_assert(S_ISREG(sb.st_mode));
+        ck_assert_int_eq(sb.st_size, 0);
+        ck_assert_int_eq(ag_host_path_setup(p, "File", &err), 0);
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a directory", p);
+        host_path_fails(p, "Directory", want);
+        host_path_fails(p, "DirectoryOrCreate", want); /* exists: checked, not made */
+        char q[300];
+        snprintf(q, sizeof(q), "%s/nodir/f", dir);
+        snprintf(want, sizeof(want), "open %s: no such file or directory", q);
+        host_path_fails(q, "FileOrCreate", want);
+        snprintf(q, sizeof(q), "%s/a/f/sub", dir);
+        snprintf(want, sizeof(want), "mkdir %s/a/f: not a directory", dir);
+        host_path_fails(q, "DirectoryOrCreate", want);
+        /* a character device is a "file" too (anything but a directory) */
+        ck_assert_int_eq(ag_host_path_setup("/dev/null", "CharDevice", &err), 0);
+        ck_assert_int_eq(ag_host_path_setup("/dev/null", "File", &err), 0);
+        host_path_fails("/dev/null", "BlockDevice",
+                        "hostPath type check failed: /dev/null is not a block device");
+        /* a socket */
+        snprintf(sock, sizeof(sock), "%s/s", dir);
+        int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        ck_assert_uint_lt(strlen(sock), sizeof(sa.sun_path));
+        memcpy(sa.sun_path, sock, strlen(sock) + 1);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        ck_assert_int_eq(ag_host_path_setup(sock, "Socket", &err), 0);
+        snprintf(want, sizeof(want), "hostPath type check failed: %s is not a directory", sock);
+        host_path_fails(sock, "Directory", want);
+        close(fd);
+        /* a symlink is followed */
+        snprintf(q, sizeof(q), "%s/link", dir);
+        snprintf(p, sizeof(p), "%s/a", dir);
+        ck_assert_int_eq(symlink(p, q), 0);
+        ck_assert_int_eq(ag_host_path_setup(q, "Directory", &err), 0);
+        /* `..` elements, and a type the API does not know */
+        host_path_fails("/a/../b", "", "invalid HostPath `/a/../b`: must not contain '..'");
+        host_path_fails("/a/..", "Directory", "invalid HostPath `/a/..`: must not contain '..'");
+        ck_assert_int_eq(ag_host_path_setup("/tmp/..x", NULL, &err), 0);
+        host_path_fails(dir, "Folder", "Folder is an invalid volume type");
+
+        unlink(q);
+        unlink(sock);
+        snprintf(p, sizeof(p), "%s/a/f", dir);
+        unlink(p);
+        snprintf(p, sizeof(p), "%s/a/b/c", dir);
+        rmdir(p);
+        snprintf(p, sizeof(p), "%s/a/b", dir);
+        rmdir(p);
+        snprintf(p, sizeof(p), "%s/a", dir);
+        rmdir(p);
+        rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("volumes");
@@ -262,6 +367,7 @@ int main(void)
         tcase_add_test(tc, test_kube_api_access);
         tcase_add_test(tc, test_items_modes_optional);
         tcase_add_test(tc, test_token_mode);
+        tcase_add_test(tc, test_host_path_setup);
         suite_add_tcase(s, tc);
         return th_run(s) ? 1 : 0;
 }

@@ -294,17 +294,24 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         return submit_pull(w, c, image);
 }
 
-/* A hostPath (inline, or a PV's) with its type's checks: DirectoryOrCreate
- * and FileOrCreate make it, Directory and File must be one. */
 /* A hostPath's bind source: its SetUp (the type check, DirectoryOrCreate
  * and FileOrCreate) was done by the volumes (volumes.c: a FailedMount
- * until it passes); a path gone since is refused here. */
+ * until it passes). A source that does not exist (type unset, which the
+ * kubelet never checks, or removed since) is made a directory, 0755, as
+ * containerd's CRI does for a missing host path when it builds the
+ * container's mounts; that failing is the container's config error. */
 static int host_path_source(const char *name, const char *path, struct ag_volume_source *src,
                             struct cb_error *err)
 {
         struct stat sb;
-        if (stat(path, &sb) < 0)
-                return cb_error_set(err, errno, "volume %s: hostPath %s", name, path);
+        if (stat(path, &sb) < 0) {
+                if (errno != ENOENT)
+                        return cb_error_set(err, errno, "volume %s: hostPath %s", name, path);
+                struct cb_error e = {0};
+                if (cb_mkdir_p(path, 0755, 0755, &e) < 0)
+                        return cb_error_set(err, e.code, "volume %s: failed to mkdir %s: %s", name,
+                                            path, e.msg);
+        }
         src->type = RT_MOUNT_BIND;
         src->source = path;
         return 0;

@@ -329,6 +329,23 @@ fle "$d_hp" 16 || fail "hostdir: Running ${d_hp}s after the directory was made"
 n_hp=$(k get events --field-selector involvedObject.name=hostdir,reason=FailedMount -o jsonpath='{.items[0].count}')
 pass "7 hostPath Directory missing: '$want_hp' (x$n_hp), Pending/ContainerCreating; Running ${d_hp}s after mkdir on the host"
 
+# A hostPath with no type at a path that does not exist: the kubelet checks
+# nothing and containerd's CRI makes the missing source a directory (0755)
+# when it builds the mounts, so the pod runs.
+hu=$tmp/hp-untyped/a/b
+mkpod hostunset <<EOF
+  volumes: [{name: u, hostPath: {path: $hu}}]
+  containers:
+  - name: main
+    image: busybox:1.36
+    command: [sh, -c, 'ls -d /u && sleep 3600']
+    volumeMounts: [{name: u, mountPath: /u}]
+EOF
+poll 20 phase_is hostunset Running || fail "hostunset: not Running: $(pj hostunset '{.status.phase} {.status.containerStatuses[0].state}')"
+[ "$(stat -c %F:%a "$hu" 2>/dev/null)" = directory:755 ] || fail "hostunset: $hu is '$(stat -c %F:%a "$hu" 2>&1)', want a directory 755"
+pass "7 hostPath with no type at a missing path: made a directory 0755 as containerd does; Running"
+k delete pod hostunset --grace-period=0 --force --wait=false >/dev/null 2>&1
+
 # A start refused off the loop (a subPath through a host symlink that
 # leads out of the volume) is a failed sync: the pod worker syncs again
 # after jitter(10 s, 0.5) (pod_workers.go completeWork), nothing else

@@ -34,6 +34,7 @@
 #include "agent/pods/pods.h"
 #include "agent/pods/prober.h"
 #include "agent/core/curl.h"
+#include "agent/node/containergc.h"
 #include "agent/node/imagegc.h"
 #include "agent/node/pressure.h"
 #include "agent/client/reflector.h"
@@ -61,6 +62,7 @@ struct agent {
         struct ag_pods *pod_mgr;
         struct ag_pressure *pressure;
         struct ag_imagegc *imagegc;
+        struct ag_containergc *containergc;
         struct ag_netready *netready;   /* the runtime's network: a CNI config in --cni-conf-dir */
         struct ag_wallwatch *wallwatch; /* the wall clock set (or its test offset changed) */
         struct ag_shutdown *shutdown;   /* graceful node shutdown (shutdownGracePeriod) */
@@ -756,6 +758,17 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                 return -1;
         ag_pressure_set_imagegc(a->pressure, a->imagegc);
         ag_imagegc_start(a->imagegc);
+        struct ag_containergc_config cgc = {
+            .policy = {.min_age_ms = (int64_t)fl->container_gc_min_age_ms,
+                       .max_per_pod_container = fl->max_dead_per_container,
+                       .max_containers = fl->max_dead_containers},
+            .period_ms = fl->container_gc_period_ms,
+            .pod_logs_dir = fl->pod_logs_dir,
+            .node_name = a->node_name};
+        if (ag_containergc_new(a->loop, &cgc, a->pod_mgr, a->events, &a->containergc, err) < 0)
+                return -1;
+        ag_pressure_set_containergc(a->pressure, a->containergc);
+        ag_containergc_start(a->containergc);
         struct ag_shutdown_config sc = {
             .grace_ms = fl->shutdown_grace_ms,
             .critical_ms = fl->shutdown_grace_critical_ms,
@@ -936,7 +949,11 @@ static void stop_agent(struct agent *a)
         }
         ag_endpoint_free(a->endpoint);
         a->endpoint = NULL;
-        ag_imagegc_free(a->imagegc); /* before the eviction manager it reclaims for */
+        /* Before the eviction manager they reclaim for; the container
+         * collector first: a reclaim it finishes while it is freed goes on
+         * to the image collector, which then cancels it. */
+        ag_containergc_free(a->containergc);
+        ag_imagegc_free(a->imagegc);
         ag_pressure_free(a->pressure);
         /* The inhibitor goes with the agent (logind no longer waits for it);
          * the pods keep running, as the kubelet leaves them on SIGTERM. */

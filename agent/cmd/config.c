@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent/k8s/duration.h"
+#include "agent/k8s/containergc.h"
 #include "agent/k8s/imagegc.h"
 #include "agent/k8s/k8s.h"
 #include "agent/nodeapi/server.h"
@@ -125,6 +126,18 @@ static const struct opt opts[] = {
      "0s (off)", "an image unused this long is collected whatever the disk usage"},
     {NULL, "--image-gc-period", OPT_DUR_MS, OFF(image_gc_period_ms), 1000, 86400000, "DUR", "5m",
      "how often images are collected (cubelet, for tests; the kubelet's ImageGCPeriod)"},
+    /* container garbage collection (agent/node/containergc.h): the kubelet's
+     * deprecated flags, no configuration file keys */
+    {NULL, "--minimum-container-ttl-duration", OPT_DUR_MS, OFF(container_gc_min_age_ms), 0,
+     INT64_MAX / 2, "DUR", "0s", "a dead container this young is not collected"},
+    {NULL, "--maximum-dead-containers-per-container", OPT_INT, OFF(max_dead_per_container),
+     INT32_MIN, INT32_MAX, "N", "1", "dead instances kept per container (negative: no limit)"},
+    {NULL, "--maximum-dead-containers", OPT_INT, OFF(max_dead_containers), INT32_MIN, INT32_MAX,
+     "N", "-1", "dead instances kept on the node in all (negative: no limit)"},
+    {NULL, "--container-gc-period", OPT_DUR_MS, OFF(container_gc_period_ms), 1000, 86400000, "DUR",
+     "1m",
+     "how often dead containers are collected (cubelet, for tests; the kubelet's "
+     "ContainerGCPeriod)"},
     /* container log rotation (agent/pods/logrotate.h) */
     {"containerLogMaxSize", "--container-log-max-size", OPT_QUANTITY, OFF(container_log_max_size),
      INT64_MIN, INT64_MAX, "QUANTITY", "10Mi",
@@ -982,6 +995,9 @@ int ag_config_init(struct ag_config *c, struct cb_error *err)
             .image_gc_low_threshold_percent = K8S_IMAGE_GC_LOW_DEFAULT,
             .image_minimum_gc_age_ms = K8S_IMAGE_GC_MIN_AGE_MS,
             .image_gc_period_ms = K8S_IMAGE_GC_PERIOD_MS,
+            .max_dead_per_container = 1,
+            .max_dead_containers = -1,
+            .container_gc_period_ms = K8S_CONTAINER_GC_PERIOD_MS,
             .authn_webhook_ttl_ms = 120000,
             .authz_allowed_ttl_ms = 300000,
             .authz_denied_ttl_ms = 30000,

@@ -80,6 +80,12 @@ struct ag_config {
         uint64_t image_minimum_gc_age_ms;    /* imageMinimumGCAge: 2m */
         uint64_t image_maximum_gc_age_ms;    /* imageMaximumGCAge: 0 (off) */
         uint64_t image_gc_period_ms;         /* --image-gc-period (cubelet, tests): 5m */
+        /* container garbage collection (agent/node/containergc.h), the
+         * kubelet's deprecated flags */
+        uint64_t container_gc_min_age_ms; /* --minimum-container-ttl-duration: 0 */
+        int max_dead_per_container;       /* --maximum-dead-containers-per-container: 1 */
+        int max_dead_containers;          /* --maximum-dead-containers: -1 */
+        uint64_t container_gc_period_ms;  /* --container-gc-period (cubelet, tests): 1m */
         /* container log rotation (agent/pods/logrotate.h), the kubelet's keys */
         int64_t container_log_max_size; /* containerLogMaxSize, --container-log-max-size:
                                            10Mi; negative: no rotation */

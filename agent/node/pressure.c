@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/core/log.h"
+#include "agent/node/containergc.h"
 #include "agent/node/imagegc.h"
 #include "agent/k8s/qos.h"
 #include "agent/pods/containerspec.h"
@@ -43,8 +44,11 @@ struct ag_pressure {
         char last_warning[CB_ERROR_MSG_MAX];
         /* node-level reclaim before evicting pods (disk signals) */
         struct ag_imagegc *imagegc;
+        struct ag_containergc *containergc;
         bool reclaiming;
         int reclaim_signal;
+        int64_t reclaimed_containers; /* bytes, by the container collector */
+        uint64_t reclaim_started_ms;
 };
 
 /* ---- measuring ---- */
@@ -296,19 +300,14 @@ static void report_conditions(struct ag_pressure *pm, unsigned report)
 
 static void evict_pods(struct ag_pressure *pm, int sig, const struct k8s_observations *obs);
 
-/* reclaimNodeLevelResources, after the image collector's DeleteUnusedImages:
- * measure again; pods are evicted only when a threshold is still met. */
-static void on_reclaimed(void *data, int64_t freed, const char *error)
+/* reclaimNodeLevelResources: the node-level reclaim functions of the
+ * signal ran (the container collector's DeleteAllUnusedContainers, then
+ * the image collector's DeleteUnusedImages, each off the loop); measure
+ * again: pods are evicted only when a threshold is still met. */
+static void after_reclaim(struct ag_pressure *pm, int64_t images_freed)
 {
-        struct ag_pressure *pm = data;
         pm->reclaiming = false;
-        if (freed < 0)
-                return; /* the collector was stopped: the agent is going away */
         const char *res = k8s_signal_resource((enum k8s_signal)pm->reclaim_signal);
-        if (error != NULL)
-                log_info("eviction manager: unexpected error when attempting to reduce %s "
-                         "pressure: %s",
-                         res, error);
         struct k8s_observations obs;
         struct cb_error err = {0};
         if (ag_pressure_measure(pm->cfg.root_dir, pm->cfg.memory_capacity, &obs, NULL, &err) < 0) {
@@ -316,14 +315,73 @@ static void on_reclaimed(void *data, int64_t freed, const char *error)
                             err.msg);
                 return;
         }
+        unsigned long long took = (unsigned long long)(ag_now_ms() - pm->reclaim_started_ms);
         if (k8s_thresholds_met(&pm->cfg.thresholds, &obs) == 0) {
                 log_info("eviction manager: able to reduce %s pressure without evicting pods "
-                         "(%lld bytes of images freed)",
-                         res, (long long)freed);
+                         "(%lld bytes of dead containers and %lld bytes of images freed in %llu "
+                         "ms)",
+                         res, (long long)pm->reclaimed_containers, (long long)images_freed, took);
                 return;
         }
-        log_info("eviction manager: must evict pod(s) to reclaim %s", res);
+        log_info("eviction manager: must evict pod(s) to reclaim %s (%lld bytes of dead "
+                 "containers and %lld bytes of images freed in %llu ms were not enough)",
+                 res, (long long)pm->reclaimed_containers, (long long)images_freed, took);
         evict_pods(pm, pm->reclaim_signal, &obs);
+}
+
+static void reclaim_error(struct ag_pressure *pm, const char *error)
+{
+        if (error != NULL)
+                log_info("eviction manager: unexpected error when attempting to reduce %s "
+                         "pressure: %s",
+                         k8s_signal_resource((enum k8s_signal)pm->reclaim_signal), error);
+}
+
+static void on_images_reclaimed(void *data, int64_t freed, const char *error)
+{
+        struct ag_pressure *pm = data;
+        if (freed < 0) {
+                pm->reclaiming = false;
+                return; /* the collector was stopped: the agent is going away */
+        }
+        reclaim_error(pm, error);
+        after_reclaim(pm, freed);
+}
+
+/* The images are reclaimed for the imagefs signals, and for the nodefs
+ * ones when the images are on the node filesystem (the kubelet's reclaim
+ * functions without a dedicated imagefs). */
+static bool images_help(struct ag_pressure *pm, int sig)
+{
+        if (sig == K8S_SIGNAL_IMAGEFS_AVAILABLE || sig == K8S_SIGNAL_IMAGEFS_INODES_FREE)
+                return true;
+        char images[4200];
+        snprintf(images, sizeof(images), "%s/images", pm->cfg.root_dir);
+        struct stat a, b;
+        return stat(images, &a) < 0 || stat(pm->cfg.root_dir, &b) < 0 || a.st_dev == b.st_dev;
+}
+
+static void reclaim_images(struct ag_pressure *pm)
+{
+        struct cb_error err = {0};
+        if (pm->imagegc != NULL && images_help(pm, pm->reclaim_signal)) {
+                if (ag_imagegc_reclaim(pm->imagegc, on_images_reclaimed, pm, &err) == 0)
+                        return;
+                reclaim_error(pm, err.msg);
+        }
+        after_reclaim(pm, 0);
+}
+
+static void on_containers_reclaimed(void *data, int64_t freed, const char *error)
+{
+        struct ag_pressure *pm = data;
+        if (freed < 0) {
+                pm->reclaiming = false;
+                return;
+        }
+        reclaim_error(pm, error);
+        pm->reclaimed_containers = freed;
+        reclaim_images(pm);
 }
 
 static bool disk_signal(int sig)
@@ -346,16 +404,23 @@ static void evict_one(struct ag_pressure *pm, unsigned met, const struct k8s_obs
             .kind = "Node", .name = pm->cfg.node_name, .uid = pm->cfg.node_name};
         if (pm->events != NULL)
                 ag_events_record(pm->events, &node, "Warning", "EvictionThresholdMet", msg);
-        /* Disk signals: node-level reclaim first (the image collector's
-         * unused images, off the loop), pods only if that was not enough. */
-        if (disk_signal(sig) && pm->imagegc != NULL) {
+        /* Disk signals: node-level reclaim first (the dead containers,
+         * then the unused images, off the loop), pods only if that was not
+         * enough. */
+        if (disk_signal(sig) && (pm->containergc != NULL || pm->imagegc != NULL)) {
+                pm->reclaiming = true;
+                pm->reclaim_signal = sig;
+                pm->reclaimed_containers = 0;
+                pm->reclaim_started_ms = ag_now_ms();
                 struct cb_error err = {0};
-                if (ag_imagegc_reclaim(pm->imagegc, on_reclaimed, pm, &err) == 0) {
-                        pm->reclaiming = true;
-                        pm->reclaim_signal = sig;
-                        return;
+                if (pm->containergc != NULL) {
+                        if (ag_containergc_reclaim(pm->containergc, on_containers_reclaimed, pm,
+                                                   &err) == 0)
+                                return;
+                        reclaim_error(pm, err.msg);
                 }
-                log_warning("eviction manager: cannot reclaim images: %s", err.msg);
+                reclaim_images(pm);
+                return;
         }
         evict_pods(pm, sig, obs);
 }
@@ -573,6 +638,11 @@ int ag_pressure_new(struct ag_loop *loop, const struct ag_pressure_config *cfg,
 void ag_pressure_set_imagegc(struct ag_pressure *pm, struct ag_imagegc *gc)
 {
         pm->imagegc = gc;
+}
+
+void ag_pressure_set_containergc(struct ag_pressure *pm, struct ag_containergc *gc)
+{
+        pm->containergc = gc;
 }
 
 void ag_pressure_start(struct ag_pressure *pm)

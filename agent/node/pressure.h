@@ -8,8 +8,10 @@
  * PIDPressure (with the transition period) to the node status and to
  * admission, and while a hard threshold is met evicts one pod per cycle,
  * ranked by agent/k8s/eviction.h, then waits for that pod's cleanup (30 s at
- * most) before evicting another. For a disk signal the image collector's
- * unused images go first (ag_pressure_set_imagegc). On cgroup v1 a memory threshold
+ * most) before evicting another. For a disk signal the dead containers
+ * (ag_pressure_set_containergc: DeleteAllUnusedContainers), then the image
+ * collector's unused images (ag_pressure_set_imagegc; for a nodefs signal
+ * only when the images are on the node filesystem) go first. On cgroup v1 a memory threshold
  * notification on the root memory cgroup (memory.usage_in_bytes through
  * cgroup.event_control, as the kubelet's memcg notifier) runs a cycle at
  * once when usage crosses the memory.available threshold.
@@ -57,6 +59,10 @@ int ag_pressure_new(struct ag_loop *loop, const struct ag_pressure_config *cfg,
  * pods go only while a threshold is still met. */
 struct ag_imagegc;
 void ag_pressure_set_imagegc(struct ag_pressure *pm, struct ag_imagegc *gc);
+/* The container collector (borrowed; freed before the manager), whose
+ * DeleteAllUnusedContainers runs before the images are reclaimed. */
+struct ag_containergc;
+void ag_pressure_set_containergc(struct ag_pressure *pm, struct ag_containergc *gc);
 /* The first cycle runs on the next loop iteration. */
 void ag_pressure_start(struct ag_pressure *pm);
 void ag_pressure_free(struct ag_pressure *pm);

@@ -1031,6 +1031,49 @@ int ag_pods_active(const struct ag_pods *p, struct ag_pod_ref **ret, size_t *ret
         return 0;
 }
 
+void ag_pods_gc_snapshot_free(struct ag_pods_gc_pod *v, size_t n)
+{
+        for (size_t i = 0; v != NULL && i < n; i++) {
+                for (size_t k = 0; k < v[i].n; k++)
+                        free(v[i].c[k].name);
+                free(v[i].c);
+                free(v[i].uid);
+        }
+        free(v);
+}
+
+int ag_pods_gc_snapshot(const struct ag_pods *p, struct ag_pods_gc_pod **ret, size_t *ret_n,
+                        bool *ret_ready)
+{
+        struct ag_pods_gc_pod *v = calloc(p->n + 1, sizeof(*v));
+        if (v == NULL)
+                return -1;
+        size_t n = 0;
+        for (const struct rec *r = p->recs; r; r = r->next) {
+                struct ag_pods_gc_pod *e = &v[n++];
+                e->uid = strdup(r->uid);
+                e->terminated = r->worker == NULL || r->finished;
+                size_t nc = r->worker != NULL ? ag_pod_worker_n_containers(r->worker) : 0;
+                e->c = calloc(nc + 1, sizeof(*e->c));
+                if (e->uid == NULL || e->c == NULL)
+                        goto oom;
+                for (size_t k = 0; k < nc; k++) {
+                        long cur = -1;
+                        const char *name = ag_pod_worker_container(r->worker, k, &cur);
+                        if ((e->c[e->n].name = strdup(name)) == NULL)
+                                goto oom;
+                        e->c[e->n++].current = cur;
+                }
+        }
+        *ret = v;
+        *ret_n = n;
+        *ret_ready = p->swept;
+        return 0;
+oom:
+        ag_pods_gc_snapshot_free(v, n);
+        return -1;
+}
+
 bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid)
 {
         const struct rec *r = find((struct ag_pods *)p, uid);

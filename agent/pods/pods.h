@@ -66,6 +66,25 @@ struct ag_pod_ref {
 int ag_pods_active(const struct ag_pods *p, struct ag_pod_ref **ret, size_t *ret_n);
 /* True when the pod is gone or its worker has torn everything down. */
 bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid);
+/* What the container garbage collector (agent/node/containergc.h) needs of
+ * every pod the agent knows: its UID, whether it is terminated (its worker
+ * is done, or it never ran), and per container the restart count of the
+ * current instance (-1: none). *ret_ready: every pod source is ready (the
+ * first list was handled and every listed pod went through admission): a
+ * pod the agent does not know is a deleted one. Strings are copies. */
+struct ag_pods_gc_container {
+        char *name;
+        long current;
+};
+struct ag_pods_gc_pod {
+        char *uid;
+        bool terminated;
+        struct ag_pods_gc_container *c;
+        size_t n;
+};
+int ag_pods_gc_snapshot(const struct ag_pods *p, struct ag_pods_gc_pod **ret, size_t *ret_n,
+                        bool *ret_ready);
+void ag_pods_gc_snapshot_free(struct ag_pods_gc_pod *v, size_t n);
 /* Evicts the pod as the kubelet's eviction manager does: a Warning event
  * "Evicted" with message, the containers stopped with grace_s, phase
  * Failed with reason Evicted and message, and the DisruptionTarget

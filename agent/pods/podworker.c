@@ -1062,6 +1062,19 @@ bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)
         return false;
 }
 
+size_t ag_pod_worker_n_containers(const struct ag_pod_worker *w)
+{
+        return w->n;
+}
+
+const char *ag_pod_worker_container(const struct ag_pod_worker *w, size_t i, long *ret_current)
+{
+        if (i >= w->n)
+                return NULL;
+        *ret_current = w->ctrs[i].obs.restart_count;
+        return w->ctrs[i].spec->name;
+}
+
 int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
                       const struct ag_pod_worker_ops *ops, void *data, struct ag_pod_worker **ret,
                       struct cb_error *err)

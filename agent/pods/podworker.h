@@ -167,6 +167,12 @@ struct ag_stats;
 cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st);
 /* True when the runtime container id is one of this pod's (current instances). */
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id);
+/* The container garbage collector's view: how many containers (init ones,
+ * then regular ones) the worker has, and the name of the i-th with the
+ * restart count of its current instance (its log is <count>.log; the
+ * instance running, dead in a back-off, or about to start). */
+size_t ag_pod_worker_n_containers(const struct ag_pod_worker *w);
+const char *ag_pod_worker_container(const struct ag_pod_worker *w, size_t i, long *ret_current);
 
 /* Frees the worker. Call it after done(), or at agent shutdown (then the
  * containers keep running; nothing is torn down). */

@@ -12,7 +12,16 @@
 #     the Node, and ImageGCFailed from the second failing run on;
 #  C. disk-pressure eviction (imagefs.available) with the collector's
 #     thresholds out of reach: the eviction manager reclaims an unused image
-#     first and evicts no pod.
+#     first and evicts no pod;
+#  D. dead containers (agent/node/containergc.h), with the pod logs on the
+#     tmpfs too: a crash-looping pod leaves ~5 MB of log per instance and a
+#     Succeeded pod one of ~6 MB; the periodic collector is off (1h, its
+#     run at start finds nothing), so nodefs.available pressure comes: the
+#     eviction manager's DeleteAllUnusedContainers removes the terminated
+#     pod's log and the looper's older instances, keeps the looper's
+#     current and newest dead one (`kubectl logs --previous` right), and no
+#     pod is evicted; then the periodic collector (2 s) keeps the looper at
+#     its two newest instances, and the log directory of a deleted pod goes.
 # Exit 77 when not root or a tool is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -129,5 +138,100 @@ phase_is user Running || fail "the pod was evicted although the images were enou
 [ -z "$(events_of Pod user Evicted)" ] || fail "an Evicted event for the pod"
 has_image busybox:1.36 || fail "the image in use was removed under pressure"
 pass "C: disk pressure reclaimed the unused image, no pod evicted"
+stop_agent
+
+# ---- D. disk pressure reclaims dead containers before it evicts pods ---------------------------
+mount -o remount,size=128m "$root" || die "cannot grow the tmpfs"
+logs=$root/pod-logs
+mkdir -p "$logs"
+# instance K of container C of pod P: its log files
+instances() { # POD CONTAINER: the restart numbers with a log file, sorted
+        local d
+        d=$(ls -d "$logs"/default_"$1"_*/"$2" 2>/dev/null | head -n1)
+        [ -n "$d" ] || return 0
+        ls "$d" | sed -n 's/^\([0-9]*\)\.log.*/\1/p' | sort -n | uniq
+}
+# the agent log from here on (C logged its own reclaim)
+log0=$(wc -l <"$tmp/agent.log")
+dlog() { tail -n +$((log0 + 1)) "$tmp/agent.log"; }
+# `kubectl logs --previous` on the node: the same file choice
+# (agent/pods/podlogs.h ag_podlogs_restarts) as the node API's /containerLogs
+previous() { "$CUBELET" logs --previous --tail 1 --pod-logs-dir "$logs" default/looper 2>&1; }
+avail=$(fs avail)
+th=$((avail - (32 << 20)))
+echo "tmpfs: $(fs size) bytes, $avail available; nodefs.available threshold $th"
+run_agent --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 1 --container-gc-period 1h \
+        --eviction-hard "nodefs.available<${th}"
+node_ready
+wait_log "container garbage collection: minimum age 0s, at most 1 dead instance\(s\) per container, at most -1 in all, every 3600s"
+LINE='0123456789012345678901234567890123456789012345678901234567890123'
+mkpod done Never <<EOP
+  containers:
+  - {name: done, image: busybox:1.36, command: [sh, -c, 'yes $LINE | head -n 65536; echo done']}
+EOP
+poll 30 phase_is done Succeeded || fail "done: not Succeeded ($(pj done '{.status.phase}'))"
+[ "$(instances done done)" = 0 ] || fail "done: instances '$(instances done done)'"
+t0=$(now)
+mkpod looper Always <<EOP
+  containers:
+  - name: looper
+    image: busybox:1.36
+    command: [sh, -c, 'n=\$(cat /data/n 2>/dev/null || echo 0); echo \$((n + 1)) >/data/n; yes $LINE | head -n 49152; echo run \$n; exit 1']
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, emptyDir: {}}]
+EOP
+poll 90 eval 'dlog | grep -q "able to reduce ephemeral-storage pressure without evicting pods"' ||
+        fail "no reclaim 90 s after the looper was made"
+t_reclaim=$(since "$t0")
+line=$(dlog | grep -E "able to reduce ephemeral-storage pressure without evicting pods" | head -n1)
+freed=$(sed -E 's/.*\(([0-9]+) bytes of dead containers.* in ([0-9]+) ms.*/\1/' <<<"$line")
+took=$(sed -E 's/.* in ([0-9]+) ms.*/\1/' <<<"$line")
+echo "reclaim: $freed bytes of dead containers freed in $took ms, ${t_reclaim} s after the looper was made"
+[ "${freed:-0}" -gt $((8 << 20)) ] || fail "reclaim freed only '$freed' bytes: $line"
+dlog | grep -q "container garbage collection: removed dead instance 0 of container done of pod" ||
+        fail "the terminated pod's instance was not removed under pressure"
+[ -z "$(instances done done)" ] || fail "done: instances '$(instances done done)' left after DeleteAllUnusedContainers"
+dlog | grep -Eq "container garbage collection: removed dead instance [0-9]+ of container looper" ||
+        fail "no dead instance of the looper was removed"
+rc=$(pj looper '{.status.containerStatuses[0].restartCount}')
+inst=$(instances looper looper | tr '\n' ' ')
+first=$(instances looper looper | head -n1)
+[ "$rc" -ge 4 ] && [ "${first:-0}" -ge 2 ] || fail "looper: restartCount $rc, instances left '$inst'"
+[ "$(instances looper looper | wc -l)" -le 4 ] || fail "looper: instances left '$inst' (restartCount $rc)"
+prev=$(previous)
+rc2=$(pj looper '{.status.containerStatuses[0].restartCount}')
+[[ "$prev" =~ ^run\ ([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -ge $((rc - 2)) ] && [ "${BASH_REMATCH[1]}" -le "$rc2" ] ||
+        fail "logs --previous: '$prev' (restartCount $rc, then $rc2; instances '$inst')"
+[ -z "$(events_of Pod looper Evicted)" ] || fail "looper: evicted although the dead containers were enough"
+[ "$(pj looper '{.status.reason}')" != Evicted ] || fail "looper: Evicted"
+phase_is user Running || fail "user: $(pj user '{.status.phase}') $(pj user '{.status.reason}')"
+phase_is done Succeeded || fail "done: $(pj done '{.status.phase}')"
+dlog | grep -q "must evict pod(s) to reclaim ephemeral-storage" && fail "the eviction manager wanted to evict pods"
+pass "D1: disk pressure freed $freed bytes of dead containers in $took ms (terminated pod's log, looper instances < $first), looper at restart $rc kept '$inst', logs --previous '$prev', no pod evicted"
+stop_agent
+
+# the periodic collector, after a restart: the looper keeps its two newest
+# instances; a deleted pod's log directory goes
+run_agent --image-gc-high-threshold 100 --image-gc-low-threshold 99 \
+        --crash-loop-backoff-base 1 --crash-loop-backoff-max 1 --container-gc-period 2s -v 2
+node_ready
+donedir=$(ls -d "$logs"/default_done_* 2>/dev/null)
+[ -n "$donedir" ] || fail "the done pod's log directory went before the pod"
+k delete pod done --wait=false >/dev/null
+poll 30 eval '[ ! -e "$donedir" ]' || fail "the deleted pod's log directory $donedir is still there"
+grep -q "removed the log directory $(basename "$donedir") of deleted pod" "$tmp/agent.log" || fail "no log of the log directory removal"
+rc=$(pj looper '{.status.containerStatuses[0].restartCount}')
+poll 30 eval '[ "$(pj looper "{.status.containerStatuses[0].restartCount}")" -ge $((rc + 3)) ]' ||
+        fail "looper: did not restart 3 times in 30 s"
+sleep 3 # a collection after the last restart
+inst=$(instances looper looper | tr '\n' ' ')
+[ "$(instances looper looper | wc -l)" -le 3 ] || fail "looper: instances '$inst' with the periodic collector"
+prev=$(previous)
+[[ "$prev" =~ ^run\ [0-9]+$ ]] || fail "logs --previous: '$prev'"
+dlog | grep -q "Container garbage collection failed" && fail "a collection failed"
+[ -z "$(events_of Node "$NODE" ContainerGCFailed)" ] || fail "ContainerGCFailed: $(events_of Node "$NODE" ContainerGCFailed)"
+pass "D2: periodic collection keeps the looper at '$inst', the deleted pod's log directory removed"
+k delete pod looper --wait=false >/dev/null
 stop_agent
 finish

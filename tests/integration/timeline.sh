@@ -166,7 +166,8 @@ uid=$(jq -r '.pods[0].uid' "$tmp/seq.json")
 # follower's file a moment after the snapshot of seq.json was taken)
 followed() { jq -r --arg u "$uid" 'select(.event == "step" and .data.uid == $u) | .data.step' "$tmp/follow.jsonl" | paste -sd,; }
 want=$(jq -r '.pods[0].timeline[].step' "$tmp/seq.json" | paste -sd,)
-poll 5 eval '[ "$(followed)" = "$want" ]' || fail "timeline -w saw steps '$(followed)', want '$want'"
+poll 5 eval '[ "$(followed)" = "$want" ]' ||
+        fail "timeline -w saw steps '$(followed)', want '$want' (follower $(kill -0 "$follow_pid" 2>/dev/null && echo alive || echo gone), $(wc -l <"$tmp/follow.jsonl") lines, its stderr: '$(tail -3 "$tmp/follow.err" | paste -sd' ')', its last event: $(tail -1 "$tmp/follow.jsonl" | cut -c1-200))"
 jq -se --arg u "$uid" 'any(.[]; .event == "entry" and .data.uid == $u and .data.entry.kind == "spec" and
         any(.data.entry.diff[]; .path == "metadata.deletionTimestamp"))' "$tmp/follow.jsonl" >/dev/null || fail "timeline -w saw no deletionTimestamp change"
 cp "$tmp/follow.jsonl" "$tmp/seq.txt" "$tmp/seq.json" "$tmp/seq.trace" "$art/"

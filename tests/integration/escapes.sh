@@ -473,8 +473,8 @@ EOF
     code=$(HFILL=$4 hostile "$1" "$3")
     [ "$code" = 201 ] || { escaped "the stand-in did not store $1: $code $(head -c 300 "$tmp/hostile.out")"; return; }
     hn=$1
-    if poll 30 eval 'grep "default/$hn[ :]" "$tmp/agent.log" | grep -q "refused"'; then
-      line=$(grep "default/$hn[ :]" "$tmp/agent.log" | grep -m1 "refused" | cut -c1-400)
+    if poll 30 eval 'grep "default/${hn}[ :]" "$tmp/agent.log" | grep -q "refused"'; then
+      line=$(grep "default/${hn}[ :]" "$tmp/agent.log" | grep -m1 "refused" | cut -c1-400)
       if ! grep -qF -- "$2" <<<"$line"; then escaped "refused, but the message lacks \"$2\": $line"
       elif ls "$logs"/default_"$hn"_* >/dev/null 2>&1; then escaped "$hn got a log directory: something ran"
       else refused "$(cut -c1-260 <<<"${line#*cubelet] }")"; fi

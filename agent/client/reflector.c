@@ -58,11 +58,11 @@ void ag_watch_parser_reset(struct ag_watch_parser *p)
 static int parser_push(struct ag_watch_parser *p, char c, struct cb_error *err)
 {
         size_t max = p->max_object ? p->max_object : AG_WATCH_MAX_OBJECT_BYTES;
-        if (p->len >= max)
-                return cb_error_set(err, 0,
-                                    "a watch event is larger than %zu bytes; refused (the "
-                                    "limit protects the agent's memory)",
-                                    max);
+        if (p->oversized > 0 || p->len >= max) {
+                /* the event is skipped to its end, its prefix kept */
+                p->oversized = (p->oversized > 0 ? p->oversized : p->len) + 1;
+                return 0;
+        }
         if (p->len + 1 > p->cap) {
                 size_t cap = p->cap ? p->cap * 2 : 4096;
                 if (cap > max)
@@ -116,6 +116,7 @@ int ag_watch_parser_feed(struct ag_watch_parser *p, const char *data, size_t len
                         if (--p->depth == 0) {
                                 int r = fn(p->buf, p->len, fn_data, err);
                                 p->len = 0;
+                                p->oversized = 0;
                                 if (r < 0)
                                         return -1;
                         }
@@ -583,17 +584,135 @@ static void apply_event(struct ag_reflector *r, struct k8s_watch_event *ev)
                 r->watch_events++;
                 cJSON *obj = steal_pointer(&ev->object);
                 if (ag_store_apply(&r->store, ev->type, obj, &err) < 0)
-                        log_error("%s: watch event for %s ignored: %s", r->what,
-                                  ref[0] ? ref : "an object", err.msg);
+                        log_error("%s: watch event for %s ignored: %s%s", r->what,
+                                  ref[0] ? ref : "an object", err.msg,
+                                  strstr(err.msg, "check what serves") != NULL
+                                      ? ""
+                                      : " (the object is refused: check what serves it)");
         }
         if (rv != NULL && rv[0] != '\0' && strchr(rv, K8S_NUL_MARK) == NULL)
                 set_str(&r->rv, rv);
+}
+
+/*
+ * From the first bytes of a watch event too large to be read (no JSON
+ * parser gets it): the event's type and its object's metadata, which Go's
+ * encoder writes before spec and status ({"type":"ADDED","object":{"kind":
+ * ...,"metadata":{...},"spec":...). The metadata is parsed alone once its
+ * closing brace is within the prefix; NULL when it is not.
+ */
+cJSON *ag_watch_prefix_metadata(const char *s, size_t n, char *type, size_t type_size)
+{
+        int depth = 0;
+        bool in_str = false, esc = false;
+        size_t str_start = 0, key_start = 0, key_len = 0, meta_start = 0;
+        bool key_pending = false, in_object = false, in_meta = false, want_type = false;
+        if (type_size > 0)
+                type[0] = '\0';
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (in_str) {
+                        if (esc)
+                                esc = false;
+                        else if (c == '\\')
+                                esc = true;
+                        else if (c == '"') {
+                                in_str = false;
+                                if (want_type && depth == 1) {
+                                        size_t l = i - str_start;
+                                        if (l < type_size) {
+                                                memcpy(type, s + str_start, l);
+                                                type[l] = '\0';
+                                        }
+                                        want_type = false;
+                                } else {
+                                        key_start = str_start;
+                                        key_len = i - str_start;
+                                        key_pending = true;
+                                }
+                        }
+                        continue;
+                }
+                if (c == '"') {
+                        in_str = true;
+                        str_start = i + 1;
+                } else if (c == ':' && key_pending) {
+                        key_pending = false;
+                        bool is = false;
+#define KEY_IS(k) (key_len == sizeof(k) - 1 && memcmp(s + key_start, k, key_len) == 0)
+                        if (depth == 1 && KEY_IS("type"))
+                                want_type = true;
+                        else if (depth == 1 && KEY_IS("object"))
+                                is = true;
+                        else if (depth == 2 && in_object && KEY_IS("metadata"))
+                                in_meta = true;
+#undef KEY_IS
+                        if (is)
+                                in_object = true;
+                } else if (c == '{' || c == '[') {
+                        key_pending = false;
+                        depth++;
+                        if (in_meta && depth == 3 && meta_start == 0)
+                                meta_start = i;
+                } else if (c == '}' || c == ']') {
+                        if (in_meta && depth == 3 && meta_start > 0)
+                                return cJSON_ParseWithLength(s + meta_start, i + 1 - meta_start);
+                        depth--;
+                        if (depth == 1)
+                                in_object = false;
+                } else if (c == ',') {
+                        key_pending = false;
+                        if (depth == 2)
+                                in_meta = meta_start > 0 ? in_meta : false;
+                }
+        }
+        return NULL;
+}
+
+/* An event past AG_WATCH_MAX_OBJECT_BYTES: refused alone, logged with what
+ * its prefix tells; the watch goes on past it (its resourceVersion taken),
+ * so one oversized object cannot stop the node from seeing the others. A
+ * DELETED one still removes its object from the store. */
+static void oversized_event(struct ag_reflector *r, const char *json, size_t len)
+{
+        char type[32];
+        _cleanup_cjson_ cJSON *meta = ag_watch_prefix_metadata(json, len, type, sizeof(type));
+        cJSON *m = cJSON_CreateObject();
+        if (m != NULL && meta != NULL)
+                cJSON_AddItemReferenceToObject(m, "metadata", meta);
+        char ref[320];
+        object_ref(m, ref, sizeof(ref));
+        const char *uid = m != NULL ? meta_string(m, "uid") : NULL;
+        const char *rv = m != NULL ? meta_string(m, "resourceVersion") : NULL;
+        char u[160];
+        k8s_nul_display(uid != NULL ? uid : "", u, sizeof(u));
+        size_t max = r->parser.max_object ? r->parser.max_object : AG_WATCH_MAX_OBJECT_BYTES;
+        log_error("%s: watch event %s for %s (uid %s): %zu bytes exceed the limit of %zu bytes "
+                  "for one object; the object is refused (kube-apiserver stores at most 1.5 "
+                  "MiB: check what serves %s)",
+                  r->what, type[0] ? type : "(no type)", ref[0] ? ref : "an object",
+                  u[0] ? u : "unknown", r->parser.oversized, max, ref[0] ? ref : "it");
+        r->watch_events++;
+        if (strcmp(type, "DELETED") == 0 && uid != NULL) {
+                struct cb_error err = {0};
+                cJSON *gone = cJSON_Duplicate(m, true);
+                if (gone != NULL)
+                        (void)ag_store_apply(&r->store, K8S_WATCH_DELETED, gone, &err);
+        }
+        if (rv != NULL && rv[0] != '\0' && strchr(rv, K8S_NUL_MARK) == NULL &&
+            !k8s_json_has_nul(rv, strlen(rv)))
+                set_str(&r->rv, rv);
+        cJSON_Delete(m);
 }
 
 static int on_event(const char *json, size_t len, void *data, struct cb_error *err)
 {
         struct ag_reflector *r = data;
         struct k8s_watch_event ev = {0};
+        if (r->parser.oversized > 0) {
+                oversized_event(r, json, len);
+                return 0;
+        }
         if (ag_watch_event_parse(json, len, &ev, err) < 0)
                 return -1;
         if (ev.type == K8S_WATCH_ERROR) {

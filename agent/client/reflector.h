@@ -44,7 +44,16 @@ struct ag_watch_parser {
         size_t max_object; /* bytes of one object; 0: AG_WATCH_MAX_OBJECT_BYTES */
         int depth;
         bool in_string, escape;
+        /* bytes of the event being read when it outgrew max_object (0:
+         * none): its first max_object bytes stay in buf, the rest is only
+         * scanned for its end; fn is then called with that prefix and
+         * oversized set (issue 15 item 11) */
+        size_t oversized;
 };
+
+/* The type of a watch event and its object's metadata from the first len
+ * bytes of its text (an event too large to parse); NULL without them. */
+cJSON *ag_watch_prefix_metadata(const char *s, size_t len, char *type, size_t type_size);
 
 /* Called with one complete object's text (not NUL-terminated). Returns 0 to
  * go on, -1 to stop (err set). */

@@ -33,6 +33,7 @@
 #define K8S_MAX_STRING_BYTES (1u << 20)  /* any one string value */
 #define K8S_MAX_CONTAINERS   256         /* containers + initContainers each */
 #define K8S_MAX_ARRAY_ITEMS  4096        /* env, ports, labels, tolerations ... */
+#define K8S_MAX_ENV_BYTES    (3u << 20)  /* a container's env names + values */
 #define K8S_MAX_LIST_ITEMS   100000      /* items of a list */
 #define K8S_MAX_DEPTH        64          /* nesting of any document */
 

@@ -556,6 +556,22 @@ static int container_item(struct dec *d, const cJSON *it, void *out)
                       (void **)&c->ports, &c->n_ports) < 0 ||
             dec_object(d, it, "resources", &res) < 0)
                 return -1;
+        {
+                /* issue 15 item 11: no env kube-apiserver can store is this
+                 * large (a body is at most 3 MiB, an object in etcd 1.5 MiB) */
+                size_t env_bytes = 0;
+                for (size_t i = 0; i < c->n_env; i++)
+                        env_bytes += (c->env[i].name ? strlen(c->env[i].name) : 0) +
+                                     (c->env[i].value ? strlen(c->env[i].value) : 0);
+                if (env_bytes > K8S_MAX_ENV_BYTES) {
+                        (void)dec_path_field(d, "env"); /* the error's path */
+                        return dec_fail(d,
+                                        "%zu bytes of names and values exceed the limit of %u "
+                                        "bytes (no apiserver stores a pod that large: check "
+                                        "what serves it)",
+                                        env_bytes, K8S_MAX_ENV_BYTES);
+                }
+        }
         c->image_pull_policy = (enum k8s_pull_policy)pull;
         if (res != NULL) {
                 size_t old = dec_path_field(d, "resources");

@@ -94,8 +94,13 @@ static int on_headers_complete(http_parser *p)
         struct ag_napi_head *h = p->data;
         snprintf(h->method, sizeof(h->method), "%s", http_method_str((enum http_method)p->method));
         h->head_done = true;
-        /* no request of ours has a body worth reading: skip it */
-        return p->upgrade ? 0 : 1;
+        /* The parse ends here: no request of ours has a body worth reading,
+         * and what follows (a body, a pipelined request) must never be
+         * parsed as the next request of this head (issue 15 item 12: its
+         * headers were merged into this one's, its path appended). */
+        if (!p->upgrade)
+                http_parser_pause(p, 1);
+        return 0;
 }
 
 static int on_message_complete(http_parser *p)
@@ -124,7 +129,7 @@ enum ag_napi_head_state ag_napi_head_feed(http_parser *p, struct ag_napi_head *h
         size_t n = http_parser_execute(p, &settings, buf, len);
         h->head_bytes += n;
         *used = 0;
-        if (p->http_errno != HPE_OK && !h->head_done) {
+        if (p->http_errno != HPE_OK && p->http_errno != HPE_PAUSED && !h->head_done) {
                 *why = http_errno_description(HTTP_PARSER_ERRNO(p));
                 return AG_NAPI_HEAD_BAD;
         }

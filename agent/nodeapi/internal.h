@@ -56,6 +56,14 @@ struct ag_napi {
         struct reaper *reapers; /* killed execs waiting to be reaped */
 };
 
+/* What a connection may send beyond its request head and is not asked for
+ * (a body of a request whose handler reads none, bytes during a streamed
+ * log) before it is closed: Go's net/http discards up to 256 KiB of an
+ * unread body after a handler (maxPostHandlerReadBytes) and closes the
+ * connection beyond that; here every response closes its connection, so
+ * such bytes are never parsed as a next request (issue 15 item 12). */
+#define AG_NAPI_DISCARD_MAX (256 * 1024)
+
 enum conn_mode {
         C_HANDSHAKE, /* TLS */
         C_HEAD,      /* reading the request head */
@@ -90,6 +98,7 @@ struct conn {
         struct ag_napi_review *review; /* the review waited for in C_AUTH */
         uint8_t *held;                 /* bytes after the head, read meanwhile */
         size_t held_len;
+        size_t discarded; /* bytes read and dropped (AG_NAPI_DISCARD_MAX) */
         struct logstream *log;
         struct exec *ex;
         struct pfwd *pf;

@@ -716,7 +716,19 @@ void ag_napi_conn_input(struct conn *c, const uint8_t *buf, size_t len)
                 ag_napi_spdy_input(c, buf, len);
                 return;
         default:
-                return; /* nothing more is read from a plain request */
+                /* a body, or anything after a plain request: never parsed
+                 * (the response closes the connection), dropped up to
+                 * AG_NAPI_DISCARD_MAX, then the connection is closed */
+                c->discarded += len;
+                if (c->discarded > AG_NAPI_DISCARD_MAX) {
+                        log_v(2,
+                              "node API: %s sent more than %d bytes after its request "
+                              "head (%s %.100s): closed",
+                              c->who[0] ? c->who : "a client", AG_NAPI_DISCARD_MAX, c->req.method,
+                              c->req.url ? c->req.url : "");
+                        c->dead = true;
+                }
+                return;
         }
 }
 

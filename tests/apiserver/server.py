@@ -8,6 +8,7 @@ import ctypes
 import json
 import os
 import random
+import re
 import secrets
 import select
 import signal
@@ -847,6 +848,10 @@ class Handler(BaseHTTPRequestHandler):
                 not isinstance(obj["metadata"].get("name"), str):
             raise reg.bad_request("want {\"namespace\": NS, \"object\": {\"metadata\": "
                                   "{\"name\": ...}, ...}}")
+        try:
+            fill_hostile(obj, body.get("fill") or [])
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise reg.bad_request(f"fill: {e}")
         res = reg.find_resource("", "v1", "pods")
         key = res.key(ns, obj["metadata"]["name"])
         rev = self.server.etcd.create(key, obj)
@@ -1704,7 +1709,37 @@ def _pdeathsig():
         pass
 
 
-def start_etcd(data):
+HOSTILE_FILL_MAX = 64 << 20
+
+
+def fill_hostile(obj, fills):
+    """The "fill" of POST /debug/hostile-objects: objects larger than a
+    request body may be (3 MiB) are grown here. Each fill is {"path":
+    "spec.containers.0.env", "count": N, "item": X}: N copies of X appended
+    to the list at path (made when absent), where in every string of X
+    "{i}" is the copy's index and "{x*N}" N bytes of 'x'. At most 64 MiB
+    in all (README.md, "Hostile objects")."""
+    total = 0
+    for f in fills:
+        node = obj
+        keys = f["path"].split(".")
+        for k in keys[:-1]:
+            node = node[int(k)] if isinstance(node, list) else node[k]
+        lst = node.setdefault(keys[-1], [])
+        if not isinstance(lst, list):
+            raise ValueError(f"{f['path']} is not a list")
+        item = json.dumps(f["item"])
+        count = int(f["count"])
+        for i in range(count):
+            text = re.sub(r"\{x\*(\d+)\}", lambda m: "x" * int(m.group(1)),
+                          item.replace("{i}", str(i)))
+            total += len(text)
+            if total > HOSTILE_FILL_MAX:
+                raise ValueError(f"more than {HOSTILE_FILL_MAX} bytes")
+            lst.append(json.loads(text))
+
+
+def start_etcd(data, max_request_bytes=0):
     for attempt in range(5):
         cport, pport = free_port(), free_port()
         log = open(os.path.join(data, "etcd.log"), "ab")
@@ -1714,7 +1749,8 @@ def start_etcd(data):
              "--listen-client-urls", curl, "--advertise-client-urls", curl,
              "--listen-peer-urls", purl, "--initial-advertise-peer-urls", purl,
              "--initial-cluster", f"default={purl}", "--log-level", "warn",
-             "--experimental-watch-progress-notify-interval", "5s"],
+             "--experimental-watch-progress-notify-interval", "5s"] +
+            (["--max-request-bytes", str(max_request_bytes)] if max_request_bytes else []),
             stdout=log, stderr=log, stdin=subprocess.DEVNULL, preexec_fn=_pdeathsig,
             close_fds=True)
         log.close()
@@ -1846,7 +1882,8 @@ def main():
     subprocess.run(["/bin/bash", os.path.join(HERE, "certs.sh"), data, args.node_name],
                    check=True)
 
-    proc, etcd, cport = start_etcd(data)
+    # hostile objects may be larger than etcd's 1.5 MiB default (fill_hostile)
+    proc, etcd, cport = start_etcd(data, 80 << 20 if args.serve_hostile_objects else 0)
     stopping = threading.Event()
 
     def stop(*_):

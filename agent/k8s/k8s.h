@@ -234,6 +234,9 @@ struct k8s_pod_security_context {
         size_t n_supplemental_groups;
         bool has_fs_group;
         int64_t fs_group;
+        /* supplementalGroupsPolicy: false = Merge (the default: the
+         * image's /etc/group memberships of the user added), true = Strict */
+        bool strict_supplemental_groups;
         struct k8s_seccomp_profile seccomp;
         /* securityContext.sysctls, as given (names may use '/') */
         struct k8s_sysctl {

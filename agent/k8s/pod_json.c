@@ -468,8 +468,12 @@ static void refuse_pod_spec(struct dec *d, const cJSON *spec)
         const cJSON *sc = dec_field(spec, "securityContext");
         if (cJSON_IsObject(sc)) {
                 size_t old = dec_path_field(d, "securityContext");
-                refuse_if_set(d, sc, "supplementalGroupsPolicy", "Merge",
-                              "only Merge (the image's groups added) is implemented");
+                const cJSON *sgp = dec_field(sc, "supplementalGroupsPolicy");
+                if (cJSON_IsString(sgp) && strcmp(sgp->valuestring, "Merge") != 0 &&
+                    strcmp(sgp->valuestring, "Strict") != 0)
+                        dec_unsupported(d, R_UNSUPPORTED, "supplementalGroupsPolicy",
+                                        "\"%.64s\": supported values: \"Merge\", \"Strict\"",
+                                        sgp->valuestring);
                 refuse_apparmor(d, sc);
                 dec_path_pop(d, old);
         }
@@ -963,6 +967,7 @@ static int sysctl_item(struct dec *d, const cJSON *it, void *out)
 static int decode_pod_sc(struct dec *d, const cJSON *spec, struct k8s_pod_security_context *sc)
 {
         const cJSON *v, *arr;
+        char *sgp = NULL;
         size_t n;
         if (dec_object(d, spec, "securityContext", &v) < 0)
                 return -1;
@@ -973,11 +978,13 @@ static int decode_pod_sc(struct dec *d, const cJSON *spec, struct k8s_pod_securi
             dec_int64(d, v, "runAsGroup", &sc->has_run_as_group, &sc->run_as_group) < 0 ||
             dec_bool(d, v, "runAsNonRoot", &sc->has_run_as_non_root, &sc->run_as_non_root) < 0 ||
             dec_int64(d, v, "fsGroup", &sc->has_fs_group, &sc->fs_group) < 0 ||
+            dec_string(d, v, "supplementalGroupsPolicy", &sgp) < 0 ||
             decode_seccomp(d, v, &sc->seccomp) < 0 ||
             dec_items(d, v, "sysctls", K8S_MAX_ARRAY_ITEMS, sizeof(*sc->sysctls), true, sysctl_item,
                       (void **)&sc->sysctls, &sc->n_sysctls) < 0 ||
             dec_array(d, v, "supplementalGroups", K8S_MAX_ARRAY_ITEMS, &arr, &n) < 0)
                 return -1;
+        sc->strict_supplemental_groups = sgp != NULL && strcmp(sgp, "Strict") == 0;
         if (n > 0) {
                 if ((sc->supplemental_groups = dec_alloc_array(d, n, sizeof(int64_t))) == NULL)
                         return -1;

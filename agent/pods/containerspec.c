@@ -946,6 +946,127 @@ static int resolve_ids(const struct ag_container_inputs *in, const struct ag_con
         return 0;
 }
 
+/* The fields of one passwd/group line: up to max, colon-separated. */
+static size_t split_line(const char *line, size_t len, const char **f, size_t *flen, size_t max)
+{
+        const char *p = line, *end = line + len;
+        size_t k = 0;
+        while (k < max) {
+                const char *colon = memchr(p, ':', (size_t)(end - p));
+                f[k] = p;
+                flen[k] = colon ? (size_t)(colon - p) : (size_t)(end - p);
+                k++;
+                if (colon == NULL)
+                        break;
+                p = colon + 1;
+        }
+        return k;
+}
+
+static bool field_is(const char *f, size_t flen, const char *s)
+{
+        return strlen(s) == flen && strncmp(f, s, flen) == 0;
+}
+
+static int add_gid(struct cb_arena *a, uint32_t **v, size_t *n, size_t *cap, uint32_t g)
+{
+        for (size_t i = 0; i < *n; i++)
+                if ((*v)[i] == g)
+                        return 0;
+        if (*n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 16;
+                uint32_t *nv = cb_arena_calloc(a, nc, sizeof(*nv));
+                if (nv == NULL)
+                        return -1;
+                if (*n)
+                        memcpy(nv, *v, *n * sizeof(*nv));
+                *v = nv;
+                *cap = nc;
+        }
+        (*v)[(*n)++] = g;
+        return 0;
+}
+
+int ag_supplementary_groups(struct cb_arena *a, const struct ag_groups_input *in, uint32_t **ret,
+                            size_t *ret_n, struct cb_error *err)
+{
+        uint32_t *v = NULL;
+        size_t n = 0, cap = 0;
+        if (add_gid(a, &v, &n, &cap, in->gid) < 0)
+                return cb_error_set(err, ENOMEM, "groups");
+        const char *user = in->user_name;
+        char *name = NULL;
+        if (in->merge && user == NULL) {
+                /* a numeric user: its name in the image's passwd, if any */
+                if (in->passwd_error != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to find the user of uid %" PRId64
+                                            ": %s; make /etc/passwd a regular file in the "
+                                            "image, or set supplementalGroupsPolicy: Strict",
+                                            in->uid, in->passwd_error);
+                for (const char *line = in->passwd; line != NULL && *line && user == NULL;) {
+                        const char *eol = strchr(line, '\n');
+                        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+                        const char *f[3];
+                        size_t fl[3];
+                        if (split_line(line, len, f, fl, 3) == 3) {
+                                char num[32];
+                                snprintf(num, sizeof(num), "%.*s", (int)(fl[2] < 31 ? fl[2] : 31),
+                                         f[2]);
+                                char *end;
+                                long long id = strtoll(num, &end, 10);
+                                if (fl[2] > 0 && *end == '\0' && id == in->uid) {
+                                        name = cb_arena_strndup(a, f[0], fl[0]);
+                                        if (name == NULL)
+                                                return cb_error_set(err, ENOMEM, "groups");
+                                        user = name;
+                                }
+                        }
+                        line = eol ? eol + 1 : NULL;
+                }
+        }
+        if (in->merge && user != NULL && user[0] != '\0') {
+                if (in->group_error != NULL)
+                        return cb_error_set(err, 0,
+                                            "unable to find the groups of user %s: %s; make "
+                                            "/etc/group a regular file in the image, or set "
+                                            "supplementalGroupsPolicy: Strict",
+                                            user, in->group_error);
+                /* name:password:gid:member,member: the groups listing the
+                 * user, in file order, but not the one named as the user */
+                for (const char *line = in->group; line != NULL && *line;) {
+                        const char *eol = strchr(line, '\n');
+                        size_t len = eol ? (size_t)(eol - line) : strlen(line);
+                        const char *f[4];
+                        size_t fl[4];
+                        const char *start = line;
+                        line = eol ? eol + 1 : NULL;
+                        if (split_line(start, len, f, fl, 4) < 4 || field_is(f[0], fl[0], user))
+                                continue;
+                        bool member = false;
+                        for (const char *m = f[3], *mend = f[3] + fl[3]; m < mend && !member;) {
+                                const char *comma = memchr(m, ',', (size_t)(mend - m));
+                                size_t ml = comma ? (size_t)(comma - m) : (size_t)(mend - m);
+                                member = field_is(m, ml, user);
+                                m += ml + 1;
+                        }
+                        char num[32];
+                        snprintf(num, sizeof(num), "%.*s", (int)(fl[2] < 31 ? fl[2] : 31), f[2]);
+                        char *end;
+                        long long id = strtoll(num, &end, 10);
+                        if (member && fl[2] > 0 && *end == '\0' && id >= 0 && id <= UINT32_MAX &&
+                            add_gid(a, &v, &n, &cap, (uint32_t)id) < 0)
+                                return cb_error_set(err, ENOMEM, "groups");
+                }
+        }
+        for (size_t i = 0; i < in->n_pod_groups; i++)
+                if (add_gid(a, &v, &n, &cap, (uint32_t)in->pod_groups[i]) < 0)
+                        return cb_error_set(err, ENOMEM, "groups");
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
 static const struct ag_volume_source *find_source(const struct ag_container_inputs *in,
                                                   const char *name)
 {
@@ -1086,14 +1207,27 @@ int ag_container_config_build(struct cb_arena *a, const struct ag_container_inpu
             resolve_ids(in, &s, &uid, &gid, err) < 0 ||
             build_mounts(a, in, &s, &mounts, &n_mounts, err) < 0)
                 return -1;
-        uint32_t *groups = cb_arena_calloc(a, s.n_groups + 1, sizeof(uint32_t));
+        uint32_t *groups = NULL;
+        size_t n_groups = 0;
+        struct ag_groups_input gi = {
+            .passwd = in->passwd,
+            .group = in->group,
+            .passwd_error = in->passwd_error,
+            .group_error = in->group_error,
+            .user_name = s.user_name,
+            .uid = uid,
+            .gid = gid,
+            .merge = !pod->spec.security_context.strict_supplemental_groups,
+            .pod_groups = s.groups,
+            .n_pod_groups = s.n_groups,
+        };
+        if (ag_supplementary_groups(a, &gi, &groups, &n_groups, err) < 0)
+                return -1;
         char dir[4096];
         const char *ns = pod->meta.namespace_ ? pod->meta.namespace_ : "default";
-        if (groups == NULL || ag_cri_log_dir(dir, sizeof(dir), in->pod_logs_dir, ns, pod->meta.name,
-                                             pod->meta.uid, in->container->name) < 0)
+        if (ag_cri_log_dir(dir, sizeof(dir), in->pod_logs_dir, ns, pod->meta.name, pod->meta.uid,
+                           in->container->name) < 0)
                 return cb_error_set(err, ENOMEM, "container config");
-        for (size_t i = 0; i < s.n_groups; i++)
-                groups[i] = (uint32_t)s.groups[i];
         const struct k8s_container_cgroup *cp = in->plan;
         *ret = (struct rt_container_config){
             .id = cb_arena_strdup(a, in->id),
@@ -1109,7 +1243,7 @@ int ag_container_config_build(struct cb_arena *a, const struct ag_container_inpu
             .uid = uid,
             .gid = gid,
             .groups = groups,
-            .n_groups = s.n_groups,
+            .n_groups = n_groups,
             .caps = s.caps,
             .n_caps = s.n_caps,
             .privileged = s.privileged,

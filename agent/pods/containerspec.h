@@ -219,6 +219,31 @@ void ag_image_id(char *buf, size_t size, const char *ref, const char *manifest_d
  * for NULL or an unknown name. */
 int ag_signal_number(const char *name);
 
+/* What the process's supplementary groups are made of. */
+struct ag_groups_input {
+        const char *passwd, *group;             /* the image's files (NULL: none) */
+        const char *passwd_error, *group_error; /* could not be read (NULL: read) */
+        const char *user_name;                  /* the image's user by name, else NULL */
+        int64_t uid;                            /* the final uid */
+        uint32_t gid;                           /* the final primary gid */
+        bool merge;                             /* supplementalGroupsPolicy Merge */
+        const int64_t *pod_groups;              /* supplementalGroups, then fsGroup */
+        size_t n_pod_groups;
+};
+
+/*
+ * The container process's supplementary groups as containerd gives them
+ * (and reports them in the CRI status's user.linux): the primary gid first;
+ * under Merge then the groups of the image's /etc/group that list the user
+ * by name (a numeric uid: the name of its /etc/passwd entry; none without
+ * one), in file order, the group named as the user left out; then the pod's
+ * supplementalGroups and fsGroup. Duplicates are dropped, the first kept.
+ * Errors: under Merge, a passwd (numeric uid) or group file that could not
+ * be read.
+ */
+int ag_supplementary_groups(struct cb_arena *a, const struct ag_groups_input *in, uint32_t **ret,
+                            size_t *ret_n, struct cb_error *err);
+
 /* A user or group in passwd/group text (name, or the numeric uid when name
  * is NULL): its id and, for passwd, its primary group. -1 when absent. */
 int ag_lookup_id(const char *text, const char *name, int64_t numeric, int64_t *ret_id,

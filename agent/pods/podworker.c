@@ -111,6 +111,11 @@ static void fill_obs(struct ctr *c)
         o->image = c->image[0] ? c->image : NULL;
         o->image_id = c->image_id[0] ? c->image_id : NULL;
         o->container_id = c->cid[0] ? c->cid : NULL;
+        o->has_user = c->has_user;
+        o->uid = c->uid;
+        o->gid = c->gid;
+        o->groups = c->groups;
+        o->n_groups = c->n_groups;
         if (c->running && c->in_poststart) {
                 /* Not Running until its postStart hook has completed. */
                 o->known = true;
@@ -1159,6 +1164,7 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 if (w->ctrs[i].files_job)
                         w->ctrs[i].files_job->c = NULL;
                 pw_files_job_free(w->ctrs[i].files);
+                free(w->ctrs[i].groups);
                 rt_image_free(w->ctrs[i].pulled);
                 pw_stop_watch(&w->ctrs[i]);
                 pw_stop_probers(&w->ctrs[i]);

@@ -253,6 +253,14 @@ static void to_st(const struct k8s_container *c, const struct ag_container_obs *
         s->restart_count = o->restart_count;
         s->startup_succeeded = o->startup_succeeded;
         s->readiness_succeeded = o->readiness_succeeded;
+        /* user: only for a container the runtime has (the CRI status's) */
+        if (o->known && o->has_user) {
+                s->has_user = true;
+                s->uid = o->uid;
+                s->gid = o->gid;
+                s->supplemental_groups = o->groups;
+                s->n_supplemental_groups = o->n_groups;
+        }
         /* An agent-set waiting reason before the first start counts as a
          * status (the kubelet's reason cache). */
         if (!o->known && o->state.kind == ST_STATE_WAITING && o->state.reason != NULL)

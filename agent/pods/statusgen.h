@@ -32,6 +32,12 @@ struct ag_container_obs {
         int32_t restart_count;
         bool startup_succeeded;
         bool readiness_succeeded;
+        /* The process identity the container was started with (known:
+         * has_user): uid, primary gid and supplementary groups. */
+        bool has_user;
+        uint32_t uid, gid;
+        const uint32_t *groups;
+        size_t n_groups;
 };
 
 struct ag_pod_obs {

@@ -58,6 +58,10 @@ struct start_job;
 struct files_job;
 struct teardown_job;
 
+struct ctr;
+/* c's user.linux from now on (groups copied). */
+void pw_set_user(struct ctr *c, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t n);
+
 struct ctr {
         const struct k8s_container *spec;
         bool init;
@@ -66,6 +70,12 @@ struct ctr {
         char id[RT_ID_MAX];       /* the current runtime container, "" when none */
         char cid[RT_ID_MAX + 16]; /* "cubelet://<id>" */
         char image[512], image_id[700];
+        /* the identity its current instance was started with (worker.json
+         * keeps it): user.linux of its status */
+        bool has_user;
+        uint32_t uid, gid;
+        uint32_t *groups; /* malloc'd */
+        size_t n_groups;
         char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
         char term_reason[REASON_MAX], term_message[TERM_MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
         char last_reason[REASON_MAX], last_message[TERM_MESSAGE_MAX], last_cid[RT_ID_MAX + 16];

@@ -650,6 +650,23 @@ static int ensure_files(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         return 1;
 }
 
+void pw_set_user(struct ctr *c, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t n)
+{
+        uint32_t *g = malloc((n + 1) * sizeof(*g));
+        if (g == NULL) {
+                c->has_user = false; /* not reported rather than wrong */
+                return;
+        }
+        if (n)
+                memcpy(g, groups, n * sizeof(*g));
+        free(c->groups);
+        c->groups = g;
+        c->n_groups = n;
+        c->uid = uid;
+        c->gid = gid;
+        c->has_user = true;
+}
+
 void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
 {
         if (c->start_job != NULL || c->files_job != NULL)
@@ -768,6 +785,8 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
                 pw_sync_failed(w);
                 goto out;
         }
+        /* the identity this instance runs as (the CRI status's user) */
+        pw_set_user(c, j->cfg.uid, j->cfg.gid, j->cfg.groups, j->cfg.n_groups);
         for (size_t i = 0; i < spec.n_env_warnings; i++)
                 pw_emit_event(w, NULL, "Warning", "InvalidEnvironmentVariableNames", "%s",
                               spec.env_warnings[i]);

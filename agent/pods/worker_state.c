@@ -51,6 +51,14 @@ void pw_save_state(struct ag_pod_worker *w)
                         cJSON_AddStringToObject(j, "pendingId", c->pending_id);
                 cJSON_AddStringToObject(j, "image", c->image);
                 cJSON_AddStringToObject(j, "imageID", c->image_id);
+                if (c->has_user) {
+                        cJSON *u = cJSON_AddObjectToObject(j, "user");
+                        cJSON_AddNumberToObject(u, "uid", c->uid);
+                        cJSON_AddNumberToObject(u, "gid", c->gid);
+                        cJSON *g = cJSON_AddArrayToObject(u, "groups");
+                        for (size_t k = 0; k < c->n_groups; k++)
+                                cJSON_AddItemToArray(g, cJSON_CreateNumber(c->groups[k]));
+                }
                 cJSON_AddNumberToObject(j, "restartCount", c->obs.restart_count);
                 cJSON_AddNumberToObject(j, "backoff", (double)c->backoff.backoff);
                 /* CLOCK_BOOTTIME seconds (a new key: backoffUpdate was wall time) */
@@ -130,6 +138,22 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
         jstr(j, "id", c->id, sizeof(c->id));
         jstr(j, "image", c->image, sizeof(c->image));
         jstr(j, "imageID", c->image_id, sizeof(c->image_id));
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "user");
+        if (cJSON_IsObject(u)) {
+                const cJSON *g = cJSON_GetObjectItemCaseSensitive(u, "groups"), *it;
+                uint32_t *groups = calloc((size_t)cJSON_GetArraySize(g) + 1, sizeof(*groups));
+                if (groups != NULL) {
+                        size_t n = 0;
+                        cJSON_ArrayForEach(it, g)
+                        {
+                                if (cJSON_IsNumber(it))
+                                        groups[n++] = (uint32_t)it->valuedouble;
+                        }
+                        pw_set_user(c, (uint32_t)jint(u, "uid"), (uint32_t)jint(u, "gid"), groups,
+                                    n);
+                        free(groups);
+                }
+        }
         c->obs.restart_count = (int32_t)jint(j, "restartCount");
         c->backoff.backoff = jint(j, "backoff");
         c->backoff.last_update = jint(j, "backoffUpdateBoot");

@@ -396,9 +396,11 @@ START_TEST(test_users_and_groups)
                 }
                 ck_assert_msg(b.cfg.uid == t[i].uid && b.cfg.gid == t[i].gid, "%s: %u:%u",
                               t[i].user, b.cfg.uid, b.cfg.gid);
-                ck_assert_uint_eq(b.cfg.n_groups, 2);
-                ck_assert_uint_eq(b.cfg.groups[0], 5);
-                ck_assert_uint_eq(b.cfg.groups[1], 2000);
+                /* the primary gid first, the pod's last (containerd's) */
+                ck_assert_uint_ge(b.cfg.n_groups, 3);
+                ck_assert_uint_eq(b.cfg.groups[0], b.cfg.gid);
+                ck_assert_uint_eq(b.cfg.groups[b.cfg.n_groups - 2], 5);
+                ck_assert_uint_eq(b.cfg.groups[b.cfg.n_groups - 1], 2000);
         }
         /* runAsUser/runAsGroup win over the image's user */
         struct rt_image img = image("www");
@@ -427,10 +429,18 @@ START_TEST(test_users_and_groups)
              "unable to find the primary group of uid 33: /etc/passwd in image web is a "
              "character device, not a regular file; make /etc/passwd a regular file in the "
              "image, or set runAsGroup"},
-            /* not needed: no error */
-            {"1000:7", "x", "y", 0, 0, NULL},
-            {"app", NULL, "/etc/group in image web is a FIFO, not a regular file", 0, 0, NULL},
-            {"evil:evil", "x", "y", 1, 0, NULL}, /* runAsUser and runAsGroup */
+            /* under Merge (the default) the user's name and its groups are
+             * needed too, as containerd reads them for the image's groups */
+            {"1000:7", "x", "y", 0, -1,
+             "unable to find the user of uid 1000: x; make /etc/passwd a regular file in the "
+             "image, or set supplementalGroupsPolicy: Strict"},
+            {"app", NULL, "/etc/group in image web is a FIFO, not a regular file", 0, -1,
+             "unable to find the groups of user app: /etc/group in image web is a FIFO, not a "
+             "regular file; make /etc/group a regular file in the image, or set "
+             "supplementalGroupsPolicy: Strict"},
+            {"evil:evil", "x", "y", 1, -1, /* runAsUser and runAsGroup */
+             "unable to find the user of uid 42: x; make /etc/passwd a regular file in the "
+             "image, or set supplementalGroupsPolicy: Strict"},
         };
         for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
                 build_passwd_error = f[i].perr;

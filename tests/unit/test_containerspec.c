@@ -442,6 +442,114 @@ START_TEST(test_stdin_tty)
 }
 END_TEST
 
+/* The groups as a comma list, to compare. */
+static const char *groups_text(const uint32_t *g, size_t n)
+{
+        static char buf[512];
+        size_t o = 0;
+        buf[0] = '\0';
+        for (size_t i = 0; i < n; i++)
+                o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%u", i ? "," : "", g[i]);
+        return buf;
+}
+
+static const char *groups_of(struct ag_groups_input in)
+{
+        uint32_t *g = NULL;
+        size_t n = 0;
+        struct cb_error err = {0};
+        ck_assert_msg(ag_supplementary_groups(arena, &in, &g, &n, &err) == 0, "%s", err.msg);
+        return groups_text(g, n);
+}
+
+/* alpine 3.22's /etc/passwd and /etc/group (head) */
+static const char alpine_passwd[] = "root:x:0:0:root:/root:/bin/sh\n"
+                                    "bin:x:1:1:bin:/bin:/sbin/nologin\n"
+                                    "daemon:x:2:2:daemon:/sbin:/sbin/nologin\n"
+                                    "app:x:1000:1000::/home/app:/bin/sh\n";
+static const char alpine_group[] = "root:x:0:root\n"
+                                   "bin:x:1:root,bin,daemon\n"
+                                   "daemon:x:2:root,bin,daemon\n"
+                                   "sys:x:3:root,bin\n"
+                                   "adm:x:4:root,daemon\n"
+                                   "tty:x:5:\n"
+                                   "disk:x:6:root\n"
+                                   "lp:x:7:lp\n"
+                                   "kmem:x:9:\n"
+                                   "wheel:x:10:root\n"
+                                   "floppy:x:11:root\n"
+                                   "mail:x:12:mail\n"
+                                   "dialout:x:20:root\n"
+                                   "tape:x:26:root\n"
+                                   "video:x:27:root\n"
+                                   "app:x:1000:app\n"
+                                   "users:x:100:games,app\n"
+                                   "nobody:x:65534:";
+
+/* containerd's supplementary groups (SupplementalGroupsPolicy Merge and
+ * Strict): the primary gid first, the image's memberships of the user by
+ * name in file order (not the group named as the user), then the pod's;
+ * each group once. */
+START_TEST(test_supplementary_groups)
+{
+        struct ag_groups_input root = {
+            .passwd = alpine_passwd, .group = alpine_group, .merge = true};
+        /* root in an alpine image: what the v1.35 cluster reports */
+        ck_assert_str_eq(groups_of(root), "0,1,2,3,4,6,10,11,20,26,27");
+        /* the same by name (USER root) */
+        root.user_name = "root";
+        ck_assert_str_eq(groups_of(root), "0,1,2,3,4,6,10,11,20,26,27");
+        /* Strict: only the primary gid and the pod's */
+        int64_t pod[] = {4000, 27, 5000, 4000};
+        root.merge = false;
+        root.pod_groups = pod;
+        root.n_pod_groups = 4;
+        ck_assert_str_eq(groups_of(root), "0,4000,27,5000");
+        /* Merge with the pod's: de-duplicated, the first kept */
+        root.merge = true;
+        ck_assert_str_eq(groups_of(root), "0,1,2,3,4,6,10,11,20,26,27,4000,5000");
+        /* a numeric uid named in passwd, another primary gid (runAsGroup):
+         * the group "app" is the one named as the user, left out; the last
+         * line without a newline is read too */
+        struct ag_groups_input app = {.passwd = alpine_passwd,
+                                      .group = alpine_group,
+                                      .uid = 1000,
+                                      .gid = 3000,
+                                      .merge = true,
+                                      .pod_groups = pod,
+                                      .n_pod_groups = 1};
+        ck_assert_str_eq(groups_of(app), "3000,100,4000");
+        /* a numeric uid without a passwd entry: no image groups */
+        app.uid = 1234;
+        ck_assert_str_eq(groups_of(app), "3000,4000");
+        /* no passwd file at all: the same */
+        app.passwd = NULL;
+        app.uid = 1000;
+        ck_assert_str_eq(groups_of(app), "3000,4000");
+        /* a member name only matches whole ("ap" is not "app") */
+        struct ag_groups_input ap = {
+            .group = "g:x:7:app,apps\nh:x:8:ap\n", .user_name = "app", .gid = 1, .merge = true};
+        ck_assert_str_eq(groups_of(ap), "1,7");
+        ap.user_name = "ap";
+        ck_assert_str_eq(groups_of(ap), "1,8");
+        /* unreadable files: an error under Merge when needed, none under Strict */
+        struct cb_error err = {0};
+        uint32_t *g = NULL;
+        size_t n = 0;
+        struct ag_groups_input bad = {
+            .group_error = "/etc/group in image x is a FIFO", .user_name = "app", .merge = true};
+        ck_assert_int_eq(ag_supplementary_groups(arena, &bad, &g, &n, &err), -1);
+        ck_assert_str_eq(err.msg, "unable to find the groups of user app: /etc/group in image x is "
+                                  "a FIFO; make /etc/group a regular file in the image, or set "
+                                  "supplementalGroupsPolicy: Strict");
+        bad.merge = false;
+        ck_assert_str_eq(groups_of(bad), "0");
+        struct ag_groups_input badpw = {.passwd_error = "too large", .uid = 5, .merge = true};
+        ck_assert_int_eq(ag_supplementary_groups(arena, &badpw, &g, &n, &err), -1);
+        ck_assert_ptr_nonnull(strstr(err.msg, "unable to find the user of uid 5: too large"));
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("containerspec");
@@ -457,6 +565,7 @@ int main(void)
         tcase_add_test(tc, test_capabilities);
         tcase_add_test(tc, test_seccomp_and_flags);
         tcase_add_test(tc, test_stdin_tty);
+        tcase_add_test(tc, test_supplementary_groups);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -360,6 +360,24 @@ static struct ag_container_obs obs_of(const cJSON *cs)
                 o.state.kind = ST_STATE_WAITING;
         o.state.started_at = 1000;
         o.state.finished_at = 1001;
+        /* the identity the runtime reports (CRI ContainerStatus.User) */
+        const cJSON *l =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cs, "user"), "linux");
+        if (l != NULL) {
+                static uint32_t pool[1024];
+                static size_t used;
+                const cJSON *g = cJSON_GetObjectItemCaseSensitive(l, "supplementalGroups"), *it;
+                o.has_user = true;
+                o.uid = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "uid"));
+                o.gid = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(l, "gid"));
+                o.groups = &pool[used];
+                cJSON_ArrayForEach(it, g)
+                {
+                        ck_assert_uint_lt(used, 1024);
+                        pool[used++] = (uint32_t)cJSON_GetNumberValue(it);
+                        o.n_groups++;
+                }
+        }
         return o;
 }
 
@@ -428,6 +446,8 @@ START_TEST(test_real_v135_resources)
                         expect_same_field(g, w, "resources", p->meta.name);
                         expect_same_field(g, w, "allocatedResources", p->meta.name);
                         expect_same_field(g, w, "volumeMounts", p->meta.name);
+                        expect_same_field(g, w, "user", p->meta.name);
+                        ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(g, "user"));
                         checked++;
                         running += cs[i].state.kind == ST_STATE_RUNNING;
                         terminated += cs[i].state.kind == ST_STATE_TERMINATED;
@@ -526,6 +546,7 @@ START_TEST(test_container_resources_rules)
         _cleanup_cjson_ cJSON *pend = ag_pod_status_json(p, &none, 1000);
         expect(pend, "containerStatuses.0.resources", "<missing>");
         expect(pend, "containerStatuses.0.allocatedResources", "<missing>");
+        expect(pend, "containerStatuses.0.user", "<missing>");
         expect(pend, "initContainerStatuses.0.resources", "<missing>");
         expect(pend, "containerStatuses.0.volumeMounts.0.name", "data");
         expect(pend, "containerStatuses.0.volumeMounts.0.mountPath", "/data");

@@ -185,8 +185,9 @@ static const struct {
      "spec.resources.limits[hugepages-2Mi]: hugepages are not supported by cubelet"},
     {"{\"resources\":{\"requests\":{\"hugepages-1Gi\":\"1Gi\"}},\"containers\":[" C_("") "]}",
      "UnsupportedPodSpec", "spec.resources.requests[hugepages-1Gi]: hugepages are not supported"},
-    {"{\"securityContext\":{\"supplementalGroupsPolicy\":\"Strict\"},\"containers\":[" C_("") "]}",
-     "UnsupportedPodSpec", "spec.securityContext.supplementalGroupsPolicy: \"Strict\""},
+    {"{\"securityContext\":{\"supplementalGroupsPolicy\":\"Loose\"},\"containers\":[" C_("") "]}",
+     "UnsupportedPodSpec",
+     "spec.securityContext.supplementalGroupsPolicy: \"Loose\": supported values"},
 };
 
 START_TEST(test_unsupported_refused)

@@ -50,6 +50,11 @@ struct ag_api_result {
 };
 
 typedef void (*ag_api_done_fn)(struct ag_api_result *res, void *data);
+
+/* Answers and watch events of at least this size give the heap's free
+ * pages back to the system once they are freed (ag_api_release_memory). */
+#define AG_API_TRIM_BYTES (1u << 20)
+void ag_api_release_memory(void);
 /* Returns 0 to go on, -1 to abort the request (done then has aborted). */
 typedef int (*ag_api_stream_fn)(const char *buf, size_t len, void *data);
 

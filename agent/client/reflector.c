@@ -711,6 +711,7 @@ static int on_event(const char *json, size_t len, void *data, struct cb_error *e
         struct k8s_watch_event ev = {0};
         if (r->parser.oversized > 0) {
                 oversized_event(r, json, len);
+                ag_api_release_memory();
                 return 0;
         }
         if (ag_watch_event_parse(json, len, &ev, err) < 0)
@@ -737,6 +738,8 @@ static int on_event(const char *json, size_t len, void *data, struct cb_error *e
         }
         apply_event(r, &ev);
         k8s_watch_event_clear(&ev);
+        if (len >= AG_API_TRIM_BYTES)
+                ag_api_release_memory();
         return 0;
 }
 

@@ -71,11 +71,19 @@ int rt_caps_set(uint64_t caps, struct cb_error *err);
 
 /* ---- mounts, child side (mounts.c) ---------------------------------------- */
 
-/* From mount propagation to pivot_root and the read-only remount; the
- * process must be in its new mount namespace. state_dir holds rootfs/,
- * upper/ and work/. */
+/* From mount propagation to pivot_root; the process must be in its new
+ * mount namespace. state_dir holds rootfs/, upper/ and work/. proc_src:
+ * NULL leaves /proc to rt_mounts_finish (a process inside the container's
+ * new PID namespace must mount it), "" mounts a procfs of the caller's own
+ * PID namespace, a path binds that procfs (the pod's, runtime/pause.c).
+ * *ret_null_fd: the runtime's /dev/null, checked, for the masks (-1 when
+ * privileged); the caller closes it. */
 int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
-                    struct cb_error *err);
+                    const char *proc_src, int *ret_null_fd, struct cb_error *err);
+/* After rt_mounts_setup, in the container's root: /proc when mount_proc,
+ * then the masked and read-only paths and the read-only "/". */
+int rt_mounts_finish(const struct rt_container_config *c, bool mount_proc, int null_fd,
+                     struct cb_error *err);
 
 /* ---- the container's init (init.c) --------------------------------------- */
 

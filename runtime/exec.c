@@ -8,16 +8,23 @@
  *
  *   agent --posix_spawn--> cubelet __exec CONFIG_FD SECCOMP_FD PID STARTTIME (H)
  *   H: pidfd of the container's first process (checked against its start
- *      time), oom_score_adj, setns(pidfd, PID) (children only), fork G,
- *      moves G into the container's cgroup (H is still in the host's mount
- *      namespace, pids are read in H's PID namespace), releases G, waits for
- *      it and exits with its status (128+signal for signal deaths).
- *   G: setns(pidfd, mnt|net|ipc|uts) in one atomic call (root and cwd
- *      become the container's), setsid, then the same security sequence as
- *      the container's init (runtime/init.c): seccomp early without
- *      no_new_privs, bounding set, groups/gid/uid, capset, no_new_privs,
- *      PDEATHSIG, signals reset, fds >= 3 close-on-exec, chdir(cwd),
- *      argv[0] through the container's PATH, seccomp last, execve.
+ *      time), oom_score_adj, joins the container's cgroup itself (from the
+ *      host's mounts), setns(pidfd, mnt|net|ipc|uts) in one atomic call
+ *      (root and cwd become the container's), setns(pidfd, PID) (children
+ *      only), then the security sequence of the container's init
+ *      (runtime/init.c): seccomp early without no_new_privs, bounding set,
+ *      groups/gid/uid, capset, non-dumpable, no_new_privs; then forks G,
+ *      waits for it and exits with its status (128+signal for signal
+ *      deaths).
+ *   G: setsid, PDEATHSIG, signals reset, fds >= 3 close-on-exec,
+ *      chdir(cwd), argv[0] through the container's PATH, seccomp last,
+ *      execve.
+ * G is the only process the container can see (H stays in the host's PID
+ * namespace), and it is born with the container's root, cwd and
+ * credentials: nothing reachable through /proc/<G>/{root,cwd,fd} or by
+ * attaching to it (a process of the container with CAP_SYS_PTRACE) is
+ * more than the container has (issue 15 item 2). H runs in the container's
+ * cgroup under its limits, as runc's exec process does.
  *
  * The container's settings come from <state dir>/config.json
  * (rt_container_save_config, runtime/container.c); the seccomp program is compiled (and cached)
@@ -323,38 +330,16 @@ __attribute__((noreturn)) static void fail(int code, const struct cb_error *e)
         _exit(code);
 }
 
-__attribute__((noreturn)) static void run_command(const struct rt_container_config *c, int pidfd,
-                                                  int go_fd, const void *bpf, size_t bpf_len,
-                                                  uint64_t caps, bool tty)
+/* H, in the container's namespaces: its credentials, so G is born with
+ * them. *seccomp_done when the filter is loaded. */
+static void drop_to_container(const struct rt_container_config *c, const void *bpf, size_t bpf_len,
+                              uint64_t caps, bool *seccomp_done)
 {
         struct cb_error err = {0};
-        char b;
-        ssize_t n;
-        do
-                n = read(go_fd, &b, 1);
-        while (n < 0 && errno == EINTR);
-        if (n != 1)
-                _exit(126); /* the helper could not place us: it reported why */
-        if (setns(pidfd, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0) {
-                cb_error_set(&err, errno, "cannot join the namespaces of container %s", c->id);
-                fail(126, &err);
-        }
-        close(pidfd);
-        if (setsid() < 0) {
-                cb_error_set(&err, errno, "setsid failed");
-                fail(126, &err);
-        }
-        /* a terminal on stdin becomes the session's controlling terminal
-         * (what a shell needs for job control and ^C) */
-        if (tty && ioctl(0, TIOCSCTTY, 0) < 0) {
-                cb_error_set(&err, errno, "cannot make stdin the controlling terminal");
-                fail(126, &err);
-        }
-        bool seccomp_done = false;
         if (bpf != NULL && !c->no_new_privs) {
                 if (rt_seccomp_load(bpf, bpf_len, &err) < 0)
                         fail(126, &err);
-                seccomp_done = true;
+                *seccomp_done = true;
         }
         if (rt_caps_drop_bounding(caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
             rt_caps_set(caps, &err) < 0)
@@ -368,14 +353,31 @@ __attribute__((noreturn)) static void run_command(const struct rt_container_conf
                 cb_error_set(&err, errno, "PR_SET_NO_NEW_PRIVS failed");
                 fail(126, &err);
         }
-        /* after the uid change, which clears it: dies with the helper. The
-         * helper keeps its end of go_fd open until it exits, so a hangup
-         * means it died before PDEATHSIG was in place (getppid() is 0 in
-         * the container's PID namespace and cannot tell). */
-        struct pollfd hup = {.fd = go_fd, .events = POLLIN};
+}
+
+__attribute__((noreturn)) static void run_command(const struct rt_container_config *c, int hup_fd,
+                                                  const void *bpf, size_t bpf_len,
+                                                  bool seccomp_done, bool tty)
+{
+        struct cb_error err = {0};
+        if (setsid() < 0) {
+                cb_error_set(&err, errno, "setsid failed");
+                fail(126, &err);
+        }
+        /* a terminal on stdin becomes the session's controlling terminal
+         * (what a shell needs for job control and ^C) */
+        if (tty && ioctl(0, TIOCSCTTY, 0) < 0) {
+                cb_error_set(&err, errno, "cannot make stdin the controlling terminal");
+                fail(126, &err);
+        }
+        /* dies with the helper. The helper keeps the other end of hup_fd
+         * open until it exits, so a hangup means it died before PDEATHSIG
+         * was in place (getppid() is 0 in the container's PID namespace and
+         * cannot tell). */
+        struct pollfd hup = {.fd = hup_fd, .events = POLLIN};
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll(&hup, 1, 0) != 0)
                 _exit(126);
-        close(go_fd);
+        close(hup_fd);
         rt_reset_signals();
         if (rt_close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0 && errno != ENOSYS) {
                 cb_error_set(&err, errno, "close_range failed");
@@ -470,32 +472,37 @@ int rt_exec_main(int argc, char **argv)
                 (void)!write(afd, adj, strlen(adj));
                 close(afd);
         }
-        /* PID first (it applies to children); the rest in the child, after
-         * the helper moved it into the cgroup from the host's mounts */
+        /* the cgroup from the host's mounts, before leaving them: H joins
+         * it and G is born in it */
+        struct cg_location loc;
+        if (c.cgroup_path != NULL && c.cgroup_path[0] != '\0' &&
+            (cg_locate(c.cgroup_path, &loc, &err) < 0 || cg_attach_at(&loc, getpid(), &err) < 0)) {
+                cb_error_prefix(&err, "cannot join the container's cgroup");
+                fail(126, &err);
+        }
+        if (setns(pidfd, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0) {
+                cb_error_set(&err, errno, "cannot join the namespaces of container %s", c.id);
+                fail(126, &err);
+        }
+        /* PID last: it applies to children only */
         if (setns(pidfd, CLONE_NEWPID) < 0) {
                 cb_error_set(&err, errno, "cannot join the PID namespace of container %s", c.id);
                 fail(126, &err);
         }
+        close(pidfd);
         int go[2];
         if (pipe2(go, O_CLOEXEC) < 0) {
                 cb_error_set(&err, errno, "exec: pipe");
                 fail(126, &err);
         }
+        bool seccomp_done = false;
+        drop_to_container(&c, bpf, bpf_len, caps, &seccomp_done);
         sigset_t term, old;
         sigemptyset(&term);
         sigaddset(&term, SIGTERM);
         sigaddset(&term, SIGINT);
         sigaddset(&term, SIGHUP);
         sigprocmask(SIG_BLOCK, &term, &old);
-        /* G is visible in the container's PID namespace from its fork on,
-         * with the host's root and cwd until its setns: non-dumpable from
-         * birth (inherited), so no container process can open
-         * /proc/<G>/{cwd,root,fd} (the CVE-2024-21626 pattern); its execve
-         * makes the command dumpable again */
-        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-                cb_error_set(&err, errno, "exec: PR_SET_DUMPABLE");
-                fail(126, &err);
-        }
         pid_t g = fork();
         if (g < 0) {
                 cb_error_set(&err, errno, "exec: cannot fork");
@@ -504,10 +511,9 @@ int rt_exec_main(int argc, char **argv)
         if (g == 0) {
                 close(go[1]);
                 sigprocmask(SIG_SETMASK, &old, NULL);
-                run_command(&c, pidfd, go[0], bpf, bpf_len, caps, tty);
+                run_command(&c, go[0], bpf, bpf_len, seccomp_done, tty);
         }
         close(go[0]);
-        close(pidfd);
         helper_child = g;
         struct sigaction sa = {.sa_handler = on_term};
         sigemptyset(&sa.sa_mask);
@@ -515,18 +521,6 @@ int rt_exec_main(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
-        if (c.cgroup_path != NULL && c.cgroup_path[0] != '\0' &&
-            (cg_init(&err) < 0 || cg_attach(c.cgroup_path, g, &err) < 0)) {
-                kill(g, SIGKILL);
-                waitpid(g, NULL, 0);
-                cb_error_prefix(&err, "cannot move the command into the container's cgroup");
-                fail(126, &err);
-        }
-        if (write(go[1], "g", 1) != 1) {
-                kill(g, SIGKILL);
-                waitpid(g, NULL, 0);
-                _exit(126);
-        }
         int ws; /* go[1] stays open: the command's check that we live */
         while (waitpid(g, &ws, 0) < 0)
                 if (errno != EINTR)

@@ -267,95 +267,124 @@ int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
 }
 
 /*
- * The setup of the container's first process, C, in this order (also in
- * docs/child-setup-order.md). On entry C is full root, pid 1 of its new
- * PID namespace (or in the host's with host_pid), already in the
- * container's cgroup with its oom_score_adj (the monitor did both before
- * sync 1), still in the host's mount, net, IPC and UTS namespaces.
+ * The container's first process, C, is forked by C0 into the container's
+ * PID namespace. Everything another process of that namespace could reach
+ * through /proc/<C>/{root,cwd,fd} or by ptrace is done before the fork,
+ * where nobody in the container can see it (issue 15 item 2; a sibling
+ * with CAP_SYS_PTRACE in the initial user namespace passes
+ * non-dumpable): C is born with the container's root and cwd and only the
+ * fds it needs. Where C0 can make /proc itself, C is also born with the
+ * container's final credentials (no capability beyond the container's, so
+ * a tracer that attaches during the setup gains nothing):
  *
+ *   early  (a shared PID namespace whose /proc the pod's init mounted, or
+ *          hostPID): C0 binds/mounts /proc, applies the masks, drops to the
+ *          container's credentials, then forks C;
+ *   late   (a new PID namespace per container, or a shared one made before
+ *          its procfs was kept): C mounts /proc (it must be inside the
+ *          namespace) and drops its credentials itself. In a new namespace
+ *          C is alone, so nobody can watch; the shared case is the window
+ *          docs/security.md lists.
+ *
+ * C0, after sync 1 (it is in the container's cgroup with its
+ * oom_score_adj, still in the host's namespaces):
  *  1. stdin = /dev/null or the monitor's stdin pipe, stdout/stderr = the
- *     monitor's log pipes (all /dev/null with tty, until step 4).
+ *     monitor's log pipes (all /dev/null with tty); only those and the
+ *     sync socket are open (keep_only_needed_fds), non-dumpable.
  *  2. setns into the sandbox's net, IPC and UTS namespaces (empty path:
  *     the host's), then unshare the mount namespace (and net/IPC/UTS when
- *     there is no sandbox; the hostname is set in that private UTS ns,
- *     otherwise it comes with the sandbox's UTS ns).
- *  3. mounts (mounts.c): / rprivate, overlay rootfs, /proc, /sys ro, /dev,
- *     volumes, pivot_root + detach the old root, masked paths, / ro.
- *     With tty: the terminal is opened on the container's /dev/ptmx (its
- *     own devpts) and its master sent to the monitor (SCM_RIGHTS).
- *  4. setsid: a new session, no controlling terminal (CVE-2017-5226).
+ *     there is no sandbox; the hostname is set in that private UTS ns).
+ *  3. mounts (mounts.c): / rprivate, overlay rootfs, /proc (early), /sys
+ *     ro, /dev, volumes, pivot_root + detach the old root; early: masked
+ *     paths and / ro. With tty: the terminal is opened on the container's
+ *     /dev/ptmx (its own devpts) and its master sent to the monitor.
+ *  4. join the pod's PID namespace, or create the container's (children
+ *     only), or stay in the host's (hostPID).
+ *  5. early: the credentials (5a-5d below), then fork C and report its pid
+ *     (sync 2).
+ * C:
+ *  late: /proc, the masks and / ro (mounts.c rt_mounts_finish).
+ *  6. setsid: a new session, no controlling terminal (CVE-2017-5226).
  *     With tty: the terminal's slave becomes the controlling terminal
  *     (TIOCSCTTY) and stdin, stdout and stderr.
- *  5. seccomp HERE when no_new_privs is off: loading a filter without
- *     NO_NEW_PRIVS needs CAP_SYS_ADMIN, which step 7 drops.
- *  6. bounding set reduced to the configured caps (needs CAP_SETPCAP).
- *  7. setgroups -> KEEPCAPS -> setresgid -> setresuid -> capset
- *     (effective = permitted = caps, inheritable empty) -> ambient cleared.
- *  8. NO_NEW_PRIVS when asked.
- *  9. every signal disposition reset to SIG_DFL, the mask emptied.
- * 10. every fd >= 3 close-on-exec (close_range; /proc/self/fd fallback);
- *     C0 already closed all but the sync socket: keep_only_needed_fds.
- * 11. chdir(cwd), verified with getcwd; argv[0] resolved with the
+ *  late: the credentials:
+ *     5a. seccomp when no_new_privs is off: loading a filter without
+ *         NO_NEW_PRIVS needs CAP_SYS_ADMIN, which 5c drops (early, the
+ *         filter must then allow fork: C0 forks after loading it);
+ *     5b. bounding set reduced to the configured caps (needs CAP_SETPCAP);
+ *     5c. setgroups -> KEEPCAPS -> setresgid -> setresuid -> capset
+ *         (effective = permitted = caps, inheritable empty) -> ambient
+ *         cleared -> non-dumpable again (the uid change resets it);
+ *     5d. NO_NEW_PRIVS when asked.
+ *  7. every signal disposition reset to SIG_DFL, the mask emptied.
+ *  8. every fd >= 3 close-on-exec (close_range; /proc/self/fd fallback).
+ *  9. chdir(cwd), verified with getcwd; argv[0] resolved with the
  *     container's PATH (so a missing binary is reported by name).
- * 12. seccomp LAST when no_new_privs is on (no capability needed), so the
+ * 10. seccomp LAST when no_new_privs is on (no capability needed), so the
  *     filter does not have to allow any of the setup above.
- * 13. sync 3 (EXEC) to the monitor, then execve. The sync socket is
+ * 11. sync 3 (EXEC) to the monitor, then execve. The sync socket is
  *     close-on-exec: EOF tells the monitor the exec succeeded; a failed
  *     execve sends `exec "<argv0>": <strerror>` and exits 127.
  */
-__attribute__((noreturn)) static void container_setup(const struct rt_init_args *a)
+
+/* 5a-5d; *seccomp_done when the filter is loaded (5a). */
+static int drop_credentials(const struct rt_init_args *a, bool *seccomp_done, struct cb_error *err)
+{
+        const struct rt_container_config *c = a->config;
+        if (a->bpf != NULL && !c->no_new_privs) {
+                if (rt_seccomp_load(a->bpf, a->bpf_len, err) < 0)
+                        return -1;
+                *seccomp_done = true;
+        }
+        if (rt_caps_drop_bounding(a->caps, err) < 0 || rt_set_user(c, err) < 0 ||
+            rt_caps_set(a->caps, err) < 0)
+                return -1;
+        /* a uid change resets dumpable to fs.suid_dumpable: non-dumpable
+         * again, whatever that sysctl says, until the execve */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return cb_error_set(err, errno, "PR_SET_DUMPABLE");
+        if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+                return cb_error_set(err, errno, "PR_SET_NO_NEW_PRIVS failed");
+        return 0;
+}
+
+struct c_state {
+        bool early;        /* /proc, masks and credentials done by C0 */
+        bool seccomp_done; /* the filter is loaded (by C0) */
+        int null_fd;       /* late: the checked /dev/null for the masks */
+        int slave;         /* with tty: the terminal's slave */
+};
+
+__attribute__((noreturn)) static void container_setup(const struct rt_init_args *a,
+                                                      struct c_state st)
 {
         const struct rt_container_config *c = a->config;
         struct cb_error err = {0};
         int sfd = a->sync_fd;
-        /* 1: stdio and the sync socket were set up by C0
-         * (keep_only_needed_fds), every other fd is closed */
-        /* 2, 3 */
-        if (join_namespaces(c, &err) < 0 || rt_mounts_setup(c, a->state_dir, &err) < 0)
+        if (!st.early && rt_mounts_finish(c, true, st.null_fd, &err) < 0)
                 die(sfd, &err);
-        int slave = -1;
-        if (c->tty && open_terminal(a, &slave, &err) < 0)
-                die(sfd, &err);
-        /* 4 */
+        if (st.null_fd >= 0)
+                close(st.null_fd);
+        /* 6 */
         if (setsid() < 0) {
                 cb_error_set(&err, errno, "setsid failed");
                 die(sfd, &err);
         }
-        if (slave >= 0) {
-                if (ioctl(slave, TIOCSCTTY, 0) < 0 || dup2(slave, 0) < 0 || dup2(slave, 1) < 0 ||
-                    dup2(slave, 2) < 0) {
+        if (st.slave >= 0) {
+                if (ioctl(st.slave, TIOCSCTTY, 0) < 0 || dup2(st.slave, 0) < 0 ||
+                    dup2(st.slave, 1) < 0 || dup2(st.slave, 2) < 0) {
                         cb_error_set(&err, errno, "cannot make the terminal the container's stdio");
                         die(sfd, &err);
                 }
-                close(slave);
+                close(st.slave);
         }
-        /* 5 */
-        bool seccomp_done = false;
-        if (a->bpf != NULL && !c->no_new_privs) {
-                if (rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
-                        die(sfd, &err);
-                seccomp_done = true;
-        }
-        /* 6, 7 */
-        if (rt_caps_drop_bounding(a->caps, &err) < 0 || rt_set_user(c, &err) < 0 ||
-            rt_caps_set(a->caps, &err) < 0)
+        if (!st.early && drop_credentials(a, &st.seccomp_done, &err) < 0)
                 die(sfd, &err);
-        /* a uid change resets dumpable to fs.suid_dumpable: non-dumpable
-         * again, whatever that sysctl says, until the execve */
-        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
-                cb_error_set(&err, errno, "PR_SET_DUMPABLE");
-                die(sfd, &err);
-        }
-        /* 8 */
-        if (c->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-                cb_error_set(&err, errno, "PR_SET_NO_NEW_PRIVS failed");
-                die(sfd, &err);
-        }
-        /* 9, 10 */
+        /* 7, 8 */
         rt_reset_signals();
         if (close_fds(&err) < 0)
                 die(sfd, &err);
-        /* 11 */
+        /* 9 */
         char exe[RT_PATH_MAX];
         if (safe_chdir(c->cwd != NULL && c->cwd[0] != '\0' ? c->cwd : "/", &err) < 0)
                 die(sfd, &err);
@@ -369,10 +398,10 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
                              c->argv[0]);
                 die(sfd, &err);
         }
-        /* 12 */
-        if (a->bpf != NULL && !seccomp_done && rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
+        /* 10 */
+        if (a->bpf != NULL && !st.seccomp_done && rt_seccomp_load(a->bpf, a->bpf_len, &err) < 0)
                 die(sfd, &err);
-        /* 13: sync 3 */
+        /* 11: sync 3 */
         (void)rt_sync_send(sfd, RT_SYNC_EXEC, 0, 0);
         static const char *const no_env[] = {"PATH=" RT_DEFAULT_PATH, NULL};
         execve(exe, (char *const *)c->argv, (char *const *)(c->env != NULL ? c->env : no_env));
@@ -381,11 +410,29 @@ __attribute__((noreturn)) static void container_setup(const struct rt_init_args 
         _exit(127);
 }
 
+/* 4: the PID namespace C is forked into; pidns_fd: the pod's, opened
+ * before the mounts hid the host's paths (-1: none). */
+static int enter_pid_namespace(const struct rt_sandbox *sb, int pidns_fd, struct cb_error *err)
+{
+        if (pidns_fd >= 0) {
+                /* shareProcessNamespace: the pod's namespace, its init the
+                 * sandbox's pause process (runtime/pause.c) */
+                if (setns(pidns_fd, CLONE_NEWPID) < 0)
+                        return cb_error_set(err, errno, "cannot join the pod's PID namespace %s",
+                                            sb->pidns_path);
+                return 0;
+        }
+        if ((sb == NULL || !sb->host_pid) && unshare(CLONE_NEWPID) < 0)
+                return cb_error_set(err, errno, "cannot create the PID namespace");
+        return 0;
+}
+
 void rt_init_run(const struct rt_init_args *args)
 {
         struct cb_error err = {0};
         struct rt_init_args copy = *args;
         struct rt_init_args *a = &copy;
+        /* 1 */
         if (keep_only_needed_fds(a, &err) < 0)
                 die(a->sync_fd, &err);
         struct rt_sync_msg m;
@@ -393,30 +440,45 @@ void rt_init_run(const struct rt_init_args *args)
         int r = rt_sync_recv(a->sync_fd, &m, &err);
         if (r <= 0 || m.type != RT_SYNC_GO)
                 _exit(1);
-        const struct rt_sandbox *sb = a->config->sandbox;
-        /* a new PID namespace applies to children only: C, forked next,
-         * is its pid 1 */
-        if (sb != NULL && sb->pidns_path[0] != '\0') {
-                /* shareProcessNamespace: the pod's namespace, its init the
-                 * sandbox's pause process (runtime/pause.c) */
-                int fd = open(sb->pidns_path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0 || setns(fd, CLONE_NEWPID) < 0) {
-                        cb_error_set(&err, errno, "cannot join the pod's PID namespace %s",
-                                     sb->pidns_path);
-                        die(a->sync_fd, &err);
-                }
-                close(fd);
-        } else if ((sb == NULL || !sb->host_pid) && unshare(CLONE_NEWPID) < 0) {
-                cb_error_set(&err, errno, "cannot create the PID namespace");
+        const struct rt_container_config *c = a->config;
+        const struct rt_sandbox *sb = c->sandbox;
+        const char *proc_src = NULL; /* late */
+        if (sb != NULL && sb->pidns_path[0] != '\0' && sb->procfs_path[0] != '\0')
+                proc_src = sb->procfs_path;
+        else if (sb != NULL && sb->host_pid)
+                proc_src = ""; /* C0 is in the host's PID namespace too */
+        struct c_state st = {.early = proc_src != NULL, .null_fd = -1, .slave = -1};
+        int pidns_fd = -1;
+        if (sb != NULL && sb->pidns_path[0] != '\0' &&
+            (pidns_fd = open(sb->pidns_path, O_RDONLY | O_CLOEXEC)) < 0) {
+                cb_error_set(&err, errno, "cannot open the pod's PID namespace %s", sb->pidns_path);
                 die(a->sync_fd, &err);
         }
+        /* 2, 3 */
+        if (join_namespaces(c, &err) < 0 ||
+            rt_mounts_setup(c, a->state_dir, proc_src, &st.null_fd, &err) < 0)
+                die(a->sync_fd, &err);
+        if (st.early) {
+                if (rt_mounts_finish(c, false, st.null_fd, &err) < 0)
+                        die(a->sync_fd, &err);
+                close(st.null_fd);
+                st.null_fd = -1;
+        }
+        if (c->tty && open_terminal(a, &st.slave, &err) < 0)
+                die(a->sync_fd, &err);
+        /* 4, 5 */
+        if (enter_pid_namespace(sb, pidns_fd, &err) < 0 ||
+            (st.early && drop_credentials(a, &st.seccomp_done, &err) < 0))
+                die(a->sync_fd, &err);
+        if (pidns_fd >= 0)
+                close(pidns_fd);
         pid_t pid = fork();
         if (pid < 0) {
                 cb_error_set(&err, errno, "cannot fork the container process");
                 die(a->sync_fd, &err);
         }
         if (pid == 0)
-                container_setup(a);
+                container_setup(a, st);
         /* sync 2: C's pid as the monitor sees it; C is re-parented to the
          * monitor (a subreaper) when we exit */
         (void)rt_sync_send(a->sync_fd, RT_SYNC_PID, pid, 0);

@@ -7,7 +7,9 @@
  *   1. "/" recursively private: nothing we mount propagates to the host;
  *   2. the rootfs at <state>/rootfs: an overlay of the image layers with
  *      the per-container upper/work dirs, or a bind of a plain directory;
- *   3. /proc (the container's pid namespace), /sys read-only, a minimal
+ *   3. /proc (the container's pid namespace: bound from the pod's, mounted
+ *      here, or left to step 6 by a process inside a new PID namespace),
+ *      /sys read-only, a minimal
  *      /dev on tmpfs (null zero full random urandom tty, pts, shm, ptmx and
  *      the fd/stdin/stdout/stderr links); a privileged container also gets
  *      the host's device nodes and a writable /sys;
@@ -17,10 +19,12 @@
  *      O_PATH fd (/proc/self/fd/N);
  *   5. pivot_root(".", ".") and a lazy unmount of the old root (the runc
  *      and bubblewrap trick: no put_old directory needed);
- *   6. the masked and read-only paths containerd sets for unprivileged
- *      containers (/proc/kcore, /proc/keys, /proc/sys, /sys/firmware, ...);
+ *   6. (rt_mounts_finish) /proc if still missing, the masked and read-only
+ *      paths containerd sets for unprivileged containers (/proc/kcore,
+ *      /proc/keys, /proc/sys, /sys/firmware, ...);
  *   7. "/" remounted read-only when asked (per-mount flag: the volumes and
  *      /dev, /proc stay as they are).
+ * runtime/init.c says which process runs which part, and why.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -408,13 +412,25 @@ static int setup_dev(int rootfd, bool privileged, struct cb_error *err)
  * the masks and read-only paths cover. Checked on the resolved target, so
  * an image symlink (/data -> /proc) is caught as well as the plain path.
  */
-static int check_target(int fd, const struct stat *dev_root, const char *dest, struct cb_error *err)
+static int check_target(int fd, const struct stat *dev_root, const char *proc_dir, const char *dest,
+                        struct cb_error *err)
 {
         struct statfs sf;
         struct stat st;
         if (fstatfs(fd, &sf) < 0 || fstat(fd, &st) < 0)
                 return cb_error_set(err, errno, "cannot inspect the mount target %s", dest);
-        if (sf.f_type == PROC_SUPER_MAGIC_)
+        /* where the kernel resolved it (not a path of ours): below the
+         * rootfs's /proc directory even before a procfs is mounted there
+         * (a container whose first process mounts its own /proc later) */
+        char link[64], where[RT_PATH_MAX];
+        fd_path(link, sizeof(link), fd);
+        ssize_t n = readlink(link, where, sizeof(where) - 1);
+        if (n < 0)
+                return cb_error_set(err, errno, "cannot inspect the mount target %s", dest);
+        where[n] = '\0';
+        size_t pl = strlen(proc_dir);
+        bool in_proc = strncmp(where, proc_dir, pl) == 0 && (where[pl] == '\0' || where[pl] == '/');
+        if (in_proc || sf.f_type == PROC_SUPER_MAGIC_)
                 return cb_error_set(err, EPERM,
                                     "mount destination %s is in /proc: refused for an "
                                     "unprivileged container",
@@ -427,8 +443,18 @@ static int check_target(int fd, const struct stat *dev_root, const char *dest, s
         return 0;
 }
 
-static int setup_volumes(const struct rt_container_config *c, int rootfd, struct cb_error *err)
+static int setup_volumes(const struct rt_container_config *c, int rootfd, const char *mnt,
+                         struct cb_error *err)
 {
+        /* the rootfs's /proc as the kernel names it (the root dir may be
+         * reached through a symlink) */
+        char link[64], proc_dir[RT_PATH_MAX];
+        fd_path(link, sizeof(link), rootfd);
+        ssize_t n = readlink(link, proc_dir, sizeof(proc_dir) - sizeof("/proc"));
+        if (n < 0 || (size_t)n >= sizeof(proc_dir) - sizeof("/proc"))
+                return cb_error_set(err, n < 0 ? errno : ENAMETOOLONG, "cannot name the rootfs %s",
+                                    mnt);
+        memcpy(proc_dir + n, "/proc", sizeof("/proc"));
         struct stat dev_root;
         {
                 _cleanup_close_ int d = open_in_root(rootfd, "dev");
@@ -448,7 +474,7 @@ static int setup_volumes(const struct rt_container_config *c, int rootfd, struct
                 _cleanup_close_ int fd = create_in_root(rootfd, m->destination, is_file, err);
                 int r = fd < 0 ? -1 : 0;
                 if (r == 0 && !c->privileged)
-                        r = check_target(fd, &dev_root, m->destination, err);
+                        r = check_target(fd, &dev_root, proc_dir, m->destination, err);
                 if (r == 0 && m->type == RT_MOUNT_TMPFS) {
                         char target[64];
                         fd_path(target, sizeof(target), fd);
@@ -467,6 +493,42 @@ static int setup_volumes(const struct rt_container_config *c, int rootfd, struct
                         return cb_error_prefix(err, "mounts[%zu] (%s)", i, m->destination);
         }
         return 0;
+}
+
+/* A new instance of fstype (options: key, value pairs, NULL-ended) with
+ * the mount attributes attrs, attached on the target fd: the new mount
+ * API, no path resolved, so it needs no /proc (after pivot_root /proc may
+ * be missing, or the pod's, where /proc/self of a process outside its PID
+ * namespace does not exist). */
+static int fs_mount_on(int target, const char *fstype, const char *const *opts, uint64_t attrs,
+                       const char *dest, struct cb_error *err)
+{
+        _cleanup_close_ int fsfd = rt_fsopen(fstype, RT_FSOPEN_CLOEXEC);
+        if (fsfd < 0)
+                return cb_error_set(err, errno, "cannot open a %s filesystem for %s", fstype, dest);
+        for (size_t i = 0; opts != NULL && opts[i] != NULL; i += 2)
+                if (rt_fsconfig(fsfd, RT_FSCONFIG_SET_STRING, opts[i], opts[i + 1], 0) < 0)
+                        return cb_error_set(err, errno, "%s: %s option %s=%s", dest, fstype,
+                                            opts[i], opts[i + 1]);
+        if (rt_fsconfig(fsfd, RT_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return cb_error_set(err, errno, "cannot create the %s filesystem for %s", fstype,
+                                    dest);
+        _cleanup_close_ int tree = rt_fsmount(fsfd, RT_FSMOUNT_CLOEXEC, (unsigned)attrs);
+        if (tree < 0)
+                return cb_error_set(err, errno, "cannot mount %s on %s", fstype, dest);
+        return attach_tree(tree, target, fstype, dest, err);
+}
+
+/* A new procfs of the calling process's PID namespace on the container's
+ * /proc (resolved inside the rootfs). */
+static int mount_proc_at(int rootfd, struct cb_error *err)
+{
+        _cleanup_close_ int fd = create_in_root(rootfd, "/proc", false, err);
+        if (fd < 0)
+                return -1;
+        return fs_mount_on(fd, "proc", NULL,
+                           RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV | RT_MOUNT_ATTR_NOEXEC,
+                           "/proc", err);
 }
 
 /* A path of the container's /proc or /sys as O_PATH, no symlink followed
@@ -511,11 +573,12 @@ static int mask_paths(int null_fd, struct cb_error *err)
                 if (fd < 0 || fstat(fd, &st) < 0)
                         return cb_error_set(err, errno, "cannot open %s to mask it", masked[i]);
                 if (S_ISDIR(st.st_mode)) {
-                        char target[64];
-                        fd_path(target, sizeof(target), fd);
-                        if (mount("tmpfs", target, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
-                                  "size=0") < 0)
-                                return cb_error_set(err, errno, "cannot mask %s", masked[i]);
+                        static const char *const opts[] = {"size", "4k", "nr_inodes", "1", NULL};
+                        if (fs_mount_on(fd, "tmpfs", opts,
+                                        RT_MOUNT_ATTR_RDONLY | RT_MOUNT_ATTR_NOSUID |
+                                            RT_MOUNT_ATTR_NODEV | RT_MOUNT_ATTR_NOEXEC,
+                                        masked[i], err) < 0)
+                                return cb_error_prefix(err, "cannot mask %s", masked[i]);
                 } else if (bind_tree(null_fd, "", fd, false, 0, false, masked[i], err) < 0) {
                         return cb_error_prefix(err, "cannot mask %s", masked[i]);
                 }
@@ -536,8 +599,9 @@ static int mask_paths(int null_fd, struct cb_error *err)
 }
 
 int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
-                    struct cb_error *err)
+                    const char *proc_src, int *ret_null_fd, struct cb_error *err)
 {
+        *ret_null_fd = -1;
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 return cb_error_set(err, errno,
                                     "cannot make / private in the container's mount "
@@ -560,9 +624,14 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
                                                 : "cannot open the rootfs %s",
                                             mnt);
         }
-        if (mount_at(rootfd, "/proc", false, "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
-                     err) < 0)
+        if (proc_src != NULL && proc_src[0] == '\0' && mount_proc_at(rootfd, err) < 0)
                 return -1;
+        /* the pod's procfs, mounted by its PID namespace's init when the
+         * sandbox was made (runtime/pause.c): a bind, no submounts */
+        if (proc_src != NULL && proc_src[0] != '\0' &&
+            bind_at(rootfd, "/proc", false, proc_src, false,
+                    RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV | RT_MOUNT_ATTR_NOEXEC, err) < 0)
+                return cb_error_prefix(err, "the pod's /proc");
         unsigned long sysflags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (c->privileged ? 0 : MS_RDONLY);
         if (mount_at(rootfd, "/sys", false, "sysfs", "sysfs", sysflags, NULL, err) < 0) {
                 /* sysfs of a network namespace we do not own: bind the
@@ -578,7 +647,7 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
         _cleanup_close_ int null_fd = c->privileged ? -1 : open_null(rootfd, err);
         if (!c->privileged && null_fd < 0)
                 return -1;
-        if (setup_volumes(c, rootfd, err) < 0)
+        if (setup_volumes(c, rootfd, mnt, err) < 0)
                 return -1;
         if (chdir(mnt) < 0)
                 return cb_error_set(err, errno, "cannot chdir to the rootfs %s", mnt);
@@ -589,6 +658,21 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
                 return cb_error_set(err, errno, "cannot detach the old root");
         if (chdir("/") < 0)
                 return cb_error_set(err, errno, "cannot chdir to the new /");
+        *ret_null_fd = null_fd;
+        null_fd = -1;
+        return 0;
+}
+
+int rt_mounts_finish(const struct rt_container_config *c, bool mount_proc, int null_fd,
+                     struct cb_error *err)
+{
+        if (mount_proc) {
+                _cleanup_close_ int rootfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (rootfd < 0)
+                        return cb_error_set(err, errno, "cannot open the container's /");
+                if (mount_proc_at(rootfd, err) < 0)
+                        return -1;
+        }
         if (!c->privileged && mask_paths(null_fd, err) < 0)
                 return -1;
         if (c->read_only_rootfs &&

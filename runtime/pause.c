@@ -8,11 +8,17 @@
  * cgroup (on v2 its leaf <pod>/pause), outside the agent's process tree, so an agent restart leaves
  * it (and the pod's containers) running.
  *
- *   agent --posix_spawn--> P0 `cubelet __pause 3` --unshare(PID), fork--> P (pid 1)
+ *   agent --posix_spawn--> P0 `cubelet __pause 3 PROC` --unshare(PID), fork--> P (pid 1)
  *
- * P0 reports P's pid (as the agent sees it) on fd 3 and exits; the agent
- * checks P's start time, moves it into the pod cgroup and pins its PID
- * namespace at <sandbox>/ns/pid, which containers join with setns().
+ * P, the first process of the namespace, mounts the pod's procfs at PROC
+ * (<sandbox>/ns/proc, in the host's mount namespace) before anything else
+ * can run in the namespace: a container's runtime process, which is
+ * outside the namespace, binds it as the container's /proc, so the
+ * container's first process is set up before it becomes visible to its
+ * siblings (runtime/init.c; issue 15 item 2). P0 reports P's pid (as the
+ * agent sees it) on fd 3 and exits; the agent checks P's start time, moves
+ * it into the pod cgroup and pins its PID namespace at <sandbox>/ns/pid,
+ * which containers join with setns().
  *
  * P is reachable from every container of the pod (/proc/1/...), some of
  * which may have CAP_SYS_PTRACE, so it holds nothing worth reaching (issue
@@ -46,11 +52,12 @@
 
 struct pause_report {
         int errnum; /* 0 = ok */
-        int step;   /* 1 = unshare, 2 = fork, 3 = the empty root, 4 = P's confinement */
+        int step;   /* 1 = unshare, 2 = fork, 3 = the empty root, 4 = P's confinement,
+                     * 5 = the pod's procfs */
         pid_t pid;
 };
 
-/* P0, in its new mount namespace: an empty, read-only tmpfs becomes the
+/* P, in its new mount namespace: an empty, read-only tmpfs becomes the
  * root (mounted on /proc, which every system has, and pivoted to), the
  * host's tree detached. */
 static int empty_root(void)
@@ -103,8 +110,8 @@ static void write_report(int fd, const struct pause_report *r)
 }
 
 /* pid 1 of the pod's PID namespace; ready_fd tells P0 whether it is
- * confined (an errno, 0 = yes). */
-static _Noreturn void pause_init(int ready_fd)
+ * confined ({errno, step}, errno 0 = yes). */
+static _Noreturn void pause_init(int ready_fd, const char *procfs_dir)
 {
         (void)prctl(PR_SET_NAME, "pause", 0, 0, 0);
         sigset_t set;
@@ -113,12 +120,23 @@ static _Noreturn void pause_init(int ready_fd)
         sigaddset(&set, SIGTERM);
         sigaddset(&set, SIGINT);
         sigprocmask(SIG_SETMASK, &set, NULL);
-        int e = confine();
+        int rep[2] = {0, 0};
+        /* still in the host's mount namespace, and alone in the new PID
+         * namespace: its procfs, for the containers' /proc */
+        if (procfs_dir != NULL &&
+            mount("proc", procfs_dir, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                rep[0] = errno, rep[1] = 5;
+        else if (unshare(CLONE_NEWNS) < 0)
+                rep[0] = errno, rep[1] = 1;
+        else if (empty_root() < 0)
+                rep[0] = errno, rep[1] = 3;
+        else if ((rep[0] = confine()) != 0)
+                rep[1] = 4;
         ssize_t n;
         do
-                n = write(ready_fd, &e, sizeof(e));
+                n = write(ready_fd, rep, sizeof(rep));
         while (n < 0 && errno == EINTR);
-        if (e != 0)
+        if (rep[0] != 0)
                 _exit(1);
         (void)rt_close_range(3, ~0U, 0);
         for (;;) {
@@ -134,7 +152,8 @@ static _Noreturn void pause_init(int ready_fd)
 
 int rt_pause_main(int argc, char **argv)
 {
-        if (argc != 2 || strcmp(argv[1], "3") != 0) {
+        if ((argc != 2 && argc != 3) || strcmp(argv[1], "3") != 0 ||
+            (argc == 3 && argv[2][0] != '/')) {
                 /* Not a library message: this mode has no caller to return to. */
                 static const char msg[] = "cubelet __pause: internal mode of cubelet's runtime\n";
                 ssize_t n = write(2, msg, sizeof(msg) - 1);
@@ -143,13 +162,8 @@ int rt_pause_main(int argc, char **argv)
         }
         (void)rt_close_range(4, ~0U, 0);
         struct pause_report r = {0, 0, 0};
-        if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0) {
+        if (unshare(CLONE_NEWPID) < 0) {
                 r = (struct pause_report){errno, 1, 0};
-                write_report(3, &r);
-                _exit(1);
-        }
-        if (empty_root() < 0) {
-                r = (struct pause_report){errno, 3, 0};
                 write_report(3, &r);
                 _exit(1);
         }
@@ -167,19 +181,19 @@ int rt_pause_main(int argc, char **argv)
         }
         if (pid == 0) {
                 close(ready[0]);
-                pause_init(ready[1]);
+                pause_init(ready[1], argc == 3 ? argv[2] : NULL);
         }
         close(ready[1]);
-        int e = EPIPE;
+        int rep[2] = {EPIPE, 4};
         ssize_t n;
         do
-                n = read(ready[0], &e, sizeof(e));
+                n = read(ready[0], rep, sizeof(rep));
         while (n < 0 && errno == EINTR);
-        if (n != (ssize_t)sizeof(e))
-                e = EPIPE;
-        if (e != 0) {
+        if (n != (ssize_t)sizeof(rep))
+                rep[0] = EPIPE, rep[1] = 4;
+        if (rep[0] != 0) {
                 kill(pid, SIGKILL);
-                r = (struct pause_report){e, 4, 0};
+                r = (struct pause_report){rep[0], rep[1], 0};
                 write_report(3, &r);
                 _exit(1);
         }
@@ -191,8 +205,8 @@ int rt_pause_main(int argc, char **argv)
         _exit(0);
 }
 
-int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t *ret_start,
-                   struct cb_error *err)
+int rt_pause_start(const char *exe, const char *cgroup, const char *procfs_dir, pid_t *ret_pid,
+                   uint64_t *ret_start, struct cb_error *err)
 {
         if (exe == NULL || exe[0] != '/')
                 return cb_error_set(err, EINVAL,
@@ -207,7 +221,9 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
         if (hw < 0)
                 return -1;
         int fds[] = {hw}; /* 3 */
-        char *argv[] = {"/pause", "__pause", "3", NULL};
+        if (procfs_dir != NULL && procfs_dir[0] != '/')
+                return cb_error_set(err, EINVAL, "the pod's procfs needs an absolute path");
+        char *argv[] = {"/pause", "__pause", "3", (char *)procfs_dir, NULL};
         pid_t p0;
         if (rt_spawn_self(exe, argv, fds, 1, &p0, err) < 0)
                 return cb_error_prefix(err, "the pause process");
@@ -229,6 +245,7 @@ int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t
                                     r.step == 1   ? "create its PID and mount namespaces"
                                     : r.step == 3 ? "make its empty root"
                                     : r.step == 4 ? "confine itself"
+                                    : r.step == 5 ? "mount the pod's procfs"
                                                   : "fork its init");
         uint64_t start = 0;
         if (rt_proc_start_time(r.pid, &start, err) < 0)

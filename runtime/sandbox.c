@@ -23,7 +23,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -36,6 +38,29 @@
 #define JSON_MAX (1u << 20)
 
 static const char *const ns_names[] = {"net", "ipc", "uts"};
+
+#define PROC_SUPER_MAGIC_ 0x9fa0
+
+/* The pod's procfs (runtime/pause.c) is mounted at path. */
+static bool procfs_mounted(const char *path)
+{
+        struct statfs sfs;
+        return statfs(path, &sfs) == 0 && (unsigned long)sfs.f_type == PROC_SUPER_MAGIC_;
+}
+
+/* Unmounts the pod's procfs at path (every layer an interrupted attempt
+ * left) and removes the directory. */
+static int procfs_unmount(const char *path, struct cb_error *err)
+{
+        for (int i = 0; i < 16 && procfs_mounted(path); i++)
+                if (umount2(path, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+                        return cb_error_set(err, errno, "cannot unmount the pod's procfs %s", path);
+        if (procfs_mounted(path))
+                return cb_error_set(err, EBUSY, "cannot unmount the pod's procfs %s", path);
+        if (rmdir(path) < 0 && errno != ENOENT)
+                return cb_error_set(err, errno, "cannot remove %s", path);
+        return 0;
+}
 
 /* ---- names and paths ------------------------------------------------------- */
 
@@ -402,6 +427,9 @@ static int fill_sandbox(const char *dir, const cJSON *cfg, const cJSON *state,
                 ret->pause_start_time = (uint64_t)ps->valuedouble;
                 if (path_join(ret->pidns_path, RT_PATH_MAX, err, "%s/ns/pid", dir) < 0)
                         return -1;
+                if (jbool(state, "procfs") &&
+                    path_join(ret->procfs_path, RT_PATH_MAX, err, "%s/ns/proc", dir) < 0)
+                        return -1;
         }
         const char *cg = jstr(cfg, "cgroupParent");
         snprintf(ret->cgroup_parent, sizeof(ret->cgroup_parent), "%s", cg ? cg : "");
@@ -459,13 +487,20 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
         if (cfg->share_pid && !cfg->host_pid) {
                 if (mkdir(ns_dir, 0700) < 0 && errno != EEXIST)
                         return cb_error_set(err, errno, "cannot create %s", ns_dir);
+                char procfs[RT_PATH_MAX];
+                if (path_join(procfs, sizeof(procfs), err, "%s/proc", ns_dir) < 0)
+                        return -1;
+                if (mkdir(procfs, 0700) < 0)
+                        return cb_error_set(err, errno, "cannot create %s", procfs);
                 pid_t pid;
                 uint64_t start;
-                if (rt_pause_start(cfg->pause_path, cfg->cgroup_parent, &pid, &start, err) < 0)
+                if (rt_pause_start(cfg->pause_path, cfg->cgroup_parent, procfs, &pid, &start, err) <
+                    0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
                 /* Recorded before the pin: a crash now still stops it. */
                 cJSON_AddNumberToObject(state, "pausePid", (double)pid);
                 cJSON_AddNumberToObject(state, "pauseStartTime", (double)start);
+                cJSON_AddBoolToObject(state, "procfs", true);
                 if (write_json(dir, "state.json", state, err) < 0 ||
                     rt_ns_pin_process(pid, ns_dir, "pid", err) < 0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
@@ -628,6 +663,9 @@ int rt_sandbox_check(const char *root_dir, const char *id, struct cb_error *err)
                                     "sandbox %s: the pause process %d (the pod's PID namespace "
                                     "init) is gone",
                                     id, (int)sb.pause_pid);
+        if (sb.procfs_path[0] != '\0' && !procfs_mounted(sb.procfs_path))
+                return cb_error_set(err, 0, "sandbox %s: the pod's procfs %s is not mounted", id,
+                                    sb.procfs_path);
         if (jbool(cfg, "hostNetwork"))
                 return 0;
         char cache[RT_PATH_MAX];
@@ -662,6 +700,11 @@ static int remove_tree(const char *dir, struct cb_error *err)
                 }
                 if (rt_ns_is_pinned(p) && rt_ns_unpin(p, err) < 0) {
                         rc = -1;
+                        continue;
+                }
+                if (procfs_mounted(p)) { /* never walked into */
+                        if (procfs_unmount(p, err) < 0)
+                                rc = -1;
                         continue;
                 }
                 struct stat st;
@@ -743,6 +786,8 @@ int rt_sandbox_remove(const char *root_dir, const char *id, struct cb_error *err
                     rt_ns_unpin(p, err) < 0)
                         return cb_error_prefix(err, "sandbox %s", id);
         }
+        if (path_join(p, sizeof(p), err, "%s/ns/proc", dir) < 0 || procfs_unmount(p, err) < 0)
+                return cb_error_prefix(err, "sandbox %s", id);
         if (remove_tree(dir, err) < 0)
                 return cb_error_prefix(err, "sandbox %s", id);
         return 0;

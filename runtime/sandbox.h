@@ -83,7 +83,11 @@ struct rt_sandbox {
         size_t n_pod_ips;
         bool host_pid;
         char pidns_path[RT_PATH_MAX]; /* the pod's PID namespace pin; "" = one per container */
-        pid_t pause_pid;              /* its init, with share_pid */
+        /* the pod's procfs (<dir>/ns/proc), mounted by its PID namespace's
+         * init before any container existed; "" without share_pid, and for
+         * a sandbox made by a cubelet that did not keep one */
+        char procfs_path[RT_PATH_MAX];
+        pid_t pause_pid; /* its init, with share_pid */
         uint64_t pause_start_time;
         char cgroup_parent[RT_PATH_MAX];
 };
@@ -143,16 +147,18 @@ int rt_sandbox_resolv_without_loopback(const char *text, char **ret, size_t *ret
 /* ---- the pod PID namespace init (runtime/pause.c) ------------------------------ */
 
 /* Starts `exe __pause` as pid 1 of a new PID namespace, in cgroup (may be
- * NULL). Returns its pid and start time. */
-int rt_pause_start(const char *exe, const char *cgroup, pid_t *ret_pid, uint64_t *ret_start,
-                   struct cb_error *err);
+ * NULL); with procfs_dir (an existing directory, absolute), that process
+ * first mounts the namespace's procfs there, in the caller's mount
+ * namespace. Returns its pid and start time. */
+int rt_pause_start(const char *exe, const char *cgroup, const char *procfs_dir, pid_t *ret_pid,
+                   uint64_t *ret_start, struct cb_error *err);
 /* SIGKILLs it (through a pidfd, only if it still has start_time) and waits
  * until it has exited; its PID namespace goes with it. */
 int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err);
 /* The pause process runs and its PID namespace takes new processes: false
  * once it is gone, a zombie, or exiting (killing its namespace). */
 bool rt_pause_alive(pid_t pid, uint64_t start_time);
-/* The `cubelet __pause 3` mode. */
+/* The `cubelet __pause 3 [PROCFS_DIR]` mode. */
 int rt_pause_main(int argc, char **argv);
 
 /* A TCP connection to localhost:port inside the network namespace pinned

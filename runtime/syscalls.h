@@ -161,6 +161,54 @@ static inline int rt_move_mount(int from_dirfd, const char *from_path, int to_di
 #endif
 }
 
+/* A new filesystem instance mounted through fds (Linux 5.2): no path is
+ * resolved, so it works where /proc (for /proc/self/fd/N) is missing or
+ * belongs to another PID namespace. */
+#define RT_FSOPEN_CLOEXEC      0x01
+#define RT_FSMOUNT_CLOEXEC     0x01
+#define RT_FSCONFIG_SET_STRING 1
+#define RT_FSCONFIG_CMD_CREATE 6
+
+static inline int rt_fsopen(const char *fstype, unsigned int flags)
+{
+#ifdef SYS_fsopen
+        return (int)syscall(SYS_fsopen, fstype, flags);
+#else
+        (void)fstype;
+        (void)flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_fsconfig(int fd, unsigned int cmd, const char *key, const void *value, int aux)
+{
+#ifdef SYS_fsconfig
+        return (int)syscall(SYS_fsconfig, fd, cmd, key, value, aux);
+#else
+        (void)fd;
+        (void)cmd;
+        (void)key;
+        (void)value;
+        (void)aux;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
+static inline int rt_fsmount(int fd, unsigned int flags, unsigned int attr_flags)
+{
+#ifdef SYS_fsmount
+        return (int)syscall(SYS_fsmount, fd, flags, attr_flags);
+#else
+        (void)fd;
+        (void)flags;
+        (void)attr_flags;
+        errno = ENOSYS;
+        return -1;
+#endif
+}
+
 static inline int rt_mount_setattr(int dirfd, const char *path, unsigned int flags,
                                    struct rt_mount_attr *attr)
 {

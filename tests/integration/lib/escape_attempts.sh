@@ -21,7 +21,8 @@
 # The mount and exec attempts, in order (esc_proc_exe reads esc_pause's
 # output).
 escape_mount_exec="esc_vol_dev esc_vol_proc esc_vol_link esc_null_swap esc_workdir_fd esc_fds
-esc_exec_workdir esc_pause esc_proc_exe esc_self_exe esc_ro_volume esc_ro_symlink esc_setup_window esc_sysfs esc_propagation
+esc_exec_workdir esc_pause esc_proc_exe esc_self_exe esc_ro_volume esc_ro_symlink esc_setup_window
+esc_setup_window_ptrace esc_exec_window_ptrace esc_sysfs esc_propagation
 esc_import_fifo esc_import_device esc_import_symlink"
 
 # escape_run LIST: each attempt of LIST.
@@ -297,13 +298,13 @@ EOF
 
 # --- item 2 with SYS_PTRACE: the same window, the watcher holding CAP_SYS_PTRACE -------
 # CAP_SYS_PTRACE passes ptrace_may_access even for a non-dumpable process:
-# only the closed fds and where the starting process stands protect it.
-# OPEN (docs/security.md, "Known gaps"): this attempt ESCAPES today (the
-# starting process is in the pod's PID namespace with the host's root until
-# its pivot_root: 27 of the watcher's looks reached the host's marker file
-# through /proc/<pid>/root; no fd, no cwd). It is not in
-# $escape_mount_exec until that is fixed; run it alone with
-# `escape_run esc_setup_window_ptrace`.
+# only where the starting process stands and what it holds protect it.
+# Before session 9 this escaped (27 of the watcher's looks in 6 s reached
+# the host's marker file through /proc/<pid>/root: the starting process
+# joined the pod's PID namespace before its pivot_root). Now each
+# container's root is made before its first process is forked into the
+# namespace (runtime/init.c), from the pod's procfs the pause process
+# mounted (runtime/pause.c).
 esc_setup_window_ptrace() {
   attempt "CVE-2024-21626 with SYS_PTRACE: a sibling with CAP_SYS_PTRACE reads /proc/<pid>/fd, root and cwd of starting containers" || return 0
   mkdir -p "$tmp/watchbin2"
@@ -340,6 +341,49 @@ EOF
   out=$(pod_log swinp watch)
   if ! has "$out" '^looked='; then escaped "the watcher did not finish: $(tail -3 "$tmp/swinp.err")"
   elif has "$out" 'HOST-'; then escaped "$(printf '%s\n' "$out" | grep -E 'HOST-' | cut -d' ' -f1 | sort | uniq -c | tr '\n' ' ')"
+  else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
+}
+
+# --- item 2, exec: a container with CAP_SYS_PTRACE watches its own PID namespace -------
+# while exec probes run in it: each probe's process appears in the
+# container's namespace. Before session 9 it did so with the host's root
+# and cwd until its setns into the container's mounts (runtime/exec.c);
+# now it is forked with the container's root and credentials.
+esc_exec_window_ptrace() {
+  attempt "CVE-2024-21626 with SYS_PTRACE, exec: a container with CAP_SYS_PTRACE reads /proc/<pid>/root, cwd and fd of its exec probes' processes" || return 0
+  mkdir -p "$tmp/watchbin3"
+  : >"$tmp/watchbin3/host-marker"
+  cat >"$tmp/watchbin3/watch.sh" <<EOF
+me=\$\$
+end=\$((\$(date +%s) + 8)); n=0; seen=" "
+while [ "\$(date +%s)" -lt "\$end" ]; do
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    { [ "\$p" = "\$me" ] || [ "\$p" = 1 ]; } && continue
+    [ -e "\$d/root$tmp/watchbin3/host-marker" ] && echo "HOST-ROOT \$p"
+    [ -e "\$d/cwd$tmp/watchbin3/host-marker" ] && echo "HOST-CWD \$p"
+    for f in "\$d"/fd/*; do
+      [ -e "\$f$tmp/watchbin3/host-marker" ] && echo "HOST-FD \$p \$f"
+    done
+    case "\$seen" in *" \$p "*) ;; *) seen="\$seen\$p " ;; esac
+    n=\$((n + 1))
+  done
+done
+echo "looked=\$n pids=\$(echo \$seen | wc -w)"
+EOF
+  {
+    pod_head ewinp "  volumes: [{name: t, hostPath: {path: $tmp/watchbin3}}]"
+    printf '  - name: watch\n    image: busybox:1.36\n    command: [sh, /t/watch.sh]\n'
+    printf '    securityContext: {capabilities: {add: [SYS_PTRACE]}}\n'
+    printf '    volumeMounts: [{name: t, mountPath: /t, readOnly: true}]\n'
+    printf '    readinessProbe: {exec: {command: [sleep, "0.05"]}, periodSeconds: 1}\n'
+    printf '    livenessProbe: {exec: {command: [sleep, "0.05"]}, periodSeconds: 1, failureThreshold: 30}\n'
+  } >"$tmp/ewinp.yaml"
+  run ewinp
+  out=$(pod_log ewinp watch)
+  if ! has "$out" '^looked='; then escaped "the watcher did not finish: $(tail -3 "$tmp/ewinp.err")"
+  elif has "$out" 'HOST-'; then escaped "$(printf '%s\n' "$out" | grep -E 'HOST-' | cut -d' ' -f1 | sort | uniq -c | tr '\n' ' ')"
+  elif [ "$(printf '%s\n' "$out" | sed -n 's/.*pids=//p')" -lt 3 ]; then escaped "the watcher saw no probe process: $(printf '%s\n' "$out" | grep '^looked=')"
   else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
 }
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "agent/core/log.h"
-#include "agent/core/offload.h"
+#include "agent/node/periodic.h"
 #include "lib/cleanup.h"
 
 #define REMOVED_LOG_MAX 64
@@ -26,10 +26,8 @@ struct ag_containergc {
         char *logs_dir, *node_name;
         struct ag_pods *pods;
         struct ag_events *events;
-        struct ag_offload *queue;
-        struct ag_timer *timer;
+        struct ag_periodic *periodic;
         bool prev_failed;
-        bool running; /* a periodic job is queued or runs */
 };
 
 /* one instance found in a container's log directory */
@@ -52,7 +50,6 @@ struct pdir {
 };
 
 struct job {
-        struct ag_containergc *gc;
         bool all_unused;
         struct k8s_container_gc_policy policy;
         char *logs_dir;
@@ -60,8 +57,6 @@ struct job {
         size_t n_pods;
         bool ready;
         int64_t snapshot_ms;
-        ag_containergc_done_fn done;
-        void *data;
         /* the scan */
         struct pdir *p;
         size_t np, cap_p;
@@ -428,8 +423,9 @@ static void job_work(void *data)
 
 /* ---- on the loop ---- */
 
-static void free_job(struct job *j)
+static void free_job(void *data)
 {
+        struct job *j = data;
         ag_pods_gc_snapshot_free(j->pods, j->n_pods);
         for (size_t i = 0; i < j->np; i++)
                 free(j->p[i].name);
@@ -449,33 +445,25 @@ static void node_event(struct ag_containergc *gc, const char *reason, const char
                 ag_events_record(gc->events, &node, "Warning", reason, msg);
 }
 
-static void job_done(void *data, bool cancelled)
+static const char *job_finish(void *owner, void *data, bool reclaim, int64_t *freed)
 {
+        struct ag_containergc *gc = owner;
         struct job *j = data;
-        struct ag_containergc *gc = j->gc;
-        if (cancelled) {
-                if (j->done != NULL)
-                        j->done(j->data, -1, "the container garbage collector stopped");
-                free_job(j);
-                return;
-        }
         for (size_t i = 0; i < j->n_logged; i++) {
-                if (j->all_unused)
+                if (reclaim)
                         log_info("container garbage collection: %s", j->removed[i]);
                 else
                         log_v(2, "container garbage collection: %s", j->removed[i]);
         }
-        if (j->all_unused) {
+        *freed = j->freed;
+        if (reclaim) {
                 log_info("container garbage collection: deleted all unused containers: %zu "
                          "dead instance(s) and %zu deleted pods' log directories removed, %" PRId64
                          " bytes freed%s%s",
                          j->n_removed, j->n_dirs_removed, j->freed, j->error[0] ? ": " : "",
                          j->error);
-                j->done(j->data, j->freed, j->error[0] ? j->error : NULL);
-                free_job(j);
-                return;
+                return j->error[0] ? j->error : NULL;
         }
-        gc->running = false;
         if (j->error[0] != '\0') {
                 log_error("Container garbage collection failed: %s", j->error);
                 node_event(gc, "ContainerGCFailed", j->error);
@@ -487,48 +475,41 @@ static void job_done(void *data, bool cancelled)
                       j->n_instances, j->n_removed, j->n_dirs_removed, j->freed);
                 gc->prev_failed = false;
         }
-        free_job(j);
-        ag_timer_arm(gc->timer, gc->cfg.period_ms);
+        return j->error[0] ? j->error : NULL;
 }
 
-static int submit(struct ag_containergc *gc, bool all_unused, ag_containergc_done_fn done,
-                  void *data, struct cb_error *err)
+/* all_unused: DeleteAllUnusedContainers, the eviction manager's reclaim */
+static void *job_make(void *owner, bool all_unused, struct cb_error *err)
 {
+        struct ag_containergc *gc = owner;
         struct job *j = calloc(1, sizeof(*j));
-        if (j == NULL)
-                return cb_error_set(err, ENOMEM, "container garbage collection");
-        *j = (struct job){.gc = gc,
-                          .all_unused = all_unused,
+        if (j == NULL) {
+                cb_error_set(err, ENOMEM, "container garbage collection");
+                return NULL;
+        }
+        *j = (struct job){.all_unused = all_unused,
                           .policy = gc->cfg.policy,
                           .logs_dir = strdup(gc->logs_dir),
-                          .snapshot_ms = realtime_ms(),
-                          .done = done,
-                          .data = data};
+                          .snapshot_ms = realtime_ms()};
         if (j->logs_dir == NULL ||
             ag_pods_gc_snapshot(gc->pods, &j->pods, &j->n_pods, &j->ready) < 0) {
                 free_job(j);
-                return cb_error_set(err, ENOMEM, "container garbage collection");
+                cb_error_set(err, ENOMEM, "container garbage collection");
+                return NULL;
         }
-        if (ag_offload_submit(gc->queue, job_work, job_done, j, err) < 0) {
-                free_job(j);
-                return -1;
-        }
-        return 0;
+        return j;
 }
 
-static void on_timer(struct ag_timer *t, void *data)
-{
-        struct ag_containergc *gc = data;
-        struct cb_error err = {0};
-        if (gc->running)
-                return;
-        if (submit(gc, false, NULL, NULL, &err) < 0) {
-                log_error("Container garbage collection failed: %s", err.msg);
-                ag_timer_arm(t, gc->cfg.period_ms);
-                return;
-        }
-        gc->running = true;
-}
+static const struct ag_periodic_ops ops = {
+    .name = "container garbage collection",
+    .queue = "container gc",
+    .stopped = "the container garbage collector stopped",
+    .not_queued = "Container garbage collection failed: ",
+    .make = job_make,
+    .work = job_work,
+    .finish = job_finish,
+    .free_job = free_job,
+};
 
 int ag_containergc_new(struct ag_loop *loop, const struct ag_containergc_config *cfg,
                        struct ag_pods *pods, struct ag_events *events, struct ag_containergc **ret,
@@ -549,8 +530,7 @@ int ag_containergc_new(struct ag_loop *loop, const struct ag_containergc_config 
                 ag_containergc_free(gc);
                 return cb_error_set(err, ENOMEM, "container garbage collection");
         }
-        if (ag_offload_new(loop, "container gc", 1, &gc->queue, err) < 0 ||
-            (gc->timer = ag_timer_new(loop, on_timer, gc, err)) == NULL) {
+        if (ag_periodic_new(loop, &ops, gc, gc->cfg.period_ms, &gc->periodic, err) < 0) {
                 ag_containergc_free(gc);
                 return -1;
         }
@@ -565,21 +545,20 @@ void ag_containergc_start(struct ag_containergc *gc)
                  "per container, at most %d in all, every %llus",
                  (long long)(p->min_age_ms / 1000), p->max_per_pod_container, p->max_containers,
                  (unsigned long long)(gc->cfg.period_ms / 1000));
-        ag_timer_arm(gc->timer, 0); /* wait.Until: the first run at once */
+        ag_periodic_start(gc->periodic); /* wait.Until: the first run at once */
 }
 
 int ag_containergc_reclaim(struct ag_containergc *gc, ag_containergc_done_fn done, void *data,
                            struct cb_error *err)
 {
-        return submit(gc, true, done, data, err);
+        return ag_periodic_reclaim(gc->periodic, done, data, err);
 }
 
 void ag_containergc_free(struct ag_containergc *gc)
 {
         if (gc == NULL)
                 return;
-        ag_timer_free(gc->timer);
-        ag_offload_free(gc->queue); /* cancelled jobs call their done */
+        ag_periodic_free(gc->periodic); /* cancelled reclaims call their done */
         free(gc->logs_dir);
         free(gc->node_name);
         free(gc);

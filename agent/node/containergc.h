@@ -27,7 +27,8 @@
  *    ag_containergc_reclaim): the same, and every instance of a terminated
  *    pod.
  * The scan and the removals run in a job on its own offload queue
- * ("container gc", one thread), fd-relative below the pod logs directory
+ * ("container gc", one thread; the timer, the queue and the reclaim are
+ * agent/node/periodic.h), fd-relative below the pod logs directory
  * (O_NOFOLLOW, never crossing into another filesystem); the loop only
  * takes the snapshot of the pods (agent/pods/pods.h ag_pods_gc_snapshot).
  * A log directory made after the snapshot is never taken for a deleted

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "agent/core/log.h"
-#include "agent/core/offload.h"
+#include "agent/node/periodic.h"
 #include "lib/wallclock.h"
 #include "lib/cleanup.h"
 #include "runtime/image.h"
@@ -25,11 +25,9 @@ struct ag_imagegc {
         struct ag_pods *pods;
         struct ag_events *events;
         struct ag_metrics *metrics;
-        struct ag_offload *queue;
-        struct ag_timer *timer;
+        struct ag_periodic *periodic;
         int64_t began_ms; /* wall clock: when the collector started (beganGC) */
         bool prev_failed;
-        bool running; /* a periodic job is queued or runs */
 };
 
 enum job_kind { JOB_PERIODIC, JOB_RECLAIM };
@@ -42,15 +40,12 @@ struct removed {
 };
 
 struct job {
-        struct ag_imagegc *gc;
         enum job_kind kind;
         struct k8s_imagegc_policy policy;
         char *root_dir;
         int64_t began_ms;
         char **pod_images; /* canonical references the agent's pods name */
         size_t n_pod_images;
-        ag_imagegc_done_fn done;
-        void *data;
         /* results */
         int64_t now_ms, freed, to_free, capacity, available;
         int usage;
@@ -317,8 +312,9 @@ static void count_removed(struct ag_imagegc *gc, const char *reason, size_t n)
                 log_v(2, "metrics: %s", err.msg);
 }
 
-static void free_job(struct job *j)
+static void free_job(void *data)
 {
+        struct job *j = data;
         for (size_t i = 0; i < j->n_pod_images; i++)
                 free(j->pod_images[i]);
         free(j->pod_images);
@@ -326,16 +322,10 @@ static void free_job(struct job *j)
         free(j);
 }
 
-static void job_done(void *data, bool cancelled)
+static const char *job_finish(void *owner, void *data, bool reclaim, int64_t *freed)
 {
+        struct ag_imagegc *gc = owner;
         struct job *j = data;
-        struct ag_imagegc *gc = j->gc;
-        if (cancelled) {
-                if (j->done != NULL)
-                        j->done(j->data, -1, "the image garbage collector stopped");
-                free_job(j);
-                return;
-        }
         /* the worker thread never logs: everything is said here */
         if (j->warning[0] != '\0')
                 log_warning("image garbage collection: %s", j->warning);
@@ -360,15 +350,13 @@ static void job_done(void *data, bool cancelled)
                 node_event(gc, "InvalidDiskCapacity", j->capacity_event);
         if (j->space_event[0] != '\0')
                 node_event(gc, "FreeDiskSpaceFailed", j->space_event);
-        if (j->kind == JOB_RECLAIM) {
+        *freed = j->freed;
+        if (reclaim) {
                 log_info("image garbage collection: deleted unused images, %" PRId64
                          " bytes freed%s%s",
                          j->freed, j->error[0] ? ": " : "", j->error);
-                j->done(j->data, j->freed, j->error[0] ? j->error : NULL);
-                free_job(j);
-                return;
+                return j->error[0] ? j->error : NULL;
         }
-        gc->running = false;
         if (j->error[0] != '\0') {
                 if (gc->prev_failed) {
                         log_error("image garbage collection failed multiple times in a row: %s",
@@ -387,8 +375,7 @@ static void job_done(void *data, bool cancelled)
                       j->n_images, j->n_in_use, j->usage, j->n_removed);
                 gc->prev_failed = false;
         }
-        free_job(j);
-        ag_timer_arm(gc->timer, gc->cfg.period_ms);
+        return j->error[0] ? j->error : NULL;
 }
 
 /* The canonical references of the images the agent's pods name. */
@@ -425,43 +412,36 @@ static int pod_images(struct ag_imagegc *gc, struct job *j)
         return 0;
 }
 
-static int submit(struct ag_imagegc *gc, enum job_kind kind, ag_imagegc_done_fn done, void *data,
-                  struct cb_error *err)
+static void *job_make(void *owner, bool reclaim, struct cb_error *err)
 {
+        struct ag_imagegc *gc = owner;
         struct job *j = calloc(1, sizeof(*j));
-        if (j == NULL)
-                return cb_error_set(err, ENOMEM, "image garbage collection");
-        *j = (struct job){.gc = gc,
-                          .kind = kind,
+        if (j == NULL) {
+                cb_error_set(err, ENOMEM, "image garbage collection");
+                return NULL;
+        }
+        *j = (struct job){.kind = reclaim ? JOB_RECLAIM : JOB_PERIODIC,
                           .policy = gc->cfg.policy,
                           .root_dir = strdup(gc->root_dir),
-                          .began_ms = gc->began_ms,
-                          .done = done,
-                          .data = data};
+                          .began_ms = gc->began_ms};
         if (j->root_dir == NULL || pod_images(gc, j) < 0) {
                 free_job(j);
-                return cb_error_set(err, ENOMEM, "image garbage collection");
+                cb_error_set(err, ENOMEM, "image garbage collection");
+                return NULL;
         }
-        if (ag_offload_submit(gc->queue, job_work, job_done, j, err) < 0) {
-                free_job(j);
-                return -1;
-        }
-        return 0;
+        return j;
 }
 
-static void on_timer(struct ag_timer *t, void *data)
-{
-        struct ag_imagegc *gc = data;
-        struct cb_error err = {0};
-        if (gc->running)
-                return;
-        if (submit(gc, JOB_PERIODIC, NULL, NULL, &err) < 0) {
-                log_error("image garbage collection: %s", err.msg);
-                ag_timer_arm(t, gc->cfg.period_ms);
-                return;
-        }
-        gc->running = true;
-}
+static const struct ag_periodic_ops ops = {
+    .name = "image garbage collection",
+    .queue = "image gc",
+    .stopped = "the image garbage collector stopped",
+    .not_queued = "image garbage collection: ",
+    .make = job_make,
+    .work = job_work,
+    .finish = job_finish,
+    .free_job = free_job,
+};
 
 int ag_imagegc_new(struct ag_loop *loop, const struct ag_imagegc_config *cfg, struct ag_pods *pods,
                    struct ag_events *events, struct ag_metrics *metrics, struct ag_imagegc **ret,
@@ -485,8 +465,7 @@ int ag_imagegc_new(struct ag_loop *loop, const struct ag_imagegc_config *cfg, st
                 ag_imagegc_free(gc);
                 return cb_error_set(err, ENOMEM, "image garbage collection");
         }
-        if (ag_offload_new(loop, "image gc", 1, &gc->queue, err) < 0 ||
-            (gc->timer = ag_timer_new(loop, on_timer, gc, err)) == NULL) {
+        if (ag_periodic_new(loop, &ops, gc, gc->cfg.period_ms, &gc->periodic, err) < 0) {
                 ag_imagegc_free(gc);
                 return -1;
         }
@@ -510,21 +489,20 @@ void ag_imagegc_start(struct ag_imagegc *gc)
                  "%s, maximum age %s, every %llus",
                  p->high_threshold_percent, p->low_threshold_percent, min, max,
                  (unsigned long long)(gc->cfg.period_ms / 1000));
-        ag_timer_arm(gc->timer, 0); /* wait.Until: the first run at once */
+        ag_periodic_start(gc->periodic); /* wait.Until: the first run at once */
 }
 
 int ag_imagegc_reclaim(struct ag_imagegc *gc, ag_imagegc_done_fn done, void *data,
                        struct cb_error *err)
 {
-        return submit(gc, JOB_RECLAIM, done, data, err);
+        return ag_periodic_reclaim(gc->periodic, done, data, err);
 }
 
 void ag_imagegc_free(struct ag_imagegc *gc)
 {
         if (gc == NULL)
                 return;
-        ag_timer_free(gc->timer);
-        ag_offload_free(gc->queue); /* cancelled jobs call their done */
+        ag_periodic_free(gc->periodic); /* cancelled reclaims call their done */
         free(gc->root_dir);
         free(gc->node_name);
         free(gc);

@@ -6,7 +6,8 @@
  * image_gc_manager.go GarbageCollect and DeleteUnusedImages, started as
  * the kubelet's StartGarbageCollection). Every imageGCPeriod (5 min, the
  * first run at start) a job on its own offload queue ("image gc", one
- * thread) lists the store (runtime/image_store.c), marks the images the
+ * thread; the timer, the queue and the reclaim are agent/node/periodic.h)
+ * lists the store (runtime/image_store.c), marks the images the
  * runtime's containers use (rt_images_in_use; also the images of the
  * pods the agent runs, so a container about to be created keeps its
  * image) as used now, removes the unused ones older than

@@ -30,17 +30,14 @@
 # Exit 77 when not root or a tool is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/shutdown.sh"
 need_root
 need_tools jq umoci ip busybox kubectl openssl dbus-daemon dbus-send /usr/bin/python3 /usr/bin/etcd
 need_cni bridge host-local
 /usr/bin/python3 -c 'import dbus, gi.repository.GLib' 2>/dev/null ||
         skip "python3-dbus and python3-gi are needed for the fake logind (scripts/deps.sh)"
-need_tools unshare
-unshare --mount --propagation private true 2>/dev/null || skip "cannot make a private mount namespace (unshare --mount)"
 # The rest in a private mount namespace: its tmpfs ends with it.
-if [ "${CUBELET_SHUTDOWN_NS:-}" != "$$" ]; then
-        CUBELET_SHUTDOWN_NS=$$ exec unshare --mount --propagation private -- bash "$0" "$@"
-fi
+shutdown_private_ns "$@"
 NODE=shutdown-node-$$
 harness_init shutdown
 FAKE="$(dirname "${BASH_SOURCE[0]}")/lib/fake_logind.py"
@@ -50,29 +47,11 @@ journal=$tmp/logind.journal
 
 # The agent writes logind's drop-in where the kubelet writes its own: here
 # into a tmpfs over /etc/systemd that only this namespace sees.
-mount -t tmpfs -o mode=0755,size=1m cubelet-test-etc-systemd /etc/systemd ||
-        die "cannot mount a tmpfs over /etc/systemd in the private namespace"
+shutdown_etc_systemd
 [ ! -e "$DROPIN" ] || die "$DROPIN is the host's"
 
 # ---- the private bus and the fake logind ------------------------------------------
-cat >"$tmp/bus.conf" <<EOC
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>cubelet-test</type>
-  <listen>unix:path=$tmp/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-EOC
-dbus-daemon --config-file="$tmp/bus.conf" --nofork --nopidfile >>"$tmp/dbus.log" 2>&1 &
-track $!
-BUS=unix:path=$tmp/bus
-poll 10 test -S "$tmp/bus" || die "dbus-daemon did not listen on $tmp/bus"
+shutdown_bus '*'
 start_fake() {
         /usr/bin/python3 "$FAKE" "$BUS" "$journal" --conf-dir "$DROPIN_DIR" "$@" >>"$tmp/fake.log" 2>&1 &
         fake_pid=$!
@@ -83,21 +62,12 @@ start_fake() {
 start_fake --delay-sec 5
 emit() { dbus-send --bus="$BUS" --print-reply --dest=org.freedesktop.login1 /org/freedesktop/login1 \
         org.cubelet.FakeLogind.Emit "boolean:$1" >/dev/null || fail "Emit($1) failed"; }
-# jt WORD [N]: the time of the Nth (default last) journal line "<t> WORD ..."
-jt() { awk -v w="$1" '$2 == w {print $1}' "$journal" | sed -n "${2:-\$}p"; }
-jcount() { awk -v w="$1" '$2 == w' "$journal" | wc -l; }
-epoch() { date -d "$1" +%s; }
 
 # ---- the cluster and the agent ----------------------------------------------------
 import_busybox
 write_cni_conf
 start_standin
-cat >"$tmp/config.yaml" <<EOC
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-shutdownGracePeriod: 12s
-shutdownGracePeriodCriticalPods: 4s
-EOC
+shutdown_config
 run_agent() { # BUS extra flags...
         local bus=$1
         shift
@@ -127,13 +97,6 @@ grep -Eq ' inhibit 1 shutdown delay cubelet ' "$journal" && pass "A: drop-in wri
 # grace period, one critical --------------------------------------------------------
 TERMQUIT='trap "sleep 2; exit 0" TERM; while :; do sleep 0.2; done'
 IGNORE='trap "" TERM; while :; do sleep 0.2; done'
-mkp() { # NAME GRACE COMMAND [priorityClassName]
-        mkpod "$1" Never "$2" <<EOP
-  ${4:+priorityClassName: $4}
-  containers:
-  - {name: c, image: busybox:1.36, command: [sh, -c, '$3']}
-EOP
-}
 mkp reg 30 "$TERMQUIT"
 mkp stubborn 30 "$IGNORE"
 mkp short 3 "$IGNORE"
@@ -175,8 +138,6 @@ for p in reg stubborn short crit; do
         [ "$got" = "Terminated|$MSG|True|TerminationByKubelet|$MSG" ] || fail "$p: $got"
 done
 pass "C: every pod Failed, Terminated, the kubelet's message, DisruptionTarget TerminationByKubelet"
-fin() { epoch "$(pj "$1" '{.status.containerStatuses[0].state.terminated.finishedAt}')"; }
-killed() { epoch "$(k get events --field-selector "involvedObject.name=$1,reason=Killing" -o jsonpath='{.items[0].firstTimestamp}')"; }
 reg_end=$(fin reg); stub_end=$(fin stubborn); short_end=$(fin short); crit_kill=$(killed crit); crit_end=$(fin crit)
 echo "t0 $t0; stopped: reg $reg_end stubborn $stub_end short $short_end; crit killed $crit_kill ended $crit_end"
 # regular pods: grace min(30, 12-4) = 8 s; short its own 3 s

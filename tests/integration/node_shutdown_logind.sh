@@ -34,6 +34,7 @@
 # Exit 77 when not root or logind, dbus-daemon or a tool is missing.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/shutdown.sh"
 # where distributions install it (LOGIND=PATH to pick another)
 if [ -z "${LOGIND:-}" ]; then
         for LOGIND in /usr/lib/systemd/systemd-logind /lib/systemd/systemd-logind; do
@@ -42,29 +43,25 @@ if [ -z "${LOGIND:-}" ]; then
 fi
 need_root
 [ -x "$LOGIND" ] || skip "no systemd-logind on this machine ($LOGIND): the real logind is not exercised (node_shutdown.sh drives the fake)"
-need_tools jq umoci ip busybox kubectl openssl dbus-daemon dbus-monitor busctl systemd-inhibit unshare \
+need_tools jq umoci ip busybox kubectl openssl dbus-daemon dbus-monitor busctl systemd-inhibit \
         /usr/bin/python3 /usr/bin/etcd
 need_cni bridge host-local
 /usr/bin/python3 -c 'import dbus, gi.repository.GLib' 2>/dev/null ||
         skip "python3-dbus and python3-gi are needed for the systemd1 stand-in (scripts/deps.sh)"
-unshare --mount --propagation private true 2>/dev/null || skip "cannot make a private mount namespace (unshare --mount)"
 # Everything below runs in a private mount namespace: its tmpfs mounts end
 # with it and never reach the host.
-if [ "${CUBELET_LOGIND_NS:-}" != "$$" ]; then
-        CUBELET_LOGIND_NS=$$ exec unshare --mount --propagation private -- bash "$0" "$@"
-fi
+shutdown_private_ns "$@"
 NODE=shutdown-logind-$$
 harness_init shutdown-logind
 STANDIN="$(dirname "${BASH_SOURCE[0]}")/lib/systemd1_standin.py"
 journal=$tmp/systemd1.journal
 llog=$tmp/logind.log
 
-mount -t tmpfs -o mode=0755,size=16m cubelet-test-run /run || die "cannot mount a tmpfs over /run in the private namespace"
+shutdown_tmpfs /run 16m cubelet-test-run
 mkdir -p /run/systemd /run/user /run/dbus /run/lock
 [ ! -e /run/dbus/system_bus_socket ] || die "the host's system bus is still visible"
 cp /etc/systemd/logind.conf "$tmp/logind.conf.host" 2>/dev/null || : >"$tmp/logind.conf.host"
-mount -t tmpfs -o mode=0755,size=1m cubelet-test-etc-systemd /etc/systemd ||
-        die "cannot mount a tmpfs over /etc/systemd in the private namespace"
+shutdown_etc_systemd
 mkdir /etc/systemd/logind.conf.d
 # logind's defaults (InhibitDelayMaxSec 5 s), without VTs and without acting
 # on any key, lid or idleness of this machine.
@@ -84,26 +81,8 @@ EOC
 DROPIN=/etc/systemd/logind.conf.d/99-cubelet.conf
 
 # ---- the private bus, logind, the systemd1 stand-in ------------------------------
-cat >"$tmp/bus.conf" <<EOC
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>cubelet-test</type>
-  <listen>unix:path=$tmp/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="org.freedesktop.login1"/>
-    <allow own="org.freedesktop.systemd1"/>
-  </policy>
-</busconfig>
-EOC
-BUS=unix:path=$tmp/bus
+shutdown_bus org.freedesktop.login1 org.freedesktop.systemd1
 export DBUS_SYSTEM_BUS_ADDRESS=$BUS
-dbus-daemon --config-file="$tmp/bus.conf" --nofork --nopidfile >>"$tmp/dbus.log" 2>&1 &
-track $!
-poll 10 test -S "$tmp/bus" || die "dbus-daemon did not listen on $tmp/bus: $(cat "$tmp/dbus.log")"
 dbus-monitor --address "$BUS" "type='signal',interface='org.freedesktop.login1.Manager',member='PrepareForShutdown'" \
         >"$tmp/monitor.log" 2>&1 &
 track $!
@@ -118,10 +97,6 @@ poll 10 eval 'mgr get-property InhibitDelayMaxUSec >/dev/null 2>&1' ||
         die "systemd-logind did not come up on the private bus: $(grep -iE 'fail|error' "$llog" | tail -5)"
 poll 10 grep -q ' ready$' "$journal" || die "the systemd1 stand-in did not start: $(cat "$tmp/standin.log")"
 [ "$(mgr get-property InhibitDelayMaxUSec)" = "t 5000000" ] || fail "logind's default: $(mgr get-property InhibitDelayMaxUSec)"
-# jt WORD [N]: the time of the Nth (default last) stand-in journal line "<t> WORD ..."
-jt() { awk -v w="$1" '$2 == w {print $1}' "$journal" | sed -n "${2:-\$}p"; }
-jcount() { awk -v w="$1" '$2 == w' "$journal" | wc -l; }
-epoch() { date -d "$1" +%s; }
 inhibitors() { mgr call ListInhibitors; }
 # prepares: the PrepareForShutdown arguments seen on the bus, in order
 prepares() { awk '/member=PrepareForShutdown/ {getline; print $2}' "$tmp/monitor.log" | paste -sd' '; }
@@ -130,12 +105,7 @@ prepares() { awk '/member=PrepareForShutdown/ {getline; print $2}' "$tmp/monitor
 import_busybox
 write_cni_conf
 start_standin
-cat >"$tmp/config.yaml" <<EOC
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-shutdownGracePeriod: 12s
-shutdownGracePeriodCriticalPods: 4s
-EOC
+shutdown_config
 start_agent -v 1 --config "$tmp/config.yaml" --kubeconfig "$data/node.kubeconfig" --healthz-port 0 \
         --node-ip 10.0.0.5 --node-status-update-frequency 1s --node-lease-duration-seconds 4
 node_ready
@@ -158,13 +128,6 @@ grep -Eq "^cubelet +0 +root +$agent_pid +cubelet +shutdown .* delay$" <<<"$liste
 # ---- pods: a regular one, one that ignores SIGTERM, a critical one ---------------
 TERMQUIT='trap "sleep 1; exit 0" TERM; while :; do sleep 0.2; done'
 IGNORE='trap "" TERM; while :; do sleep 0.2; done'
-mkp() { # NAME GRACE COMMAND [priorityClassName]
-        mkpod "$1" Never "$2" <<EOP
-  ${4:+priorityClassName: $4}
-  containers:
-  - {name: c, image: busybox:1.36, command: [sh, -c, '$3']}
-EOP
-}
 mkp reg 30 "$TERMQUIT"
 mkp stubborn 30 "$IGNORE"
 mkp crit 30 "$TERMQUIT" system-node-critical
@@ -192,8 +155,6 @@ for p in reg stubborn crit; do
         [ "$got" = "Terminated|$MSG|TerminationByKubelet" ] || fail "$p: $got"
 done
 pass "B: every pod Failed, Terminated, the kubelet's message"
-fin() { epoch "$(pj "$1" '{.status.containerStatuses[0].state.terminated.finishedAt}')"; }
-killed() { epoch "$(k get events --field-selector "involvedObject.name=$1,reason=Killing" -o jsonpath='{.items[0].firstTimestamp}')"; }
 reg_end=$(fin reg); stub_end=$(fin stubborn); crit_kill=$(killed crit); crit_end=$(fin crit)
 echo "t0 $t0; stopped: reg +$((reg_end - t0)) stubborn +$((stub_end - t0)); crit killed +$((crit_kill - t0)) ended +$((crit_end - t0))"
 [ $((stub_end - t0)) -ge 7 ] && [ $((stub_end - t0)) -le 11 ] || fail "stubborn ended $((stub_end - t0)) s after PowerOff (grace 12-4 = 8 s)"

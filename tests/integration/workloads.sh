@@ -348,65 +348,54 @@ k delete pod hostunset --grace-period=0 --force --wait=false >/dev/null 2>&1
 
 # A start refused off the loop (a subPath through a host symlink that
 # leads out of the volume) is a failed sync: the pod worker syncs again
-# after jitter(10 s, 0.5) (pod_workers.go completeWork), nothing else
-# nudging it; the host fixes the path 2 s after the refusal.
-sp=$tmp/sp-late
-mkdir -p "$sp" && ln -s /etc "$sp/sub"
-mkpod subretry <<EOF
+# after jitter(10 s, 0.5) (pod_workers.go completeWork).
+# subpath_refused POD [COMMAND]: the pod, its hostPath at $tmp/sp-POD with
+# the symlink, CreateContainerConfigError.
+subpath_refused() {
+        local sp=$tmp/sp-$1
+        mkdir -p "$sp" && ln -s /etc "$sp/sub"
+        mkpod "$1" <<EOF
   volumes: [{name: h, hostPath: {path: $sp, type: Directory}}]
   containers:
   - name: main
     image: busybox:1.36
-    command: [sh, -c, 'ls /in; sleep 3600']
+    command: [sh, -c, '${2:-ls /in; sleep 3600}']
     volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
 EOF
-poll 30 waiting_is subretry CreateContainerConfigError || fail "subretry: $(pj subretry '{.status.containerStatuses[0].state}')"
-t=$(now)
-sleep 2
-rm "$sp/sub" && mkdir "$sp/sub" && touch "$sp/sub/inside"
-poll 25 phase_is subretry Running || fail "subretry: not Running 25 s after the refusal: $(pj subretry '{.status.containerStatuses[0].state}')"
-d_sr=$(since "$t")
-fle 8.5 "$d_sr" && fle "$d_sr" 17 ||
-        fail "subretry: Running ${d_sr}s after the refusal (the pod worker retries a failed sync after 10-15 s)"
-delays=$(grep -o 'pod default/subretry: sync failed, retried in [0-9.]*s' "$tmp/agent.log" | awk '{print $NF}' | paste -sd' ')
-pass "7 a subPath refused off the loop, fixed on the host: Running ${d_sr}s after the refusal (retries armed: ${delays:-none})"
+        poll 30 waiting_is "$1" CreateContainerConfigError || fail "$1: $(pj "$1" '{.status.containerStatuses[0].state}')"
+}
+# subpath_fixed POD LO HI NUDGE...: the refused pod; the host fixes the path
+# 0.5 s after the refusal, NUDGE runs 1 s later (`:`: nothing); the pod
+# Running LO to HI s after the refusal (sub_d: the seconds).
+subpath_fixed() {
+        local pod=$1 lo=$2 hi=$3 t
+        shift 3
+        subpath_refused "$pod"
+        t=$(now)
+        sleep 0.5
+        rm "$tmp/sp-$pod/sub" && mkdir "$tmp/sp-$pod/sub" && touch "$tmp/sp-$pod/sub/inside"
+        sleep 1
+        "$@" >/dev/null || fail "$pod: $*"
+        poll $((${hi%.*} + 8)) phase_is "$pod" Running ||
+                fail "$pod: not Running $((${hi%.*} + 8)) s after the nudge: $(pj "$pod" '{.status.containerStatuses[0].state}')"
+        sub_d=$(since "$t")
+        fle "$lo" "$sub_d" && fle "$sub_d" "$hi" || fail "$pod: Running ${sub_d}s after the refusal, not within $lo-$hi s"
+}
 
-# The same, with an update of the pod 1 s after the fix: the sync runs at
-# once (UpdatePod does not wait for the backoff).
-sp2=$tmp/sp-kick
-mkdir -p "$sp2" && ln -s /etc "$sp2/sub"
-mkpod subkick <<EOF
-  volumes: [{name: h, hostPath: {path: $sp2, type: Directory}}]
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: [sh, -c, 'ls /in; sleep 3600']
-    volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
-EOF
-poll 30 waiting_is subkick CreateContainerConfigError || fail "subkick: $(pj subkick '{.status.containerStatuses[0].state}')"
-sleep 0.5
-rm "$sp2/sub" && mkdir "$sp2/sub"
-sleep 1
-t=$(now)
-k annotate pod subkick poke=1 >/dev/null || fail "subkick: annotate"
-poll 10 phase_is subkick Running || fail "subkick: not Running 10 s after the update: $(pj subkick '{.status.containerStatuses[0].state}')"
-d_sk=$(since "$t")
-fle "$d_sk" 2.5 || fail "subkick: Running ${d_sk}s after the pod's update (a watch event syncs at once)"
-pass "7 an update of the pod during the backoff syncs it at once: Running ${d_sk}s after it"
+# Nothing nudging it: the retry after the backoff (10-15 s after the
+# failed sync) starts it.
+subpath_fixed subretry 8.5 17 :
+delays=$(grep -o 'pod default/subretry: sync failed, retried in [0-9.]*s' "$tmp/agent.log" | awk '{print $NF}' | paste -sd' ')
+pass "7 a subPath refused off the loop, fixed on the host: Running ${sub_d}s after the refusal (retries armed: ${delays:-none})"
+
+# An update of the pod 1 s after the fix: the sync runs at once (UpdatePod
+# does not wait for the backoff): within 2.5 s of the update.
+subpath_fixed subkick 0 4 k annotate pod subkick poke=1
+pass "7 an update of the pod during the backoff syncs it at once: Running ${sub_d}s after the refusal, 1.5 s after which it was updated"
 k delete pod hostdir subretry subkick --grace-period=1 --wait=false >/dev/null
 
 # Deleted while it waits for its retry: the timer goes with the worker.
-sp3=$tmp/sp-gone
-mkdir -p "$sp3" && ln -s /etc "$sp3/sub"
-mkpod subgone <<EOF
-  volumes: [{name: h, hostPath: {path: $sp3, type: Directory}}]
-  containers:
-  - name: main
-    image: busybox:1.36
-    command: [sh, -c, 'sleep 3600']
-    volumeMounts: [{name: h, mountPath: /in, subPath: sub}]
-EOF
-poll 30 waiting_is subgone CreateContainerConfigError || fail "subgone: $(pj subgone '{.status.containerStatuses[0].state}')"
+subpath_refused subgone 'sleep 3600'
 k delete pod subgone --grace-period=1 --wait=false >/dev/null
 poll 20 gone subgone || fail "subgone: not gone 20 s after its deletion during the backoff"
 sleep 16 # past every retry it had armed

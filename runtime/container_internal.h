@@ -80,6 +80,10 @@ int rt_caps_set(uint64_t caps, struct cb_error *err);
  * privileged); the caller closes it. */
 int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
                     const char *proc_src, int *ret_null_fd, struct cb_error *err);
+/* The fallback when sysfs cannot be mounted (a network namespace the
+ * runtime does not own): the host's /sys bound on the rootfs's /sys,
+ * recursively, every submount read-only (not for privileged). */
+int rt_mounts_bind_host_sys(int rootfd, bool privileged, struct cb_error *err);
 /* After rt_mounts_setup, in the container's root: /proc when mount_proc,
  * then the masked and read-only paths and the read-only "/". */
 int rt_mounts_finish(const struct rt_container_config *c, bool mount_proc, int null_fd,

@@ -495,6 +495,18 @@ static int setup_volumes(const struct rt_container_config *c, int rootfd, const 
         return 0;
 }
 
+int rt_mounts_bind_host_sys(int rootfd, bool privileged, struct cb_error *err)
+{
+        /* sysfs of a network namespace we do not own: bind the host's,
+         * read-only through every submount (cgroupfs, ...) or not at all
+         * (issue 15 item 9) */
+        uint64_t ro = RT_MOUNT_ATTR_RDONLY | RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV |
+                      RT_MOUNT_ATTR_NOEXEC;
+        if (bind_at(rootfd, "/sys", false, "/sys", true, privileged ? 0 : ro, err) < 0)
+                return cb_error_prefix(err, "cannot bind the host's /sys");
+        return 0;
+}
+
 /* A new instance of fstype (options: key, value pairs, NULL-ended) with
  * the mount attributes attrs, attached on the target fd: the new mount
  * API, no path resolved, so it needs no /proc (after pivot_root /proc may
@@ -633,15 +645,9 @@ int rt_mounts_setup(const struct rt_container_config *c, const char *state_dir,
                     RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV | RT_MOUNT_ATTR_NOEXEC, err) < 0)
                 return cb_error_prefix(err, "the pod's /proc");
         unsigned long sysflags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (c->privileged ? 0 : MS_RDONLY);
-        if (mount_at(rootfd, "/sys", false, "sysfs", "sysfs", sysflags, NULL, err) < 0) {
-                /* sysfs of a network namespace we do not own: bind the
-                 * host's, read-only through every submount (cgroupfs, ...)
-                 * or not at all (issue 15 item 9) */
-                uint64_t ro = RT_MOUNT_ATTR_RDONLY | RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV |
-                              RT_MOUNT_ATTR_NOEXEC;
-                if (bind_at(rootfd, "/sys", false, "/sys", true, c->privileged ? 0 : ro, err) < 0)
-                        return cb_error_prefix(err, "cannot bind the host's /sys");
-        }
+        if (mount_at(rootfd, "/sys", false, "sysfs", "sysfs", sysflags, NULL, err) < 0 &&
+            rt_mounts_bind_host_sys(rootfd, c->privileged, err) < 0)
+                return -1;
         if (setup_dev(rootfd, c->privileged, err) < 0)
                 return -1;
         _cleanup_close_ int null_fd = c->privileged ? -1 : open_null(rootfd, err);

@@ -318,6 +318,92 @@ class Validation(unittest.TestCase):
         self.assertTrue(e.exception.message.startswith('Pod "p" is invalid: '))
 
 
+class PodStatusUpdate(unittest.TestCase):
+    """The pods/status strategy: ValidatePodStatusUpdate's container status
+    checks (validateContainerStatusUsers) and the fields a default
+    kube-apiserver 1.33-1.35 drops (kubernetes pkg/apis/core/validation/
+    validation.go, pkg/registry/core/pod/strategy.go)."""
+
+    pods = reg.find_resource("", "v1", "pods")
+
+    def update(self, status, **spec):
+        old = pod(nodeName="n1", **spec)
+        old["status"]["qosClass"] = "BestEffort"
+        return reg.prepare_update(self.pods, "status", old, {
+            "metadata": {"name": "p"}, "status": status})
+
+    def refused(self, status, want, causes=None, **spec):
+        with self.assertRaises(reg.ApiError) as e:
+            self.update(status, **spec)
+        self.assertEqual(e.exception.code, 422)
+        self.assertEqual(e.exception.reason, "Invalid")
+        self.assertEqual(e.exception.message, 'Pod "p" is invalid: ' + want)
+        if causes is not None:
+            self.assertEqual(e.exception.details["causes"], causes)
+        return e.exception
+
+    def test_users(self):
+        rng = "must be between 0 and 2147483647, inclusive"
+
+        def cs(**linux):
+            return {"name": "c", "user": {"linux": dict({"uid": 0, "gid": 0}, **linux)}}
+
+        self.refused({"containerStatuses": [cs(uid=-1)]},
+                     f"status.containerStatuses[0].linux.uid: Invalid value: -1: {rng}",
+                     [{"reason": "FieldValueInvalid", "message": f"Invalid value: -1: {rng}",
+                       "field": "status.containerStatuses[0].linux.uid"}])
+        self.refused({"containerStatuses": [cs(), cs(gid=2147483648)]},
+                     f"status.containerStatuses[1].linux.gid: Invalid value: 2147483648: {rng}")
+        self.refused({"initContainerStatuses": [cs(supplementalGroups=[0, -5])]},
+                     "status.initContainerStatuses[0].linux.supplementalGroups[1]: Invalid "
+                     f"value: -5: {rng}")
+        self.refused({"ephemeralContainerStatuses": [cs(uid=4294967295)]},
+                     "status.ephemeralContainerStatuses[0].linux.uid: Invalid value: "
+                     f"4294967295: {rng}")
+        e = self.refused({"containerStatuses": [cs(uid=-1, gid=-2)]},
+                         f"[status.containerStatuses[0].linux.uid: Invalid value: -1: {rng}, "
+                         f"status.containerStatuses[0].linux.gid: Invalid value: -2: {rng}]")
+        self.assertEqual(len(e.details["causes"]), 2)
+        self.refused({"containerStatuses": [cs()]},
+                     "status.containerStatuses[0].linux: Forbidden: cannot be set for a "
+                     "windows pod", os={"name": "windows"})
+        # the range's ends; a Windows pod's user without linux
+        edge = cs(uid=2147483647, gid=0, supplementalGroups=[2147483647])
+        out = self.update({"containerStatuses": [edge]})
+        self.assertEqual(out["status"]["containerStatuses"][0]["user"], edge["user"])
+        self.update({"containerStatuses": [{"name": "c", "user": {}}]}, os={"name": "windows"})
+
+    def test_unvalidated_fields(self):
+        """resources, allocatedResources and volumeMounts are not validated by
+        ValidatePodStatusUpdate: any name, a negative quantity, are stored;
+        allocatedResourcesStatus is dropped (ResourceHealthStatus off)."""
+        c = {"name": "c", "allocatedResources": {"cpu": "-1", "example.com/x": "1"},
+             "resources": {"requests": {"not a name": "-5Mi"}},
+             "volumeMounts": [{"name": "v", "mountPath": "rel"}],
+             "allocatedResourcesStatus": [{"name": "cpu", "resources": [
+                 {"resourceID": "a", "health": "Bogus"}]}]}
+        out = self.update({"containerStatuses": [c], "ephemeralContainerStatuses": [c]})
+        want = {k: v for k, v in c.items() if k != "allocatedResourcesStatus"}
+        self.assertEqual(out["status"]["containerStatuses"], [want])
+        self.assertEqual(out["status"]["ephemeralContainerStatuses"], [want])
+
+    def test_real_statuses(self):
+        """Every status of the real v1.35 cluster is taken as it is."""
+        import yaml
+        with open(os.path.join(FIXTURES, "podlist-v1.35-minikube-all-namespaces.yaml")) as f:
+            items = yaml.safe_load(f)["items"]
+        users = 0
+        for item in items:
+            with self.subTest(item["metadata"]["name"]):
+                old = {"metadata": dict(item["metadata"]), "spec": item["spec"],
+                       "status": {"phase": "Pending", "qosClass": item["status"]["qosClass"]}}
+                out = reg.prepare_update(self.pods, "status", old, item)
+                self.assertEqual(out["status"], item["status"])
+                users += sum(1 for cs in item["status"].get("containerStatuses") or []
+                             if "user" in cs)
+        self.assertGreaterEqual(users, 20)
+
+
 class Deletion(unittest.TestCase):
     pods = reg.find_resource("", "v1", "pods")
 
@@ -1943,6 +2029,37 @@ class Cluster(unittest.TestCase, TlsBootstrap):
                          'Forbidden: may not be changed in an update.')
         finally:
             self.ok("DELETE", pcs + "/dflt")
+
+    def test_pod_status_validation(self):
+        """ValidatePodStatusUpdate over HTTP, as the node PATCHes it: a bad
+        container status user is refused 422 Invalid, a real v1.35 status
+        is stored."""
+        import yaml
+        ns = self.namespace("podstat")
+        with open(os.path.join(FIXTURES, "podlist-v1.35-minikube-all-namespaces.yaml")) as f:
+            real = next(i for i in yaml.safe_load(f)["items"]
+                        if i["metadata"]["name"].startswith("coredns-"))
+        self.pod(ns, "st", node="n1", containers=[{"name": "coredns", "image": "i:1"}])
+        url = f"/api/v1/namespaces/{ns}/pods/st/status"
+        smp = "application/strategic-merge-patch+json"
+        bad = json.loads(json.dumps(real["status"]))
+        bad.pop("qosClass")
+        bad["containerStatuses"][0]["user"]["linux"]["uid"] = -1
+        out = self.refused("PATCH", url, {"status": bad}, who="node", ctype=smp, code=422,
+                           message='Pod "st" is invalid: status.containerStatuses[0].linux.uid: '
+                           "Invalid value: -1: must be between 0 and 2147483647, inclusive")
+        self.assertEqual(out["reason"], "Invalid")
+        self.assertEqual(out["details"], {"name": "st", "kind": "Pod", "causes": [{
+            "reason": "FieldValueInvalid", "message": "Invalid value: -1: must be between 0 "
+            "and 2147483647, inclusive", "field": "status.containerStatuses[0].linux.uid"}]})
+        good = json.loads(json.dumps(real["status"]))
+        good.pop("qosClass")
+        out = self.ok("PATCH", url, {"status": good}, who="node", ctype=smp)
+        got = self.ok("GET", f"/api/v1/namespaces/{ns}/pods/st")["status"]
+        for k in ("containerStatuses", "podIPs", "hostIPs", "phase"):
+            self.assertEqual(got[k], real["status"][k], k)
+        self.assertEqual(got["containerStatuses"][0]["user"],
+                         {"linux": {"gid": 65532, "supplementalGroups": [65532], "uid": 65532}})
 
     def test_pod_update_rules(self):
         ns = self.namespace("podupd")

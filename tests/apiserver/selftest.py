@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -2083,6 +2084,80 @@ class Cluster(unittest.TestCase, TlsBootstrap):
                            code=422)
         self.assertTrue(got["message"].startswith('Pod "p" is invalid: spec: Forbidden: pod '
                                                   "updates may not change fields other than "))
+
+
+@unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),
+                     "needs etcd and openssl")
+class Shutdown(unittest.TestCase):
+    """How the stand-in's own end ends a watch: as kube-apiserver's
+    WatchServer.HandleHTTP (apiserver endpoints/handlers/watch.go), which
+    returns without writing anything when the server shuts down, the
+    request's context ends or the watcher's channel closes: the response
+    ends (HTTP/1.1: its last chunk), no ERROR event."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="standin-shutdown-")
+        self.data = os.path.join(self.tmp, "d")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CUBELET_STANDIN_")}
+        self.log = open(os.path.join(self.tmp, "log"), "w")
+        self.proc = subprocess.Popen(
+            ["/bin/bash", os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.sh"),
+             "--data", self.data, "--node-name", "n1"],
+            stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready "):
+            raise RuntimeError("stand-in did not start: " + open(os.path.join(self.tmp, "log")).read())
+        self.host, port = line.split()[1][len("https://"):].split(":")
+        self.port = int(port)
+
+    def tearDown(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(20)
+        self.proc.stdout.close()
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def conn(self):
+        import http.client
+        ctx = ssl.create_default_context(cafile=os.path.join(self.data, "ca.crt"))
+        ctx.load_cert_chain(os.path.join(self.data, "admin.crt"),
+                            os.path.join(self.data, "admin.key"))
+        return http.client.HTTPSConnection(self.host, self.port, context=ctx, timeout=30)
+
+    def watch_then(self, stop):
+        """Opens an HTTP/1.1 watch of pods, sees one event, runs stop, and
+        returns the types of the events after it; the body must end with
+        its last chunk (http.client raises IncompleteRead otherwise)."""
+        w = self.conn()
+        w.request("GET", "/api/v1/namespaces/default/pods?watch=true&allowWatchBookmarks=false")
+        r = w.getresponse()
+        self.assertEqual(r.status, 200)
+        c = self.conn()
+        c.request("POST", "/api/v1/namespaces/default/pods", body=json.dumps({
+            "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+            headers={"Content-Type": "application/json"})
+        self.assertEqual(c.getresponse().status, 201)
+        c.close()
+        self.assertEqual(json.loads(r.readline())["type"], "ADDED")
+        stop()
+        rest = r.read()
+        w.close()
+        return [json.loads(x)["type"] for x in rest.splitlines() if x.strip()]
+
+    def test_sigterm(self):
+        types = self.watch_then(self.proc.terminate)
+        self.assertNotIn("ERROR", types)
+        self.assertEqual(self.proc.wait(20), 0)
+
+    def test_etcd_exits(self):
+        """etcd dies under the watch: the stand-in stops (its etcd is gone)
+        and ends the watch as on SIGTERM, not with an InternalError event."""
+        with open(os.path.join(self.data, "etcd.pid")) as f:
+            etcd_pid = int(f.read())
+        types = self.watch_then(lambda: os.kill(etcd_pid, signal.SIGKILL))
+        self.assertNotIn("ERROR", types)
+        self.proc.wait(20)
 
 
 @unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),

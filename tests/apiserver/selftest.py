@@ -2031,6 +2031,17 @@ class Cluster(unittest.TestCase, TlsBootstrap):
         finally:
             self.ok("DELETE", pcs + "/dflt")
 
+    def test_node_status_features(self):
+        """status.features (supplementalGroupsPolicy) as the kubelet PATCHes
+        it (a strategic merge patch of its status): stored as given, the
+        node's own field (NodeRestriction lets a node change its status)."""
+        self.node("n1")
+        smp = "application/strategic-merge-patch+json"
+        self.ok("PATCH", "/api/v1/nodes/n1/status", {"status": {
+            "features": {"supplementalGroupsPolicy": True}}}, who="node", ctype=smp)
+        got = self.ok("GET", "/api/v1/nodes/n1")["status"]
+        self.assertEqual(got["features"], {"supplementalGroupsPolicy": True})
+
     def test_pod_status_validation(self):
         """ValidatePodStatusUpdate over HTTP, as the node PATCHes it: a bad
         container status user is refused 422 Invalid, a real v1.35 status

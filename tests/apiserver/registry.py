@@ -1207,7 +1207,8 @@ def validate_pod_status_update(pod):
             elif os_name == "linux" and isinstance(lin, dict):
                 _id_range(errs, f"{p}.uid", lin.get("uid", 0))
                 _id_range(errs, f"{p}.gid", lin.get("gid", 0))
-                for g, gid in enumerate(lin.get("supplementalGroups") or []):
+                groups = lin.get("supplementalGroups")
+                for g, gid in enumerate(groups if isinstance(groups, list) else []):
                     _id_range(errs, f"{p}.supplementalGroups[{g}]", gid)
     return errs
 

@@ -1178,7 +1178,7 @@ def _id_range(errs, field, v):
 
 def validate_pod_status_update(pod):
     """What ValidatePodStatusUpdate (kubernetes pkg/apis/core/validation/
-    validation.go, v1.31-v1.35) checks of the container statuses' fields the
+    validation.go, the versions read: about v1.31-1.32 and v1.33-1.34) checks of the container statuses' fields the
     kubelet reports beyond state: validateContainerStatusUsers on
     containerStatuses, initContainerStatuses and ephemeralContainerStatuses
     (pod OS from spec.os.name, Linux when unset): on Linux each of

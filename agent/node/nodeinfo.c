@@ -273,5 +273,16 @@ cJSON *ag_node_json(const struct ag_node_facts *f, const char *node_name, int ma
         cJSON_AddStringToObject(ni, "architecture", f->architecture);
         if (cJSON_GetObjectItem(ni, "architecture") == NULL)
                 return NULL;
+        /* status.features as the kubelet sets it (kubernetes
+         * pkg/kubelet/kubelet_node_status.go: the NodeFeatures setter, fed
+         * by the CRI runtime's status features; SupplementalGroupsPolicy
+         * beta and on since 1.33, GA in 1.35). The API (core/v1 types.go
+         * NodeFeatures): "set to true if the runtime supports
+         * SupplementalGroupsPolicy and ContainerUser", as containerd >= 2.0
+         * and CRI-O >= 1.31 report. cubelet's runtime does both: Merge and
+         * Strict (agent/pods/containerspec.c), containerStatuses[].user. */
+        cJSON *feat = cJSON_AddObjectToObject(status, "features");
+        if (cJSON_AddBoolToObject(feat, "supplementalGroupsPolicy", true) == NULL)
+                return NULL;
         return steal_pointer(&node);
 }

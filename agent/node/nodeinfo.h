@@ -39,7 +39,8 @@ int ag_node_facts_read(const char *root_dir, struct ag_node_facts *f, struct cb_
 
 /* The Node object (JSON) for these facts: name, the kubelet's default
  * labels, capacity and allocatable, addresses (InternalIP when node_ip is
- * set, Hostname), nodeInfo and daemonEndpoints. Conditions are the node
+ * set, Hostname), nodeInfo, daemonEndpoints and features
+ * (supplementalGroupsPolicy: true). Conditions are the node
  * status loop's (agent/node/nodestatus.h). The caller owns the result. */
 cJSON *ag_node_json(const struct ag_node_facts *f, const char *node_name, int max_pods);
 

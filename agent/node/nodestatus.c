@@ -333,8 +333,8 @@ static cJSON *compute_node(struct ag_nodestatus *ns)
         return node;
 }
 
-static const char *const owned_status_keys[] = {"capacity", "allocatable", "addresses",
-                                                "daemonEndpoints", "nodeInfo"};
+static const char *const owned_status_keys[] = {"capacity",        "allocatable", "addresses",
+                                                "daemonEndpoints", "nodeInfo",    "features"};
 
 static bool conditions_differ(const cJSON *old, const cJSON *new)
 {

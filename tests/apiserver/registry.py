@@ -1138,6 +1138,81 @@ def validate_pod_update(new, old):
                                    "tolerationSeconds", _NOVALUE)])
 
 
+# ---------------------------------------------------------------- pod status
+
+CONTAINER_STATUS_LISTS = ("containerStatuses", "initContainerStatuses",
+                          "ephemeralContainerStatuses")
+MAX_ID = 2147483647  # apimachinery util/validation maxUserID/maxGroupID (math.MaxInt32)
+
+
+def _status_lists(status):
+    for key in CONTAINER_STATUS_LISTS:
+        lst = status.get(key)
+        if isinstance(lst, list):
+            yield key, lst
+
+
+def drop_disabled_pod_status_fields(status):
+    """podStatusStrategy.PrepareForUpdate's DropDisabledPodFields
+    (kubernetes pkg/api/pod/util.go dropDisabledPodStatusFields) with
+    kube-apiserver 1.33-1.35's default gates: ResourceHealthStatus is alpha
+    (off), so every container status loses `allocatedResourcesStatus`
+    before validation and storage (the stand-in has no gates to turn it on).
+    SupplementalGroupsPolicy (beta 1.33, GA 1.35) and RecursiveReadOnlyMounts
+    (GA 1.33) are on: `user` and `volumeMounts` are kept."""
+    for _, lst in _status_lists(status):
+        for cs in lst:
+            if isinstance(cs, dict):
+                cs.pop("allocatedResourcesStatus", None)
+
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _id_range(errs, field, v):
+    """validation.IsValidUserID / IsValidGroupID."""
+    if _is_int(v) and not 0 <= v <= MAX_ID:
+        errs.append((field, "Invalid value", f"must be between 0 and {MAX_ID}, inclusive", v))
+
+
+def validate_pod_status_update(pod):
+    """What ValidatePodStatusUpdate (kubernetes pkg/apis/core/validation/
+    validation.go, the versions read: about v1.31-1.32 and v1.33-1.34) checks of the container statuses' fields the
+    kubelet reports beyond state: validateContainerStatusUsers on
+    containerStatuses, initContainerStatuses and ephemeralContainerStatuses
+    (pod OS from spec.os.name, Linux when unset): on Linux each of
+    `user.linux` uid, gid and supplementalGroups[g] must be in 0..2147483647
+    (validateLinuxContainerUser); on Windows `user.linux` is Forbidden. The
+    field path is the source's, without `user`: fldPath.Index(i).Child("linux"),
+    e.g. `status.containerStatuses[0].linux.uid`. Nothing else of a
+    container status is validated there: `resources`, `allocatedResources`
+    and `volumeMounts` are stored as given (any resource name, negative
+    quantities too; only the quantity syntax is checked, by the decoder,
+    which the stand-in does not do). Non-integer ids (a decoding error on
+    the real server) are not checked here either."""
+    status = pod.get("status") or {}
+    os_name = ((pod.get("spec") or {}).get("os") or {}).get("name") or "linux"
+    errs = []
+    for key, lst in _status_lists(status):
+        for i, cs in enumerate(lst):
+            user = cs.get("user") if isinstance(cs, dict) else None
+            if not isinstance(user, dict):
+                continue
+            p = f"status.{key}[{i}].linux"
+            lin = user.get("linux")
+            if os_name == "windows":
+                if lin is not None:
+                    errs.append((p, "Forbidden", "cannot be set for a windows pod", _NOVALUE))
+            elif os_name == "linux" and isinstance(lin, dict):
+                _id_range(errs, f"{p}.uid", lin.get("uid", 0))
+                _id_range(errs, f"{p}.gid", lin.get("gid", 0))
+                groups = lin.get("supplementalGroups")
+                for g, gid in enumerate(groups if isinstance(groups, list) else []):
+                    _id_range(errs, f"{p}.supplementalGroups[{g}]", gid)
+    return errs
+
+
 # ---------------------------------------------------------------- update rules
 
 IMMUTABLE_META = ("name", "namespace", "uid", "creationTimestamp", "deletionTimestamp",
@@ -1170,6 +1245,11 @@ def prepare_update(res, sub, old, new):
         out["status"] = new.get("status") or {}
         if res.name == "pods" and "qosClass" in old.get("status", {}):
             out["status"]["qosClass"] = old["status"]["qosClass"]  # immutable
+        if res.name == "pods":
+            drop_disabled_pod_status_fields(out["status"])
+            errs = validate_pod_status_update(out)
+            if errs:
+                raise invalid(res, om["name"], errs)
         return out
     if has_status:
         if "status" in old:

@@ -11,6 +11,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import struct
@@ -316,6 +317,92 @@ class Validation(unittest.TestCase):
             self.assertEqual(e.exception.code, 422)
             self.assertIn(want, e.exception.message)
         self.assertTrue(e.exception.message.startswith('Pod "p" is invalid: '))
+
+
+class PodStatusUpdate(unittest.TestCase):
+    """The pods/status strategy: ValidatePodStatusUpdate's container status
+    checks (validateContainerStatusUsers) and the fields a default
+    kube-apiserver 1.33-1.35 drops (kubernetes pkg/apis/core/validation/
+    validation.go, pkg/registry/core/pod/strategy.go)."""
+
+    pods = reg.find_resource("", "v1", "pods")
+
+    def update(self, status, **spec):
+        old = pod(nodeName="n1", **spec)
+        old["status"]["qosClass"] = "BestEffort"
+        return reg.prepare_update(self.pods, "status", old, {
+            "metadata": {"name": "p"}, "status": status})
+
+    def refused(self, status, want, causes=None, **spec):
+        with self.assertRaises(reg.ApiError) as e:
+            self.update(status, **spec)
+        self.assertEqual(e.exception.code, 422)
+        self.assertEqual(e.exception.reason, "Invalid")
+        self.assertEqual(e.exception.message, 'Pod "p" is invalid: ' + want)
+        if causes is not None:
+            self.assertEqual(e.exception.details["causes"], causes)
+        return e.exception
+
+    def test_users(self):
+        rng = "must be between 0 and 2147483647, inclusive"
+
+        def cs(**linux):
+            return {"name": "c", "user": {"linux": dict({"uid": 0, "gid": 0}, **linux)}}
+
+        self.refused({"containerStatuses": [cs(uid=-1)]},
+                     f"status.containerStatuses[0].linux.uid: Invalid value: -1: {rng}",
+                     [{"reason": "FieldValueInvalid", "message": f"Invalid value: -1: {rng}",
+                       "field": "status.containerStatuses[0].linux.uid"}])
+        self.refused({"containerStatuses": [cs(), cs(gid=2147483648)]},
+                     f"status.containerStatuses[1].linux.gid: Invalid value: 2147483648: {rng}")
+        self.refused({"initContainerStatuses": [cs(supplementalGroups=[0, -5])]},
+                     "status.initContainerStatuses[0].linux.supplementalGroups[1]: Invalid "
+                     f"value: -5: {rng}")
+        self.refused({"ephemeralContainerStatuses": [cs(uid=4294967295)]},
+                     "status.ephemeralContainerStatuses[0].linux.uid: Invalid value: "
+                     f"4294967295: {rng}")
+        e = self.refused({"containerStatuses": [cs(uid=-1, gid=-2)]},
+                         f"[status.containerStatuses[0].linux.uid: Invalid value: -1: {rng}, "
+                         f"status.containerStatuses[0].linux.gid: Invalid value: -2: {rng}]")
+        self.assertEqual(len(e.details["causes"]), 2)
+        self.refused({"containerStatuses": [cs()]},
+                     "status.containerStatuses[0].linux: Forbidden: cannot be set for a "
+                     "windows pod", os={"name": "windows"})
+        # the range's ends; a Windows pod's user without linux
+        edge = cs(uid=2147483647, gid=0, supplementalGroups=[2147483647])
+        out = self.update({"containerStatuses": [edge]})
+        self.assertEqual(out["status"]["containerStatuses"][0]["user"], edge["user"])
+        self.update({"containerStatuses": [{"name": "c", "user": {}}]}, os={"name": "windows"})
+
+    def test_unvalidated_fields(self):
+        """resources, allocatedResources and volumeMounts are not validated by
+        ValidatePodStatusUpdate: any name, a negative quantity, are stored;
+        allocatedResourcesStatus is dropped (ResourceHealthStatus off)."""
+        c = {"name": "c", "allocatedResources": {"cpu": "-1", "example.com/x": "1"},
+             "resources": {"requests": {"not a name": "-5Mi"}},
+             "volumeMounts": [{"name": "v", "mountPath": "rel"}],
+             "allocatedResourcesStatus": [{"name": "cpu", "resources": [
+                 {"resourceID": "a", "health": "Bogus"}]}]}
+        out = self.update({"containerStatuses": [c], "ephemeralContainerStatuses": [c]})
+        want = {k: v for k, v in c.items() if k != "allocatedResourcesStatus"}
+        self.assertEqual(out["status"]["containerStatuses"], [want])
+        self.assertEqual(out["status"]["ephemeralContainerStatuses"], [want])
+
+    def test_real_statuses(self):
+        """Every status of the real v1.35 cluster is taken as it is."""
+        import yaml
+        with open(os.path.join(FIXTURES, "podlist-v1.35-minikube-all-namespaces.yaml")) as f:
+            items = yaml.safe_load(f)["items"]
+        users = 0
+        for item in items:
+            with self.subTest(item["metadata"]["name"]):
+                old = {"metadata": dict(item["metadata"]), "spec": item["spec"],
+                       "status": {"phase": "Pending", "qosClass": item["status"]["qosClass"]}}
+                out = reg.prepare_update(self.pods, "status", old, item)
+                self.assertEqual(out["status"], item["status"])
+                users += sum(1 for cs in item["status"].get("containerStatuses") or []
+                             if "user" in cs)
+        self.assertGreaterEqual(users, 20)
 
 
 class Deletion(unittest.TestCase):
@@ -1944,6 +2031,48 @@ class Cluster(unittest.TestCase, TlsBootstrap):
         finally:
             self.ok("DELETE", pcs + "/dflt")
 
+    def test_node_status_features(self):
+        """status.features (supplementalGroupsPolicy) as the kubelet PATCHes
+        it (a strategic merge patch of its status): stored as given, the
+        node's own field (NodeRestriction lets a node change its status)."""
+        self.node("n1")
+        smp = "application/strategic-merge-patch+json"
+        self.ok("PATCH", "/api/v1/nodes/n1/status", {"status": {
+            "features": {"supplementalGroupsPolicy": True}}}, who="node", ctype=smp)
+        got = self.ok("GET", "/api/v1/nodes/n1")["status"]
+        self.assertEqual(got["features"], {"supplementalGroupsPolicy": True})
+
+    def test_pod_status_validation(self):
+        """ValidatePodStatusUpdate over HTTP, as the node PATCHes it: a bad
+        container status user is refused 422 Invalid, a real v1.35 status
+        is stored."""
+        import yaml
+        ns = self.namespace("podstat")
+        with open(os.path.join(FIXTURES, "podlist-v1.35-minikube-all-namespaces.yaml")) as f:
+            real = next(i for i in yaml.safe_load(f)["items"]
+                        if i["metadata"]["name"].startswith("coredns-"))
+        self.pod(ns, "st", node="n1", containers=[{"name": "coredns", "image": "i:1"}])
+        url = f"/api/v1/namespaces/{ns}/pods/st/status"
+        smp = "application/strategic-merge-patch+json"
+        bad = json.loads(json.dumps(real["status"]))
+        bad.pop("qosClass")
+        bad["containerStatuses"][0]["user"]["linux"]["uid"] = -1
+        out = self.refused("PATCH", url, {"status": bad}, who="node", ctype=smp, code=422,
+                           message='Pod "st" is invalid: status.containerStatuses[0].linux.uid: '
+                           "Invalid value: -1: must be between 0 and 2147483647, inclusive")
+        self.assertEqual(out["reason"], "Invalid")
+        self.assertEqual(out["details"], {"name": "st", "kind": "Pod", "causes": [{
+            "reason": "FieldValueInvalid", "message": "Invalid value: -1: must be between 0 "
+            "and 2147483647, inclusive", "field": "status.containerStatuses[0].linux.uid"}]})
+        good = json.loads(json.dumps(real["status"]))
+        good.pop("qosClass")
+        out = self.ok("PATCH", url, {"status": good}, who="node", ctype=smp)
+        got = self.ok("GET", f"/api/v1/namespaces/{ns}/pods/st")["status"]
+        for k in ("containerStatuses", "podIPs", "hostIPs", "phase"):
+            self.assertEqual(got[k], real["status"][k], k)
+        self.assertEqual(got["containerStatuses"][0]["user"],
+                         {"linux": {"gid": 65532, "supplementalGroups": [65532], "uid": 65532}})
+
     def test_pod_update_rules(self):
         ns = self.namespace("podupd")
         self.pod(ns, "p", activeDeadlineSeconds=100)
@@ -1966,6 +2095,80 @@ class Cluster(unittest.TestCase, TlsBootstrap):
                            code=422)
         self.assertTrue(got["message"].startswith('Pod "p" is invalid: spec: Forbidden: pod '
                                                   "updates may not change fields other than "))
+
+
+@unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),
+                     "needs etcd and openssl")
+class Shutdown(unittest.TestCase):
+    """How the stand-in's own end ends a watch: as kube-apiserver's
+    WatchServer.HandleHTTP (apiserver endpoints/handlers/watch.go), which
+    returns without writing anything when the server shuts down, the
+    request's context ends or the watcher's channel closes: the response
+    ends (HTTP/1.1: its last chunk), no ERROR event."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="standin-shutdown-")
+        self.data = os.path.join(self.tmp, "d")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CUBELET_STANDIN_")}
+        self.log = open(os.path.join(self.tmp, "log"), "w")
+        self.proc = subprocess.Popen(
+            ["/bin/bash", os.path.join(os.path.dirname(os.path.abspath(__file__)), "run.sh"),
+             "--data", self.data, "--node-name", "n1"],
+            stdout=subprocess.PIPE, stderr=self.log, env=env, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready "):
+            raise RuntimeError("stand-in did not start: " + open(os.path.join(self.tmp, "log")).read())
+        self.host, port = line.split()[1][len("https://"):].split(":")
+        self.port = int(port)
+
+    def tearDown(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(20)
+        self.proc.stdout.close()
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def conn(self):
+        import http.client
+        ctx = ssl.create_default_context(cafile=os.path.join(self.data, "ca.crt"))
+        ctx.load_cert_chain(os.path.join(self.data, "admin.crt"),
+                            os.path.join(self.data, "admin.key"))
+        return http.client.HTTPSConnection(self.host, self.port, context=ctx, timeout=30)
+
+    def watch_then(self, stop):
+        """Opens an HTTP/1.1 watch of pods, sees one event, runs stop, and
+        returns the types of the events after it; the body must end with
+        its last chunk (http.client raises IncompleteRead otherwise)."""
+        w = self.conn()
+        w.request("GET", "/api/v1/namespaces/default/pods?watch=true&allowWatchBookmarks=false")
+        r = w.getresponse()
+        self.assertEqual(r.status, 200)
+        c = self.conn()
+        c.request("POST", "/api/v1/namespaces/default/pods", body=json.dumps({
+            "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+            headers={"Content-Type": "application/json"})
+        self.assertEqual(c.getresponse().status, 201)
+        c.close()
+        self.assertEqual(json.loads(r.readline())["type"], "ADDED")
+        stop()
+        rest = r.read()
+        w.close()
+        return [json.loads(x)["type"] for x in rest.splitlines() if x.strip()]
+
+    def test_sigterm(self):
+        types = self.watch_then(self.proc.terminate)
+        self.assertNotIn("ERROR", types)
+        self.assertEqual(self.proc.wait(20), 0)
+
+    def test_etcd_exits(self):
+        """etcd dies under the watch: the stand-in stops (its etcd is gone)
+        and ends the watch as on SIGTERM, not with an InternalError event."""
+        with open(os.path.join(self.data, "etcd.pid")) as f:
+            etcd_pid = int(f.read())
+        types = self.watch_then(lambda: os.kill(etcd_pid, signal.SIGKILL))
+        self.assertNotIn("ERROR", types)
+        self.proc.wait(20)
 
 
 @unittest.skipUnless(os.path.exists("/usr/bin/etcd") and shutil.which("openssl"),

@@ -1320,9 +1320,12 @@ class Handler(BaseHTTPRequestHandler):
                         return
                 elif typ == "ERROR":
                     if self.server.stopping.is_set():
-                        # our own shutdown closed etcd under the watch:
-                        # kube-apiserver ends its watches cleanly then (the
-                        # request's context ends), never with an error event
+                        # our own shutdown closed etcd under the watch: end
+                        # it as kube-apiserver's WatchServer.HandleHTTP ends one
+                        # when the server shuts down, its request's context
+                        # ends or its watcher's channel closes: it returns,
+                        # writing nothing (the response just ends), never an
+                        # ERROR event (apiserver endpoints/handlers/watch.go)
                         return
                     if isinstance(a, store.Compacted):
                         msg = f"too old resource version: {start} ({a.compact_revision - 1})"
@@ -1964,6 +1967,7 @@ def main():
         while not stopping.wait(1):
             if proc.poll() is not None:
                 sys.stderr.write("apiserver: etcd exited\n")
+                stopping.set()  # the watches and controllers stop as on SIGTERM
                 break
         srv.shutdown()
         # as Go's http.Server.Shutdown: GOAWAY on each HTTP/2 connection

@@ -10,7 +10,8 @@
 #     a Job-like pod with a sidecar reaching Succeeded, stop order;
 #  D. activeDeadlineSeconds lowered through kubectl on a running pod;
 #  N. node Ready=False without a CNI config, back to True when one appears;
-#     pods that need the network wait, hostNetwork pods run;
+#     pods that need the network wait, hostNetwork pods run; the node's
+#     status.features {"supplementalGroupsPolicy": true};
 #  R. resources, allocatedResources, volumeMounts of container statuses
 #     against a real v1.35 cluster's pods (kubectl get pod -o json);
 #  M. /metrics/resource fetched with curl and a client certificate.
@@ -236,6 +237,9 @@ start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port 0 --node-ip
 ready() { k get node "$NODE" -o jsonpath='{range .status.conditions[?(@.type=="Ready")]}{.status}|{.reason}|{.message}{end}' 2>/dev/null; }
 NOTREADY="False|KubeletNotReady|container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
 poll 30 eval '[ "$(ready)" = "$NOTREADY" ]' || die "node without a CNI config: Ready '$(ready)'"
+# status.features as a v1.35 kubelet on a runtime with supplementalGroupsPolicy sets it
+feat=$(k get node "$NODE" -o jsonpath='{.status.features}')
+[ "$feat" = '{"supplementalGroupsPolicy":true}' ] || fail "node status.features '$feat'"
 mkpod netpod Never <<'EOF'
   containers:
   - name: netpod
@@ -255,7 +259,7 @@ ev=$(events_of Pod netpod NetworkNotReady | head -n1)
 [ "$ev" = "Warning|network is not ready: ${NOTREADY#False|KubeletNotReady|}" ] || fail "netpod: NetworkNotReady event '$ev'"
 phase_is netpod Pending && [ -z "$(pj netpod '{.status.podIP}')" ] ||
         fail "netpod ran without the network: $(pj netpod '{.status.phase}') $(pj netpod '{.status.podIP}')"
-pass "N1 no CNI config: Ready '$(ready | cut -d'|' -f1-2)', netpod Pending with NetworkNotReady, hostNetwork pod Running"
+pass "N1 no CNI config: Ready '$(ready | cut -d'|' -f1-2)', netpod Pending with NetworkNotReady, hostNetwork pod Running, status.features.supplementalGroupsPolicy true"
 t0=$(now)
 cp "$good_cni/10-it.conflist" "$cni_dir/10-it.conflist"
 poll 20 eval '[ "$(ready)" = "True|KubeletReady|kubelet is posting ready status" ]' || fail "Ready after the config appeared: '$(ready)'"

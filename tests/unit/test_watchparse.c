@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "agent/k8s/duration.h"
+#include "agent/node/nodeinfo.h"
 #include "agent/node/nodestatus.h"
 #include "agent/client/reflector.h"
 #include "agent/k8s/validate.h"
@@ -583,6 +584,18 @@ START_TEST(test_status_differs)
                                   cJSON_CreateString("4"));
         ck_assert(ag_node_status_differs(a, b));
         ck_assert(ag_node_status_differs(NULL, b));
+        /* status.features is the node's own too: someone else's change
+         * (or its loss) is put right. */
+        cJSON_ReplaceItemInObject(cJSON_GetObjectItem(b, "capacity"), "cpu",
+                                  cJSON_CreateString("2"));
+        cJSON *fa = cJSON_AddObjectToObject(a, "features");
+        cJSON_AddBoolToObject(fa, "supplementalGroupsPolicy", true);
+        ck_assert(ag_node_status_differs(a, b));
+        cJSON *fb = cJSON_AddObjectToObject(b, "features");
+        cJSON_AddBoolToObject(fb, "supplementalGroupsPolicy", false);
+        ck_assert(ag_node_status_differs(a, b));
+        cJSON_ReplaceItemInObject(fb, "supplementalGroupsPolicy", cJSON_CreateTrue());
+        ck_assert(!ag_node_status_differs(a, b));
         cJSON_Delete(a);
         cJSON_Delete(b);
         char t[40];
@@ -592,6 +605,30 @@ START_TEST(test_status_differs)
         ck_assert_int_eq(t[26], 'Z');
         ag_format_time(t, sizeof(t), false);
         ck_assert_uint_eq(strlen(t), 20);
+}
+END_TEST
+
+/* The registered Node's status: status.features.supplementalGroupsPolicy
+ * true, as a v1.35 kubelet on a runtime with supplementalGroupsPolicy and
+ * ContainerUser (containerd >= 2.0) sets it, next to what it always had. */
+START_TEST(test_node_json_features)
+{
+        struct ag_node_facts f = {
+            .cpus = 2, .memory_bytes = 4LL << 30, .ephemeral_bytes = 20LL << 30};
+        strcpy(f.hostname, "n1");
+        strcpy(f.architecture, "amd64");
+        strcpy(f.node_ip, "10.0.0.6");
+        _cleanup_cjson_ cJSON *node = ag_node_json(&f, "n1", 110);
+        ck_assert_ptr_nonnull(node);
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(node, "status");
+        _cleanup_free_ char *feat =
+            cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(status, "features"));
+        ck_assert_str_eq(feat, "{\"supplementalGroupsPolicy\":true}");
+        static const char *const keys[] = {"capacity", "allocatable", "addresses",
+                                           "daemonEndpoints", "nodeInfo"};
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+                ck_assert_msg(cJSON_GetObjectItemCaseSensitive(status, keys[i]) != NULL, "%s",
+                              keys[i]);
 }
 END_TEST
 
@@ -614,6 +651,7 @@ int main(void)
         tcase_add_test(tc, test_duration);
         tcase_add_test(tc, test_labels_taints);
         tcase_add_test(tc, test_status_differs);
+        tcase_add_test(tc, test_node_json_features);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

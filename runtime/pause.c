@@ -8,10 +8,11 @@
  * cgroup (on v2 its leaf <pod>/pause), outside the agent's process tree, so an agent restart leaves
  * it (and the pod's containers) running.
  *
- *   agent --posix_spawn--> P0 `cubelet __pause 3 PROC` --unshare(PID), fork--> P (pid 1)
+ *   agent --posix_spawn--> P0 `cubelet __pause 3` --unshare(PID), fork--> P (pid 1)
  *
- * P, the first process of the namespace, mounts the pod's procfs at PROC
- * (<sandbox>/ns/proc, in the host's mount namespace) before anything else
+ * P, the first process of the namespace, mounts the pod's procfs on fd 4
+ * (<sandbox>/ns/proc, in the host's mount namespace; passed as an fd, so
+ * no host path shows in the pod's /proc/1/cmdline) before anything else
  * can run in the namespace: a container's runtime process, which is
  * outside the namespace, binds it as the container's /proc, so the
  * container's first process is set up before it becomes visible to its
@@ -109,9 +110,32 @@ static void write_report(int fd, const struct pause_report *r)
         while (n < 0 && errno == EINTR);
 }
 
+/* A procfs of this process's PID namespace attached on the directory fd,
+ * through the new mount API (no path is resolved). */
+static int mount_procfs_on(int fd)
+{
+        int fsfd = rt_fsopen("proc", RT_FSOPEN_CLOEXEC);
+        if (fsfd < 0)
+                return -1;
+        int tree = -1, rc = -1;
+        if (rt_fsconfig(fsfd, RT_FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0 &&
+            (tree = rt_fsmount(fsfd, RT_FSMOUNT_CLOEXEC,
+                               RT_MOUNT_ATTR_NOSUID | RT_MOUNT_ATTR_NODEV |
+                                   RT_MOUNT_ATTR_NOEXEC)) >= 0)
+                rc = rt_move_mount(tree, "", fd, "",
+                                   RT_MOVE_MOUNT_F_EMPTY_PATH | RT_MOVE_MOUNT_T_EMPTY_PATH);
+        int e = errno;
+        if (tree >= 0)
+                close(tree);
+        close(fsfd);
+        close(fd);
+        errno = e;
+        return rc;
+}
+
 /* pid 1 of the pod's PID namespace; ready_fd tells P0 whether it is
  * confined ({errno, step}, errno 0 = yes). */
-static _Noreturn void pause_init(int ready_fd, const char *procfs_dir)
+static _Noreturn void pause_init(int ready_fd, int procfs_fd)
 {
         (void)prctl(PR_SET_NAME, "pause", 0, 0, 0);
         sigset_t set;
@@ -123,8 +147,7 @@ static _Noreturn void pause_init(int ready_fd, const char *procfs_dir)
         int rep[2] = {0, 0};
         /* still in the host's mount namespace, and alone in the new PID
          * namespace: its procfs, for the containers' /proc */
-        if (procfs_dir != NULL &&
-            mount("proc", procfs_dir, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        if (procfs_fd >= 0 && mount_procfs_on(procfs_fd) < 0)
                 rep[0] = errno, rep[1] = 5;
         else if (unshare(CLONE_NEWNS) < 0)
                 rep[0] = errno, rep[1] = 1;
@@ -152,15 +175,16 @@ static _Noreturn void pause_init(int ready_fd, const char *procfs_dir)
 
 int rt_pause_main(int argc, char **argv)
 {
-        if ((argc != 2 && argc != 3) || strcmp(argv[1], "3") != 0 ||
-            (argc == 3 && argv[2][0] != '/')) {
+        if (argc != 2 || strcmp(argv[1], "3") != 0) {
                 /* Not a library message: this mode has no caller to return to. */
                 static const char msg[] = "cubelet __pause: internal mode of cubelet's runtime\n";
                 ssize_t n = write(2, msg, sizeof(msg) - 1);
                 (void)n;
                 return 2;
         }
-        (void)rt_close_range(4, ~0U, 0);
+        (void)rt_close_range(5, ~0U, 0);
+        /* fd 4, when given: the directory for the pod's procfs */
+        int procfs_fd = fcntl(4, F_GETFD) >= 0 ? 4 : -1;
         struct pause_report r = {0, 0, 0};
         if (unshare(CLONE_NEWPID) < 0) {
                 r = (struct pause_report){errno, 1, 0};
@@ -181,7 +205,7 @@ int rt_pause_main(int argc, char **argv)
         }
         if (pid == 0) {
                 close(ready[0]);
-                pause_init(ready[1], argc == 3 ? argv[2] : NULL);
+                pause_init(ready[1], procfs_fd);
         }
         close(ready[1]);
         int rep[2] = {EPIPE, 4};
@@ -220,12 +244,20 @@ int rt_pause_start(const char *exe, const char *cgroup, const char *procfs_dir, 
         _cleanup_close_ int hw = rt_high_fd(wr, err);
         if (hw < 0)
                 return -1;
-        int fds[] = {hw}; /* 3 */
-        if (procfs_dir != NULL && procfs_dir[0] != '/')
-                return cb_error_set(err, EINVAL, "the pod's procfs needs an absolute path");
-        char *argv[] = {"/pause", "__pause", "3", (char *)procfs_dir, NULL};
+        _cleanup_close_ int pfd = -1;
+        _cleanup_close_ int hpfd = -1;
+        if (procfs_dir != NULL) {
+                pfd = open(procfs_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (pfd < 0)
+                        return cb_error_set(err, errno, "cannot open %s for the pod's procfs",
+                                            procfs_dir);
+                if ((hpfd = rt_high_fd(pfd, err)) < 0)
+                        return -1;
+        }
+        int fds[] = {hw, hpfd}; /* 3, 4 */
+        char *argv[] = {"/pause", "__pause", "3", NULL};
         pid_t p0;
-        if (rt_spawn_self(exe, argv, fds, 1, &p0, err) < 0)
+        if (rt_spawn_self(exe, argv, fds, hpfd >= 0 ? 2 : 1, &p0, err) < 0)
                 return cb_error_prefix(err, "the pause process");
         cb_closep(&hw);
         hw = -1;

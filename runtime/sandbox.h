@@ -158,7 +158,8 @@ int rt_pause_stop(pid_t pid, uint64_t start_time, struct cb_error *err);
 /* The pause process runs and its PID namespace takes new processes: false
  * once it is gone, a zombie, or exiting (killing its namespace). */
 bool rt_pause_alive(pid_t pid, uint64_t start_time);
-/* The `cubelet __pause 3 [PROCFS_DIR]` mode. */
+/* The `cubelet __pause 3` mode (fd 3 the report pipe, fd 4 the procfs
+ * directory when there is one). */
 int rt_pause_main(int argc, char **argv);
 
 /* A TCP connection to localhost:port inside the network namespace pinned

@@ -3,7 +3,8 @@
 # host-local, portmap) and cgroups under a private parent: phase
 # transitions, exit codes and reasons, restarts with CrashLoopBackOff,
 # init containers and emptyDir, admission rejection, graceful stop on
-# SIGTERM, the OOM killer, a read-only root, the pod IP, CRI logs; and that
+# SIGTERM, the OOM killer, a read-only root, the pod IP, CRI logs, the
+# process's supplementary groups against the status's; and that
 # nothing is left behind afterwards.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -411,6 +412,47 @@ expect_last deadline .status.phase Failed
 expect_last deadline .status.reason DeadlineExceeded
 expect_last deadline .status.message "Pod was active on the node longer than the specified deadline"
 [ "$took" -ge 2 ] && [ "$took" -le 15 ] || fail "deadline: took ${took}s, want about 2s"
+
+# --- supplementary groups: the image's /etc/group memberships (Merge), Strict ----------
+# A derived image whose /etc/group names the user alice (uid 1000) as a
+# member of two groups (and bob of a third): as containerd, the process's
+# groups are its primary gid, under Merge (the default) the image's groups
+# of the user, then supplementalGroups and fsGroup; Strict leaves the
+# image's out. The container's `id -G` must equal what the status reports in
+# containerStatuses[].user.linux.
+l=$tmp/grp-layout
+cp -a "$tmp/img/layout" "$l"
+umoci unpack --image "$l:1.36" "$tmp/grp-b" >/dev/null
+printf 'alice:x:1000:1000::/:/bin/sh\nbob:x:1001:1001::/:/bin/sh\n' >>"$tmp/grp-b/rootfs/etc/passwd"
+printf 'team:x:2345:alice\nboth:x:3456:bob,alice\nbobs:x:4567:bob\n' >>"$tmp/grp-b/rootfs/etc/group"
+umoci repack --image "$l:1.36" "$tmp/grp-b" >/dev/null
+umoci gc --layout "$l"
+tar -C "$l" -cf "$l.tar" .
+"$CUBELET" --root-dir "$root" image import "$l.tar" --name groups:1 >/dev/null || die "image import groups:1"
+for policy in Merge Strict; do
+  cat >"$tmp/grp-$policy.yaml" <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: grp-$(echo "$policy" | tr A-Z a-z)}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000, runAsGroup: 1000, supplementalGroups: [5555], fsGroup: 6666, supplementalGroupsPolicy: $policy}
+  containers:
+  - {name: main, image: "groups:1", command: [sh, -c, 'echo "groups=\$(id -G)"']}
+EOF
+  run "grp-$policy"
+  [ $rc -eq 0 ] || fail "groups $policy: exit $rc ($(tail -3 "$tmp/grp-$policy.err"))"
+  name=grp-$(echo "$policy" | tr A-Z a-z)
+  got=$(pod_log "$name" main | sed -n 's/.*groups=//p' | tr ' ' '\n' | sort -n | paste -sd,)
+  status=$(last "grp-$policy" '.status.containerStatuses[0].user.linux | "\(.uid) \(.gid) \(.supplementalGroups | sort | map(tostring) | join(","))"')
+  case $policy in
+  Merge) want=1000,2345,3456,5555,6666 ;;
+  Strict) want=1000,5555,6666 ;;
+  esac
+  [ "$got" = "$want" ] || fail "groups $policy: id -G '$got', want '$want'"
+  [ "$status" = "1000 1000 $want" ] || fail "groups $policy: status user.linux '$status', want '1000 1000 $want'"
+  echo "ok   groups $policy: id -G $got, as user.linux.supplementalGroups"
+done
 
 # --- nothing left behind ---------------------------------------------------------------
 [ -z "$(ls "$root/containers" 2>/dev/null)" ] || fail "containers left: $(ls "$root/containers")"

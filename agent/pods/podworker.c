@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
+#include "agent/core/crashpoint.h"
 #include "agent/core/log.h"
 
 static void advance(struct ag_pod_worker *w);
@@ -571,6 +572,14 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
                 }
                 return false;
         }
+        /* The old instance's exit is in memory only (on_exit_fd): worker.json
+         * gets it before the runtime's record goes with the container below.
+         * An agent killed between that removal and the next save used to
+         * find the instance neither in the runtime nor with an exit in
+         * worker.json and report it killed, 137 ContainerStatusUnknown, in
+         * place of its real exit (tests/faults agent_kill under ASan; now
+         * tests/faults/crash_points.sh). */
+        pw_save_state(w);
         /* Kept until the start is done: undone if the sandbox dies under it. */
         c->undo.valid = true;
         c->undo.backoff = c->backoff;
@@ -586,6 +595,7 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
         snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->term_cid);
         c->obs.restart_count++;
         pw_remove_container(w, c);
+        ag_crash_point("restart-old-removed");
         c->exited = false;
         pw_start_container(w, c);
         return c->running;

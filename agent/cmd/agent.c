@@ -15,6 +15,7 @@
 #include "agent/cmd/config.h"
 #include "agent/client/bootstrap.h"
 #include "agent/core/wallwatch.h"
+#include "agent/core/crashpoint.h"
 #include "agent/client/kubeconfig.h"
 #include "agent/client/objmanager.h"
 #include "agent/client/tokenmgr.h"
@@ -1035,6 +1036,7 @@ int ag_run_agent(int argc, char **argv, const struct cb_global_opts *opts)
                 snprintf(a.cert_dir, sizeof(a.cert_dir), "%s", fl.napi.cert_dir);
         else
                 snprintf(a.cert_dir, sizeof(a.cert_dir), "%s/pki", opts->root_dir);
+        ag_crashpoint_init();
         if (make_node_config(&fl, opts, &nc, &err) < 0 || ag_testclock_init(&err) < 0) {
                 log_error("%s", err.msg);
                 goto out;

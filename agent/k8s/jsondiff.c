@@ -289,3 +289,102 @@ cJSON *k8s_node_spec_diff(const cJSON *old_node, const cJSON *new_node)
         static const char *const fields[] = {"spec", NULL};
         return picked_diff(old_node, new_node, meta, fields);
 }
+
+/* ---- digests ---------------------------------------------------------------------- */
+
+#define DIGEST_MAX_DEPTH 64
+
+static uint64_t mix(uint64_t x) /* splitmix64's finaliser */
+{
+        x ^= x >> 30;
+        x *= UINT64_C(0xbf58476d1ce4e5b9);
+        x ^= x >> 27;
+        x *= UINT64_C(0x94d049bb133111eb);
+        x ^= x >> 31;
+        return x;
+}
+
+static uint64_t bytes_digest(uint64_t h, const char *p, size_t n)
+{
+        h ^= n; /* FNV-1a over the length, then the bytes */
+        h *= UINT64_C(0x100000001b3);
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char)p[i];
+                h *= UINT64_C(0x100000001b3);
+        }
+        return mix(h);
+}
+
+static bool keyed_field(const char *field)
+{
+        for (size_t i = 0; field != NULL && i < sizeof(merge_keys) / sizeof(merge_keys[0]); i++)
+                if (strcmp(field, merge_keys[i].field) == 0)
+                        return true;
+        return false;
+}
+
+/* Objects and keyed arrays add their members' digests (the order does not
+ * count), other arrays chain them (it does). */
+static uint64_t digest(const cJSON *v, const char *field, int depth)
+{
+        const uint64_t basis = UINT64_C(0xcbf29ce484222325);
+        if (cJSON_IsString(v))
+                return bytes_digest(basis ^ 's', v->valuestring, strlen(v->valuestring));
+        if (cJSON_IsNumber(v)) {
+                double d = v->valuedouble == 0 ? 0 : v->valuedouble; /* -0 is 0 */
+                uint64_t bits;
+                memcpy(&bits, &d, sizeof(bits));
+                return mix(basis ^ 'n' ^ mix(bits));
+        }
+        if (cJSON_IsBool(v))
+                return mix(basis ^ (cJSON_IsTrue(v) ? 't' : 'f'));
+        if (cJSON_IsNull(v) || v == NULL)
+                return mix(basis ^ 'z');
+        if (depth >= DIGEST_MAX_DEPTH)
+                return mix(basis ^ 'd');
+        if (cJSON_IsObject(v)) {
+                uint64_t sum = 0;
+                for (const cJSON *c = v->child; c; c = c->next) {
+                        if (c->string == NULL || cJSON_IsNull(c))
+                                continue; /* null: as if left out */
+                        uint64_t k = bytes_digest(basis ^ 'k', c->string, strlen(c->string));
+                        sum += mix(k ^ digest(c, c->string, depth + 1));
+                }
+                return mix(basis ^ 'o' ^ sum);
+        }
+        if (cJSON_IsArray(v)) {
+                bool unordered = keyed_field(field);
+                uint64_t acc = 0;
+                for (const cJSON *c = v->child; c; c = c->next) {
+                        uint64_t e = digest(c, NULL, depth + 1);
+                        acc = unordered ? acc + e : mix(acc ^ e) + 1;
+                }
+                return mix(basis ^ (unordered ? 'u' : 'a') ^ acc);
+        }
+        return mix(basis ^ '?');
+}
+
+uint64_t k8s_json_digest(const cJSON *v)
+{
+        return digest(v, NULL, 0);
+}
+
+bool k8s_pod_is_status_echo(const cJSON *old_pod, const cJSON *new_pod, const uint64_t *sent,
+                            size_t n)
+{
+        if (old_pod == NULL || new_pod == NULL || n == 0)
+                return false;
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(new_pod, "status");
+        if (!cJSON_IsObject(status))
+                return false;
+        uint64_t d = k8s_json_digest(status);
+        bool ours = false;
+        for (size_t i = 0; i < n && !ours; i++)
+                ours = sent[i] == d;
+        if (!ours)
+                return false;
+        cJSON *diff = k8s_pod_spec_diff(old_pod, new_pod);
+        bool same = diff != NULL && cJSON_GetArraySize(diff) == 0;
+        cJSON_Delete(diff);
+        return same;
+}

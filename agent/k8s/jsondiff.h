@@ -25,6 +25,10 @@
  * K8S_DIFF_MAX_DEPTH levels are compared as whole values.
  */
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
 #define K8S_DIFF_MAX_OPS   256
@@ -46,3 +50,24 @@ cJSON *k8s_pod_spec_diff(const cJSON *old_pod, const cJSON *new_pod);
 /* The node changes a pod's life depends on: spec (taints, unschedulable,
  * podCIDR) and its labels. */
 cJSON *k8s_node_spec_diff(const cJSON *old_node, const cJSON *new_node);
+
+/* A 64-bit digest of a JSON value that the encodings of the same content
+ * share: object keys in any order, a field set to null the same as one left
+ * out (the apiserver drops them: lastProbeTime), and the keyed arrays of
+ * k8s_json_diff (conditions, containerStatuses, ...: the apiserver's
+ * strategic merge may order them otherwise) in any order. Not for hostile
+ * input: nothing but an equality check of our own statuses rests on it. */
+uint64_t k8s_json_digest(const cJSON *v);
+
+/* True when new_pod is the watch echo of a status this node sent: nothing
+ * k8s_pod_spec_diff compares changed from old_pod, and the digest of
+ * new_pod's status is one of sent[0..n) (the digests of the statuses sent
+ * last: the echo of one PATCH may come after the next status was made).
+ * The kubelet's pod config hands a pod whose only change is its status on
+ * as a RECONCILE, not an UPDATE, and its pod workers do not sync for it
+ * (pkg/kubelet/config/config.go checkAndUpdatePod, kubelet.go
+ * HandlePodReconcile); here only a status we sent counts as no change: one
+ * written by anyone else is. False when either object or its status is
+ * missing, or out of memory. */
+bool k8s_pod_is_status_echo(const cJSON *old_pod, const cJSON *new_pod, const uint64_t *sent,
+                            size_t n);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
+#include "agent/core/crashpoint.h"
 #include "agent/core/log.h"
+#include "agent/k8s/jsondiff.h"
 
 static void advance(struct ag_pod_worker *w);
 
@@ -207,6 +209,7 @@ void pw_compute_status(struct ag_pod_worker *w)
                 w->last_status = text;
                 cJSON_Delete(w->status);
                 w->status = st;
+                w->sent_digests[w->n_sent_digests++ % PW_SENT_DIGESTS] = k8s_json_digest(st);
                 if (w->ops->status)
                         w->ops->status(w, st, w->data);
         } else {
@@ -571,6 +574,14 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
                 }
                 return false;
         }
+        /* The old instance's exit is in memory only (on_exit_fd): worker.json
+         * gets it before the runtime's record goes with the container below.
+         * An agent killed between that removal and the next save used to
+         * find the instance neither in the runtime nor with an exit in
+         * worker.json and report it killed, 137 ContainerStatusUnknown, in
+         * place of its real exit (tests/faults agent_kill under ASan; now
+         * tests/faults/crash_points.sh). */
+        pw_save_state(w);
         /* Kept until the start is done: undone if the sandbox dies under it. */
         c->undo.valid = true;
         c->undo.backoff = c->backoff;
@@ -586,6 +597,7 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
         snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->term_cid);
         c->obs.restart_count++;
         pw_remove_container(w, c);
+        ag_crash_point("restart-old-removed");
         c->exited = false;
         pw_start_container(w, c);
         return c->running;
@@ -992,9 +1004,24 @@ static void arm_deadline(struct ag_pod_worker *w, const struct k8s_pod *pod)
 
 void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
 {
+        /* The echo of our own status PATCH is no reason to sync: it would
+         * retry a refused start (CreateContainerConfigError) at once,
+         * before the failed sync's backoff (pw_sync_failed), two or three
+         * times in its first 0.4 s (the echo of the status before the
+         * refusal, too, which comes after it). The object is the newest
+         * all the same. */
+        const struct k8s_pod *prev = w->latest ? w->latest : w->pod;
+        size_t n = w->n_sent_digests < PW_SENT_DIGESTS ? w->n_sent_digests : PW_SENT_DIGESTS;
+        bool echo =
+            k8s_pod_is_status_echo(k8s_pod_json(prev), k8s_pod_json(pod), w->sent_digests, n);
         k8s_pod_free(w->latest);
         w->latest = pod;
         arm_deadline(w, pod);
+        if (echo) {
+                log_v(4, "pod %s/%s: the update is the status we sent: no sync", pw_pod_ns(w->pod),
+                      w->pod->meta.name);
+                return;
+        }
         ag_timer_arm(w->kick, 0);
 }
 

@@ -46,8 +46,11 @@
 /* A terminated message: the runtime's, ": ", the termination message. */
 #define TERM_MESSAGE_MAX (MESSAGE_MAX + 2 + ST_TERMINATION_MESSAGE_MAX)
 #define SANDBOX_RETRY_MS 10000
-#define HOOK_PRESTOP     1
-#define HOOK_POSTSTART   2
+/* statuses whose watch echo is recognised: the last ones sent, each echo
+ * coming a round trip after its PATCH */
+#define PW_SENT_DIGESTS 8
+#define HOOK_PRESTOP    1
+#define HOOK_POSTSTART  2
 /* An httpGet postStart hook has no deadline in the kubelet; cubelet gives it
  * this long. */
 #define POSTSTART_HTTP_TIMEOUT_MS 60000
@@ -153,6 +156,10 @@ struct ag_pod_worker {
         char *last_status;   /* printed, to send only changes */
         char *saved;         /* worker.json as last written */
         cJSON *status;
+        /* k8s_json_digest of the statuses handed on last (a ring): their
+         * watch echoes are no reason to sync (ag_pod_worker_update) */
+        uint64_t sent_digests[PW_SENT_DIGESTS];
+        size_t n_sent_digests;
         struct ag_timer *kick; /* run advance() from the loop */
         struct ag_timer *sandbox_timer;
         struct ag_timer *deadline; /* activeDeadlineSeconds */

@@ -348,7 +348,9 @@ k delete pod hostunset --grace-period=0 --force --wait=false >/dev/null 2>&1
 
 # A start refused off the loop (a subPath through a host symlink that
 # leads out of the volume) is a failed sync: the pod worker syncs again
-# after jitter(10 s, 0.5) (pod_workers.go completeWork).
+# after jitter(10 s, 0.5) (pod_workers.go completeWork), nothing else
+# nudging it (the watch echo of the refusal's own status PATCH is no update
+# to sync on: the kubelet's pod config makes it a RECONCILE).
 # subpath_refused POD [COMMAND]: the pod, its hostPath at $tmp/sp-POD with
 # the symlink, CreateContainerConfigError.
 subpath_refused() {
@@ -366,13 +368,15 @@ EOF
 }
 # subpath_fixed POD LO HI NUDGE...: the refused pod; the host fixes the path
 # 0.5 s after the refusal, NUDGE runs 1 s later (`:`: nothing); the pod
-# Running LO to HI s after the refusal (sub_d: the seconds).
+# Running LO to HI s after the refusal (sub_d: the seconds; sub_nfail: the
+# failed syncs before the fix).
 subpath_fixed() {
         local pod=$1 lo=$2 hi=$3 t
         shift 3
         subpath_refused "$pod"
         t=$(now)
         sleep 0.5
+        sub_nfail=$(grep -c "pod default/$pod: sync failed, retried in" "$tmp/agent.log" || true)
         rm "$tmp/sp-$pod/sub" && mkdir "$tmp/sp-$pod/sub" && touch "$tmp/sp-$pod/sub/inside"
         sleep 1
         "$@" >/dev/null || fail "$pod: $*"
@@ -386,7 +390,9 @@ subpath_fixed() {
 # failed sync) starts it.
 subpath_fixed subretry 8.5 17 :
 delays=$(grep -o 'pod default/subretry: sync failed, retried in [0-9.]*s' "$tmp/agent.log" | awk '{print $NF}' | paste -sd' ')
-pass "7 a subPath refused off the loop, fixed on the host: Running ${sub_d}s after the refusal (retries armed: ${delays:-none})"
+[ "$sub_nfail" -eq 1 ] ||
+        fail "subretry: $sub_nfail failed syncs in the 0.5 s after the refusal, want 1 (retried before its backoff: the watch echo of its own status; retries armed: ${delays:-none})"
+pass "7 a subPath refused off the loop, fixed on the host: Running ${sub_d}s after the refusal, $sub_nfail failed sync before the fix (retries armed: ${delays:-none})"
 
 # An update of the pod 1 s after the fix: the sync runs at once (UpdatePod
 # does not wait for the backoff): within 2.5 s of the update.

@@ -170,6 +170,131 @@ START_TEST(test_pod_and_node_spec_diff)
 }
 END_TEST
 
+/* The digest two encodings of one status share (k8s_json_digest): keys
+ * in any order, null as absent, keyed lists in any order; and no more. */
+START_TEST(test_json_digest)
+{
+        static const char *const same[][2] = {
+            {"{\"a\":1,\"b\":\"x\"}", "{\"b\":\"x\",\"a\":1.0}"},
+            {"{\"a\":1,\"t\":null}", "{\"a\":1}"},
+            {"{\"conditions\":[{\"type\":\"A\",\"status\":\"True\",\"lastProbeTime\":null},"
+             "{\"type\":\"B\"}]}",
+             "{\"conditions\":[{\"type\":\"B\"},{\"status\":\"True\",\"type\":\"A\"}]}"},
+            {"{\"containerStatuses\":[{\"name\":\"a\",\"restartCount\":0},{\"name\":\"b\"}]}",
+             "{\"containerStatuses\":[{\"name\":\"b\"},{\"restartCount\":0,\"name\":\"a\"}]}"},
+            {"{\"n\":-0}", "{\"n\":0}"},
+        };
+        static const char *const differ[][2] = {
+            {"{\"a\":1}", "{\"a\":2}"},
+            {"{\"a\":\"1\"}", "{\"a\":1}"},
+            {"{\"a\":true}", "{\"a\":false}"},
+            {"{\"a\":\"x\"}", "{\"a\":null}"},
+            {"{\"a\":{}}", "{}"},
+            {"{\"a\":1}", "{\"b\":1}"},
+            {"{\"ab\":\"c\"}", "{\"a\":\"bc\"}"},
+            {"{\"list\":[1,2]}", "{\"list\":[2,1]}"},
+            {"{\"conditions\":[{\"type\":\"A\"}]}",
+             "{\"conditions\":[{\"type\":\"A\"},{\"type\":\"A\"}]}"},
+            {"{\"conditions\":[{\"type\":\"A\",\"status\":\"True\"}]}",
+             "{\"conditions\":[{\"type\":\"A\",\"status\":\"False\"}]}"},
+            {"{\"x\":{\"a\":1,\"b\":2}}", "{\"x\":{\"a\":2,\"b\":1}}"},
+        };
+        for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+                cJSON *x = parse(same[i][0]), *y = parse(same[i][1]);
+                ck_assert_msg(k8s_json_digest(x) == k8s_json_digest(y), "%s vs %s", same[i][0],
+                              same[i][1]);
+                cJSON_Delete(x);
+                cJSON_Delete(y);
+        }
+        for (size_t i = 0; i < sizeof(differ) / sizeof(differ[0]); i++) {
+                cJSON *x = parse(differ[i][0]), *y = parse(differ[i][1]);
+                ck_assert_msg(k8s_json_digest(x) != k8s_json_digest(y), "%s vs %s", differ[i][0],
+                              differ[i][1]);
+                cJSON_Delete(x);
+                cJSON_Delete(y);
+        }
+}
+END_TEST
+
+/* The watch echo of our own status PATCH (k8s_pod_is_status_echo): only
+ * resourceVersion, managedFields and the status moved, and the status is
+ * one we sent (its keyed lists in the apiserver's order, the nulls we sent
+ * dropped); anything else is an update. */
+START_TEST(test_pod_status_echo)
+{
+        cJSON *older = parse("{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"a\","
+                             "\"state\":{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}");
+        cJSON *own = parse(
+            "{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"Initialized\",\"status\":"
+            "\"True\",\"lastProbeTime\":null},{\"type\":\"PodScheduled\",\"status\":\"True\"}],"
+            "\"containerStatuses\":[{\"name\":\"a\",\"state\":{\"waiting\":{\"reason\":"
+            "\"CreateContainerConfigError\",\"message\":\"m\"}}},{\"name\":\"b\",\"state\":"
+            "{\"waiting\":{\"reason\":\"ContainerCreating\"}}}]}");
+        uint64_t sent[2] = {k8s_json_digest(older), k8s_json_digest(own)};
+        cJSON *old = parse("{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"5\",\"labels\":"
+                           "{\"app\":\"x\"}},\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":"
+                           "\"b\"}]},\"status\":{\"phase\":\"Pending\",\"conditions\":[{\"type\":"
+                           "\"PodScheduled\",\"status\":\"True\"}]}}");
+        const char *echo_s =
+            "{\"metadata\":{\"name\":\"p\",\"resourceVersion\":\"6\",\"labels\":{\"app\":\"x\"},"
+            "\"managedFields\":[{\"manager\":\"cubelet\"}]},\"spec\":{\"containers\":[{\"name\":"
+            "\"a\"},{\"name\":\"b\"}]},\"status\":{\"conditions\":[{\"type\":\"PodScheduled\","
+            "\"status\":\"True\"},{\"type\":\"Initialized\",\"status\":\"True\"}],\"phase\":"
+            "\"Pending\",\"containerStatuses\":[{\"name\":\"b\",\"state\":{\"waiting\":{\"reason\":"
+            "\"ContainerCreating\"}}},{\"name\":\"a\",\"state\":{\"waiting\":{\"reason\":"
+            "\"CreateContainerConfigError\",\"message\":\"m\"}}}]}}";
+        cJSON *echo = parse(echo_s);
+        ck_assert(k8s_pod_is_status_echo(old, echo, sent, 2));
+        ck_assert(!k8s_pod_is_status_echo(old, echo, sent, 1)); /* not one we sent */
+        /* the echo of the status before, coming after ours */
+        cJSON *prev_echo = parse(echo_s);
+        cJSON_ReplaceItemInObject(prev_echo, "status", cJSON_Duplicate(older, true));
+        ck_assert(k8s_pod_is_status_echo(old, prev_echo, sent, 2));
+        cJSON_Delete(prev_echo);
+        /* the status written by someone else: a field, a readiness gate's condition */
+        cJSON *other = parse(echo_s);
+        cJSON *st = cJSON_GetObjectItem(other, "status");
+        cJSON_ReplaceItemInObject(st, "phase", cJSON_CreateString("Running"));
+        ck_assert(!k8s_pod_is_status_echo(old, other, sent, 2));
+        cJSON_Delete(other);
+        other = parse(echo_s);
+        st = cJSON_GetObjectItem(other, "status");
+        cJSON_AddItemToArray(cJSON_GetObjectItem(st, "conditions"),
+                             parse("{\"type\":\"example.com/gate\",\"status\":\"True\"}"));
+        ck_assert(!k8s_pod_is_status_echo(old, other, sent, 2));
+        cJSON_Delete(other);
+        /* our status, and a label, an annotation, the deletion, the spec changed */
+        static const char *const edits[][3] = {
+            {"metadata", "labels", "{\"app\":\"y\"}"},
+            {"metadata", "annotations", "{\"poke\":\"1\"}"},
+            {"metadata", "deletionTimestamp", "\"2026-12-03T08:00:00Z\""},
+            {"metadata", "deletionGracePeriodSeconds", "1"},
+            {"spec", "activeDeadlineSeconds", "5"},
+        };
+        for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+                other = parse(echo_s);
+                cJSON *into = cJSON_GetObjectItem(other, edits[i][0]);
+                if (cJSON_HasObjectItem(into, edits[i][1]))
+                        cJSON_ReplaceItemInObject(into, edits[i][1], parse(edits[i][2]));
+                else
+                        cJSON_AddItemToObject(into, edits[i][1], parse(edits[i][2]));
+                ck_assert_msg(!k8s_pod_is_status_echo(old, other, sent, 2), "%s.%s", edits[i][0],
+                              edits[i][1]);
+                cJSON_Delete(other);
+        }
+        /* nothing sent yet, no object, no status in the event */
+        ck_assert(!k8s_pod_is_status_echo(old, echo, sent, 0));
+        ck_assert(!k8s_pod_is_status_echo(NULL, echo, sent, 2));
+        ck_assert(!k8s_pod_is_status_echo(old, NULL, sent, 2));
+        cJSON_DeleteItemFromObject(echo, "status");
+        ck_assert(!k8s_pod_is_status_echo(old, echo, sent, 2));
+        cJSON_Delete(echo);
+        cJSON_Delete(old);
+        cJSON_Delete(own);
+        cJSON_Delete(older);
+}
+END_TEST
+
 START_TEST(test_diff_bounded)
 {
         /* 1000 fields changed: K8S_DIFF_MAX_OPS ops and a truncation mark. */
@@ -563,6 +688,8 @@ int main(void)
         tcase_add_test(tc, test_diff_conditions_by_type);
         tcase_add_test(tc, test_diff_container_statuses_by_name);
         tcase_add_test(tc, test_pod_and_node_spec_diff);
+        tcase_add_test(tc, test_json_digest);
+        tcase_add_test(tc, test_pod_status_echo);
         tcase_add_test(tc, test_diff_bounded);
         tcase_add_test(tc, test_trace_format);
         tcase_add_test(tc, test_trace_parse_time);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Fault: the agent killed at a crash point (CUBELET_TEST_CRASH_AT,
+# agent/core/crashpoint.h): a window too short to hit with a kill from
+# outside, hit every time. Restarted, the invariants (lib/faults.sh) must
+# hold. Deterministic: no seeded choices.
+#   restart-old-removed   an OnFailure container exited 7 and its instance
+#                         was removed for the restart, the next one not
+#                         started yet: the exit must survive the kill
+#                         (lastState 7, restartCount 1), not become a lost
+#                         container (137 ContainerStatusUnknown; seen once
+#                         by agent_kill under ASan).
+set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
+fault_setup crashpt
+CUBELET_TEST_CRASH_AT=restart-old-removed fault_agent
+node_ready 30
+grep -q 'test hook CUBELET_TEST_CRASH_AT is set' "$tmp/agent.log" ||
+        fail "the agent did not warn that the crash-point hook is set"
+baseline
+
+rounds=1
+lc_pod cp1 onfail 1
+poll 40 eval '! kill -0 "$agent_pid" 2>/dev/null' ||
+        die "the agent did not reach the crash point restart-old-removed within 40 s"
+wait "$agent_pid" 2>/dev/null
+agent_pid=""
+faults=$((faults + 1))
+grep -q 'crash point "restart-old-removed" reached' "$tmp/agent.log" ||
+        die "the agent died, but not at its crash point: $(tail -3 "$tmp/agent.log")"
+uid=$(k get pod cp1 -o jsonpath='{.metadata.uid}')
+echo "     killed at restart-old-removed: worker.json says $(jq -c '[.containers[] | {id, restartCount, term: .term.exitCode, lastState: .lastState.exitCode}]' "$root/pods/$uid/worker.json" 2>/dev/null); $(ls "$root/containers" 2>/dev/null | wc -l) runtime containers"
+fault_agent
+inv_what="restart-old-removed"
+converge 25 && check_invariants "restart-old-removed, converged in ${converged_in}s"
+drain_all "after the crash point"
+kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
+stop_agent 15
+pass "agent killed at the crash point restart-old-removed; $violations invariant violations"
+fault_report

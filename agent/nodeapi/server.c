@@ -787,7 +787,12 @@ static int listen_on(const char *address, int port, int *ret_fd, int *ret_port,
                 return cb_error_set(err, errno, "socket");
         int one = 1;
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 128) < 0) {
+        /* the kernel's limit (net.core.somaxconn, 4096 by default), as Go's
+         * net.Listen gives the kubelet: with 128, a burst of connections
+         * (a flood the caps below close at once, or many kubectl exec)
+         * overflowed the queue and every dropped SYN cost its client a
+         * 1 s retransmit */
+        if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4096) < 0) {
                 int e = errno;
                 close(fd);
                 return cb_error_set(err, e, "node API: cannot serve HTTPS on %s:%d", addr, port);

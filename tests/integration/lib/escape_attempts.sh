@@ -296,6 +296,34 @@ EOF
   else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
 }
 
+# ptrace_watcher DIR SECONDS: DIR/host-marker (a file only the host has) and
+# DIR/watch.sh, a watcher (run in a container with DIR at /t) that loops
+# for SECONDS over every other process of its PID namespace and prints
+# HOST-ROOT, HOST-CWD or HOST-FD for any whose /proc/<pid>/root, cwd or an
+# fd reaches the marker, then `looked=N pids=M`.
+ptrace_watcher() {
+  mkdir -p "$1"
+  : >"$1/host-marker"
+  cat >"$1/watch.sh" <<EOF
+me=\$\$
+end=\$((\$(date +%s) + $2)); n=0; seen=" "
+while [ "\$(date +%s)" -lt "\$end" ]; do
+  for d in /proc/[0-9]*; do
+    p=\${d#/proc/}
+    [ "\$p" = "\$me" ] && continue
+    [ -e "\$d/root$1/host-marker" ] && echo "HOST-ROOT \$p"
+    [ -e "\$d/cwd$1/host-marker" ] && echo "HOST-CWD \$p"
+    for f in "\$d"/fd/*; do
+      [ -e "\$f$1/host-marker" ] && echo "HOST-FD \$p \$f"
+    done
+    case "\$seen" in *" \$p "*) ;; *) seen="\$seen\$p " ;; esac
+    n=\$((n + 1))
+  done
+done
+echo "looked=\$n pids=\$(echo \$seen | wc -w)"
+EOF
+}
+
 # --- item 2 with SYS_PTRACE: the same window, the watcher holding CAP_SYS_PTRACE -------
 # CAP_SYS_PTRACE passes ptrace_may_access even for a non-dumpable process:
 # only where the starting process stands and what it holds protect it.
@@ -307,26 +335,7 @@ EOF
 # mounted (runtime/pause.c).
 esc_setup_window_ptrace() {
   attempt "CVE-2024-21626 with SYS_PTRACE: a sibling with CAP_SYS_PTRACE reads /proc/<pid>/fd, root and cwd of starting containers" || return 0
-  mkdir -p "$tmp/watchbin2"
-  : >"$tmp/watchbin2/host-marker"
-  cat >"$tmp/watchbin2/watch.sh" <<EOF
-me=\$\$
-end=\$((\$(date +%s) + 6)); n=0; seen=" "
-while [ "\$(date +%s)" -lt "\$end" ]; do
-  for d in /proc/[0-9]*; do
-    p=\${d#/proc/}
-    [ "\$p" = "\$me" ] && continue
-    [ -e "\$d/root$tmp/watchbin2/host-marker" ] && echo "HOST-ROOT \$p"
-    [ -e "\$d/cwd$tmp/watchbin2/host-marker" ] && echo "HOST-CWD \$p"
-    for f in "\$d"/fd/*; do
-      [ -e "\$f$tmp/watchbin2/host-marker" ] && echo "HOST-FD \$p \$f"
-    done
-    case "\$seen" in *" \$p "*) ;; *) seen="\$seen\$p " ;; esac
-    n=\$((n + 1))
-  done
-done
-echo "looked=\$n pids=\$(echo \$seen | wc -w)"
-EOF
+  ptrace_watcher "$tmp/watchbin2" 6
   {
     pod_head swinp "  shareProcessNamespace: true
   volumes: [{name: t, hostPath: {path: $tmp/watchbin2}}]"
@@ -352,26 +361,7 @@ EOF
 # now it is forked with the container's root and credentials.
 esc_exec_window_ptrace() {
   attempt "CVE-2024-21626 with SYS_PTRACE, exec: a container with CAP_SYS_PTRACE reads /proc/<pid>/root, cwd and fd of its exec probes' processes" || return 0
-  mkdir -p "$tmp/watchbin3"
-  : >"$tmp/watchbin3/host-marker"
-  cat >"$tmp/watchbin3/watch.sh" <<EOF
-me=\$\$
-end=\$((\$(date +%s) + 10)); n=0; seen=" "
-while [ "\$(date +%s)" -lt "\$end" ]; do
-  for d in /proc/[0-9]*; do
-    p=\${d#/proc/}
-    { [ "\$p" = "\$me" ] || [ "\$p" = 1 ]; } && continue
-    [ -e "\$d/root$tmp/watchbin3/host-marker" ] && echo "HOST-ROOT \$p"
-    [ -e "\$d/cwd$tmp/watchbin3/host-marker" ] && echo "HOST-CWD \$p"
-    for f in "\$d"/fd/*; do
-      [ -e "\$f$tmp/watchbin3/host-marker" ] && echo "HOST-FD \$p \$f"
-    done
-    case "\$seen" in *" \$p "*) ;; *) seen="\$seen\$p " ;; esac
-    n=\$((n + 1))
-  done
-done
-echo "looked=\$n pids=\$(echo \$seen | wc -w)"
-EOF
+  ptrace_watcher "$tmp/watchbin3" 10
   {
     pod_head ewinp "  volumes: [{name: t, hostPath: {path: $tmp/watchbin3}}]"
     printf '  - name: watch\n    image: busybox:1.36\n    command: [sh, /t/watch.sh]\n'

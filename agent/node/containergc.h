@@ -11,8 +11,8 @@
  * (<root-dir>/containers/<id>: state, exit record, the overlay's upper and
  * work dirs) only while it is its pod worker's current instance (dead in a
  * back-off, or the last one of a terminated pod until the teardown, which
- * follows at once); a restart removes the instance before it starts the
- * next one. What stays after it is its CRI log,
+ * follows at once); a restart retires the instance and removes it off the
+ * loop, beside the next start. What stays after it is its CRI log,
  * <pod-logs-dir>/<ns>_<pod>_<uid>/<container>/<restart>.log and its rotated
  * files: a crash-looping container leaves one per restart, and a pod's log
  * directory outlives the pod. Those are the instances this collector

@@ -1082,7 +1082,25 @@ bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)
                         if (strcmp(w->ctrs[i].retired[k], container_id) == 0)
                                 return true; /* its removal is not confirmed yet */
         }
+        for (size_t i = 0; i < w->n_tearing; i++)
+                if (strcmp(w->tearing[i], container_id) == 0)
+                        return true; /* its teardown removes it */
         return false;
+}
+
+void ag_pod_worker_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                           void *data)
+{
+        for (size_t i = 0; i < w->n; i++) {
+                const struct ctr *c = &w->ctrs[i];
+                if (c->id[0] != '\0')
+                        fn(c->id, data);
+                if (c->pending_id[0] != '\0')
+                        fn(c->pending_id, data);
+                for (size_t k = 0; k < c->n_retired; k++)
+                        fn(c->retired[k], data);
+        }
+        pw_teardown_claimed(w, fn, data);
 }
 
 size_t ag_pod_worker_n_containers(const struct ag_pod_worker *w)

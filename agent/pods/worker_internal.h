@@ -154,8 +154,10 @@ struct ag_pod_worker {
         bool sandbox_ready;
         struct sandbox_job *sandbox_job;   /* being made, off the loop */
         struct teardown_job *teardown_job; /* being torn down, off the loop */
-        unsigned teardown_retries;         /* failed sandbox/cgroup teardowns so far */
-        struct ag_pod_volumes *volumes;    /* configMap/secret/projected/... (worker_volumes.c) */
+        char (*tearing)[RT_ID_MAX];        /* the container ids it removes (the loop's copy) */
+        size_t n_tearing;
+        unsigned teardown_retries;      /* failed sandbox/cgroup teardowns so far */
+        struct ag_pod_volumes *volumes; /* configMap/secret/projected/... (worker_volumes.c) */
         struct rt_sandbox sandbox;
         char pod_ip_buf[2][64];
         const char *pod_ips[2];
@@ -314,6 +316,9 @@ void pw_stop_probers(struct ctr *c);
 void pw_stop_watch(struct ctr *c);
 int pw_teardown(struct ag_pod_worker *w); /* 1: running off the loop, pw_finish again at its end */
 void pw_teardown_detach(struct ag_pod_worker *w);
+/* fn with each container id the teardown in flight removes */
+void pw_teardown_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                         void *data);
 bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c);
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
                             char *buf, size_t size);

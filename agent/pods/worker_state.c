@@ -377,6 +377,9 @@ static void teardown_done(void *data, bool cancelled)
         (void)cancelled; /* at shutdown: the next agent finds what is left */
         if (w != NULL) {
                 w->teardown_job = NULL;
+                free(w->tearing);
+                w->tearing = NULL;
+                w->n_tearing = 0;
                 for (size_t i = 0; i < j->n_errors; i++)
                         pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
                 bool ctr_failed = false;
@@ -466,6 +469,11 @@ int pw_teardown(struct ag_pod_worker *w)
                 cb_error_set(&err, 0, "no sandbox queue");
         else if (ag_offload_submit(w->env->sandboxes, teardown_work, teardown_done, j, &err) == 0) {
                 /* the job has them now; teardown_done gives back what failed */
+                free(w->tearing);
+                w->tearing = malloc((j->n + 1) * sizeof(*w->tearing));
+                w->n_tearing = w->tearing != NULL ? j->n : 0;
+                if (w->n_tearing > 0)
+                        memcpy(w->tearing, j->ids, j->n * sizeof(*w->tearing));
                 for (size_t i = 0; i < w->n; i++) {
                         w->ctrs[i].id[0] = '\0';
                         w->ctrs[i].n_retired = 0;
@@ -485,11 +493,21 @@ retry:
         return 1;
 }
 
+void pw_teardown_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                         void *data)
+{
+        for (size_t i = 0; i < w->n_tearing; i++)
+                fn(w->tearing[i], data);
+}
+
 void pw_teardown_detach(struct ag_pod_worker *w)
 {
         if (w->teardown_job != NULL)
                 w->teardown_job->w = NULL;
         w->teardown_job = NULL;
+        free(w->tearing);
+        w->tearing = NULL;
+        w->n_tearing = 0;
 }
 
 /* Running, or being started off the loop. */

@@ -765,7 +765,8 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
                        .max_containers = fl->max_dead_containers},
             .period_ms = fl->container_gc_period_ms,
             .pod_logs_dir = fl->pod_logs_dir,
-            .node_name = a->node_name};
+            .node_name = a->node_name,
+            .root_dir = a->root_dir};
         if (ag_containergc_new(a->loop, &cgc, a->pod_mgr, a->events, &a->containergc, err) < 0)
                 return -1;
         ag_pressure_set_containergc(a->pressure, a->containergc);

@@ -14,9 +14,10 @@
  * docs/reliability.md ("Crash points").
  *
  * The points (each named where it is):
- *   restart-old-removed   agent/pods/podworker.c:restart_or_backoff, the
- *                         exited instance of a restarting container removed,
- *                         the next one not started yet
+ *   restart-old-removed   agent/pods/worker_jobs.c:retire_work (off the
+ *                         loop), a retired instance removed: for a restart
+ *                         (podworker.c:restart_or_backoff) the exited one,
+ *                         the next one's start queued beside it
  */
 
 #define AG_CRASHPOINT_ENV "CUBELET_TEST_CRASH_AT"

@@ -300,6 +300,14 @@ static void dispatch(struct ag_io *io, uint32_t events)
         }
 }
 
+/* per thread: the loops whose callbacks it is dispatching */
+static _Thread_local int in_callback;
+
+int ag_loop_in_callback(void)
+{
+        return in_callback > 0;
+}
+
 int ag_loop_run(struct ag_loop *l, struct cb_error *err)
 {
         l->quit = false;
@@ -312,11 +320,13 @@ int ag_loop_run(struct ag_loop *l, struct cb_error *err)
                         return cb_error_set(err, errno, "epoll_wait failed");
                 }
                 l->dispatching++;
+                in_callback++;
                 for (int i = 0; i < n; i++) {
                         struct ag_io *io = evs[i].data.ptr;
                         if (!io->dead)
                                 dispatch(io, evs[i].events);
                 }
+                in_callback--;
                 l->dispatching--;
                 reap(l);
         }

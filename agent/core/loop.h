@@ -54,5 +54,11 @@ void ag_timer_free(struct ag_timer *t);
 int ag_loop_add_signals(struct ag_loop *loop, const sigset_t *mask, ag_signal_fn fn, void *data,
                         struct cb_error *err);
 
+/* Whether the calling thread is dispatching a callback of ag_loop_run (a
+ * watcher's, a timer's, an offload job's done): work that can block has
+ * no business there. Offload worker threads and code outside the loop get
+ * false. */
+int ag_loop_in_callback(void);
+
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t ag_now_ms(void);

@@ -16,6 +16,7 @@
 #include "agent/core/log.h"
 #include "agent/node/periodic.h"
 #include "lib/cleanup.h"
+#include "runtime/container.h"
 
 #define REMOVED_LOG_MAX 64
 #define TREE_MAX_DEPTH  16
@@ -23,7 +24,7 @@
 struct ag_containergc {
         struct ag_loop *loop;
         struct ag_containergc_config cfg;
-        char *logs_dir, *node_name;
+        char *logs_dir, *node_name, *root_dir;
         struct ag_pods *pods;
         struct ag_events *events;
         struct ag_periodic *periodic;
@@ -55,6 +56,9 @@ struct job {
         char *logs_dir;
         struct ag_pods_gc_pod *pods;
         size_t n_pods;
+        char *root_dir; /* the runtime's ("": no runtime containers here) */
+        char **claimed; /* the runtime container ids the pod workers claim */
+        size_t n_claimed;
         bool ready;
         int64_t snapshot_ms;
         /* the scan */
@@ -66,7 +70,7 @@ struct job {
         size_t nv, cap_v;
         /* results */
         int64_t freed;
-        size_t n_instances, n_removed, n_dirs_removed;
+        size_t n_instances, n_removed, n_dirs_removed, n_unclaimed;
         char removed[REMOVED_LOG_MAX][512];
         size_t n_logged;
         char error[2 * CB_ERROR_MSG_MAX];
@@ -85,6 +89,8 @@ static int64_t mtime_ms(const struct stat *st)
 }
 
 /* ---- the job (a worker thread) ---- */
+
+static void job_logs(struct job *j);
 
 static void job_error(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void job_error(struct job *j, const char *fmt, ...)
@@ -351,9 +357,59 @@ static void remove_instance(struct job *j, int lfd, struct inst *in)
         }
 }
 
+/* Runtime containers no pod worker claims (<root>/containers/<id>: a pod
+ * deleted while its instance was left, a worker that lost an id): the
+ * kubelet's evictContainers removes every evictable container of a pod
+ * that no longer exists, once all sources are ready, at each collection
+ * (kuberuntime_gc.go). Evictable: not running (the startup collection,
+ * agent/pods/pods.c collect_orphans, stops running ones) and made before
+ * the snapshot (its directory unchanged since: one being made now, not
+ * claimed yet, is left alone). */
+static void collect_unclaimed(struct job *j)
+{
+        if (!j->ready || j->root_dir[0] == '\0')
+                return;
+        char **ids = NULL;
+        size_t n = 0;
+        struct cb_error err = {0};
+        if (rt_container_list(j->root_dir, &ids, &n, &err) < 0) {
+                job_error(j, "cannot list the runtime's containers: %s", err.msg);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                bool claimed = false;
+                for (size_t k = 0; k < j->n_claimed && !claimed; k++)
+                        claimed = strcmp(j->claimed[k], ids[i]) == 0;
+                char dir[4096];
+                struct stat st;
+                if (claimed ||
+                    snprintf(dir, sizeof(dir), "%s/containers/%s", j->root_dir, ids[i]) >=
+                        (int)sizeof(dir) ||
+                    lstat(dir, &st) < 0 || mtime_ms(&st) >= j->snapshot_ms)
+                        continue;
+                struct rt_container_state cs;
+                if (rt_container_state(j->root_dir, ids[i], &cs, NULL) == 0 &&
+                    (cs.status == RT_CONTAINER_RUNNING || cs.status == RT_CONTAINER_CREATED))
+                        continue;
+                if (rt_container_remove(j->root_dir, ids[i], &err) < 0) {
+                        job_error(j, "failed to remove container %s: %s", ids[i], err.msg);
+                        continue;
+                }
+                j->n_unclaimed++;
+                job_removed(j, "removed container %s, which belonged to no pod", ids[i]);
+        }
+        rt_container_list_free(ids, n);
+}
+
 static void job_work(void *data)
 {
         struct job *j = data;
+        collect_unclaimed(j);
+        job_logs(j);
+}
+
+static void job_logs(struct job *j)
+{
         _cleanup_close_ int lfd =
             open(j->logs_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct stat lst;
@@ -427,6 +483,8 @@ static void free_job(void *data)
 {
         struct job *j = data;
         ag_pods_gc_snapshot_free(j->pods, j->n_pods);
+        ag_pods_claimed_free(j->claimed, j->n_claimed);
+        free(j->root_dir);
         for (size_t i = 0; i < j->np; i++)
                 free(j->p[i].name);
         for (size_t i = 0; i < j->nc; i++)
@@ -458,10 +516,10 @@ static const char *job_finish(void *owner, void *data, bool reclaim, int64_t *fr
         *freed = j->freed;
         if (reclaim) {
                 log_info("container garbage collection: deleted all unused containers: %zu "
-                         "dead instance(s) and %zu deleted pods' log directories removed, %" PRId64
-                         " bytes freed%s%s",
-                         j->n_removed, j->n_dirs_removed, j->freed, j->error[0] ? ": " : "",
-                         j->error);
+                         "dead instance(s), %zu deleted pods' log directories and %zu unclaimed "
+                         "container(s) removed, %" PRId64 " bytes freed%s%s",
+                         j->n_removed, j->n_dirs_removed, j->n_unclaimed, j->freed,
+                         j->error[0] ? ": " : "", j->error);
                 return j->error[0] ? j->error : NULL;
         }
         if (j->error[0] != '\0') {
@@ -471,8 +529,9 @@ static const char *job_finish(void *owner, void *data, bool reclaim, int64_t *fr
         } else {
                 log_v(gc->prev_failed ? 1 : 4,
                       "Container garbage collection succeeded (%zu instances, %zu removed, %zu "
-                      "pod log directories removed, %" PRId64 " bytes freed)",
-                      j->n_instances, j->n_removed, j->n_dirs_removed, j->freed);
+                      "pod log directories removed, %zu unclaimed containers removed, %" PRId64
+                      " bytes freed)",
+                      j->n_instances, j->n_removed, j->n_dirs_removed, j->n_unclaimed, j->freed);
                 gc->prev_failed = false;
         }
         return j->error[0] ? j->error : NULL;
@@ -490,9 +549,11 @@ static void *job_make(void *owner, bool all_unused, struct cb_error *err)
         *j = (struct job){.all_unused = all_unused,
                           .policy = gc->cfg.policy,
                           .logs_dir = strdup(gc->logs_dir),
+                          .root_dir = strdup(gc->root_dir),
                           .snapshot_ms = realtime_ms()};
-        if (j->logs_dir == NULL ||
-            ag_pods_gc_snapshot(gc->pods, &j->pods, &j->n_pods, &j->ready) < 0) {
+        if (j->logs_dir == NULL || j->root_dir == NULL ||
+            ag_pods_gc_snapshot(gc->pods, &j->pods, &j->n_pods, &j->ready) < 0 ||
+            ag_pods_claimed(gc->pods, &j->claimed, &j->n_claimed) < 0) {
                 free_job(j);
                 cb_error_set(err, ENOMEM, "container garbage collection");
                 return NULL;
@@ -524,9 +585,10 @@ int ag_containergc_new(struct ag_loop *loop, const struct ag_containergc_config 
                 gc->cfg.period_ms = K8S_CONTAINER_GC_PERIOD_MS;
         gc->logs_dir = strdup(cfg->pod_logs_dir != NULL ? cfg->pod_logs_dir : "");
         gc->node_name = strdup(cfg->node_name != NULL ? cfg->node_name : "");
+        gc->root_dir = strdup(cfg->root_dir != NULL ? cfg->root_dir : "");
         gc->pods = pods;
         gc->events = events;
-        if (gc->logs_dir == NULL || gc->node_name == NULL) {
+        if (gc->logs_dir == NULL || gc->node_name == NULL || gc->root_dir == NULL) {
                 ag_containergc_free(gc);
                 return cb_error_set(err, ENOMEM, "container garbage collection");
         }
@@ -561,5 +623,6 @@ void ag_containergc_free(struct ag_containergc *gc)
         ag_periodic_free(gc->periodic); /* cancelled reclaims call their done */
         free(gc->logs_dir);
         free(gc->node_name);
+        free(gc->root_dir);
         free(gc);
 }

@@ -11,8 +11,8 @@
  * (<root-dir>/containers/<id>: state, exit record, the overlay's upper and
  * work dirs) only while it is its pod worker's current instance (dead in a
  * back-off, or the last one of a terminated pod until the teardown, which
- * follows at once); a restart removes the instance before it starts the
- * next one. What stays after it is its CRI log,
+ * follows at once); a restart retires the instance and removes it off the
+ * loop, beside the next start. What stays after it is its CRI log,
  * <pod-logs-dir>/<ns>_<pod>_<uid>/<container>/<restart>.log and its rotated
  * files: a crash-looping container leaves one per restart, and a pod's log
  * directory outlives the pod. Those are the instances this collector
@@ -23,6 +23,13 @@
  *    --previous` reads it), older ones go; a terminated pod keeps its newest
  *    instance; the log directory of a pod the agent no longer knows
  *    (deleted), once every pod source is ready (evictPodLogsDirectories);
+ *  - every run too, once every pod source is ready: the runtime
+ *    containers (<root-dir>/containers/<id>) no pod worker claims
+ *    (ag_pods_claimed: current, starting, retired and being torn down),
+ *    not running and unchanged since before the snapshot, as the kubelet's
+ *    evictContainers removes every dead container of a pod that no longer
+ *    exists (the startup collection, agent/pods/pods.c collect_orphans,
+ *    also stops running ones);
  *  - DeleteAllUnusedContainers (the eviction manager's node-level reclaim,
  *    ag_containergc_reclaim): the same, and every instance of a terminated
  *    pod.
@@ -54,6 +61,7 @@ struct ag_containergc_config {
         uint64_t period_ms; /* 0: K8S_CONTAINER_GC_PERIOD_MS */
         const char *pod_logs_dir;
         const char *node_name;
+        const char *root_dir; /* the runtime's; NULL: no runtime containers collected */
 };
 
 struct ag_containergc;

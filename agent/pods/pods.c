@@ -1074,6 +1074,55 @@ oom:
         return -1;
 }
 
+struct claimed {
+        char **ids;
+        size_t n, cap;
+        bool failed;
+};
+
+static void add_claimed(const char *id, void *data)
+{
+        struct claimed *c = data;
+        if (c->failed)
+                return;
+        if (c->n == c->cap) {
+                size_t cap = c->cap ? c->cap * 2 : 64;
+                char **v = realloc(c->ids, cap * sizeof(*v));
+                if (v == NULL) {
+                        c->failed = true;
+                        return;
+                }
+                c->ids = v;
+                c->cap = cap;
+        }
+        if ((c->ids[c->n] = strdup(id)) == NULL)
+                c->failed = true;
+        else
+                c->n++;
+}
+
+void ag_pods_claimed_free(char **ids, size_t n)
+{
+        for (size_t i = 0; ids != NULL && i < n; i++)
+                free(ids[i]);
+        free(ids);
+}
+
+int ag_pods_claimed(const struct ag_pods *p, char ***ret, size_t *ret_n)
+{
+        struct claimed c = {0};
+        for (const struct rec *r = p->recs; r; r = r->next)
+                if (r->worker != NULL)
+                        ag_pod_worker_claimed(r->worker, add_claimed, &c);
+        if (c.failed) {
+                ag_pods_claimed_free(c.ids, c.n);
+                return -1;
+        }
+        *ret = c.ids;
+        *ret_n = c.n;
+        return 0;
+}
+
 bool ag_pods_cleaned_up(const struct ag_pods *p, const char *uid)
 {
         const struct rec *r = find((struct ag_pods *)p, uid);

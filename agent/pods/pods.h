@@ -85,6 +85,11 @@ struct ag_pods_gc_pod {
 int ag_pods_gc_snapshot(const struct ag_pods *p, struct ag_pods_gc_pod **ret, size_t *ret_n,
                         bool *ret_ready);
 void ag_pods_gc_snapshot_free(struct ag_pods_gc_pod *v, size_t n);
+/* Every runtime container id a pod worker claims (ag_pod_worker_claimed),
+ * copies; the others in <root>/containers belong to no pod. -1 when out of
+ * memory. Free with ag_pods_claimed_free. */
+int ag_pods_claimed(const struct ag_pods *p, char ***ret, size_t *ret_n);
+void ag_pods_claimed_free(char **ids, size_t n);
 /* Evicts the pod as the kubelet's eviction manager does: a Warning event
  * "Evicted" with message, the containers stopped with grace_s, phase
  * Failed with reason Evicted and message, and the DisruptionTarget

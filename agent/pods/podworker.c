@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
-#include "agent/core/crashpoint.h"
 #include "agent/core/log.h"
 #include "agent/k8s/jsondiff.h"
 
@@ -233,20 +232,6 @@ void pw_stop_watch(struct ctr *c)
                 close(c->exit_fd);
                 c->exit_fd = -1;
         }
-}
-
-void pw_remove_container(struct ag_pod_worker *w, struct ctr *c)
-{
-        if (c->id[0] == '\0')
-                return;
-        struct cb_error err = {0};
-        if (rt_container_remove(w->env->root_dir, c->id, &err) < 0)
-                pw_emit_event(w, c, "Warning", "FailedKillPod", "error removing container %s: %s",
-                              c->spec->name, err.msg);
-        char path[RT_PATH_MAX];
-        if (pw_termination_log_path(w, c, c->id, path, sizeof(path)) == 0)
-                unlink(path);
-        c->id[0] = '\0';
 }
 
 /* ---- container exits ------------------------------------------------------------ */
@@ -596,8 +581,10 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
         snprintf(c->last_message, sizeof(c->last_message), "%s", c->term_message);
         snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->term_cid);
         c->obs.restart_count++;
-        pw_remove_container(w, c);
-        ag_crash_point("restart-old-removed");
+        /* The old instance (its exit record, the upper dir with whatever it
+         * wrote) is removed off the loop, beside the next start: retired
+         * until the removal is confirmed (worker_jobs.c retire_work). */
+        pw_retire(w, c);
         c->exited = false;
         pw_start_container(w, c);
         return c->running;
@@ -605,7 +592,7 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
 
 /* A start that failed because the pod's PID namespace died under it (its
  * pause was killed: tests/faults/process_kill): the new instance never
- * ran, so it is removed and the restart undone (restartCount, lastState,
+ * ran, so it is retired (removed off the loop) and the restart undone (restartCount, lastState,
  * backoff as before; the current state the exit that came with the
  * namespace's death). advance() then finds the sandbox lost and makes it
  * again, and the container restarts once in the new one: one restart per
@@ -616,7 +603,7 @@ void pw_start_undo(struct ag_pod_worker *w, struct ctr *c, const char *id, const
         log_v(2, "pod %s/%s: container %s not started: its sandbox is gone (%s)", pw_pod_ns(w->pod),
               w->pod->meta.name, c->spec->name, why);
         snprintf(c->id, sizeof(c->id), "%s", id);
-        pw_remove_container(w, c);
+        pw_retire(w, c); /* removed off the loop */
         c->running = false;
         if (c->undo.valid) {
                 c->obs.restart_count--;
@@ -1087,11 +1074,33 @@ cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *
 
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id)
 {
-        for (size_t i = 0; i < w->n; i++)
+        for (size_t i = 0; i < w->n; i++) {
                 if ((w->ctrs[i].id[0] && strcmp(w->ctrs[i].id, container_id) == 0) ||
                     (w->ctrs[i].pending_id[0] && strcmp(w->ctrs[i].pending_id, container_id) == 0))
                         return true;
+                for (size_t k = 0; k < w->ctrs[i].n_retired; k++)
+                        if (strcmp(w->ctrs[i].retired[k], container_id) == 0)
+                                return true; /* its removal is not confirmed yet */
+        }
+        for (size_t i = 0; i < w->n_tearing; i++)
+                if (strcmp(w->tearing[i], container_id) == 0)
+                        return true; /* its teardown removes it */
         return false;
+}
+
+void ag_pod_worker_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                           void *data)
+{
+        for (size_t i = 0; i < w->n; i++) {
+                const struct ctr *c = &w->ctrs[i];
+                if (c->id[0] != '\0')
+                        fn(c->id, data);
+                if (c->pending_id[0] != '\0')
+                        fn(c->pending_id, data);
+                for (size_t k = 0; k < c->n_retired; k++)
+                        fn(c->retired[k], data);
+        }
+        pw_teardown_claimed(w, fn, data);
 }
 
 size_t ag_pod_worker_n_containers(const struct ag_pod_worker *w)
@@ -1190,6 +1199,9 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                         w->ctrs[i].start_job->c = NULL;
                 if (w->ctrs[i].files_job)
                         w->ctrs[i].files_job->c = NULL;
+                if (w->ctrs[i].retire_job)
+                        pw_retire_detach(w->ctrs[i].retire_job);
+                free(w->ctrs[i].retired);
                 pw_files_job_free(w->ctrs[i].files);
                 free(w->ctrs[i].groups);
                 rt_image_free(w->ctrs[i].pulled);

@@ -165,8 +165,15 @@ const cJSON *ag_pod_worker_status(const struct ag_pod_worker *w);
 /* The pod's entry of /stats/summary (agent/pods/stats.h). */
 struct ag_stats;
 cJSON *ag_pod_worker_stats_json(const struct ag_pod_worker *w, struct ag_stats *st);
-/* True when the runtime container id is one of this pod's (current instances). */
+/* True when the runtime container id is one of this pod's: a current
+ * instance, a start in flight, a retired one whose removal is not confirmed
+ * or one its teardown removes. */
 bool ag_pod_worker_owns(const struct ag_pod_worker *w, const char *container_id);
+/* Calls fn with every runtime container id the worker claims: current
+ * instances, a start in flight, retired ones not confirmed removed, and
+ * those its teardown is removing. */
+void ag_pod_worker_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                           void *data);
 /* The container garbage collector's view: how many containers (init ones,
  * then regular ones) the worker has, and the name of the i-th with the
  * restart count of its current instance (its log is <count>.log; the

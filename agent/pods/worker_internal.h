@@ -60,6 +60,7 @@ struct sandbox_job;
 struct start_job;
 struct files_job;
 struct teardown_job;
+struct retire_job;
 
 struct ctr;
 /* c's user.linux from now on (groups copied). */
@@ -118,6 +119,14 @@ struct ctr {
          * monitor is spawned: an agent killed mid-start leaves a container
          * the next agent must adopt, not start a second one beside. */
         char pending_id[RT_ID_MAX];
+        /* Earlier instances that are no longer current (a restart's exited
+         * one, a start undone) and whose removal is not confirmed yet: a
+         * retire_job removes them off the loop (pw_retire); one whose
+         * removal failed stays for the next job or the teardown. worker.json
+         * keeps them ("retired"), ag_pod_worker_owns claims them. */
+        char (*retired)[RT_ID_MAX]; /* malloc'd */
+        size_t n_retired;
+        struct retire_job *retire_job; /* in flight, or NULL */
         /* What restart_or_backoff changed for the start in flight, undone
          * when that start failed only because the pod's sandbox died
          * meanwhile (pw_start_undo): the instance never ran. */
@@ -145,8 +154,10 @@ struct ag_pod_worker {
         bool sandbox_ready;
         struct sandbox_job *sandbox_job;   /* being made, off the loop */
         struct teardown_job *teardown_job; /* being torn down, off the loop */
-        unsigned teardown_retries;         /* failed sandbox/cgroup teardowns so far */
-        struct ag_pod_volumes *volumes;    /* configMap/secret/projected/... (worker_volumes.c) */
+        char (*tearing)[RT_ID_MAX];        /* the container ids it removes (the loop's copy) */
+        size_t n_tearing;
+        unsigned teardown_retries;      /* failed sandbox/cgroup teardowns so far */
+        struct ag_pod_volumes *volumes; /* configMap/secret/projected/... (worker_volumes.c) */
         struct rt_sandbox sandbox;
         char pod_ip_buf[2][64];
         const char *pod_ips[2];
@@ -270,7 +281,21 @@ void pw_set_exited_boot(struct ctr *c, int64_t finished_at_realtime);
 void pw_on_hook_timer(struct ag_timer *t, void *data);
 const char *pw_pod_ns(const struct k8s_pod *p);
 void pw_probe_kill_quiet(struct ag_pod_worker *w, struct ctr *c);
-void pw_remove_container(struct ag_pod_worker *w, struct ctr *c);
+/* rt_container_remove, which blocks (it unmounts and removes the overlay's
+ * upper dir, whatever the container wrote): only off the loop. A call from
+ * a loop callback is a bug and logged as one ("removed on the event loop":
+ * integration tests look for the line). */
+int pw_container_remove(const char *root_dir, const char *id, struct cb_error *err);
+/* c's current instance is no longer current: its id joins c->retired and
+ * its removal is queued (pw_retire_submit). */
+void pw_retire(struct ag_pod_worker *w, struct ctr *c);
+/* Queues a retire_job for c->retired unless one is in flight (its end
+ * queues the ids retired meanwhile) or there is nothing to remove. */
+void pw_retire_submit(struct ag_pod_worker *w, struct ctr *c);
+/* The worker is freed (agent shutdown): the job no longer reports. */
+void pw_retire_detach(struct retire_job *j);
+/* Adds id to c->retired (no duplicates); false when out of memory. */
+bool pw_retired_add(struct ctr *c, const char *id);
 void pw_save_state(struct ag_pod_worker *w);
 void pw_send_stop_signal(struct ag_pod_worker *w, struct ctr *c);
 void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
@@ -291,6 +316,9 @@ void pw_stop_probers(struct ctr *c);
 void pw_stop_watch(struct ctr *c);
 int pw_teardown(struct ag_pod_worker *w); /* 1: running off the loop, pw_finish again at its end */
 void pw_teardown_detach(struct ag_pod_worker *w);
+/* fn with each container id the teardown in flight removes */
+void pw_teardown_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                         void *data);
 bool pw_sidecar_must_wait(struct ag_pod_worker *w, struct ctr *c);
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,
                             char *buf, size_t size);

@@ -3,6 +3,7 @@
 
 #include <limits.h>
 
+#include "agent/core/crashpoint.h"
 #include "agent/core/log.h"
 #include "agent/k8s/sysctl.h"
 
@@ -465,7 +466,7 @@ static void adopt_work(void *data)
                 if (rt_container_state(root, j->id, &st, &e) < 0) {
                         if (e.code == ENOENT || waited >= 1000) {
                                 /* never made (or no state): nothing runs */
-                                rt_container_remove(root, j->id, NULL);
+                                pw_container_remove(root, j->id, NULL);
                                 j->vanished = true;
                                 return;
                         }
@@ -480,7 +481,7 @@ static void adopt_work(void *data)
                         return;
                 } else if (waited >= ADOPT_WAIT_MS) {
                         rt_container_abort(root, j->id, NULL);
-                        rt_container_remove(root, j->id, NULL);
+                        pw_container_remove(root, j->id, NULL);
                         j->vanished = true;
                         return;
                 }
@@ -508,6 +509,175 @@ void pw_adopt_pending(struct ag_pod_worker *w, struct ctr *c, const char *id)
                 return;
         }
         c->start_job = j;
+}
+
+/* ---- removing earlier instances, off the loop -------------------------------------------
+ *
+ * A restart's exited instance (and a start undone because its sandbox
+ * died) is removed on the sandbox queue, beside the next start: its
+ * runtime directory holds the overlay's upper dir, whatever the container
+ * wrote. Until the job's end confirms the removal on the loop, its id stays
+ * in c->retired: saved in worker.json, claimed against the orphan
+ * collection, taken by the teardown (pw_finish waits for the job). */
+
+int pw_container_remove(const char *root_dir, const char *id, struct cb_error *err)
+{
+        if (ag_loop_in_callback())
+                log_error("container %s removed on the event loop (a bug: blocking work belongs on "
+                          "an offload queue)",
+                          id);
+        return rt_container_remove(root_dir, id, err);
+}
+
+struct retire_item {
+        char id[RT_ID_MAX];
+        char term_path[RT_PATH_MAX]; /* "" when none */
+        int rc;
+        char err[CB_ERROR_MSG_MAX];
+};
+
+struct retire_job {
+        struct ctr *c; /* NULL once the worker is gone */
+        char *root_dir;
+        size_t n;
+        struct retire_item items[];
+};
+
+static void retire_job_free(struct retire_job *j)
+{
+        if (j == NULL)
+                return;
+        free(j->root_dir);
+        free(j);
+}
+
+static void retire_work(void *data)
+{
+        struct retire_job *j = data;
+        for (size_t i = 0; i < j->n; i++) {
+                struct retire_item *it = &j->items[i];
+                struct cb_error err = {0};
+                it->rc = pw_container_remove(j->root_dir, it->id, &err);
+                if (it->rc < 0) {
+                        snprintf(it->err, sizeof(it->err), "%s", err.msg);
+                        continue; /* stays retired: the next job or the teardown */
+                }
+                if (it->term_path[0] != '\0')
+                        unlink(it->term_path);
+                ag_crash_point("restart-old-removed");
+        }
+}
+
+static void retired_drop(struct ctr *c, const char *id)
+{
+        for (size_t k = 0; k < c->n_retired; k++)
+                if (strcmp(c->retired[k], id) == 0) {
+                        memmove(c->retired[k], c->retired[k + 1],
+                                (c->n_retired - k - 1) * sizeof(c->retired[0]));
+                        c->n_retired--;
+                        return;
+                }
+}
+
+static void retire_done(void *data, bool cancelled)
+{
+        struct retire_job *j = data;
+        struct ctr *c = j->c;
+        if (c == NULL || cancelled) {
+                /* agent shutdown: worker.json keeps the ids, the next agent
+                 * queues them again */
+                if (c != NULL)
+                        c->retire_job = NULL;
+                retire_job_free(j);
+                return;
+        }
+        struct ag_pod_worker *w = c->w;
+        c->retire_job = NULL;
+        for (size_t i = 0; i < j->n; i++) {
+                const struct retire_item *it = &j->items[i];
+                if (it->rc == 0)
+                        retired_drop(c, it->id);
+                else
+                        pw_emit_event(w, c, "Warning", "FailedKillPod",
+                                      "error removing container %s: %s", c->spec->name, it->err);
+        }
+        /* the ids retired while it ran */
+        bool more = false;
+        for (size_t k = 0; k < c->n_retired && !more; k++) {
+                bool in_job = false;
+                for (size_t i = 0; i < j->n && !in_job; i++)
+                        in_job = strcmp(j->items[i].id, c->retired[k]) == 0;
+                more = !in_job;
+        }
+        retire_job_free(j);
+        pw_save_state(w);
+        if (more)
+                pw_retire_submit(w, c);
+        ag_timer_arm(w->kick, 0); /* a pw_finish waits for the job */
+}
+
+void pw_retire_detach(struct retire_job *j)
+{
+        j->c = NULL;
+}
+
+bool pw_retired_add(struct ctr *c, const char *id)
+{
+        for (size_t k = 0; k < c->n_retired; k++)
+                if (strcmp(c->retired[k], id) == 0)
+                        return true;
+        char(*v)[RT_ID_MAX] = realloc(c->retired, (c->n_retired + 1) * sizeof(*v));
+        if (v == NULL)
+                return false;
+        c->retired = v;
+        snprintf(c->retired[c->n_retired++], RT_ID_MAX, "%s", id);
+        return true;
+}
+
+void pw_retire_submit(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (c->retire_job != NULL || c->n_retired == 0 || w->torn_down || w->teardown_job != NULL)
+                return;
+        struct retire_job *j = calloc(1, sizeof(*j) + c->n_retired * sizeof(j->items[0]));
+        struct cb_error err = {0};
+        if (j == NULL || (j->root_dir = strdup(w->env->root_dir)) == NULL) {
+                cb_error_set(&err, ENOMEM, "out of memory");
+        } else {
+                j->c = c;
+                j->n = c->n_retired;
+                for (size_t i = 0; i < j->n; i++) {
+                        struct retire_item *it = &j->items[i];
+                        snprintf(it->id, sizeof(it->id), "%s", c->retired[i]);
+                        if (pw_termination_log_path(w, c, it->id, it->term_path,
+                                                    sizeof(it->term_path)) < 0)
+                                it->term_path[0] = '\0';
+                }
+                if (w->env->sandboxes == NULL)
+                        cb_error_set(&err, 0, "no sandbox queue");
+                else if (ag_offload_submit(w->env->sandboxes, retire_work, retire_done, j, &err) ==
+                         0) {
+                        c->retire_job = j;
+                        return;
+                }
+        }
+        /* kept: the next retire or the teardown removes them */
+        log_warning(
+            "pod %s/%s: container %s: the removal of its earlier instance is not queued: %s",
+            pw_pod_ns(w->pod), w->pod->meta.name, c->spec->name, err.msg);
+        retire_job_free(j);
+}
+
+void pw_retire(struct ag_pod_worker *w, struct ctr *c)
+{
+        if (c->id[0] == '\0')
+                return;
+        if (!pw_retired_add(c, c->id))
+                /* unclaimed from now: the next agent's orphan collection */
+                log_error("pod %s/%s: container %s: out of memory, instance %s left to the "
+                          "orphan collection",
+                          pw_pod_ns(w->pod), w->pod->meta.name, c->spec->name, c->id);
+        c->id[0] = '\0';
+        pw_retire_submit(w, c);
 }
 
 int pw_termination_log_path(const struct ag_pod_worker *w, const struct ctr *c, const char *id,

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/pods/worker_internal.h"
+#include "agent/core/log.h"
 
 /* ---- restart safety: the worker's state on disk -------------------------------
  *
@@ -49,6 +50,11 @@ void pw_save_state(struct ag_pod_worker *w)
                 cJSON_AddStringToObject(j, "id", c->id);
                 if (c->pending_id[0] != '\0')
                         cJSON_AddStringToObject(j, "pendingId", c->pending_id);
+                if (c->n_retired > 0) {
+                        cJSON *r = cJSON_AddArrayToObject(j, "retired");
+                        for (size_t k = 0; k < c->n_retired; k++)
+                                cJSON_AddItemToArray(r, cJSON_CreateString(c->retired[k]));
+                }
                 cJSON_AddStringToObject(j, "image", c->image);
                 cJSON_AddStringToObject(j, "imageID", c->image_id);
                 if (c->has_user) {
@@ -135,6 +141,18 @@ static void load_term(const cJSON *t, struct st_container_state *s, char *reason
 /* Re-adopts one container from its saved record and the runtime's view. */
 static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON *j)
 {
+        /* earlier instances an earlier agent had not seen removed: queued
+         * again (pw_adopt) */
+        const cJSON *rj;
+        cJSON_ArrayForEach(rj, cJSON_GetObjectItemCaseSensitive(j, "retired"))
+        {
+                if (cJSON_IsString(rj) && rj->valuestring[0] != '\0' &&
+                    strlen(rj->valuestring) < RT_ID_MAX && !pw_retired_add(c, rj->valuestring))
+                        log_error("pod %s/%s: container %s: out of memory, instance %s left to "
+                                  "the orphan collection",
+                                  pw_pod_ns(w->pod), w->pod->meta.name, c->spec->name,
+                                  rj->valuestring);
+        }
         jstr(j, "id", c->id, sizeof(c->id));
         jstr(j, "image", c->image, sizeof(c->image));
         jstr(j, "imageID", c->image_id, sizeof(c->image_id));
@@ -259,6 +277,8 @@ void pw_adopt(struct ag_pod_worker *w)
                         if (w->ctrs[i].init == init && strcmp(w->ctrs[i].spec->name, name) == 0)
                                 adopt_container(w, &w->ctrs[i], j);
         }
+        for (size_t i = 0; i < w->n; i++)
+                pw_retire_submit(w, &w->ctrs[i]);
 }
 
 /* The teardown runs off the loop (container removal: unmounts and
@@ -270,10 +290,13 @@ struct teardown_job {
         struct ag_pod_worker *w; /* NULL once the worker is gone */
         char *root_dir, *uid, *pod_cgroup;
         bool cgroup_created;
+        /* the containers' current instances and their retired ones */
         size_t n;
         char (*ids)[RT_ID_MAX];
         char (*names)[256];
         char (*term_paths)[RT_PATH_MAX];    /* "" when none */
+        size_t *ctr;                        /* the index of each one's container */
+        bool *retired;                      /* one of c->retired, not c->id */
         bool sandbox_failed, cgroup_failed; /* retried: the pod stays Terminating meanwhile */
         size_t n_errors;
         struct {
@@ -291,6 +314,8 @@ static void teardown_job_free(struct teardown_job *j)
         free(j->ids);
         free(j->names);
         free(j->term_paths);
+        free(j->ctr);
+        free(j->retired);
         free(j);
 }
 
@@ -310,7 +335,7 @@ static void teardown_work(void *data)
                         continue;
                 char what[320];
                 snprintf(what, sizeof(what), "error removing container %s", j->names[i]);
-                if (rt_container_remove(j->root_dir, j->ids[i], &err) < 0) {
+                if (pw_container_remove(j->root_dir, j->ids[i], &err) < 0) {
                         teardown_error(j, what, err.msg);
                         continue; /* its id stays: teardown_done tries it again */
                 }
@@ -352,15 +377,26 @@ static void teardown_done(void *data, bool cancelled)
         (void)cancelled; /* at shutdown: the next agent finds what is left */
         if (w != NULL) {
                 w->teardown_job = NULL;
+                free(w->tearing);
+                w->tearing = NULL;
+                w->n_tearing = 0;
                 for (size_t i = 0; i < j->n_errors; i++)
                         pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
                 bool ctr_failed = false;
-                for (size_t i = 0; i < j->n && i < w->n; i++)
-                        if (j->ids[i][0] != '\0') {
-                                /* not removed (e.g. the disk was full): again */
-                                snprintf(w->ctrs[i].id, sizeof(w->ctrs[i].id), "%s", j->ids[i]);
-                                ctr_failed = true;
-                        }
+                for (size_t i = 0; i < j->n; i++) {
+                        if (j->ids[i][0] == '\0' || j->ctr[i] >= w->n)
+                                continue;
+                        /* not removed (e.g. the disk was full): again */
+                        struct ctr *c = &w->ctrs[j->ctr[i]];
+                        ctr_failed = true;
+                        if (!j->retired[i])
+                                snprintf(c->id, sizeof(c->id), "%s", j->ids[i]);
+                        else if (!pw_retired_add(c, j->ids[i]))
+                                log_error("pod %s/%s: container %s: out of memory, instance %s "
+                                          "left to the orphan collection",
+                                          pw_pod_ns(w->pod), w->pod->meta.name, c->spec->name,
+                                          j->ids[i]);
+                }
                 if (!cancelled && (j->sandbox_failed || j->cgroup_failed || ctr_failed)) {
                         /* As the kubelet, whose pod stays terminating while
                          * KillPodSandbox fails: the sandbox (CNI DEL, its IP)
@@ -380,14 +416,20 @@ static void teardown_done(void *data, bool cancelled)
 }
 
 /* Starts the teardown: 1 while it runs off the loop (pw_finish is called
- * again at its end), 0 when it is done (nothing left, or done here because
- * the job could not be queued). */
+ * again at its end, or after a retry's delay when the job could not be
+ * queued), 0 when it is done. Nothing of it runs on the loop. */
 int pw_teardown(struct ag_pod_worker *w)
 {
         if (w->torn_down)
                 return 0;
         if (w->teardown_job != NULL)
                 return 1;
+        size_t n = 0;
+        for (size_t i = 0; i < w->n; i++) {
+                pw_stop_watch(&w->ctrs[i]);
+                n += 1 + w->ctrs[i].n_retired;
+        }
+        pw_volumes_stop(w);
         struct teardown_job *j = calloc(1, sizeof(*j));
         if (j != NULL) {
                 j->w = w;
@@ -395,62 +437,67 @@ int pw_teardown(struct ag_pod_worker *w)
                 j->uid = strdup(w->pod->meta.uid);
                 j->pod_cgroup = strdup(w->pod_cgroup);
                 j->cgroup_created = w->cgroup_created;
-                j->n = w->n;
-                j->ids = calloc(w->n + 1, sizeof(*j->ids));
-                j->names = calloc(w->n + 1, sizeof(*j->names));
-                j->term_paths = calloc(w->n + 1, sizeof(*j->term_paths));
+                j->ids = calloc(n + 1, sizeof(*j->ids));
+                j->names = calloc(n + 1, sizeof(*j->names));
+                j->term_paths = calloc(n + 1, sizeof(*j->term_paths));
+                j->ctr = calloc(n + 1, sizeof(*j->ctr));
+                j->retired = calloc(n + 1, sizeof(*j->retired));
         }
+        struct cb_error err = {0};
         if (j == NULL || !j->root_dir || !j->uid || !j->pod_cgroup || !j->ids || !j->names ||
-            !j->term_paths) {
-                teardown_job_free(j);
-                j = NULL;
+            !j->term_paths || !j->ctr || !j->retired) {
+                cb_error_set(&err, ENOMEM, "out of memory");
+                goto retry;
         }
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
-                pw_stop_watch(c);
-                if (j != NULL && c->id[0] != '\0') {
-                        snprintf(j->ids[i], sizeof(j->ids[i]), "%s", c->id);
-                        snprintf(j->names[i], sizeof(j->names[i]), "%s", c->spec->name);
-                        if (pw_termination_log_path(w, c, c->id, j->term_paths[i],
-                                                    sizeof(j->term_paths[i])) < 0)
-                                j->term_paths[i][0] = '\0';
-                        c->id[0] = '\0';
+                for (size_t k = 0; k <= c->n_retired; k++) {
+                        const char *id = k < c->n_retired ? c->retired[k] : c->id;
+                        if (id[0] == '\0')
+                                continue;
+                        size_t e = j->n++;
+                        snprintf(j->ids[e], sizeof(j->ids[e]), "%s", id);
+                        snprintf(j->names[e], sizeof(j->names[e]), "%s", c->spec->name);
+                        if (pw_termination_log_path(w, c, id, j->term_paths[e],
+                                                    sizeof(j->term_paths[e])) < 0)
+                                j->term_paths[e][0] = '\0';
+                        j->ctr[e] = i;
+                        j->retired[e] = k < c->n_retired;
                 }
         }
-        pw_volumes_stop(w);
-        struct cb_error err = {0};
-        if (j != NULL && w->env->sandboxes != NULL &&
-            ag_offload_submit(w->env->sandboxes, teardown_work, teardown_done, j, &err) == 0) {
+        if (w->env->sandboxes == NULL)
+                cb_error_set(&err, 0, "no sandbox queue");
+        else if (ag_offload_submit(w->env->sandboxes, teardown_work, teardown_done, j, &err) == 0) {
+                /* the job has them now; teardown_done gives back what failed */
+                free(w->tearing);
+                w->tearing = malloc((j->n + 1) * sizeof(*w->tearing));
+                w->n_tearing = w->tearing != NULL ? j->n : 0;
+                if (w->n_tearing > 0)
+                        memcpy(w->tearing, j->ids, j->n * sizeof(*w->tearing));
+                for (size_t i = 0; i < w->n; i++) {
+                        w->ctrs[i].id[0] = '\0';
+                        w->ctrs[i].n_retired = 0;
+                }
                 w->teardown_job = j;
                 return 1;
         }
-        if (j != NULL) {
-                /* Could not be queued: on the loop, as before. */
-                j->w = NULL;
-                teardown_work(j);
-                for (size_t i = 0; i < j->n_errors; i++)
-                        pw_emit_event(w, NULL, "Warning", "FailedKillPod", "%s", j->errors[i].msg);
-                teardown_job_free(j);
-        } else {
-                for (size_t i = 0; i < w->n; i++)
-                        pw_remove_container(w, &w->ctrs[i]);
-                const char *uid = w->pod->meta.uid;
-                if (rt_sandbox_remove(w->env->root_dir, uid, &err) < 0)
-                        pw_emit_event(w, NULL, "Warning", "FailedKillPod",
-                                      "error tearing down the pod sandbox: %s", err.msg);
-                if (w->cgroup_created && cg_destroy(w->pod_cgroup, &err) < 0)
-                        pw_emit_event(w, NULL, "Warning", "FailedKillPod",
-                                      "error removing the pod cgroup: %s", err.msg);
-                char dir[RT_PATH_MAX];
-                snprintf(dir, sizeof(dir), "%s/pods/%s", w->env->root_dir, uid);
-                if (ag_pod_volumes_unmount_all(w->env->root_dir, uid, &err) < 0)
-                        pw_emit_event(w, NULL, "Warning", "FailedKillPod",
-                                      "error unmounting the pod's volumes: %s", err.msg);
-                else /* never into a volume still mounted */
-                        rt_rm_rf(dir, NULL);
-        }
-        torn_down(w);
-        return 0;
+retry:
+        /* Not queued: tried again later, as a failed teardown is (nothing
+         * of it on the loop; the containers keep their ids meanwhile). */
+        teardown_job_free(j);
+        log_warning("pod %s/%s: the teardown is not queued (retried): %s", pw_pod_ns(w->pod),
+                    w->pod->meta.name, err.msg);
+        unsigned k = w->teardown_retries < 5 ? w->teardown_retries : 5;
+        w->teardown_retries++;
+        ag_timer_arm(w->kick, 1000u << k);
+        return 1;
+}
+
+void pw_teardown_claimed(const struct ag_pod_worker *w, void (*fn)(const char *id, void *data),
+                         void *data)
+{
+        for (size_t i = 0; i < w->n_tearing; i++)
+                fn(w->tearing[i], data);
 }
 
 void pw_teardown_detach(struct ag_pod_worker *w)
@@ -458,6 +505,9 @@ void pw_teardown_detach(struct ag_pod_worker *w)
         if (w->teardown_job != NULL)
                 w->teardown_job->w = NULL;
         w->teardown_job = NULL;
+        free(w->tearing);
+        w->tearing = NULL;
+        w->n_tearing = 0;
 }
 
 /* Running, or being started off the loop. */
@@ -476,8 +526,8 @@ void pw_finish(struct ag_pod_worker *w)
         if (w->sandbox_job != NULL)
                 return; /* sandbox_done() kicks the worker again */
         for (size_t i = 0; i < w->n; i++)
-                if (w->ctrs[i].start_job != NULL)
-                        return; /* start_done() kicks the worker again */
+                if (w->ctrs[i].start_job != NULL || w->ctrs[i].retire_job != NULL)
+                        return; /* start_done(), retire_done() kick the worker again */
         if (ag_pod_volumes_busy(w->volumes))
                 return; /* the volume job's end kicks the worker again */
         for (size_t i = 0; i < w->n; i++)

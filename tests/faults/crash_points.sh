@@ -4,8 +4,8 @@
 # outside, hit every time. Restarted, the invariants (lib/faults.sh) must
 # hold. Deterministic: no seeded choices.
 #   restart-old-removed   an OnFailure container exited 7 and its instance
-#                         was removed for the restart, the next one not
-#                         started yet: the exit must survive the kill
+#                         was removed for the restart (off the loop, the
+#                         next start queued beside it): the exit must survive the kill
 #                         (lastState 7, restartCount 1), not become a lost
 #                         container (137 ContainerStatusUnknown; seen once
 #                         by agent_kill under ASan).

@@ -232,6 +232,26 @@ prev=$(previous)
 dlog | grep -q "Container garbage collection failed" && fail "a collection failed"
 [ -z "$(events_of Node "$NODE" ContainerGCFailed)" ] || fail "ContainerGCFailed: $(events_of Node "$NODE" ContainerGCFailed)"
 pass "D2: periodic collection keeps the looper at '$inst', the deleted pod's log directory removed"
+# D3: a runtime container no pod claims (an instance left behind: here a
+# made-up one, older than the collection) goes at the next periodic run, as
+# the kubelet's GC removes the dead containers of pods that no longer
+# exist; the looper's claimed ones stay (it keeps restarting, its current
+# instance runs). Before, only the agent's start collected it.
+orphan=0123456789abcdef0123456789abcdef
+{ mkdir -p "$root/containers/$orphan/upper/data" &&
+        echo leftover >"$root/containers/$orphan/upper/data/file" &&
+        touch -d '-1 min' "$root/containers/$orphan"; } ||
+        die "D3: cannot make the unclaimed container (df: $(fs avail) bytes free)"
+looper_id=$(pj looper '{.status.containerStatuses[0].containerID}')
+poll 15 eval '[ ! -e "$root/containers/$orphan" ]' || fail "D3: the unclaimed container $orphan is still there"
+grep -q "removed container $orphan, which belonged to no pod" "$tmp/agent.log" || fail "D3: no log of the unclaimed container's removal"
+looper_in_runtime() {
+        looper_now=$(pj looper '{.status.containerStatuses[0].containerID}')
+        [ -n "$looper_now" ] && [ -e "$root/containers/${looper_now#cubelet://}" ]
+}
+poll 10 looper_in_runtime ||
+        fail "D3: the looper's current instance '$looper_now' (was '$looper_id') is not in the runtime"
+pass "D3: the unclaimed runtime container removed by the periodic collection, the looper's kept"
 k delete pod looper --wait=false >/dev/null
 stop_agent
 finish

@@ -18,6 +18,7 @@ struct rec {
         bool worked;
         int done_order;
         bool cancelled;
+        bool work_in_callback, done_in_callback; /* ag_loop_in_callback() there */
         int delay_ms;
         sigset_t mask; /* the worker thread's signal mask */
 };
@@ -40,6 +41,7 @@ static void work(void *data)
         while (now > max && !atomic_compare_exchange_weak(&R.max_concurrent, &max, now))
                 ;
         r->work_thread = pthread_self();
+        r->work_in_callback = ag_loop_in_callback();
         pthread_sigmask(SIG_SETMASK, NULL, &r->mask);
         if (r->delay_ms)
                 usleep((useconds_t)r->delay_ms * 1000);
@@ -53,6 +55,7 @@ static void done(void *data, bool cancelled)
         if (!pthread_equal(pthread_self(), R.loop_thread))
                 R.done_off_loop = true;
         r->cancelled = cancelled;
+        r->done_in_callback = ag_loop_in_callback();
         r->done_order = ++R.n_done;
         if (R.n_done == R.n_expected)
                 ag_loop_quit(R.loop);
@@ -80,13 +83,18 @@ START_TEST(one_thread_runs_in_order_and_done_on_loop)
                 ck_assert_int_eq(ag_offload_submit(o, work, done, &recs[i], &err), 0);
         }
         ck_assert_uint_ge(ag_offload_pending(o), 1);
+        ck_assert(!ag_loop_in_callback()); /* not inside ag_loop_run */
         ck_assert_int_eq(ag_loop_run(R.loop, &err), 0);
+        ck_assert(!ag_loop_in_callback());
         ck_assert(!R.done_off_loop);
         ck_assert_int_eq(R.max_concurrent, 1);
         for (int i = 0; i < 8; i++) {
                 ck_assert(recs[i].worked);
                 ck_assert(!recs[i].cancelled);
                 ck_assert_int_eq(recs[i].done_order, i + 1); /* FIFO */
+                /* what blocking code checks (agent/pods: container removal) */
+                ck_assert(!recs[i].work_in_callback);
+                ck_assert(recs[i].done_in_callback);
                 ck_assert(!pthread_equal(recs[i].work_thread, R.loop_thread));
                 ck_assert(sigismember(&recs[i].mask, SIGTERM));
                 ck_assert(sigismember(&recs[i].mask, SIGCHLD));

@@ -32,9 +32,10 @@ pkgs+=(gnuplot-nox)
 # The cgroup v2 test VM (tests/integration/cgroupv2_qemu.sh): qemu under
 # software emulation, a Debian kernel to boot and cpio for its initramfs.
 pkgs+=(qemu-system-x86 linux-image-amd64 cpio)
-# The benchmark's peer (scripts/bench.sh): podman kube play on runc.
+# The benchmark's peers (scripts/bench.sh): podman kube play on runc, and
+# containerd (ctr) with runc; strace for its counts per pod (figure 7).
 if [ "${1:-}" = "--bench" ]; then
-  pkgs+=(podman runc catatonit)
+  pkgs+=(podman runc catatonit containerd strace)
 fi
 
 # The SPDY interop test (tests/unit/test_spdy_interop.c) runs an independent

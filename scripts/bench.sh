@@ -228,6 +228,12 @@ ratio() { python3 "$tmp/stats.py" ratio "$1" "$2"; }
 ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'; }
 report=$tmp/report.txt
 say() { echo "$*" >>"$report"; }
+# a figure that fails still shows what the others measured
+die() {
+  [ -s "$report" ] && { echo "--- the report up to the failure:"; cat "$report"; }
+  echo "FATAL: $*"
+  exit 1
+}
 progress() { echo "bench.sh: $*" >&2; }
 
 # ---- figure 1: one pod to completion ---------------------------------------------
@@ -291,12 +297,14 @@ start_agents() {
     poll 60 grep -qs '^ready ' "$tmp/serverB.log" || die "the second stand-in did not start: $(tail -3 "$tmp/serverB.log")"
   fi
   datas="" nodes="" endpoints="" tokens=""
+  # --max-pods 120: figure 4 runs one pod beside the burst's 110, which the
+  # default capacity (110, the kubelet's) refuses (OutOfpods)
   for s in "${sides[@]}"; do
     d=$(datadir "$s")
     port=$(free_port)
     "${BIN[$s]}" --root-dir "$(rootdir "$s")" --cni-conf-dir "$cni_dir" --pod-logs-dir "$logs" \
       --cgroup-root "$cgroot" --hostname-override "$(nodename "$s")" --kubeconfig "$d/node.kubeconfig" \
-      --healthz-port "$port" >>"$tmp/agent-$s.log" 2>&1 &
+      --healthz-port "$port" --max-pods 120 >>"$tmp/agent-$s.log" 2>&1 &
     eval "agent_pid_$s=$!"
     eval "endpoint_$s=http://127.0.0.1:$port"
     track "$!"

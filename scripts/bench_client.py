@@ -45,8 +45,9 @@ class Api:
         self.host, self.port = hp.rsplit(":", 1)
         self.conn = self.connect()
 
-    def connect(self):
-        return http.client.HTTPSConnection(self.host, int(self.port), context=self.ctx, timeout=120)
+    def connect(self, timeout=120):
+        return http.client.HTTPSConnection(self.host, int(self.port), context=self.ctx,
+                                           timeout=timeout)
 
     def request(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -66,7 +67,9 @@ class Api:
 
     def watch(self, node, rv, events):
         """Feeds (wall ms, type, pod) for the pods bound to node into events."""
-        c = self.connect()
+        # no socket timeout: a watch is quiet while nothing changes (a burst
+        # held Running while figure 4 runs); the callers' until() bounds it
+        c = self.connect(timeout=None)
         c.request("GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s"
                   "&fieldSelector=spec.nodeName%%3D%s&timeoutSeconds=3600" % (rv, node))
         r = c.getresponse()

@@ -50,7 +50,9 @@ maxfiles=0
 rotations=0
 # sample the directory while the container runs (the samples are the check)
 while phase_is writer Running; do
-        n=$(find "$d" -type f ! -name '*.tmp' | wc -l)
+        # a file being compressed is one log while X and X.gz both exist
+        # (compressLog renames X.tmp to X.gz, then removes X)
+        n=$(find "$d" -type f ! -name '*.tmp' | sed 's/\.gz$//' | sort -u | wc -l)
         [ "$n" -le "$maxfiles" ] || maxfiles=$n
         r=$(ls "$d" | grep -c '^0\.log\.' || true)
         [ "$r" -le "$rotations" ] || rotations=$r

@@ -296,9 +296,11 @@ EOF
   else refused "nothing of the host in $(printf '%s\n' "$out" | grep '^looked=')"; fi
 }
 
-# ptrace_watcher DIR SECONDS: DIR/host-marker (a file only the host has) and
-# DIR/watch.sh, a watcher (run in a container with DIR at /t) that loops
-# for SECONDS over every other process of its PID namespace and prints
+# ptrace_watcher DIR SECONDS [MINPIDS]: DIR/host-marker (a file only the host
+# has) and DIR/watch.sh, a watcher (run in a container with DIR at /t) that
+# loops for SECONDS (and on, up to 3 x SECONDS, until it has seen MINPIDS
+# other processes: the emulated VM can be slow to start them) over every
+# other process of its PID namespace and prints
 # HOST-ROOT, HOST-CWD or HOST-FD for any whose /proc/<pid>/root, cwd or an
 # fd reaches the marker, then `looked=N pids=M`.
 ptrace_watcher() {
@@ -306,8 +308,11 @@ ptrace_watcher() {
   : >"$1/host-marker"
   cat >"$1/watch.sh" <<EOF
 me=\$\$
-end=\$((\$(date +%s) + $2)); n=0; seen=" "
-while [ "\$(date +%s)" -lt "\$end" ]; do
+t0=\$(date +%s); n=0; seen=" "
+while :; do
+  el=\$((\$(date +%s) - t0))
+  [ "\$el" -ge $(($2 * 3)) ] && break
+  [ "\$el" -ge $2 ] && [ "\$(echo \$seen | wc -w)" -ge ${3:-0} ] && break
   for d in /proc/[0-9]*; do
     p=\${d#/proc/}
     [ "\$p" = "\$me" ] && continue
@@ -361,7 +366,7 @@ esc_setup_window_ptrace() {
 # now it is forked with the container's root and credentials.
 esc_exec_window_ptrace() {
   attempt "CVE-2024-21626 with SYS_PTRACE, exec: a container with CAP_SYS_PTRACE reads /proc/<pid>/root, cwd and fd of its exec probes' processes" || return 0
-  ptrace_watcher "$tmp/watchbin3" 10
+  ptrace_watcher "$tmp/watchbin3" 10 3
   {
     pod_head ewinp "  volumes: [{name: t, hostPath: {path: $tmp/watchbin3}}]"
     printf '  - name: watch\n    image: busybox:1.36\n    command: [sh, /t/watch.sh]\n'

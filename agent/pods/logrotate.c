@@ -122,10 +122,18 @@ static int compress_log(int dfd, const char *name, struct cb_error *err)
                 unlinkat(dfd, tmp, 0);
                 return cb_error_set(err, errno ? errno : ENOMEM, "failed to compress %s", name);
         }
-        static _Thread_local char buf[65536];
+        /* On the heap: a thread-local buffer would be zeroed into the TLS
+         * of every thread the agent starts (64 KiB of RSS each). */
+        enum { COPY_BUF = 65536 };
+        _cleanup_free_ char *buf = malloc(COPY_BUF);
+        if (buf == NULL) {
+                gzclose(z);
+                unlinkat(dfd, tmp, 0);
+                return cb_error_set(err, ENOMEM, "out of memory compressing %s", name);
+        }
         int r = 0;
         for (;;) {
-                ssize_t n = read(in, buf, sizeof(buf));
+                ssize_t n = read(in, buf, COPY_BUF);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0) {
@@ -192,35 +200,11 @@ int ag_logrotate_file(const char *log_path, const struct ag_logrotate_policy *p,
         if (p->max_size < 0 || st.st_size < p->max_size)
                 return 0;
 
-        /* rotateLatestLog first: the file is cut at once, not after the
-         * compressions below (a container writing faster than gzip would
-         * otherwise keep its file growing meanwhile); uncompressed, the
-         * monitor may still write a last record into it until it reopened.
-         * The files left are the kubelet's: MaxFiles in all. */
-        time_t t = (time_t)now_s;
-        struct tm tm;
-        localtime_r(&t, &tm);
-        char rotated[NAME_MAX + 1];
-        if ((size_t)snprintf(rotated, sizeof(rotated), "%s.%04d%02d%02d-%02d%02d%02d", name,
-                             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                             tm.tm_sec) >= sizeof(rotated))
-                return cb_error_set(err, ENAMETOOLONG, "log name %s is too long", name);
-        /* never over an earlier rotation of the same second */
-        if (renameat2(dfd, name, dfd, rotated, RENAME_NOREPLACE) < 0)
-                return cb_error_set(err, errno, "failed to rotate log %s to %s", log_path, rotated);
-        if (reopen(ud, err) < 0) {
-                /* back, so the next round tries again */
-                if (renameat2(dfd, rotated, dfd, name, RENAME_NOREPLACE) < 0)
-                        cb_error_prefix(err, "%s is lost as %s%s", log_path, dir, rotated);
-                return cb_error_prefix(err, "failed to reopen container log %s", log_path);
-        }
-        *ret_rotated = true;
-
+        /* cleanupUnusedLogs: temporary files, and files already compressed */
         struct names ns;
         if (list_rotated(dfd, name, &ns, err) < 0)
                 return -1;
         int r = 0;
-        /* cleanupUnusedLogs: temporary files, and files already compressed */
         struct names keep = {.n = 0};
         for (size_t i = 0; i < ns.n && r == 0; i++) {
                 char *l = ns.v[i];
@@ -231,13 +215,47 @@ int ag_logrotate_file(const char *log_path, const struct ag_logrotate_policy *p,
                 else
                         keep.v[keep.n++] = l;
         }
-        /* removeExcessLogs: MaxFiles - 1 rotated files at most (the one just
-         * rotated among them), the oldest go first so an ongoing read of a
-         * newer one is not broken */
-        size_t max_rotated = p->max_files > 1 ? (size_t)p->max_files - 1 : 1;
+        /* removeExcessLogs before the rotation, as the kubelet: MaxFiles - 2
+         * rotated files stay, so with the one about to be rotated and the
+         * new live file the directory never holds more than MaxFiles; the
+         * oldest go first so an ongoing read of a newer one is not broken */
+        size_t max_rotated = p->max_files > 2 ? (size_t)p->max_files - 2 : 0;
         size_t first = 0;
         for (; r == 0 && keep.n - first > max_rotated; first++)
                 r = remove_at(dfd, keep.v[first], "old", err);
+        if (r < 0) {
+                names_clear(&ns);
+                return -1;
+        }
+
+        /* rotateLatestLog before the compressions: the file is cut at once,
+         * not after them (a container writing faster than gzip would
+         * otherwise keep its file growing meanwhile); uncompressed, the
+         * monitor may still write a last record into it until it reopened. */
+        time_t t = (time_t)now_s;
+        struct tm tm;
+        localtime_r(&t, &tm);
+        char rotated[NAME_MAX + 1];
+        if ((size_t)snprintf(rotated, sizeof(rotated), "%s.%04d%02d%02d-%02d%02d%02d", name,
+                             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                             tm.tm_sec) >= sizeof(rotated)) {
+                names_clear(&ns);
+                return cb_error_set(err, ENAMETOOLONG, "log name %s is too long", name);
+        }
+        /* never over an earlier rotation of the same second */
+        if (renameat2(dfd, name, dfd, rotated, RENAME_NOREPLACE) < 0) {
+                names_clear(&ns);
+                return cb_error_set(err, errno, "failed to rotate log %s to %s", log_path, rotated);
+        }
+        if (reopen(ud, err) < 0) {
+                names_clear(&ns);
+                /* back, so the next round tries again */
+                if (renameat2(dfd, rotated, dfd, name, RENAME_NOREPLACE) < 0)
+                        cb_error_prefix(err, "%s is lost as %s%s", log_path, dir, rotated);
+                return cb_error_prefix(err, "failed to reopen container log %s", log_path);
+        }
+        *ret_rotated = true;
+
         /* compress what is not yet, but the one just rotated (the newest) */
         for (size_t i = first; r == 0 && i < keep.n; i++)
                 if (!has_suffix(keep.v[i], GZ_SUFFIX) && strcmp(keep.v[i], rotated) != 0)

@@ -55,16 +55,25 @@ void ag_watch_parser_reset(struct ag_watch_parser *p)
         *p = (struct ag_watch_parser){.max_object = max};
 }
 
-static int parser_push(struct ag_watch_parser *p, char c, struct cb_error *err)
+/* Appends n bytes of the event being read. Past max_object the event is
+ * skipped to its end, its first max_object bytes kept and its whole size
+ * counted in oversized. */
+static int parser_append(struct ag_watch_parser *p, const char *d, size_t n, struct cb_error *err)
 {
         size_t max = p->max_object ? p->max_object : AG_WATCH_MAX_OBJECT_BYTES;
-        if (p->oversized > 0 || p->len >= max) {
-                /* the event is skipped to its end, its prefix kept */
-                p->oversized = (p->oversized > 0 ? p->oversized : p->len) + 1;
+        if (p->oversized > 0) {
+                p->oversized += n;
                 return 0;
         }
-        if (p->len + 1 > p->cap) {
-                size_t cap = p->cap ? p->cap * 2 : 4096;
+        size_t keep = n;
+        if (p->len + n > max) {
+                keep = max - p->len;
+                p->oversized = p->len + n;
+        }
+        if (p->len + keep > p->cap) {
+                size_t cap = p->cap ? p->cap : 4096;
+                while (cap < p->len + keep)
+                        cap *= 2;
                 if (cap > max)
                         cap = max;
                 char *b = realloc(p->buf, cap);
@@ -73,15 +82,53 @@ static int parser_push(struct ag_watch_parser *p, char c, struct cb_error *err)
                 p->buf = b;
                 p->cap = cap;
         }
-        p->buf[p->len++] = c;
+        if (keep > 0)
+                memcpy(p->buf + p->len, d, keep);
+        p->len += keep;
         return 0;
+}
+
+/* The end of a string's plain run from d: the offset of its first '"' or
+ * '\\', or n. memchr, since nearly every string of an object holds
+ * neither until its closing quote. */
+static size_t string_run(const char *d, size_t n)
+{
+        const char *q = memchr(d, '"', n);
+        size_t end = q != NULL ? (size_t)(q - d) : n;
+        const char *b = memchr(d, '\\', end);
+        return b != NULL ? (size_t)(b - d) : end;
+}
+
+/* Outside a string, the bytes that move the parser's state. */
+static const bool structural[256] = {
+    ['"'] = true, ['{'] = true, ['}'] = true, ['['] = true, [']'] = true};
+
+/* The end of a run of bytes inside an object but outside its strings that
+ * holds none of them (numbers, literals, separators, whitespace). */
+static size_t plain_run(const char *d, size_t n)
+{
+        size_t j = 0;
+        while (j < n && !structural[(unsigned char)d[j]])
+                j++;
+        return j;
 }
 
 int ag_watch_parser_feed(struct ag_watch_parser *p, const char *data, size_t len,
                          ag_watch_object_fn fn, void *fn_data, struct cb_error *err)
 {
-        for (size_t i = 0; i < len; i++) {
-                char c = data[i];
+        size_t i = 0;
+        while (i < len) {
+                if (p->depth > 0 && !p->escape) {
+                        size_t run = p->in_string ? string_run(data + i, len - i)
+                                                  : plain_run(data + i, len - i);
+                        if (run > 0) {
+                                if (parser_append(p, data + i, run, err) < 0)
+                                        return -1;
+                                i += run;
+                                continue;
+                        }
+                }
+                char c = data[i++];
                 if (p->depth == 0) {
                         /* Between objects only whitespace may appear. */
                         if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
@@ -93,7 +140,7 @@ int ag_watch_parser_feed(struct ag_watch_parser *p, const char *data, size_t len
                                     "events (want '{')",
                                     (unsigned char)c);
                 }
-                if (parser_push(p, c, err) < 0)
+                if (parser_append(p, &c, 1, err) < 0)
                         return -1;
                 if (p->in_string) {
                         if (p->escape)

@@ -160,8 +160,9 @@ int rt_images_in_use(const char *root_dir, struct rt_image *const *imgs, size_t 
  * (docker RepoTags, OCI io.containerd.image.name or a full reference in
  * org.opencontainers.image.ref.name). On success *ret_refs is a
  * NULL-terminated malloc'd vector of the references stored (rt_strv_free). */
-int rt_image_import(const char *root_dir, const char *archive, const char *name, char ***ret_refs,
-                    struct cb_error *err);
+/* unpack_helper: the layer unpacker (rt_layer_unpack_helper), required. */
+int rt_image_import(const char *root_dir, const char *archive, const char *name,
+                    const char *unpack_helper, char ***ret_refs, struct cb_error *err);
 
 /* One registry credential (the CRI's AuthConfig username and password). */
 struct rt_registry_auth {
@@ -181,6 +182,8 @@ struct rt_pull_opts {
          * message. */
         const struct rt_registry_auth *auths;
         size_t n_auths;
+        /* the layer unpacker (rt_layer_unpack_helper): required */
+        const char *unpack_helper;
 };
 
 /* Pulls ref over the OCI distribution API into the store. Every blob is
@@ -220,6 +223,19 @@ enum {
 int rt_layer_unpack(const char *archive_path, const char *target_dir, int flags,
                     struct cb_error *err);
 
+/* rt_layer_unpack in a process of its own: the helper binary (absolute;
+ * cubelet-unpack, agent/cmd/unpack_main.c) runs rt_unpack_main. The same
+ * result and error message; a helper killed by a signal is an error. Blocks
+ * until the helper ends (runtime/unpack_helper.c). */
+int rt_layer_unpack_helper(const char *helper, const char *archive_path, const char *target_dir,
+                           int flags, struct cb_error *err);
+/* The helper's entry point (argv[0] "__unpack", then REPORT_FD ARCHIVE DIR
+ * FLAGS PARENT_PID): rt_layer_unpack, and on failure "<errno> <message>"
+ * written to REPORT_FD. Exits 0, 1 (failed, reported) or 2 (misused). */
+int rt_unpack_main(int argc, char **argv);
+
 /* Removes path and everything below it without following symlinks.
  * A missing path is not an error. */
 int rt_rm_rf(const char *path, struct cb_error *err);
+/* The same for dirfd/name (name a single component). */
+int rt_rm_rf_at(int dirfd, const char *name, struct cb_error *err);

@@ -361,8 +361,8 @@ static int exists_beneath(int dirfd, const char *rel)
         return 1;
 }
 
-int rt_image_import(const char *root_dir, const char *archive, const char *name, char ***ret_refs,
-                    struct cb_error *err)
+int rt_image_import(const char *root_dir, const char *archive, const char *name,
+                    const char *unpack_helper, char ***ret_refs, struct cb_error *err)
 {
         struct rt_store store;
         struct import_ctx c = {.store = &store, .archfd = -1, .name = name};
@@ -373,6 +373,7 @@ int rt_image_import(const char *root_dir, const char *archive, const char *name,
         }
         if (rt_store_open(root_dir, &store, err) < 0)
                 return -1;
+        store.unpack_helper = unpack_helper;
         char dir[4200];
         snprintf(dir, sizeof(dir), "%s/archive", store.stage);
         int ret = 0;
@@ -381,7 +382,7 @@ int rt_image_import(const char *root_dir, const char *archive, const char *name,
                 ret = cb_error_set(err, ENOMEM, "import");
         if (ret == 0 && mkdir(dir, 0700) < 0)
                 ret = cb_error_set(err, errno, "cannot create %s", dir);
-        if (ret == 0 && rt_layer_unpack(archive, dir, 0, err) < 0)
+        if (ret == 0 && rt_layer_unpack_helper(unpack_helper, archive, dir, 0, err) < 0)
                 ret = cb_error_prefix(err, "cannot unpack archive %s", archive);
         if (ret == 0 && (c.archfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
                 ret = cb_error_set(err, errno, "cannot open %s", dir);

@@ -24,7 +24,26 @@ struct rt_store {
         char images[2048]; /* <root>/images */
         char stage[2304];  /* this operation's staging dir, or "" */
         int lockfd;
+        /* the cubelet-unpack binary that unpacks layers (absolute; set by
+         * the caller after rt_store_open): rt_layer_unpack_helper */
+        const char *unpack_helper;
 };
+
+/* runtime/beneath.c: the components of a relative archive path. */
+struct rt_components {
+        char *buf;
+        char **v;
+        size_t n;
+};
+void rt_components_free(struct rt_components *c);
+/* Splits p on '/', dropping leading "./", empty and "." components.
+ * Refuses absolute paths and "..". Returns 0 or -1 with *why set. */
+int rt_split_path(const char *p, struct rt_components *ret, const char **why);
+/* Opens the directory named by comps[0..n) below rootfd, one component at
+ * a time, never following a symlink. Missing components are created (0755)
+ * when create is set. entry names the path in errors. */
+int rt_open_dirs_beneath(int rootfd, char **comps, size_t n, int create, const char *entry,
+                         struct cb_error *err);
 
 /* Creates the layout if needed, takes the store lock and a staging dir. */
 int rt_store_open(const char *root_dir, struct rt_store *s, struct cb_error *err);

@@ -538,6 +538,7 @@ int rt_image_pull(const char *root_dir, const char *ref, const struct rt_pull_op
         struct rt_store store;
         int ret = rt_store_open(root_dir, &store, err);
         if (ret == 0) {
+                store.unpack_helper = opts != NULL ? opts->unpack_helper : NULL;
                 s.store = &store;
                 /* One pull per credential until one works, as the kubelet
                  * calls the CRI's PullImage once per matching credential. */

@@ -541,7 +541,8 @@ int rt_store_commit(struct rt_store *s, const char *ref, const char *manifest_di
                                             m->layers[i].digest);
                 if (mkdir(dir, 0755) < 0)
                         return cb_error_set(err, errno, "cannot create %s", dir);
-                if (rt_layer_unpack(p, dir, RT_UNPACK_OVERLAY_WHITEOUTS, err) < 0)
+                if (rt_layer_unpack_helper(s->unpack_helper, p, dir, RT_UNPACK_OVERLAY_WHITEOUTS,
+                                           err) < 0)
                         return cb_error_prefix(err, "layer %s", m->layers[i].digest);
         }
         /* 2. Move blobs, then layer dirs, into the store. */

@@ -29,12 +29,14 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -61,169 +63,6 @@ struct unpack_ctx {
         size_t ndirs, capdirs;
 };
 
-/* The components of a relative archive path. */
-struct components {
-        char *buf;
-        char **v;
-        size_t n;
-};
-
-static void components_free(struct components *c)
-{
-        free(c->buf);
-        free(c->v);
-        c->buf = NULL;
-        c->v = NULL;
-}
-
-/* Splits p on '/', dropping leading "./", empty and "." components.
- * Refuses absolute paths and "..". Returns 0 or -1 with *why set. */
-static int split_path(const char *p, struct components *ret, const char **why)
-{
-        while (p[0] == '.' && p[1] == '/')
-                p += 2;
-        if (p[0] == '/') {
-                *why = "absolute path";
-                return -1;
-        }
-        struct components c = {.buf = strdup(p)};
-        c.v = calloc(strlen(p) / 2 + 2, sizeof(char *));
-        if (c.buf == NULL || c.v == NULL) {
-                components_free(&c);
-                *why = "out of memory";
-                return -1;
-        }
-        char *save = NULL;
-        for (char *t = strtok_r(c.buf, "/", &save); t != NULL; t = strtok_r(NULL, "/", &save)) {
-                if (strcmp(t, ".") == 0)
-                        continue;
-                if (strcmp(t, "..") == 0) {
-                        components_free(&c);
-                        *why = "\"..\" component would leave the layer directory";
-                        return -1;
-                }
-                c.v[c.n++] = t;
-        }
-        *ret = c;
-        return 0;
-}
-
-/* Opens the directory named by comps[0..n) below rootfd, one component at a
- * time, never following a symlink. Missing components are created (0755)
- * when create is set. */
-static int open_beneath(int rootfd, char **comps, size_t n, int create, const char *entry,
-                        struct cb_error *err)
-{
-        _cleanup_close_ int fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return cb_error_set(err, errno, "layer entry \"%s\": cannot open target dir",
-                                    entry);
-        for (size_t i = 0; i < n; i++) {
-                int nfd = openat(fd, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (nfd < 0 && errno == ENOENT && create) {
-                        if (mkdirat(fd, comps[i], 0755) < 0 && errno != EEXIST)
-                                return cb_error_set(err, errno,
-                                                    "layer entry \"%s\": cannot create "
-                                                    "parent \"%s\"",
-                                                    entry, comps[i]);
-                        nfd = openat(fd, comps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                }
-                if (nfd < 0) {
-                        int e = errno;
-                        struct stat st;
-                        if ((e == ELOOP || e == ENOTDIR) &&
-                            fstatat(fd, comps[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                            S_ISLNK(st.st_mode))
-                                return cb_error_set(err, 0,
-                                                    "layer entry \"%s\": parent component "
-                                                    "\"%s\" is a symlink; refusing to write "
-                                                    "through it",
-                                                    entry, comps[i]);
-                        return cb_error_set(err, e, "layer entry \"%s\": cannot open parent \"%s\"",
-                                            entry, comps[i]);
-                }
-                close(fd);
-                fd = nfd;
-        }
-        return take_fd(&fd);
-}
-
-int rt_open_beneath(int dirfd, const char *relpath, int flags, struct cb_error *err)
-{
-        struct components pc;
-        const char *why;
-        if (split_path(relpath, &pc, &why) < 0)
-                return cb_error_set(err, 0, "\"%s\": %s", relpath, why);
-        if (pc.n == 0) {
-                components_free(&pc);
-                return cb_error_set(err, 0, "\"%s\": not a file name", relpath);
-        }
-        int pfd = open_beneath(dirfd, pc.v, pc.n - 1, 0, relpath, err);
-        int fd = -1;
-        if (pfd >= 0) {
-                fd = openat(pfd, pc.v[pc.n - 1], flags | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0)
-                        cb_error_set(err, errno, "cannot open \"%s\"", relpath);
-                close(pfd);
-        }
-        components_free(&pc);
-        return fd;
-}
-
-static int rm_rf_at(int dirfd, const char *name, struct cb_error *err)
-{
-        struct stat st;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                if (errno == ENOENT)
-                        return 0;
-                return cb_error_set(err, errno, "cannot stat %s", name);
-        }
-        if (!S_ISDIR(st.st_mode)) {
-                if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-                        return cb_error_set(err, errno, "cannot remove %s", name);
-                return 0;
-        }
-        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return cb_error_set(err, errno, "cannot open %s", name);
-        DIR *d = fdopendir(fd);
-        if (d == NULL) {
-                close(fd);
-                return cb_error_set(err, errno, "cannot read %s", name);
-        }
-        struct dirent *de;
-        int ret = 0;
-        while (ret == 0 && (errno = 0, de = readdir(d)) != NULL) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                if (rm_rf_at(fd, de->d_name, err) < 0)
-                        ret = cb_error_prefix(err, "%s", name);
-        }
-        closedir(d);
-        if (ret < 0)
-                return ret;
-        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return cb_error_set(err, errno, "cannot remove directory %s", name);
-        return 0;
-}
-
-int rt_rm_rf(const char *path, struct cb_error *err)
-{
-        _cleanup_free_ char *d = strdup(path);
-        _cleanup_free_ char *b = strdup(path);
-        if (d == NULL || b == NULL)
-                return cb_error_set(err, ENOMEM, "cannot remove %s", path);
-        _cleanup_close_ int fd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
-                if (errno == ENOENT)
-                        return 0;
-                return cb_error_set(err, errno, "cannot remove %s", path);
-        }
-        if (rm_rf_at(fd, basename(b), err) < 0)
-                return cb_error_prefix(err, "cannot remove %s", path);
-        return 0;
-}
-
 /* Removes parentfd/name unless it is a directory and keep_dir is set.
  * Returns 1 when a directory was kept, 0 otherwise. */
 static int remove_existing(int parentfd, const char *name, int keep_dir, const char *entry,
@@ -237,7 +76,7 @@ static int remove_existing(int parentfd, const char *name, int keep_dir, const c
         }
         if (S_ISDIR(st.st_mode) && keep_dir)
                 return 1;
-        if (rm_rf_at(parentfd, name, err) < 0)
+        if (rt_rm_rf_at(parentfd, name, err) < 0)
                 return cb_error_prefix(err, "layer entry \"%s\": cannot replace", entry);
         return 0;
 }
@@ -379,20 +218,20 @@ static int meta_at(int parentfd, const char *name, struct archive_entry *e, cons
 static int make_hardlink(struct unpack_ctx *c, int parentfd, const char *name, const char *target,
                          const char *entry, struct cb_error *err)
 {
-        struct components tc;
+        struct rt_components tc;
         const char *why;
-        if (split_path(target, &tc, &why) < 0)
+        if (rt_split_path(target, &tc, &why) < 0)
                 return cb_error_set(err, 0, "layer entry \"%s\": hardlink target \"%s\": %s", entry,
                                     target, why);
         if (tc.n == 0) {
-                components_free(&tc);
+                rt_components_free(&tc);
                 return cb_error_set(err, 0,
                                     "layer entry \"%s\": hardlink target \"%s\" is the layer root",
                                     entry, target);
         }
-        int tfd = open_beneath(c->rootfd, tc.v, tc.n - 1, 0, entry, err);
+        int tfd = rt_open_dirs_beneath(c->rootfd, tc.v, tc.n - 1, 0, entry, err);
         if (tfd < 0) {
-                components_free(&tc);
+                rt_components_free(&tc);
                 return cb_error_prefix(err, "hardlink target \"%s\"", target);
         }
         int ret = remove_existing(parentfd, name, 0, entry, err);
@@ -400,7 +239,7 @@ static int make_hardlink(struct unpack_ctx *c, int parentfd, const char *name, c
                 ret = cb_error_set(err, errno, "layer entry \"%s\": cannot link to \"%s\"", entry,
                                    target);
         close(tfd);
-        components_free(&tc);
+        rt_components_free(&tc);
         return ret < 0 ? -1 : 0;
 }
 
@@ -433,17 +272,17 @@ static int unpack_entry(struct unpack_ctx *c, struct archive *a, struct archive_
         const char *entry = archive_entry_pathname(e);
         if (entry == NULL)
                 return cb_error_set(err, 0, "layer entry with an unreadable path name");
-        struct components pc;
+        struct rt_components pc;
         const char *why;
-        if (split_path(entry, &pc, &why) < 0)
+        if (rt_split_path(entry, &pc, &why) < 0)
                 return cb_error_set(err, 0, "layer entry \"%s\": %s; refusing the layer", entry,
                                     why);
         if (pc.n == 0) { /* the layer root itself */
-                components_free(&pc);
+                rt_components_free(&pc);
                 return 0;
         }
         const char *base = pc.v[pc.n - 1];
-        int parentfd = open_beneath(c->rootfd, pc.v, pc.n - 1, 1, entry, err);
+        int parentfd = rt_open_dirs_beneath(c->rootfd, pc.v, pc.n - 1, 1, entry, err);
         int ret = parentfd < 0 ? -1 : 0;
         const char *hl = archive_entry_hardlink(e);
         if (ret < 0) {
@@ -493,20 +332,20 @@ static int unpack_entry(struct unpack_ctx *c, struct archive *a, struct archive_
         }
         if (parentfd >= 0)
                 close(parentfd);
-        components_free(&pc);
+        rt_components_free(&pc);
         return ret < 0 ? -1 : 0;
 }
 
 static int apply_dir_times(struct unpack_ctx *c, struct cb_error *err)
 {
         for (size_t i = 0; i < c->ndirs; i++) {
-                struct components pc;
+                struct rt_components pc;
                 const char *why;
-                if (split_path(c->dirs[i].path, &pc, &why) < 0)
+                if (rt_split_path(c->dirs[i].path, &pc, &why) < 0)
                         continue;
                 struct cb_error ignored = {0};
-                int fd = open_beneath(c->rootfd, pc.v, pc.n, 0, c->dirs[i].path, &ignored);
-                components_free(&pc);
+                int fd = rt_open_dirs_beneath(c->rootfd, pc.v, pc.n, 0, c->dirs[i].path, &ignored);
+                rt_components_free(&pc);
                 if (fd < 0) /* replaced by a later entry */
                         continue;
                 int r = futimens(fd, c->dirs[i].ts);
@@ -566,4 +405,40 @@ out:
         free(c.dirs);
         close(c.rootfd);
         return ret;
+}
+
+int rt_unpack_main(int argc, char **argv)
+{
+        /* __unpack REPORT_FD ARCHIVE DIR FLAGS PARENT_PID */
+        if (argc != 6)
+                return 2;
+        char *end;
+        long fd = strtol(argv[1], &end, 10);
+        if (*end != '\0' || fd < 3 || fd > 1024)
+                return 2;
+        long flags = strtol(argv[4], &end, 10);
+        if (*end != '\0' || flags < 0 || flags > INT_MAX)
+                return 2;
+        long ppid = strtol(argv[5], &end, 10);
+        if (*end != '\0' || ppid <= 0)
+                return 2;
+        /* Gone with the agent: a helper left behind would go on writing
+         * into a staging dir the next agent removes. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != (pid_t)ppid)
+                return 2;
+        struct cb_error err = {0};
+        if (rt_layer_unpack(argv[2], argv[3], (int)flags, &err) == 0)
+                return 0;
+        char buf[CB_ERROR_MSG_MAX + 16];
+        int n = snprintf(buf, sizeof(buf), "%d %s", err.code, err.msg);
+        size_t len = n < 0 ? 0 : (size_t)n >= sizeof(buf) ? sizeof(buf) - 1 : (size_t)n;
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write((int)fd, buf + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        break;
+                off += (size_t)w;
+        }
+        return 1;
 }

@@ -13,6 +13,7 @@
 #include "agent/cmd/agent.h"
 #include "agent/cmd/config.h"
 #include "agent/core/log.h"
+#include "runtime/sandbox.h"
 
 #define DEFAULT_ROOT_DIR     "/var/lib/cubelet"
 #define DEFAULT_CNI_CONF_DIR "/etc/cni/net.d"
@@ -103,11 +104,22 @@ static int parse_verbosity(const char *s, int *ret, struct cb_error *err)
         return 0;
 }
 
+static int root_dir_length(const struct cb_global_opts *opts, struct cb_error *err)
+{
+        size_t len = opts->root_dir != NULL ? strlen(opts->root_dir) : 0;
+        if (len <= RT_ROOT_DIR_MAX)
+                return 0;
+        return cb_error_set(err, 0,
+                            "--root-dir \"%.64s...\": %zu bytes long; at most %d are supported "
+                            "(the sandboxes' paths under it are bounded); choose a shorter path",
+                            opts->root_dir, len, RT_ROOT_DIR_MAX);
+}
+
 static int absolute_root_dir(struct cb_global_opts *opts, struct cb_error *err)
 {
         const char *d = opts->root_dir;
         if (d == NULL || d[0] == '/')
-                return 0;
+                return root_dir_length(opts, err);
         if (d[0] == '\0')
                 return cb_error_set(err, 0,
                                     "--root-dir: an empty path; give the node's state "
@@ -131,7 +143,7 @@ static int absolute_root_dir(struct cb_global_opts *opts, struct cb_error *err)
         if (len > 1 && opts->root_dir_abs[len - 1] == '/')
                 opts->root_dir_abs[len - 1] = '\0';
         opts->root_dir = opts->root_dir_abs;
-        return 0;
+        return root_dir_length(opts, err);
 }
 
 int ag_cli_parse_global(int argc, char **argv, struct cb_global_opts *opts, char **rest,
@@ -232,19 +244,51 @@ int cmd_version(int argc, char **argv, const struct cb_global_opts *opts)
         return 0;
 }
 
-void ag_monitor_path(char *exe, size_t size)
+int ag_sibling_binary(const char *exe, const char *name, char *buf, size_t size,
+                      struct cb_error *err)
 {
         const char *slash = strrchr(exe, '/');
         if (slash == NULL)
-                return;
+                return cb_error_set(err, EINVAL, "%s is not an absolute path", exe);
+        if ((size_t)snprintf(buf, size, "%.*s/%s", (int)(slash - exe), exe, name) >= size)
+                return cb_error_set(err, ENAMETOOLONG, "%.*s/%s: path too long", (int)(slash - exe),
+                                    exe, name);
+        struct stat me, st;
+        if (stat(exe, &me) < 0)
+                return cb_error_set(err, errno, "cannot stat %s", exe);
+        if (stat(buf, &st) < 0)
+                return cb_error_set(err, errno, "cannot stat %s", buf);
+        if (!S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0)
+                return cb_error_set(err, 0, "%s is not an executable file", buf);
+        if ((st.st_mode & 0022) != 0 || st.st_uid != me.st_uid)
+                return cb_error_set(err, 0,
+                                    "%s is writable by others or not owned by the owner of %s "
+                                    "(uid %u); refusing to run it",
+                                    buf, exe, (unsigned)me.st_uid);
+        return 0;
+}
+
+int ag_unpack_helper(char *buf, size_t size, struct cb_error *err)
+{
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0) {
+                buf[0] = '\0';
+                return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
+        }
+        exe[n] = '\0';
+        if (ag_sibling_binary(exe, "cubelet-unpack", buf, size, err) < 0)
+                return cb_error_prefix(err, "the layer unpacker (install cubelet-unpack beside "
+                                            "cubelet)");
+        return 0;
+}
+
+void ag_monitor_path(char *exe, size_t size)
+{
         char cand[PATH_MAX];
-        if ((size_t)snprintf(cand, sizeof(cand), "%.*s/cubelet-monitor", (int)(slash - exe), exe) >=
-                sizeof(cand) ||
+        struct cb_error err;
+        if (ag_sibling_binary(exe, "cubelet-monitor", cand, sizeof(cand), &err) < 0 ||
             strlen(cand) >= size)
-                return;
-        struct stat me, mon;
-        if (stat(exe, &me) < 0 || stat(cand, &mon) < 0 || !S_ISREG(mon.st_mode) ||
-            (mon.st_mode & 0111) == 0 || (mon.st_mode & 0022) != 0 || mon.st_uid != me.st_uid)
                 return;
         memcpy(exe, cand, strlen(cand) + 1);
 }

@@ -24,6 +24,15 @@ int cubelet_main(int argc, char **argv);
  * (agent/cmd/monitor_main.c). Else exe is left as it is. */
 void ag_monitor_path(char *exe, size_t size);
 
+/* The binary name beside exe (the resolved cubelet binary) into buf, and 0
+ * when it is usable: a regular, executable file of exe's owner, writable
+ * by nobody else. Else -1 with why (buf still names the candidate). */
+int ag_sibling_binary(const char *exe, const char *name, char *buf, size_t size,
+                      struct cb_error *err);
+/* cubelet-unpack beside this process's binary (ag_sibling_binary), the
+ * layer unpacker image pulls and imports run. */
+int ag_unpack_helper(char *buf, size_t size, struct cb_error *err);
+
 /* The global flags of argv (argv[0] the program) into opts, anywhere on the
  * line; the other arguments, in order, into rest (room for argc) and their
  * number into *ret_nrest. -h/--help before any other argument sets

@@ -8,6 +8,7 @@
  *   image inspect REF
  *   image rm REF...
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +91,14 @@ static int do_pull(int argc, char **argv, const struct cb_global_opts *opts)
                 image_usage(stderr);
                 return 2;
         }
-        struct rt_pull_opts po = {.insecure_registries = insecure, .n_insecure = ninsecure};
         struct cb_error err = {0};
+        char helper[PATH_MAX];
+        if (ag_unpack_helper(helper, sizeof(helper), &err) < 0) {
+                fprintf(stderr, "cubelet image pull: %s\n", err.msg);
+                return 1;
+        }
+        struct rt_pull_opts po = {
+            .insecure_registries = insecure, .n_insecure = ninsecure, .unpack_helper = helper};
         char *stored = NULL;
         if (rt_image_pull(opts->root_dir, ref, &po, &stored, &err) < 0) {
                 fprintf(stderr, "cubelet image pull: %s\n", err.msg);
@@ -123,8 +130,13 @@ static int do_import(int argc, char **argv, const struct cb_global_opts *opts)
                 return 2;
         }
         struct cb_error err = {0};
+        char helper[PATH_MAX];
+        if (ag_unpack_helper(helper, sizeof(helper), &err) < 0) {
+                fprintf(stderr, "cubelet image import: %s\n", err.msg);
+                return 1;
+        }
         char **refs = NULL;
-        if (rt_image_import(opts->root_dir, file, name, &refs, &err) < 0) {
+        if (rt_image_import(opts->root_dir, file, name, helper, &refs, &err) < 0) {
                 fprintf(stderr, "cubelet image import: %s\n", err.msg);
                 return 1;
         }

@@ -340,6 +340,11 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
                 return 1;
         }
         exe[n] = '\0';
+        /* a missing unpacker fails only a pull that needs it, with this */
+        char unpacker[PATH_MAX];
+        struct cb_error uerr;
+        if (ag_unpack_helper(unpacker, sizeof(unpacker), &uerr) < 0)
+                fprintf(stderr, "cubelet run-pod: warning: %s; image pulls will fail\n", uerr.msg);
         ag_monitor_path(exe, sizeof(exe));
         struct k8s_node_allocatable alloc;
         k8s_node_allocatable(node, &alloc);
@@ -348,6 +353,7 @@ int cmd_run_pod(int argc, char **argv, const struct cb_global_opts *opts)
             .root_dir = opts->root_dir,
             .pod_logs_dir = logs_dir,
             .monitor_path = exe,
+            .unpack_helper = unpacker,
             .cni_conf_dir = opts->cni_conf_dir,
             .cni_bin_dir = opts->cni_bin_dir,
             .cgroup_root = cgroup_root,

@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define FUZZ_UID 100000
 #define VICTIM   "victim: must stay unchanged\n"
 
-static char top[64], root[96], outside[96], layer[96], victim[128];
+static char top[128], root[160], outside[160], layer[160], victim[192];
 
 static void die(const char *what)
 {
@@ -52,8 +52,14 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
         (void)argc;
         (void)argv;
-        snprintf(top, sizeof(top), "/tmp/cubelet-fuzz-unpack-XXXXXX");
-        if (mkdtemp(top) == NULL)
+        /* on a tmpfs when there is one: on ext4 the per-input mkdir, unpack
+         * and removal cost more than the unpacker (3.6x slower) */
+        const char *tmp = getenv("FUZZ_UNPACK_TMPDIR");
+        if (tmp == NULL)
+                tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+        if ((size_t)snprintf(top, sizeof(top), "%s/cubelet-fuzz-unpack-XXXXXX", tmp) >=
+                sizeof(top) ||
+            mkdtemp(top) == NULL)
                 die("mkdtemp");
         snprintf(root, sizeof(root), "%s/root", top);
         snprintf(outside, sizeof(outside), "%s/outside", top);

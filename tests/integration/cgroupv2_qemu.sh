@@ -83,7 +83,7 @@ escape_names "$escape_mount_exec" >"$tmp/escapes.expected"
 escape_make_tars "$tmp/tars"
 
 "$SOURCE_DIR/tests/vm/build-initramfs.sh" "$tmp/initramfs.cpio.gz" "$test_bin" \
-  --exe "$CUBELET" --exe "$(command -v jq)" \
+  --exe "$CUBELET" --exe "$(dirname "$CUBELET")/cubelet-unpack" --exe "$(command -v jq)" \
   --file "$pod_yaml=/pod/pod.yaml" --file "$tmp/uid=/pod/uid" \
   --file "$tmp/expect.txt=/pod/expect.txt" --file "$tmp/image/busybox.oci.tar=/pod/busybox.oci.tar" \
   --file "$overlay_ko=/lib/modules/overlay.ko" --file "$escape_lib=/escapes/attempts.sh" \

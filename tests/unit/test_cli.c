@@ -93,6 +93,12 @@ START_TEST(test_relative_root_dir)
 }
 END_TEST
 
+/* 400 bytes after the "/": one more than --root-dir allows */
+#define X10          "xxxxxxxxxx"
+#define X50          X10 X10 X10 X10 X10
+#define LONG_ROOT    X50 X50 X50 X50 X50 X50 X50 X50
+#define LONG_ROOT_64 X50 X10 "xxx"
+
 /* These used to print and exit(2) inside the parser. */
 START_TEST(test_global_flag_errors)
 {
@@ -109,6 +115,9 @@ START_TEST(test_global_flag_errors)
             {{"--root-dir="},
              "--root-dir: an empty path; give the node's state directory "
              "(default /var/lib/cubelet)"},
+            {{"--root-dir", "/" LONG_ROOT},
+             "--root-dir \"/" LONG_ROOT_64 "...\": 401 bytes long; at most 400 are supported (the "
+             "sandboxes' paths under it are bounded); choose a shorter path"},
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct cb_global_opts o;

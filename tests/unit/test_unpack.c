@@ -394,6 +394,108 @@ START_TEST(test_rm_rf_no_follow)
 }
 END_TEST
 
+/* ---- the helper process (runtime/unpack_helper.c, cubelet-unpack) ---- */
+
+START_TEST(test_helper_unpacks)
+{
+        const struct tent t[] = {{"a/b", AE_IFREG, "via-helper", 0640, 7, 8, 0},
+                                 {"a/.wh.gone", AE_IFREG, "", 0, 0, 0, 0}};
+        struct cb_error err = {0};
+        write_tar(tarpath, t, 2, 1);
+        ck_assert_msg(rt_layer_unpack_helper(CUBELET_UNPACK_BINARY, tarpath, target,
+                                             RT_UNPACK_OVERLAY_WHITEOUTS, &err) == 0,
+                      "%s", err.msg);
+        char p[512];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s/a/b", target);
+        ck_assert_int_eq(lstat(p, &st), 0);
+        ck_assert_int_eq(st.st_mode & 07777, 0640);
+        ck_assert_int_eq(st.st_uid, 7);
+        ck_assert_int_eq(st.st_gid, 8);
+        /* the flags reached it: the whiteout is an overlay one */
+        snprintf(p, sizeof(p), "%s/a/gone", target);
+        ck_assert_int_eq(lstat(p, &st), 0);
+        ck_assert(S_ISCHR(st.st_mode));
+}
+END_TEST
+
+START_TEST(test_helper_reports_refusal)
+{
+        /* A hostile layer is refused by the helper with the very error the
+         * unpacker gives in-process, and nothing lands outside. */
+        const struct tent t[] = {{"ok", AE_IFREG, "fine", 0, 0, 0, 0},
+                                 {"../escape", AE_IFREG, "pwned", 0, 0, 0, 0}};
+        write_tar(tarpath, t, 2, 0);
+        struct cb_error here = {0}, there = {0};
+        ck_assert_int_lt(rt_layer_unpack(tarpath, target, 0, &here), 0);
+        ck_assert_int_lt(rt_layer_unpack_helper(CUBELET_UNPACK_BINARY, tarpath, target, 0, &there),
+                         0);
+        ck_assert_str_eq(there.msg, here.msg);
+        ck_assert_int_eq(there.code, here.code);
+        ck_assert_int_eq(outside_count(), 0);
+        /* a missing archive: the errno comes back with the message */
+        struct cb_error miss = {0};
+        char nothing[400];
+        snprintf(nothing, sizeof(nothing), "%s/no-such.tar", base);
+        ck_assert_int_lt(rt_layer_unpack_helper(CUBELET_UNPACK_BINARY, nothing, target, 0, &miss),
+                         0);
+        ck_assert_int_eq(miss.code, ENOENT);
+        ck_assert_msg(strstr(miss.msg, "no-such.tar") != NULL, "%s", miss.msg);
+}
+END_TEST
+
+/* A stand-in helper: a shell script with BODY, in the test's base dir. */
+static void fake_helper(char *path, size_t size, const char *body)
+{
+        snprintf(path, size, "%s/fake-unpack", base);
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "#!/bin/sh\n%s\n", body);
+        fclose(f);
+        ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+START_TEST(test_helper_killed_or_missing)
+{
+        char helper[400];
+        struct cb_error err = {0};
+        fake_helper(helper, sizeof(helper), "kill -KILL $$");
+        ck_assert_int_lt(rt_layer_unpack_helper(helper, tarpath, target, 0, &err), 0);
+        ck_assert_msg(strstr(err.msg, "killed by signal 9") != NULL, "%s", err.msg);
+        fake_helper(helper, sizeof(helper), "exit 3");
+        ck_assert_int_lt(rt_layer_unpack_helper(helper, tarpath, target, 0, &err), 0);
+        ck_assert_msg(strstr(err.msg, "exited with status 3") != NULL, "%s", err.msg);
+        ck_assert_int_lt(
+            rt_layer_unpack_helper("/nonexistent/cubelet-unpack", tarpath, target, 0, &err), 0);
+        ck_assert_msg(strstr(err.msg, "cannot start the layer unpacker /nonexistent") != NULL, "%s",
+                      err.msg);
+        ck_assert_int_eq(err.code, ENOENT);
+        ck_assert_int_lt(rt_layer_unpack_helper(NULL, tarpath, target, 0, &err), 0);
+        ck_assert_msg(strstr(err.msg, "no layer unpacker") != NULL, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(test_helper_gets_only_its_fds)
+{
+        /* An fd of the caller without O_CLOEXEC (as libcurl's sockets are)
+         * does not reach the helper; its fd 3 is the report pipe and its
+         * stdin is /dev/null. */
+        int leak = open("/dev/zero", O_RDONLY);
+        ck_assert_int_ge(leak, 0);
+        char helper[400];
+        fake_helper(helper, sizeof(helper),
+                    "s=clean; for f in /proc/$$/fd/*; do [ \"$(readlink $f)\" = /dev/zero ] && "
+                    "s=leaked; done; [ \"$(readlink /proc/$$/fd/0)\" = /dev/null ] || s=stdin; "
+                    "echo \"0 $s $2 $3 $4 $5 $6\" >&3; exit 1");
+        struct cb_error err = {0};
+        ck_assert_int_lt(rt_layer_unpack_helper(helper, tarpath, target, 1, &err), 0);
+        close(leak);
+        char want[1024];
+        snprintf(want, sizeof(want), "clean 3 %s %s 1 %d\n", tarpath, target, (int)getpid());
+        ck_assert_str_eq(err.msg, want);
+}
+END_TEST
+
 int main(void)
 {
         if (geteuid() != 0) {
@@ -413,6 +515,10 @@ int main(void)
         tcase_add_test(tc, test_whiteouts_two_layers);
         tcase_add_test(tc, test_archive_overlay_xattr_dropped);
         tcase_add_test(tc, test_rm_rf_no_follow);
+        tcase_add_test(tc, test_helper_unpacks);
+        tcase_add_test(tc, test_helper_reports_refusal);
+        tcase_add_test(tc, test_helper_killed_or_missing);
+        tcase_add_test(tc, test_helper_gets_only_its_fds);
         suite_add_tcase(s, tc);
         return th_run(s) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -6,6 +6,7 @@
 #include "runtime/attach.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -188,8 +189,14 @@ static int send_msg(int fd, const uint8_t *buf, size_t len, struct cb_error *err
 
 int rt_attach_stdin(int fd, const void *buf, size_t len, struct cb_error *err)
 {
-        static _Thread_local uint8_t msg[1 + RT_ATTACH_MAX];
-        int n = rt_attach_encode_stdin(msg, sizeof(msg), buf, len, err);
+        /* On the heap, sized to the message: a thread-local buffer of
+         * RT_ATTACH_MAX would be zeroed into every thread's TLS. */
+        if (len > RT_ATTACH_MAX)
+                return rt_attach_encode_stdin(NULL, 0, buf, len, err);
+        _cleanup_free_ uint8_t *msg = malloc(1 + len);
+        if (msg == NULL)
+                return cb_error_set(err, ENOMEM, "attach: out of memory");
+        int n = rt_attach_encode_stdin(msg, 1 + len, buf, len, err);
         if (n < 0)
                 return -1;
         return send_msg(fd, msg, (size_t)n, err);

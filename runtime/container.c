@@ -1277,6 +1277,35 @@ int rt_container_list(const char *root_dir, char ***ret_ids, size_t *ret_n, stru
         return 0;
 }
 
+int rt_container_list_unclaimed(const char *root_dir, char *const *claimed, size_t n_claimed,
+                                int64_t before_ms, char ***ret_ids, size_t *ret_n,
+                                struct cb_error *err)
+{
+        char **ids = NULL;
+        size_t n = 0, kept = 0;
+        if (rt_container_list(root_dir, &ids, &n, err) < 0)
+                return -1;
+        for (size_t i = 0; i < n; i++) {
+                bool claimed_now = false;
+                for (size_t k = 0; k < n_claimed && !claimed_now; k++)
+                        claimed_now = strcmp(claimed[k], ids[i]) == 0;
+                char dir[RT_PATH_MAX];
+                struct stat st;
+                if (claimed_now ||
+                    (size_t)snprintf(dir, sizeof(dir), "%s/containers/%s", root_dir, ids[i]) >=
+                        sizeof(dir) ||
+                    lstat(dir, &st) < 0 ||
+                    (int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000 >= before_ms) {
+                        free(ids[i]);
+                        continue;
+                }
+                ids[kept++] = ids[i];
+        }
+        *ret_ids = ids;
+        *ret_n = kept;
+        return 0;
+}
+
 /* ---- images in use ------------------------------------------------------- */
 
 /* 1 when the container's lower dirs are exactly the image's layer dirs. */

@@ -197,6 +197,14 @@ int rt_container_remove(const char *root_dir, const char *id, struct cb_error *e
  * an agent restart). Free with rt_container_list_free. */
 int rt_container_list(const char *root_dir, char ***ret_ids, size_t *ret_n, struct cb_error *err);
 void rt_container_list_free(char **ids, size_t n);
+/* The containers of rt_container_list that none of claimed[0..n_claimed)
+ * names and whose directory is unchanged since before before_ms (ms since
+ * the epoch): what a garbage collection may take (a container being made
+ * now is not claimed yet, and its directory is newer). Free with
+ * rt_container_list_free. */
+int rt_container_list_unclaimed(const char *root_dir, char *const *claimed, size_t n_claimed,
+                                int64_t before_ms, char ***ret_ids, size_t *ret_n,
+                                struct cb_error *err);
 
 /* ---- capabilities (runtime/caps.c) ------------------------------------ */
 

@@ -56,6 +56,9 @@ int rt_seccomp_fd(const struct rt_container_config *c, uint64_t caps, int *ret_f
                   struct cb_error *err);
 /* Reads the BPF program of fd into memory (before fork). */
 int rt_seccomp_read(int fd, void **ret_prog, size_t *ret_len, struct cb_error *err);
+/* Drops the in-memory filter cache (tests: the next rt_seccomp_fd goes to
+ * the disk cache under <root_dir>/cache/seccomp, or compiles). */
+void rt_seccomp_cache_forget(void);
 /* Installs a program read by rt_seccomp_read (the child, last step). */
 int rt_seccomp_load(const void *prog, size_t len, struct cb_error *err);
 

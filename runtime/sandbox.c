@@ -102,6 +102,11 @@ static int sandbox_dir(const char *root_dir, const char *id, char *buf, size_t s
         if (root_dir == NULL || root_dir[0] != '/')
                 return cb_error_set(err, EINVAL, "root dir \"%s\" must be an absolute path",
                                     root_dir ? root_dir : "");
+        if (strlen(root_dir) > RT_ROOT_DIR_MAX)
+                return cb_error_set(err, ENAMETOOLONG,
+                                    "root dir \"%.64s...\" is %zu bytes long; at most %d are "
+                                    "supported",
+                                    root_dir, strlen(root_dir), RT_ROOT_DIR_MAX);
         if (validate_id(id, err) < 0)
                 return -1;
         return path_join(buf, size, err, "%s/sandboxes/%s", root_dir, id);
@@ -403,14 +408,19 @@ static int fill_sandbox(const char *dir, const cJSON *cfg, const cJSON *state,
 {
         memset(ret, 0, sizeof(*ret));
         snprintf(ret->id, sizeof(ret->id), "%s", jstr(cfg, "id") ? jstr(cfg, "id") : "");
-        snprintf(ret->dir, sizeof(ret->dir), "%s", dir);
         bool host_net = jbool(cfg, "hostNetwork"), host_ipc = jbool(cfg, "hostIPC");
-        if ((!host_net && path_join(ret->netns_path, RT_PATH_MAX, err, "%s/ns/net", dir) < 0) ||
-            (!host_ipc && path_join(ret->ipcns_path, RT_PATH_MAX, err, "%s/ns/ipc", dir) < 0) ||
-            (!host_net && path_join(ret->utsns_path, RT_PATH_MAX, err, "%s/ns/uts", dir) < 0) ||
-            path_join(ret->hosts_path, RT_PATH_MAX, err, "%s/hosts", dir) < 0 ||
-            path_join(ret->hostname_path, RT_PATH_MAX, err, "%s/hostname", dir) < 0 ||
-            path_join(ret->resolv_conf_path, RT_PATH_MAX, err, "%s/resolv.conf", dir) < 0)
+        if (path_join(ret->dir, sizeof(ret->dir), err, "%s", dir) < 0 ||
+            (!host_net &&
+             path_join(ret->netns_path, sizeof(ret->netns_path), err, "%s/ns/net", dir) < 0) ||
+            (!host_ipc &&
+             path_join(ret->ipcns_path, sizeof(ret->ipcns_path), err, "%s/ns/ipc", dir) < 0) ||
+            (!host_net &&
+             path_join(ret->utsns_path, sizeof(ret->utsns_path), err, "%s/ns/uts", dir) < 0) ||
+            path_join(ret->hosts_path, sizeof(ret->hosts_path), err, "%s/hosts", dir) < 0 ||
+            path_join(ret->hostname_path, sizeof(ret->hostname_path), err, "%s/hostname", dir) <
+                0 ||
+            path_join(ret->resolv_conf_path, sizeof(ret->resolv_conf_path), err, "%s/resolv.conf",
+                      dir) < 0)
                 return -1;
         const cJSON *ip;
         cJSON_ArrayForEach(ip, cJSON_GetObjectItemCaseSensitive(state, "podIPs"))
@@ -425,15 +435,14 @@ static int fill_sandbox(const char *dir, const cJSON *cfg, const cJSON *state,
         if (jbool(cfg, "sharePID") && cJSON_IsNumber(pp) && cJSON_IsNumber(ps)) {
                 ret->pause_pid = (pid_t)pp->valuedouble;
                 ret->pause_start_time = (uint64_t)ps->valuedouble;
-                if (path_join(ret->pidns_path, RT_PATH_MAX, err, "%s/ns/pid", dir) < 0)
+                if (path_join(ret->pidns_path, sizeof(ret->pidns_path), err, "%s/ns/pid", dir) < 0)
                         return -1;
-                if (jbool(state, "procfs") &&
-                    path_join(ret->procfs_path, RT_PATH_MAX, err, "%s/ns/proc", dir) < 0)
+                if (jbool(state, "procfs") && path_join(ret->procfs_path, sizeof(ret->procfs_path),
+                                                        err, "%s/ns/proc", dir) < 0)
                         return -1;
         }
         const char *cg = jstr(cfg, "cgroupParent");
-        snprintf(ret->cgroup_parent, sizeof(ret->cgroup_parent), "%s", cg ? cg : "");
-        return 0;
+        return path_join(ret->cgroup_parent, sizeof(ret->cgroup_parent), err, "%s", cg ? cg : "");
 }
 
 /* ---- create ------------------------------------------------------------------ */
@@ -583,7 +592,10 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
                 cJSON_AddStringToObject(state, "cniAdd", "none");
                 cJSON_AddArrayToObject(state, "podIPs");
                 cJSON_AddBoolToObject(state, "complete", false);
-                if (write_json_as(dir, "config.json", config, true, err) == 0 &&
+                /* durable only before a CNI ADD: a host-network sandbox
+                 * leaves nothing that outlives a reboot (its pins and
+                 * cgroups go with it), so its record needs no fsync */
+                if (write_json_as(dir, "config.json", config, !cfg->host_network, err) == 0 &&
                     write_json(dir, "state.json", state, err) == 0 &&
                     create_steps(cfg, dir, state, ret, err) == 0)
                         rc = fill_sandbox(dir, config, state, ret, err);

@@ -26,6 +26,14 @@
 
 #define RT_ID_MAX   80
 #define RT_PATH_MAX 4096
+/* A sandbox's own paths (<root_dir>/sandboxes/<id>/...) are kept in
+ * buffers of RT_SANDBOX_PATH_MAX, not PATH_MAX: a pod worker holds its
+ * sandbox for the pod's life, and ten PATH_MAX buffers were 40 KiB of
+ * every pod. So the root dir is at most RT_ROOT_DIR_MAX bytes (the
+ * longest path under it, "/sandboxes/<id>/resolv.conf", fits the rest). */
+#define RT_SANDBOX_PATH_MAX 512
+#define RT_ROOT_DIR_MAX     400
+#define RT_CGROUP_PATH_MAX  1024
 
 struct rt_port_mapping {
         int32_t host_port;
@@ -72,24 +80,25 @@ struct rt_sandbox_config {
 /* What a created sandbox offers its containers. */
 struct rt_sandbox {
         char id[RT_ID_MAX];
-        char dir[RT_PATH_MAX];        /* <root_dir>/sandboxes/<id> */
-        char netns_path[RT_PATH_MAX]; /* "" with hostNetwork */
-        char ipcns_path[RT_PATH_MAX]; /* "" with hostIPC */
-        char utsns_path[RT_PATH_MAX]; /* "" with hostNetwork (the host's UTS) */
-        char hosts_path[RT_PATH_MAX];
-        char hostname_path[RT_PATH_MAX];
-        char resolv_conf_path[RT_PATH_MAX];
+        char dir[RT_SANDBOX_PATH_MAX];        /* <root_dir>/sandboxes/<id> */
+        char netns_path[RT_SANDBOX_PATH_MAX]; /* "" with hostNetwork */
+        char ipcns_path[RT_SANDBOX_PATH_MAX]; /* "" with hostIPC */
+        char utsns_path[RT_SANDBOX_PATH_MAX]; /* "" with hostNetwork (the host's UTS) */
+        char hosts_path[RT_SANDBOX_PATH_MAX];
+        char hostname_path[RT_SANDBOX_PATH_MAX];
+        char resolv_conf_path[RT_SANDBOX_PATH_MAX];
         char pod_ips[2][64]; /* from the CNI result: first IPv4, then IPv6; "" if none */
         size_t n_pod_ips;
         bool host_pid;
-        char pidns_path[RT_PATH_MAX]; /* the pod's PID namespace pin; "" = one per container */
+        char pidns_path[RT_SANDBOX_PATH_MAX]; /* the pod's PID namespace pin; "" = one per container
+                                               */
         /* the pod's procfs (<dir>/ns/proc), mounted by its PID namespace's
          * init before any container existed; "" without share_pid, and for
          * a sandbox made by a cubelet that did not keep one */
-        char procfs_path[RT_PATH_MAX];
+        char procfs_path[RT_SANDBOX_PATH_MAX];
         pid_t pause_pid; /* its init, with share_pid */
         uint64_t pause_start_time;
-        char cgroup_parent[RT_PATH_MAX];
+        char cgroup_parent[RT_CGROUP_PATH_MAX];
 };
 
 /* Creates the sandbox: its dir, config.json and state.json (rewritten

@@ -22,20 +22,35 @@
  * defaultAction, defaultErrnoRet, architectures, syscalls[] with
  * names/name, action, errnoRet and args (index, value, valueTwo, op).
  * Privileged containers and Unconfined get no filter.
+ *
+ * Compiling RuntimeDefault with libseccomp costs about 16 ms of CPU (perf,
+ * session 10: a quarter of a one-shot `run-pod`), so a compiled program is
+ * kept twice: in memory for the process's life, and on disk under
+ * <root_dir>/cache/seccomp/ for the next process (run-pod, an agent after
+ * a restart). A disk entry is used only when its key matches byte for
+ * byte: the cubelet executable (inode, size, mtime), libseccomp's version
+ * and API level, the kernel release, the profile kind, the capabilities
+ * that change it and, for Localhost, the whole profile text. See
+ * disk_key() and the file format above disk_load().
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "lib/cleanup.h"
@@ -763,6 +778,264 @@ static int load_profile(const struct rt_container_config *c, char **ret, size_t 
         return 0;
 }
 
+/* ---- the disk cache --------------------------------------------------------
+ *
+ * <root_dir>/cache/seccomp/<16 hex digits>.bpf, the digits the FNV-1a of the
+ * key; the file:
+ *
+ *   "CBSECBPF" | u32 format (1) | u32 key length | u32 program length |
+ *   key bytes | program (struct sock_filter[], the kernel's format)
+ *
+ * in host byte order. A file is used when it is a regular file owned by us,
+ * writable by nobody else, of exactly the size its header gives, and its
+ * key is ours; anything else is a miss (the filter is compiled and the file
+ * written again). Written as <name>.<pid>.<tid>.tmp and renamed, without an
+ * fsync: a file a power failure truncates fails the size check. Entries of
+ * another executable, library or kernel can never match again: each write
+ * removes them. Cache failures never fail a start: the filter is compiled.
+ */
+
+#define DISK_MAGIC   "CBSECBPF"
+#define DISK_FORMAT  1u
+#define DISK_HEADER  (8 + 3 * 4)
+#define DISK_KEY_MAX ((4u << 20) + 4096u)
+
+struct disk_key {
+        char *buf;
+        size_t len;
+        size_t prefix; /* the part every entry of this executable/library/kernel shares */
+};
+
+static void disk_key_free(struct disk_key *k)
+{
+        free(k->buf);
+        k->buf = NULL;
+}
+
+static int disk_key(const struct rt_container_config *c, uint64_t key_caps, const char *profile,
+                    size_t plen, struct disk_key *ret)
+{
+        struct stat st;
+        struct utsname un;
+        if (stat("/proc/self/exe", &st) < 0 || uname(&un) < 0)
+                return -1;
+        const struct scmp_version *v = seccomp_version();
+        char head[512];
+        int prefix = snprintf(head, sizeof(head),
+                              "cubelet seccomp cache 1\nexe %ju:%ju %jd %jd.%09ld\n"
+                              "libseccomp %u.%u.%u api %u\nkernel %s %s\n",
+                              (uintmax_t)st.st_dev, (uintmax_t)st.st_ino, (intmax_t)st.st_size,
+                              (intmax_t)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                              v != NULL ? v->major : 0, v != NULL ? v->minor : 0,
+                              v != NULL ? v->micro : 0, seccomp_api_get(), un.release, un.machine);
+        if (prefix < 0 || (size_t)prefix >= sizeof(head))
+                return -1;
+        int tail =
+            snprintf(head + prefix, sizeof(head) - (size_t)prefix,
+                     "kind %d caps %016" PRIx64 " profile %zu\n", (int)c->seccomp, key_caps, plen);
+        if (tail < 0 || (size_t)tail >= sizeof(head) - (size_t)prefix)
+                return -1;
+        size_t hlen = (size_t)prefix + (size_t)tail;
+        if (hlen + plen > DISK_KEY_MAX)
+                return -1;
+        ret->buf = malloc(hlen + plen + 1);
+        if (ret->buf == NULL)
+                return -1;
+        memcpy(ret->buf, head, hlen);
+        if (plen > 0)
+                memcpy(ret->buf + hlen, profile, plen);
+        ret->len = hlen + plen;
+        ret->prefix = (size_t)prefix;
+        return 0;
+}
+
+/* The cache directory, created when missing; -1 when there is none we trust. */
+static int disk_dir(const char *root_dir, bool create)
+{
+        if (root_dir == NULL || root_dir[0] == '\0')
+                return -1;
+        char path[RT_PATH_MAX];
+        if ((size_t)snprintf(path, sizeof(path), "%s/cache/seccomp", root_dir) >= sizeof(path))
+                return -1;
+        if (create) {
+                struct cb_error e = {0};
+                if (cb_mkdir_p(path, 0700, 0700, &e) < 0)
+                        return -1;
+        }
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+                close(fd);
+                return -1;
+        }
+        return fd;
+}
+
+static void disk_name(const struct disk_key *k, char name[32])
+{
+        snprintf(name, 32, "%016" PRIx64 ".bpf", fnv1a(k->buf, k->len));
+}
+
+/* All of len bytes at off (pread: the offset of a shared fd stays); -1 on
+ * an error (errno) or a short file (errno 0). */
+static int read_full(int fd, void *buf, size_t len, off_t off)
+{
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = pread(fd, (char *)buf + done, len - done, off + (off_t)done);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        if (n == 0)
+                                errno = 0;
+                        return -1;
+                }
+                done += (size_t)n;
+        }
+        return 0;
+}
+
+/* A sealed memfd holding the cached program, or -1 on a miss. */
+static int disk_load(const char *root_dir, const struct disk_key *k)
+{
+        _cleanup_close_ int dfd = disk_dir(root_dir, false);
+        if (dfd < 0)
+                return -1;
+        char name[32];
+        disk_name(k, name);
+        _cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+            (st.st_mode & 022) != 0 || st.st_size < DISK_HEADER)
+                return -1;
+        unsigned char h[DISK_HEADER];
+        if (read_full(fd, h, sizeof(h), 0) < 0 || memcmp(h, DISK_MAGIC, 8) != 0)
+                return -1;
+        uint32_t format, klen, plen;
+        memcpy(&format, h + 8, 4);
+        memcpy(&klen, h + 12, 4);
+        memcpy(&plen, h + 16, 4);
+        if (format != DISK_FORMAT || klen != k->len || plen == 0 ||
+            plen % sizeof(struct sock_filter) != 0 ||
+            plen / sizeof(struct sock_filter) > BPF_MAXINSNS ||
+            (uint64_t)st.st_size != (uint64_t)DISK_HEADER + klen + plen)
+                return -1;
+        _cleanup_free_ char *buf = malloc((size_t)klen + plen);
+        if (buf == NULL || read_full(fd, buf, (size_t)klen + plen, DISK_HEADER) < 0 ||
+            memcmp(buf, k->buf, klen) != 0)
+                return -1;
+        _cleanup_close_ int mfd = memfd_create("cubelet-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (mfd < 0)
+                return -1;
+        size_t off = 0;
+        while (off < plen) {
+                ssize_t n = write(mfd, buf + klen + off, plen - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return -1;
+                off += (size_t)n;
+        }
+        if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return -1;
+        return take_fd(&mfd);
+}
+
+/* Removes the entries whose key starts otherwise than ours (another
+ * executable, libseccomp or kernel: they can never match again). */
+static void disk_prune(int dfd, const struct disk_key *k, const char *keep)
+{
+        int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (dup < 0)
+                return;
+        DIR *d = fdopendir(dup);
+        if (d == NULL) {
+                close(dup);
+                return;
+        }
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+                size_t n = strlen(de->d_name);
+                if (n < 5 || strcmp(de->d_name + n - 4, ".bpf") != 0 ||
+                    strcmp(de->d_name, keep) == 0)
+                        continue;
+                _cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                unsigned char h[DISK_HEADER];
+                _cleanup_free_ char *prefix = malloc(k->prefix);
+                bool same = fd >= 0 && prefix != NULL && read_full(fd, h, sizeof(h), 0) == 0 &&
+                            read_full(fd, prefix, k->prefix, DISK_HEADER) == 0 &&
+                            memcmp(prefix, k->buf, k->prefix) == 0;
+                if (!same)
+                        (void)unlinkat(dfd, de->d_name, 0);
+        }
+        closedir(d);
+}
+
+static void disk_store(const char *root_dir, const struct disk_key *k, int prog_fd)
+{
+        struct cb_error e = {0};
+        _cleanup_free_ void *prog = NULL;
+        size_t plen = 0;
+        if (rt_seccomp_read(prog_fd, &prog, &plen, &e) < 0 || plen > UINT32_MAX)
+                return;
+        _cleanup_close_ int dfd = disk_dir(root_dir, true);
+        if (dfd < 0)
+                return;
+        char name[32], tmp[96];
+        disk_name(k, name);
+        snprintf(tmp, sizeof(tmp), "%s.%ld.%ld.tmp", name, (long)getpid(), (long)gettid());
+        _cleanup_close_ int fd =
+            openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return;
+        unsigned char h[DISK_HEADER];
+        uint32_t format = DISK_FORMAT, klen = (uint32_t)k->len, pl = (uint32_t)plen;
+        memcpy(h, DISK_MAGIC, 8);
+        memcpy(h + 8, &format, 4);
+        memcpy(h + 12, &klen, 4);
+        memcpy(h + 16, &pl, 4);
+        struct iovec iov[3] = {{h, sizeof(h)}, {k->buf, k->len}, {prog, plen}};
+        size_t want = sizeof(h) + k->len + plen;
+        ssize_t n = writev(fd, iov, 3);
+        if (n < 0 || (size_t)n != want || renameat(dfd, tmp, dfd, name) < 0) {
+                (void)unlinkat(dfd, tmp, 0);
+                return;
+        }
+        disk_prune(dfd, k, name);
+}
+
+/* libseccomp: the filter of this kind and caps (or Localhost profile) into
+ * a sealed memfd. */
+static int compile(const struct rt_container_config *c, uint64_t key_caps, const char *profile,
+                   int *ret_fd, struct cb_error *err)
+{
+        _cleanup_(ctx_releasep) scmp_filter_ctx ctx = NULL;
+        if (c->seccomp == RT_SECCOMP_LOCALHOST) {
+                if (build_profile(&ctx, profile, err) < 0)
+                        return cb_error_prefix(err, "seccomp profile %s", c->seccomp_profile);
+        } else {
+                ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+                if (ctx == NULL)
+                        return cb_error_set(err, ENOMEM, "seccomp_init failed");
+                if (build_default(ctx, key_caps, err) < 0)
+                        return -1;
+        }
+        return export_memfd(ctx, ret_fd, err);
+}
+
+void rt_seccomp_cache_forget(void)
+{
+        pthread_mutex_lock(&cache_lock);
+        for (size_t i = 0; i < cache_n; i++)
+                close(cache[i].fd);
+        cache_n = 0;
+        pthread_mutex_unlock(&cache_lock);
+}
+
 int rt_seccomp_fd(const struct rt_container_config *c, uint64_t caps, int *ret_fd,
                   struct cb_error *err)
 {
@@ -793,20 +1066,18 @@ int rt_seccomp_fd(const struct rt_container_config *c, uint64_t caps, int *ret_f
         }
         pthread_mutex_unlock(&cache_lock);
 
-        _cleanup_(ctx_releasep) scmp_filter_ctx ctx = NULL;
-        if (c->seccomp == RT_SECCOMP_LOCALHOST) {
-                if (build_profile(&ctx, profile, err) < 0)
-                        return cb_error_prefix(err, "seccomp profile %s", c->seccomp_profile);
-        } else {
-                ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-                if (ctx == NULL)
-                        return cb_error_set(err, ENOMEM, "seccomp_init failed");
-                if (build_default(ctx, key_caps, err) < 0)
+        struct disk_key dk = {0};
+        bool have_key = disk_key(c, key_caps, profile, plen, &dk) == 0;
+        int fd = have_key ? disk_load(c->root_dir, &dk) : -1;
+        if (fd < 0) {
+                if (compile(c, key_caps, profile, &fd, err) < 0) {
+                        disk_key_free(&dk);
                         return -1;
+                }
+                if (have_key)
+                        disk_store(c->root_dir, &dk, fd);
         }
-        int fd = -1;
-        if (export_memfd(ctx, &fd, err) < 0)
-                return -1;
+        disk_key_free(&dk);
         pthread_mutex_lock(&cache_lock);
         if (cache_n < CACHE_MAX) {
                 int keep = fcntl(fd, F_DUPFD_CLOEXEC, 3);
@@ -834,17 +1105,10 @@ int rt_seccomp_read(int fd, void **ret_prog, size_t *ret_len, struct cb_error *e
         _cleanup_free_ void *buf = malloc(len);
         if (buf == NULL)
                 return cb_error_set(err, ENOMEM, "seccomp: cannot read the filter");
-        size_t off = 0;
-        while (off < len) {
-                /* pread: the cached memfd's file offset is shared */
-                ssize_t n = pread(fd, (char *)buf + off, len - off, (off_t)off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return cb_error_set(err, n < 0 ? errno : EIO,
-                                            "seccomp: cannot read the filter");
-                off += (size_t)n;
-        }
+        /* pread: the cached memfd's file offset is shared */
+        if (read_full(fd, buf, len, 0) < 0)
+                return cb_error_set(err, errno != 0 ? errno : EIO,
+                                    "seccomp: cannot read the filter");
         *ret_prog = steal_pointer(&buf);
         *ret_len = len;
         return 0;

@@ -5,7 +5,7 @@
 # with their spread, never a verdict; no test asserts a time.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--noisy] [--only FIGS]
-#                    [--cubelet BIN] [--ab BIN_A BIN_B] [--no-peers]
+#                    [--cubelet BIN] [--ab BIN_A BIN_B] [--no-peers] [--creates M]
 #
 #   --quick      a smoke run: 3 repetitions, bursts of 5 pods
 #   --runs N     repetitions of each per-pod figure (default 30)
@@ -16,6 +16,9 @@
 #   --ab A B     two cubelet binaries, alternating, for before/after
 #                comparisons: ratios B/A as well as each against the peers
 #   --no-peers   only cubelet (with --ab: only A and B)
+#   --creates M  figure 3's creates: slowstart (default: the ReplicaSet
+#                controller's batches of 1, 2, 4, ... concurrent, and its
+#                deletes all at once) or sequential (one POST after the other)
 #
 # Peers: `podman kube play` (runc) and containerd (Debian's 1.6, runc
 # through the runc v2 shim) driven by `ctr run --rm`; containerd runs
@@ -27,7 +30,7 @@
 #      per pod, with cubelet's own timeline (watched -> admitted ->
 #      sandboxReady -> containerStarted -> phase:Running -> statusDelivered)
 #   3  bursts of 30 and 110 pods: first Running, per pod, all Running, all
-#      gone after delete (grace 1 s)
+#      gone after delete (grace 1 s), and the agent's steps of each deletion
 #   4  one pod's created -> Running while the largest burst runs (vs 2)
 #   5  container exit (the agent's containerExited stamp) -> the terminal
 #      status stored at the apiserver (seen by a watch)
@@ -39,7 +42,7 @@
 # Root, Debian packages only (scripts/deps.sh --bench installs them).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-runs=30 quick=0 noisy=0 only=1,2,3,4,5,6,7 peers=1 bin_a="" bin_b=""
+runs=30 quick=0 noisy=0 only=1,2,3,4,5,6,7 peers=1 bin_a="" bin_b="" creates=slowstart
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 runs=3 ;;
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --cubelet) bin_a=$2; shift ;;
     --ab) bin_a=$2 bin_b=$3; shift 2 ;;
     --no-peers) peers=0 ;;
+    --creates) creates=$2; shift ;;
     *) echo "bench.sh: unknown argument $1 (see the head of $0)" >&2; exit 2 ;;
   esac
   shift
@@ -218,6 +222,8 @@ if mode == "dist":
     v = load(sys.argv[2])
     print("p50 %.1f  p90 %.1f  p99 %.1f  min-max %.1f-%.1f  (n=%d)" % (
         pct(v, 50), pct(v, 90), pct(v, 99), min(v), max(v), len(v)))
+elif mode == "median":
+    print("%.3f" % pct(load(sys.argv[2]), 50))
 elif mode == "ratio":  # paired runs: median of a / median of b, spread p10-p90 of a_i/b_i
     a, b = load(sys.argv[2]), load(sys.argv[3])
     r = [x / y for x, y in zip(a, b) if y > 0]
@@ -330,7 +336,8 @@ fig2() {
     say "   cubelet$s created -> Running observed: $(dist "$out/f2-$s-running")"
     # the breakdown, each step's stamp minus the previous (ms)
     local prev=created step
-    for step in created:watched watched:admitted admitted:sandboxReady sandboxReady:containerStarted:main \
+    for step in created:watched watched:admitted admitted:volumesReady volumesReady:sandboxReady admitted:sandboxReady \
+                sandboxReady:containerStarted:main \
                 containerStarted:main:phase:Running phase:Running:statusDelivered:Running \
                 statusDelivered:Running:observed watched:containerStarted:main; do
       jq -r --arg n "$node" --arg s "$step" 'select(.node == $n) |
@@ -374,7 +381,8 @@ fig3() {
   local sizes=(30 110) n s rep pid c0
   [ "$quick" -eq 0 ] || sizes=(5)
   say ""
-  say "3./6. bursts: pods created at once (sequential POSTs), all Running, all deleted (grace 1 s)"
+  say "3./6. bursts: pods created at once ($([ "$creates" = sequential ] && echo "sequential POSTs, then sequential DELETEs" ||
+    echo "the ReplicaSet controller's slow-start batches 1, 2, 4, ... concurrent, then every DELETE at once")), all Running, all deleted (grace 1 s)"
   for s in "${sides[@]}"; do
     pid=$(eval echo "\$agent_pid_$s")
     say "   cubelet$s agent idle: $(agent_mem "$pid"), CPU $(busy_of "$pid" 10) s over 10 s idle"
@@ -388,12 +396,20 @@ fig3() {
         rm -f "$tmp/hold"
         client burst --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
           --token-file "$(rootdir "$s")/endpoint.token" --count "$n" --hold-file "$tmp/hold" \
-          >"$out/f3-$s-$n-$rep.jsonl" &
+          --creates "$creates" >"$out/f3-$s-$n-$rep.jsonl" &
         local cpid=$!
         poll 600 test -e "$tmp/hold" || die "figure 3: the burst of $n did not come up"
         local mem mon
-        mem=$(agent_mem "$pid")
+        api_metrics "$s" >"$tmp/mh"
+        mem="$(agent_mem "$pid")$(agent_heap "$s")"
         mon=$(pod_overhead "$(rootdir "$s")")
+        # and once the burst's work has settled (an agent gives the heap's
+        # free pages back 2 s after its queues went idle)
+        sleep 3
+        mem+="; 3 s later: $(agent_mem "$pid")$(agent_heap "$s")"
+        # BENCH_PEAK_HOOK=CMD: CMD AGENT_PID N ROUND SIDE runs at each burst's
+        # peak (all Running), e.g. to read the agent's heap with gdb
+        [ -z "${BENCH_PEAK_HOOK:-}" ] || $BENCH_PEAK_HOOK "$pid" "$n" "$rep" "$s" || true
         if want 4 && [ "$rep" = 1 ] && [ "$n" = "${sizes[-1]}" ]; then
           # figure 4: one pod at a time while the burst's pods run
           client perpod --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
@@ -404,18 +420,41 @@ fig3() {
         fi
         rm -f "$tmp/hold"
         wait "$cpid" || die "figure 3: bench_client.py burst failed"
-        jq -r 'select(.summary) | "first Running \(.first_running_ms|floor) ms, all Running \(.all_running_ms|floor) ms (creates took \(.create_ms|floor) ms), all gone \(.all_gone_ms|floor) ms after the deletes"' \
+        jq -r 'select(.summary) | "first Running \(.first_running_ms|floor) ms, all Running \(.all_running_ms|floor) ms (creates took \(.create_ms|floor) ms), all gone \(.all_gone_ms|floor) ms after the deletes (the DELETEs took \(.delete_ms // 0|floor) ms)"' \
           "$out/f3-$s-$n-$rep.jsonl" >"$tmp/line"
-        jq -r 'select(.summary | not) | .running_ms' "$out/f3-$s-$n-$rep.jsonl" >"$out/f3-$s-$n-$rep-per"
+        jq -r 'select((.summary or .delete) | not) | .running_ms' "$out/f3-$s-$n-$rep.jsonl" >"$out/f3-$s-$n-$rep-per"
         say "   cubelet$s $n pods (round $rep): $(cat "$tmp/line")"
         say "     per pod created -> Running: $(dist "$out/f3-$s-$n-$rep-per")"
-        say "     agent at $n pods: $mem; agent CPU for the burst $(awk -v a="$c0" -v b="$(cpu_s "$pid")" 'BEGIN {printf "%.2f", b - a}') s"
+        delete_steps "$out/f3-$s-$n-$rep.jsonl" "$out/f3-$s-$n-$rep-del"
+        say "     agent at $n pods: $mem; agent CPU for the burst $(awk -v a="$c0" -v b="$(cpu_s "$pid")" 'BEGIN {printf "%.2f", b - a}') s; after the deletes: $(agent_mem "$pid")$(agent_heap "$s"), 3 s later: $(sleep 3; agent_mem "$pid")$(agent_heap "$s")"
         say "     per pod on the node: $mon"
         api_metrics "$s" >"$tmp/m1"
         say "     API requests by verb, and seconds waited on the client-side rate limiter: $(api_delta "$tmp/m0" "$tmp/m1")"
+        say "       of which from all Running to all gone (the deletion): $(api_delta "$tmp/mh" "$tmp/m1")"
       done
     done
   done
+}
+# delete_steps JSONL PREFIX: each step of the agent's timeline after the
+# pod's DELETE was sent (ms from it; the agent keeps the last 64 pods gone),
+# in the order of their medians, and the DELETED seen by the watch
+delete_steps() {
+  local step f
+  jq -r 'select(.delete) | .gone_ms' "$1" >"$2-gone"
+  [ -s "$2-gone" ] || return 0
+  say "     per pod from its DELETE sent (ms), the agent's steps:"
+  for step in $(jq -r 'select(.delete) | .timeline | keys[]' "$1" | sort -u); do
+    f="$2-$(echo "$step" | tr ':/' '__')"
+    jq -r --arg s "$step" 'select(.delete) | .timeline[$s] // empty' "$1" >"$f"
+    [ -s "$f" ] && echo "$(python3 "$tmp/stats.py" median "$f") $(printf '%-30s' "$step") $(dist "$f")"
+  done | sort -n | cut -d' ' -f2- | while read -r line; do say "       $line"; done
+  say "       $(printf '%-30s' "gone (DELETED watched)") $(dist "$2-gone")"
+}
+# agent_heap SIDE: ", heap in use/free KiB" from the agent's metrics (none
+# for an agent without cubelet_heap_bytes)
+agent_heap() {
+  curl -s "$(eval echo "\$endpoint_$1")/metrics" | awk '/^cubelet_heap_bytes\{state="in_use"\}/ {u = $2}
+    /^cubelet_heap_bytes\{state="free"\}/ {f = $2} END {if (u != "") printf ", heap in use %d KiB, free %d KiB", u / 1024, f / 1024}'
 }
 # api_metrics SIDE: the agent's API client counters (lines "name{label} value")
 api_metrics() {

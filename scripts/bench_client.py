@@ -4,15 +4,22 @@
 a node through an apiserver, sees them Running and gone through a watch (as
 a controller would), and reads the agent's own timeline of each pod from its
 local endpoint. Standard library only: one HTTPS connection for requests and
-one per watch, client certificate from the admin kubeconfig's files.
+one per watch (a burst: a pool of them), client certificate from the admin
+kubeconfig's files.
 
   bench_client.py perpod --data D[,D2...] --node N[,N2...] --endpoint URL[,URL2...] --token-file F[,F2...]
                          --count K    one pod at a time, the nodes in turn
   bench_client.py burst  --node N --endpoint URL --token-file F --count K
-                         K pods created at once
+                         [--creates slowstart|sequential] [--connections C]
+                         K pods created at once: in the ReplicaSet controller's
+                         slow-start batches (1, 2, 4, ... concurrent, over C
+                         connections opened beforehand; the deletes all at
+                         once), or sequentially
 
 Prints one JSON object per line: per pod {"node","created_ms","running_ms",
-"post_ms","timeline":{step: wall ms}}, for a burst a summary line as well.
+"post_ms","timeline":{step: wall ms}}, for a burst a line per pod deleted
+({"delete":true,"gone_ms","timeline"}: the agent's steps from the DELETE
+sent) and a summary line as well.
 Times are wall clock (both ends run on this machine).
 """
 import argparse
@@ -227,19 +234,80 @@ def exits(args):
                               if ex and "statusDelivered:Succeeded" in tl else None}), flush=True)
 
 
+class Pool:
+    """Connections opened (TLS handshake done) before a burst, one per
+    worker thread, so that concurrent requests do not wait on each other's
+    connection nor pay a handshake inside the measured time."""
+
+    def __init__(self, data, n):
+        self.apis = queue.Queue()
+        for _ in range(n):
+            a = Api(data)
+            a.request("GET", "/api/v1/namespaces/default")
+            self.apis.put(a)
+        self.n = n
+
+    def run(self, jobs):
+        """Runs every job (a function of an Api) at once, at most n at a
+        time; returns their results in order."""
+        out = [None] * len(jobs)
+        errs = []
+
+        def one(i, fn):
+            a = self.apis.get()
+            try:
+                out[i] = fn(a)
+            except Exception as e:  # reported by the caller
+                errs.append(e)
+            finally:
+                self.apis.put(a)
+        ts = [threading.Thread(target=one, args=(i, fn)) for i, fn in enumerate(jobs)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        if errs:
+            raise errs[0]
+        return out
+
+
+def slow_start_batches(count, initial=1):
+    """The ReplicaSet controller's slowStartBatch (pkg/controller/replicaset):
+    batches of 1, 2, 4, ... (SlowStartInitialBatchSize 1), each batch's
+    creates concurrent, the next batch once the whole batch is answered."""
+    done, size = 0, min(count, initial)
+    while size > 0:
+        yield list(range(done, done + size))
+        done += size
+        size = min(2 * size, count - done)
+
+
 def burst(args):
     api = Api(args.data)
     nd = Node(api, args.node, args.endpoint, args.token_file)
-    t0 = now_ms()
+    pool = Pool(args.data, args.connections) if args.creates == "slowstart" else None
     created = {}
-    for i in range(args.count):
+
+    def create(i):
         name = "burst-%d" % i
-        t = now_ms()
-        st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
-                              pod_body(name, nd.name, args.image, 1))
-        if st != 201:
-            sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
-        created[obj["metadata"]["uid"]] = (name, t)
+
+        def fn(a):
+            t = now_ms()
+            st, obj = a.request("POST", "/api/v1/namespaces/default/pods",
+                                pod_body(name, nd.name, args.image, 1))
+            if st != 201:
+                raise RuntimeError("bench_client: create %s: %s %s" % (name, st, obj))
+            return obj["metadata"]["uid"], name, t
+        return fn
+    t0 = now_ms()
+    if pool is None:
+        for i in range(args.count):
+            uid, name, t = create(i)(api)
+            created[uid] = (name, t)
+    else:
+        for batch in slow_start_batches(args.count):
+            for uid, name, t in pool.run([create(i) for i in batch]):
+                created[uid] = (name, t)
     t_created = now_ms()
     run = {}
 
@@ -259,20 +327,41 @@ def burst(args):
     for uid, (name, t) in created.items():
         print(json.dumps({"node": nd.name, "name": name, "created_ms": t, "running_ms": run[uid] - t,
                           "timeline": {k: v - t for k, v in tl.get(uid, {}).items()}}), flush=True)
+    opts = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1}
+    sent = {}
+
+    def delete(uid, name):
+        def fn(a):
+            sent[uid] = now_ms()
+            a.request("DELETE", "/api/v1/namespaces/default/pods/" + name, opts)
+        return fn
     d0 = now_ms()
-    for uid, (name, t) in created.items():
-        api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
-                    {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
-    gone = set()
+    if pool is None:
+        for uid, (name, t) in created.items():
+            delete(uid, name)(api)
+    else:
+        # the ReplicaSet controller deletes its surplus all at once
+        pool.run([delete(uid, name) for uid, (name, t) in created.items()])
+    d1 = now_ms()
+    gone = {}
 
     def all_gone(t, typ, o):
         if typ == "DELETED" and o["metadata"]["uid"] in created:
-            gone.add(o["metadata"]["uid"])
+            gone[o["metadata"]["uid"]] = t
         return len(gone) == len(created)
     nd.until(all_gone, args.timeout)
-    print(json.dumps({"summary": True, "count": args.count, "create_ms": t_created - t0,
+    t_gone = now_ms()
+    # the agent's steps of each deletion (it keeps the last 64 pods gone)
+    tl = timelines(nd.endpoint, nd.token_file)
+    for uid in created:
+        print(json.dumps({"node": nd.name, "delete": True, "uid": uid,
+                          "gone_ms": gone[uid] - sent[uid],
+                          "timeline": {k: v - sent[uid] for k, v in tl.get(uid, {}).items()
+                                       if v >= sent[uid]}}), flush=True)
+    print(json.dumps({"summary": True, "count": args.count, "creates": args.creates,
+                      "create_ms": t_created - t0,
                       "first_running_ms": min(run.values()) - t0, "all_running_ms": t_all - t0,
-                      "all_gone_ms": now_ms() - d0}), flush=True)
+                      "delete_ms": d1 - d0, "all_gone_ms": t_gone - d0}), flush=True)
 
 
 def main():
@@ -287,6 +376,11 @@ def main():
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--hold-file")
     ap.add_argument("--host-network", action="store_true")
+    ap.add_argument("--creates", choices=["slowstart", "sequential"], default="slowstart",
+                    help="burst: the ReplicaSet controller's slow-start batches, concurrent "
+                    "(and its deletes all at once), or one request after the other")
+    ap.add_argument("--connections", type=int, default=32,
+                    help="burst: connections for the concurrent requests")
     args = ap.parse_args()
     global HOST_NETWORK
     HOST_NETWORK = args.host_network

@@ -106,6 +106,9 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     seeds=tests/fuzz/corpus/${name#fuzz_}
     [ -d "$seeds" ] || seeds=tests/fuzz/corpus
     find "$seeds" -maxdepth 1 -type f -exec cp -t "$corpus"/ {} + 2>/dev/null || true
+    # no -max_len here (scripts/fuzz.sh bounds fuzz_watch and fuzz_unpack):
+    # libFuzzer would truncate the seeds to it, and the regress-* seeds must
+    # run whole
     if ! "$f" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
         -print_final_stats=0 "$corpus" >"build-fuzz/$name.log" 2>&1; then
       tail -40 "build-fuzz/$name.log"

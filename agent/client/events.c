@@ -19,10 +19,15 @@
 struct record {
         struct record *next;
         struct ag_events *ev;
-        char *key;  /* object + fieldPath + type + reason + message */
-        char *ns;   /* where the event lives */
-        char *name; /* metadata.name of the Event */
-        char *body; /* the POST body (the first write) */
+        /* kind, namespace, name, uid, fieldPath of the object, type, reason,
+         * message, each ended by a newline but the message: the event's
+         * identity, and what its POST body is made from (the body itself
+         * is not kept: 4096 records of ~0.6 KiB) */
+        char *key;
+        bool cluster_scoped; /* the object has no namespace (the key says default) */
+        char *ns;            /* where the event lives */
+        char *name;          /* metadata.name of the Event */
+        char first_ts[32];
         int count;
         bool created; /* the POST was accepted */
         bool dirty;   /* count/lastTimestamp changed since the last write */
@@ -41,6 +46,7 @@ struct ag_events {
 };
 
 static void write_record(struct record *r);
+static char *record_body(const struct record *r);
 
 static void now_rfc3339(char *buf, size_t size)
 {
@@ -59,7 +65,6 @@ static void record_free(struct record *r)
         free(r->key);
         free(r->ns);
         free(r->name);
-        free(r->body);
         free(r);
 }
 
@@ -135,15 +140,13 @@ static void write_record(struct record *r)
                 snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", ns ? ns : "");
                 method = "POST";
                 /* A first write after repeats carries the current count. */
-                cJSON *b = cJSON_Parse(r->body);
-                if (b != NULL) {
-                        cJSON_ReplaceItemInObject(b, "count", cJSON_CreateNumber(r->count));
-                        cJSON_ReplaceItemInObject(b, "lastTimestamp",
-                                                  cJSON_CreateString(r->last_ts));
-                        patch = cJSON_PrintUnformatted(b);
-                        cJSON_Delete(b);
+                patch = record_body(r);
+                if (patch == NULL) {
+                        log_warning("event %s/%s: out of memory", r->ns, r->name);
+                        arm_retry(r);
+                        return;
                 }
-                opts.body = patch ? patch : r->body;
+                opts.body = patch;
         } else {
                 _cleanup_free_ char *name = ag_api_escape(r->name);
                 snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", ns ? ns : "",
@@ -196,9 +199,9 @@ void ag_events_free(struct ag_events *ev)
         free(ev);
 }
 
-static char *make_body(struct ag_events *ev, const struct ag_event_object *o, const char *ns,
+static char *make_body(const struct ag_events *ev, const struct ag_event_object *o, const char *ns,
                        const char *name, const char *type, const char *reason, const char *message,
-                       const char *ts)
+                       const char *first_ts, const char *last_ts, int count)
 {
         cJSON *b = cJSON_CreateObject();
         cJSON_AddStringToObject(b, "apiVersion", "v1");
@@ -221,9 +224,9 @@ static char *make_body(struct ag_events *ev, const struct ag_event_object *o, co
         cJSON *src = cJSON_AddObjectToObject(b, "source");
         cJSON_AddStringToObject(src, "component", "kubelet");
         cJSON_AddStringToObject(src, "host", ev->node);
-        cJSON_AddStringToObject(b, "firstTimestamp", ts);
-        cJSON_AddStringToObject(b, "lastTimestamp", ts);
-        cJSON_AddNumberToObject(b, "count", 1);
+        cJSON_AddStringToObject(b, "firstTimestamp", first_ts);
+        cJSON_AddStringToObject(b, "lastTimestamp", last_ts);
+        cJSON_AddNumberToObject(b, "count", count);
         cJSON_AddStringToObject(b, "type", type);
         cJSON_AddNullToObject(b, "eventTime");
         cJSON_AddStringToObject(b, "reportingComponent", "kubelet");
@@ -231,6 +234,31 @@ static char *make_body(struct ag_events *ev, const struct ag_event_object *o, co
         char *text = cJSON_PrintUnformatted(b);
         cJSON_Delete(b);
         return text;
+}
+
+/* The POST body, from the record's key (see struct record). */
+static char *record_body(const struct record *r)
+{
+        _cleanup_free_ char *k = strdup(r->key);
+        if (k == NULL)
+                return NULL;
+        char *f[8];
+        char *p = k;
+        for (int i = 0; i < 7; i++) {
+                f[i] = p;
+                p = strchr(p, '\n');
+                if (p == NULL)
+                        return NULL;
+                *p++ = '\0';
+        }
+        f[7] = p; /* the message: the rest, newlines and all */
+        struct ag_event_object o = {.kind = f[0],
+                                    .namespace_ = r->cluster_scoped ? NULL : f[1],
+                                    .name = f[2],
+                                    .uid = f[3][0] ? f[3] : NULL,
+                                    .field_path = f[4][0] ? f[4] : NULL};
+        return make_body(r->ev, &o, r->ns, r->name, f[5], f[6], f[7], r->first_ts, r->last_ts,
+                         r->count);
 }
 
 void ag_events_record(struct ag_events *ev, const struct ag_event_object *o, const char *type,
@@ -267,12 +295,13 @@ void ag_events_record(struct ag_events *ev, const struct ag_event_object *o, con
                  (unsigned long long)tp.tv_sec * 1000000000ULL + (unsigned long long)tp.tv_nsec);
         r->ev = ev;
         r->key = steal_pointer(&key);
+        r->cluster_scoped = o->namespace_ == NULL;
         r->ns = strdup(ns);
         r->name = strdup(name);
-        r->body = make_body(ev, o, ns, name, type, reason, message, ts);
         r->count = 1;
+        snprintf(r->first_ts, sizeof(r->first_ts), "%s", ts);
         snprintf(r->last_ts, sizeof(r->last_ts), "%s", ts);
-        if (!r->ns || !r->name || !r->body) {
+        if (!r->ns || !r->name) {
                 record_free(r);
                 return;
         }

@@ -16,6 +16,7 @@
 #include "agent/client/bootstrap.h"
 #include "agent/core/wallwatch.h"
 #include "agent/core/crashpoint.h"
+#include "agent/core/heap.h"
 #include "agent/client/kubeconfig.h"
 #include "agent/client/objmanager.h"
 #include "agent/client/tokenmgr.h"
@@ -84,6 +85,7 @@ struct agent {
         const char *cluster_dns[16];
         char resolv_conf[PATH_MAX]; /* --resolv-conf as used */
         char exe[PATH_MAX];
+        char unpacker[PATH_MAX]; /* cubelet-unpack beside the binary */
         const char *node_name;
         char cert_dir[4096]; /* --cert-dir, or <root dir>/pki */
         const char *root_dir, *cni_conf_dir, *cni_bin_dir;
@@ -334,6 +336,19 @@ static char *src_metrics(void *data)
                 }
                 a->api_reported = now;
         }
+        /* the heap: what the pods hold, what a burst left free (heap.h) */
+        struct ag_heap_stats hs;
+        ag_heap_get_stats(&hs);
+        const char *help = "Bytes of the agent's heap: in use (mmapped blocks included), free "
+                           "in malloc's arenas, in mmapped blocks.";
+        ag_metrics_gauge_set(a->metrics, "cubelet_heap_bytes", help,
+                             (const char *const[]){"state", "in_use", NULL}, (double)hs.in_use,
+                             NULL);
+        ag_metrics_gauge_set(a->metrics, "cubelet_heap_bytes", help,
+                             (const char *const[]){"state", "free", NULL}, (double)hs.free, NULL);
+        ag_metrics_gauge_set(a->metrics, "cubelet_heap_bytes", help,
+                             (const char *const[]){"state", "mmapped", NULL}, (double)hs.mmapped,
+                             NULL);
         return ag_metrics_render(a->metrics);
 }
 
@@ -618,7 +633,8 @@ static void on_wall_changed(void *data)
 static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_node_config *nc,
                        const struct ag_kubeconfig *kc, struct cb_error *err)
 {
-        if (ag_loop_new(&a->loop, err) < 0 ||
+        /* the heap's arenas capped before the offload threads start */
+        if (ag_loop_new(&a->loop, err) < 0 || ag_heap_init(a->loop, err) < 0 ||
             ag_wallwatch_new(a->loop, on_wall_changed, a, &a->wallwatch, err) < 0)
                 return -1;
         sigset_t mask;
@@ -666,6 +682,9 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
         if (n <= 0)
                 return cb_error_set(err, errno, "cannot resolve /proc/self/exe");
         a->exe[n] = '\0';
+        struct cb_error uerr;
+        if (ag_unpack_helper(a->unpacker, sizeof(a->unpacker), &uerr) < 0)
+                log_warning("%s; image pulls will fail until it is there", uerr.msg);
         ag_monitor_path(a->exe, sizeof(a->exe));
         a->host_ips[0] = nc->facts.node_ip;
         size_t n_dns = dns_settings(a, fl);
@@ -677,6 +696,7 @@ static int start_agent(struct agent *a, const struct ag_config *fl, struct ag_no
             .root_dir = a->root_dir,
             .pod_logs_dir = fl->pod_logs_dir,
             .monitor_path = a->exe,
+            .unpack_helper = a->unpacker,
             .cni_conf_dir = a->cni_conf_dir,
             .cni_bin_dir = a->cni_bin_dir,
             .cgroup_root = a->cgroup_parent[0] ? a->cgroup_parent : fl->cgroup_root,
@@ -985,6 +1005,7 @@ static void stop_agent(struct agent *a)
         ag_netready_free(a->netready);
         ag_wallwatch_free(a->wallwatch);
         ag_api_free(a->api);
+        ag_heap_fini();
         ag_loop_free(a->loop);
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "agent/core/offload.h"
 
+#include "agent/core/heap.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -83,6 +85,10 @@ static void drain_done(struct ag_offload *o)
                 j->done(j->data, false);
                 free(j);
         }
+        /* The queue is idle: what its jobs freed goes back to the system
+         * in a moment (agent/core/heap.h). */
+        if (ag_offload_pending(o) == 0)
+                ag_heap_release_soon();
 }
 
 static void on_efd(struct ag_io *io, int fd, uint32_t events, void *data)

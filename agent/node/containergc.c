@@ -372,21 +372,12 @@ static void collect_unclaimed(struct job *j)
         char **ids = NULL;
         size_t n = 0;
         struct cb_error err = {0};
-        if (rt_container_list(j->root_dir, &ids, &n, &err) < 0) {
+        if (rt_container_list_unclaimed(j->root_dir, j->claimed, j->n_claimed, j->snapshot_ms, &ids,
+                                        &n, &err) < 0) {
                 job_error(j, "cannot list the runtime's containers: %s", err.msg);
                 return;
         }
         for (size_t i = 0; i < n; i++) {
-                bool claimed = false;
-                for (size_t k = 0; k < j->n_claimed && !claimed; k++)
-                        claimed = strcmp(j->claimed[k], ids[i]) == 0;
-                char dir[4096];
-                struct stat st;
-                if (claimed ||
-                    snprintf(dir, sizeof(dir), "%s/containers/%s", j->root_dir, ids[i]) >=
-                        (int)sizeof(dir) ||
-                    lstat(dir, &st) < 0 || mtime_ms(&st) >= j->snapshot_ms)
-                        continue;
                 struct rt_container_state cs;
                 if (rt_container_state(j->root_dir, ids[i], &cs, NULL) == 0 &&
                     (cs.status == RT_CONTAINER_RUNNING || cs.status == RT_CONTAINER_CREATED))

@@ -26,8 +26,8 @@ struct hpod {
         bool gone;
         bool started;        /* a step arrived: start_* is the worker's first step */
         int64_t start_mono;  /* offset 0 */
-        struct hstep *steps; /* AG_TIMELINE_MAX */
-        size_t n_steps;
+        struct hstep *steps; /* grown as steps come, to AG_TIMELINE_MAX */
+        size_t n_steps, cap_steps;
         struct hentry ring[AG_PODHIST_ENTRIES];
         size_t head, count; /* oldest at head */
         unsigned long dropped;
@@ -153,8 +153,7 @@ void ag_podhist_pod(struct ag_podhist *h, const char *uid, const char *ns, const
         p->uid = strdup(uid);
         p->ns = strdup(ns ? ns : "default");
         p->name = strdup(name ? name : "");
-        p->steps = calloc(AG_TIMELINE_MAX, sizeof(*p->steps));
-        if (!p->uid || !p->ns || !p->name || !p->steps) {
+        if (!p->uid || !p->ns || !p->name) {
                 pod_free(p);
                 return;
         }
@@ -199,6 +198,16 @@ static void add_step(struct ag_podhist *h, struct hpod *p, const char *step, int
 {
         if (p->n_steps >= AG_TIMELINE_MAX)
                 return;
+        if (p->n_steps == p->cap_steps) {
+                size_t cap = p->cap_steps ? p->cap_steps * 2 : 16;
+                if (cap > AG_TIMELINE_MAX)
+                        cap = AG_TIMELINE_MAX;
+                struct hstep *g = realloc(p->steps, cap * sizeof(*g));
+                if (g == NULL)
+                        return;
+                p->steps = g;
+                p->cap_steps = cap;
+        }
         struct hstep *s = &p->steps[p->n_steps++];
         snprintf(s->name, sizeof(s->name), "%s", step);
         s->mono = mono;

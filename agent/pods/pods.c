@@ -5,6 +5,7 @@
 #include "agent/k8s/sysctl.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,9 @@
 
 #include "agent/k8s/admit.h"
 #include "agent/k8s/eviction.h"
+#include "agent/core/heap.h"
 #include "agent/core/log.h"
+#include "agent/core/offload.h"
 #include "agent/core/metrics.h"
 #include "agent/pods/statusgen.h"
 #include "agent/k8s/jsondiff.h"
@@ -152,6 +155,7 @@ static void rec_remove(struct rec *r)
         ag_status_mgr_forget(p->status, r->uid);
         ag_podhist_gone(p->hist, r->uid);
         rec_free(r);
+        ag_heap_release_soon(); /* a burst of deletions gives its memory back */
 }
 
 /* The newest object as the API gave it (NULL when it did not decode). */
@@ -821,34 +825,110 @@ void ag_pods_node(struct ag_pods *p, const struct ag_object *node)
 
 /* Container garbage collection after a restart: runtime containers that no
  * pod worker claims (left by a crash between creating a container and
- * recording it, or by an older agent) are stopped and removed. */
-static void collect_orphans(struct ag_pods *p)
+ * recording it, or by an older agent) are stopped and removed. Off the
+ * loop, on the sandboxes queue: a stop waits up to 2 s for each running
+ * orphan and a removal walks its upper dir. The claims are taken on the
+ * loop when the job is made; a container made after that (its directory
+ * changed since) is left alone, as the periodic container GC does. */
+struct orphans_job {
+        char *root_dir;
+        char **claimed;
+        size_t n_claimed;
+        int64_t snapshot_ms;
+        char *log; /* lines for the loop to log: "I..." or "W..." */
+        size_t log_len, log_cap;
+};
+
+static void orphans_say(struct orphans_job *j, char level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void orphans_say(struct orphans_job *j, char level, const char *fmt, ...)
 {
+        char line[CB_ERROR_MSG_MAX + 128];
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(line + 1, sizeof(line) - 2, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return;
+        line[0] = level;
+        size_t len = strlen(line);
+        if (j->log_len + len + 2 > j->log_cap) {
+                size_t cap = (j->log_cap + len + 2) * 2;
+                char *g = realloc(j->log, cap);
+                if (g == NULL)
+                        return;
+                j->log = g;
+                j->log_cap = cap;
+        }
+        memcpy(j->log + j->log_len, line, len);
+        j->log_len += len;
+        j->log[j->log_len++] = '\n';
+        j->log[j->log_len] = '\0';
+}
+
+static void orphans_work(void *data)
+{
+        struct orphans_job *j = data;
         char **ids = NULL;
         size_t n = 0;
         struct cb_error err = {0};
-        if (rt_container_list(p->env->root_dir, &ids, &n, &err) < 0) {
-                log_warning("container garbage collection: %s", err.msg);
+        if (rt_container_list_unclaimed(j->root_dir, j->claimed, j->n_claimed, j->snapshot_ms, &ids,
+                                        &n, &err) < 0) {
+                orphans_say(j, 'W', "container garbage collection: %s", err.msg);
                 return;
         }
         for (size_t i = 0; i < n; i++) {
-                bool owned = false;
-                for (struct rec *r = p->recs; r && !owned; r = r->next)
-                        owned = r->worker != NULL && ag_pod_worker_owns(r->worker, ids[i]);
-                if (owned)
-                        continue;
                 struct rt_container_state st;
-                if (rt_container_state(p->env->root_dir, ids[i], &st, &err) == 0 &&
+                if (rt_container_state(j->root_dir, ids[i], &st, &err) == 0 &&
                     st.status == RT_CONTAINER_RUNNING) {
-                        log_warning("container %s runs but belongs to no pod: stopping it", ids[i]);
-                        rt_container_stop(p->env->root_dir, ids[i], 0, 2, NULL);
+                        orphans_say(j, 'W', "container %s runs but belongs to no pod: stopping it",
+                                    ids[i]);
+                        rt_container_stop(j->root_dir, ids[i], 0, 2, NULL);
                 }
-                if (rt_container_remove(p->env->root_dir, ids[i], &err) < 0)
-                        log_warning("container %s: %s", ids[i], err.msg);
+                if (rt_container_remove(j->root_dir, ids[i], &err) < 0)
+                        orphans_say(j, 'W', "container %s: %s", ids[i], err.msg);
                 else
-                        log_info("removed container %s, which belonged to no pod", ids[i]);
+                        orphans_say(j, 'I', "removed container %s, which belonged to no pod",
+                                    ids[i]);
         }
         rt_container_list_free(ids, n);
+}
+
+static void orphans_done(void *data, bool cancelled)
+{
+        struct orphans_job *j = data;
+        for (char *line = j->log; !cancelled && line != NULL && *line != '\0';) {
+                char *nl = strchr(line, '\n');
+                if (nl != NULL)
+                        *nl = '\0';
+                if (line[0] == 'W')
+                        log_warning("%s", line + 1);
+                else
+                        log_info("%s", line + 1);
+                line = nl != NULL ? nl + 1 : NULL;
+        }
+        ag_pods_claimed_free(j->claimed, j->n_claimed);
+        free(j->root_dir);
+        free(j->log);
+        free(j);
+}
+
+static void collect_orphans(struct ag_pods *p)
+{
+        struct cb_error err = {0};
+        struct orphans_job *j = calloc(1, sizeof(*j));
+        if (j == NULL || (j->root_dir = strdup(p->env->root_dir)) == NULL ||
+            ag_pods_claimed(p, &j->claimed, &j->n_claimed) < 0) {
+                log_warning("container garbage collection: out of memory");
+                if (j != NULL)
+                        orphans_done(j, true);
+                return;
+        }
+        j->snapshot_ms = cb_wall_now_us() / 1000;
+        if (ag_offload_submit(p->env->sandboxes, orphans_work, orphans_done, j, &err) < 0) {
+                log_warning("container garbage collection: %s", err.msg);
+                orphans_done(j, true);
+        }
 }
 
 void ag_pods_synced(struct ag_pods *p)

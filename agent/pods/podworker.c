@@ -46,9 +46,28 @@ void pw_emit_event(struct ag_pod_worker *w, const struct ctr *c, const char *typ
 
 /* ---- the phase-transition timeline ------------------------------------------ */
 
-void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container)
+/* Room for one more step: false when the timeline is full (or out of
+ * memory), and the step is not recorded. */
+static bool step_room(struct ag_pod_worker *w)
 {
         if (w->n_steps >= AG_TIMELINE_MAX)
+                return false;
+        if (w->n_steps < w->cap_steps)
+                return true;
+        size_t cap = w->cap_steps ? w->cap_steps * 2 : 16;
+        if (cap > AG_TIMELINE_MAX)
+                cap = AG_TIMELINE_MAX;
+        struct step *g = realloc(w->steps, cap * sizeof(*g));
+        if (g == NULL)
+                return false;
+        w->steps = g;
+        w->cap_steps = cap;
+        return true;
+}
+
+void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container)
+{
+        if (!step_room(w))
                 return;
         struct step *st = &w->steps[w->n_steps++];
         snprintf(st->name, sizeof(st->name), "%s%s%s", step, container ? ":" : "",
@@ -65,7 +84,7 @@ void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *c
 void ag_pod_worker_mark_at(struct ag_pod_worker *w, const char *step, uint64_t mono_us,
                            int64_t wall_us)
 {
-        if (w->n_steps >= AG_TIMELINE_MAX || mono_us == 0)
+        if (mono_us == 0 || !step_room(w))
                 return;
         /* In time order: a step from before the worker existed (the watch
          * event that brought the pod) goes first and becomes the base of
@@ -135,12 +154,12 @@ static void fill_obs(struct ctr *c)
                 o->known = true;
                 o->state = c->term;
                 o->state.reason = c->term_reason;
-                o->state.message = c->term_message[0] ? c->term_message : NULL;
+                o->state.message = c->term_message;
                 o->state.container_id = c->term_cid;
         }
         if (o->last_state.kind == ST_STATE_TERMINATED) {
                 o->last_state.reason = c->last_reason;
-                o->last_state.message = c->last_message[0] ? c->last_message : NULL;
+                o->last_state.message = c->last_message;
                 o->last_state.container_id = c->last_cid;
         }
 }
@@ -295,7 +314,9 @@ static void termination_message(struct ag_pod_worker *w, struct ctr *c, const ch
                                 tmsg[0] = '\0';
                 }
         }
-        st_termination_message(c->term_message, sizeof(c->term_message), runtime_msg, tmsg);
+        char msg[TERM_MESSAGE_MAX];
+        st_termination_message(msg, sizeof(msg), runtime_msg, tmsg);
+        pw_msg_set(&c->term_message, msg);
 }
 
 static void on_exit_fd(struct ag_io *io, int fd, uint32_t events, void *data)
@@ -572,13 +593,13 @@ static bool restart_or_backoff(struct ag_pod_worker *w, struct ctr *c)
         c->undo.backoff = c->backoff;
         c->undo.last_state = c->obs.last_state;
         snprintf(c->undo.last_reason, sizeof(c->undo.last_reason), "%s", c->last_reason);
-        snprintf(c->undo.last_message, sizeof(c->undo.last_message), "%s", c->last_message);
+        pw_msg_set(&c->undo.last_message, c->last_message);
         snprintf(c->undo.last_cid, sizeof(c->undo.last_cid), "%s", c->last_cid);
         st_backoff_next(&c->backoff, finished, now, w->env->backoff_base, w->env->backoff_cap);
         /* The old instance becomes lastState. */
         c->obs.last_state = c->term;
         snprintf(c->last_reason, sizeof(c->last_reason), "%s", c->term_reason);
-        snprintf(c->last_message, sizeof(c->last_message), "%s", c->term_message);
+        pw_msg_set(&c->last_message, c->term_message);
         snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->term_cid);
         c->obs.restart_count++;
         /* The old instance (its exit record, the upper dir with whatever it
@@ -610,7 +631,7 @@ void pw_start_undo(struct ag_pod_worker *w, struct ctr *c, const char *id, const
                 c->backoff = c->undo.backoff;
                 c->obs.last_state = c->undo.last_state;
                 snprintf(c->last_reason, sizeof(c->last_reason), "%s", c->undo.last_reason);
-                snprintf(c->last_message, sizeof(c->last_message), "%s", c->undo.last_message);
+                pw_msg_set(&c->last_message, c->undo.last_message);
                 snprintf(c->last_cid, sizeof(c->last_cid), "%s", c->undo.last_cid);
                 c->exited = true; /* c->term is still the instance that died */
         } else {
@@ -949,8 +970,10 @@ void ag_pod_worker_terminate(struct ag_pod_worker *w, int64_t grace_seconds, con
         }
         bool first = !w->terminating;
         w->terminating = true;
-        if (first)
+        if (first) {
                 w->ordered_stop = grace_seconds > 0;
+                ag_pod_worker_mark(w, "terminating", NULL); /* the stop signals go now */
+        }
         for (size_t i = 0; i < w->n; i++) {
                 struct ctr *c = &w->ctrs[i];
                 if (c->timer)
@@ -1204,6 +1227,9 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 free(w->ctrs[i].retired);
                 pw_files_job_free(w->ctrs[i].files);
                 free(w->ctrs[i].groups);
+                free(w->ctrs[i].term_message);
+                free(w->ctrs[i].last_message);
+                free(w->ctrs[i].undo.last_message);
                 rt_image_free(w->ctrs[i].pulled);
                 pw_stop_watch(&w->ctrs[i]);
                 pw_stop_probers(&w->ctrs[i]);
@@ -1216,6 +1242,7 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                         ag_timer_free(w->ctrs[i].hook_timer);
         }
         free(w->ctrs);
+        free(w->steps);
         pw_volumes_stop(w);
         if (w->kick)
                 ag_timer_free(w->kick);

@@ -50,9 +50,10 @@ struct ag_api;
 
 struct ag_node_env {
         struct ag_loop *loop;
-        const char *root_dir;     /* --root-dir */
-        const char *pod_logs_dir; /* CRI logs: <dir>/<ns>_<name>_<uid>/<container>/<n>.log */
-        const char *monitor_path; /* the cubelet binary */
+        const char *root_dir;      /* --root-dir */
+        const char *pod_logs_dir;  /* CRI logs: <dir>/<ns>_<name>_<uid>/<container>/<n>.log */
+        const char *monitor_path;  /* the cubelet binary */
+        const char *unpack_helper; /* cubelet-unpack: image pulls unpack with it */
         const char *cni_conf_dir, *cni_bin_dir;
         const char *cgroup_root; /* "" = kubepods at the hierarchy roots */
         const char *node_name;

@@ -63,6 +63,9 @@ struct teardown_job;
 struct retire_job;
 
 struct ctr;
+/* *dst becomes a copy of s (NULL when s is NULL or empty; cut at
+ * TERM_MESSAGE_MAX - 1 bytes); the old one is freed. */
+void pw_msg_set(char **dst, const char *s);
 /* c's user.linux from now on (groups copied). */
 void pw_set_user(struct ctr *c, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t n);
 
@@ -81,8 +84,10 @@ struct ctr {
         uint32_t *groups; /* malloc'd */
         size_t n_groups;
         char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
-        char term_reason[REASON_MAX], term_message[TERM_MESSAGE_MAX], term_cid[RT_ID_MAX + 16];
-        char last_reason[REASON_MAX], last_message[TERM_MESSAGE_MAX], last_cid[RT_ID_MAX + 16];
+        /* The messages (up to TERM_MESSAGE_MAX - 1 bytes, rarely more than a
+         * line) are malloc'd, NULL when empty: pw_msg_set. */
+        char term_reason[REASON_MAX], *term_message, term_cid[RT_ID_MAX + 16];
+        char last_reason[REASON_MAX], *last_message, last_cid[RT_ID_MAX + 16];
         bool running;
         bool exited;                    /* the current instance has terminated */
         struct st_container_state term; /* its terminated state, when exited */
@@ -112,6 +117,9 @@ struct ctr {
         char pull_error[MESSAGE_MAX]; /* the last failed pull's, for ImagePullBackOff */
         struct start_job *start_job;  /* a container being created and started */
         struct rt_image *pulled;      /* its result, not yet used */
+        bool prefetched;              /* pulled and files read while the sandbox was made
+                                       * (worker_jobs.c:prefetch_files): the start still
+                                       * owes the Pulled event */
         /* The image's /etc/passwd and /etc/group, read off the loop before
          * each start (files_job while it runs, files its result). */
         struct files_job *files_job, *files;
@@ -134,7 +142,7 @@ struct ctr {
                 bool valid;
                 struct st_backoff backoff;
                 struct st_container_state last_state;
-                char last_reason[REASON_MAX], last_message[TERM_MESSAGE_MAX];
+                char last_reason[REASON_MAX], *last_message;
                 char last_cid[RT_ID_MAX + 16];
         } undo;
 };
@@ -179,6 +187,7 @@ struct ag_pod_worker {
         bool terminating, killed, torn_down, done;
         bool initialized;           /* every init container was done once */
         bool net_waiting;           /* waits for the runtime's network (event sent) */
+        bool volumes_marked;        /* the volumesReady step is in the timeline */
         bool sandbox_lost;          /* its pause process died: being made again */
         bool ordered_stop;          /* sidecars stop after the main containers, in reverse order */
         bool adopted;               /* state from an earlier agent was found */
@@ -188,8 +197,8 @@ struct ag_pod_worker {
                 char name[96];
                 uint64_t mono_us; /* CLOCK_MONOTONIC */
                 int64_t wall_us;  /* CLOCK_REALTIME */
-        } steps[AG_TIMELINE_MAX];
-        size_t n_steps;
+        } * steps;                /* grown as steps come (step_room), to AG_TIMELINE_MAX */
+        size_t n_steps, cap_steps;
         enum st_phase forced;
         char reason[REASON_MAX], message[MESSAGE_MAX];
 };
@@ -197,7 +206,7 @@ struct ag_pod_worker {
 /* Work done off the loop (worker_jobs.c). */
 struct pull_job {
         struct ctr *c;
-        char *root_dir, *image;
+        char *root_dir, *image, *unpack_helper;
         char **insecure;
         size_t n_insecure;
         /* the credentials: the pod's pull secrets (origin 0), read on the

@@ -32,6 +32,7 @@ static void pull_job_free(struct pull_job *j)
         if (j == NULL)
                 return;
         free(j->root_dir);
+        free(j->unpack_helper);
         free(j->image);
         for (size_t i = 0; i < j->n_insecure; i++)
                 free(j->insecure[i]);
@@ -91,6 +92,7 @@ static void pull_work(void *data)
             .n_insecure = j->n_insecure,
             .auths = auths,
             .n_auths = n,
+            .unpack_helper = j->unpack_helper,
         };
         j->rc = rt_image_pull(j->root_dir, j->image, &opts, NULL, &j->err);
         if (j->rc == 0) {
@@ -205,11 +207,12 @@ static int submit_pull(struct ag_pod_worker *w, struct ctr *c, const char *image
                 return -1;
         j->c = c;
         j->root_dir = strdup(w->env->root_dir);
+        j->unpack_helper = strdup(w->env->unpack_helper ? w->env->unpack_helper : "");
         j->image = strdup(image);
         j->insecure = calloc(w->env->n_insecure_registries + 1, sizeof(char *));
         j->arena = cb_arena_new(0);
         j->keyring.a = j->arena;
-        bool ok = j->root_dir && j->image && j->insecure && j->arena;
+        bool ok = j->root_dir && j->unpack_helper && j->image && j->insecure && j->arena;
         for (size_t i = 0; ok && i < w->env->n_insecure_registries; i++) {
                 j->insecure[i] = strdup(w->env->insecure_registries[i]);
                 ok = j->insecure[i] != NULL;
@@ -241,10 +244,18 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         if (c->pull_job != NULL)
                 return 1;
         if (c->pulled != NULL) {
+                if (c->prefetched) {
+                        /* what the lookup below would have said, at its time */
+                        c->prefetched = false;
+                        pull_secrets(w, NULL, NULL);
+                        pw_emit_event(w, c, "Normal", "Pulled",
+                                      "Container image \"%s\" already present on machine", image);
+                }
                 *ret = c->pulled;
                 c->pulled = NULL;
                 return 0;
         }
+        c->prefetched = false;
         struct cb_error err = {0};
         struct rt_image_ref ref;
         if (rt_image_ref_parse(image, &ref, &err) < 0) {
@@ -780,6 +791,7 @@ static void files_done(void *data, bool cancelled)
         struct ag_pod_worker *w = c->w;
         c->files_job = NULL;
         if (cancelled || w->done || w->terminating) {
+                c->prefetched = false;
                 pw_files_job_free(j);
                 return;
         }
@@ -790,6 +802,17 @@ static void files_done(void *data, bool cancelled)
         pw_files_job_free(c->files);
         c->files = j;
         ag_timer_arm(w->kick, 0);
+}
+
+/* Queues j (its c and img set) on the starts queue as c's files job. */
+static int submit_files(struct ag_pod_worker *w, struct ctr *c, struct files_job *j,
+                        struct cb_error *err)
+{
+        struct ag_offload *q = w->env->starts ? w->env->starts : w->env->sandboxes;
+        if (ag_offload_submit(q, files_work, files_done, j, err) < 0)
+                return -1;
+        c->files_job = j;
+        return 0;
 }
 
 /* 1: the files are being read (the worker is kicked when they are), 0:
@@ -807,8 +830,7 @@ static int ensure_files(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         }
         j->c = c;
         j->img = *img;
-        struct ag_offload *q = w->env->starts ? w->env->starts : w->env->sandboxes;
-        if (ag_offload_submit(q, files_work, files_done, j, &err) < 0) {
+        if (submit_files(w, c, j, &err) < 0) {
                 j->img = NULL;
                 free(j);
                 pw_set_waiting(c, "CreateContainerError", "%s", err.msg);
@@ -816,8 +838,24 @@ static int ensure_files(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                 return -1;
         }
         *img = NULL;
-        c->files_job = j;
         return 1;
+}
+
+void pw_msg_set(char **dst, const char *s)
+{
+        char *m = NULL;
+        /* s is always NUL-terminated (an error message, a decoded string);
+         * strlen then a clamp, since gcc -O3 flags a strnlen bound larger
+         * than a caller's buffer (-Wstringop-overread). */
+        size_t n = s != NULL ? strlen(s) : 0;
+        if (n > TERM_MESSAGE_MAX - 1)
+                n = TERM_MESSAGE_MAX - 1;
+        if (n > 0 && (m = malloc(n + 1)) != NULL) {
+                memcpy(m, s, n);
+                m[n] = '\0';
+        }
+        free(*dst);
+        *dst = m;
 }
 
 void pw_set_user(struct ctr *c, uint32_t uid, uint32_t gid, const uint32_t *groups, size_t n)
@@ -1049,7 +1087,7 @@ static void start_done(void *data, bool cancelled)
                     .kind = ST_STATE_TERMINATED, .exit_code = 128, .finished_at = pw_now_s()};
                 c->exited_boot = cb_boot_now();
                 snprintf(c->term_reason, sizeof(c->term_reason), "%s", ST_REASON_START_ERROR);
-                snprintf(c->term_message, sizeof(c->term_message), "%s", err.msg);
+                pw_msg_set(&c->term_message, err.msg);
                 snprintf(c->term_cid, sizeof(c->term_cid), "%s", c->cid);
                 pw_emit_event(w, c, "Warning", "Failed", "Error: %s", err.msg);
                 start_job_free(j);
@@ -1173,6 +1211,51 @@ static void sandbox_done(void *data, bool cancelled)
         ag_timer_arm(w->kick, 0);
 }
 
+/* While the sandbox is made (namespaces, CNI ADD), the image's /etc/passwd
+ * and /etc/group of the containers that start first (the first init
+ * container, else the regular ones) are read on the starts queue, so the
+ * start after sandboxReady does not wait for them (issue 17: prepare the
+ * container while CNI ADD runs). Only for an image already on the node and
+ * a pull policy that uses it: a pull keeps its place after the sandbox, as
+ * in the kubelet; ensure_image still reads the pull secrets and emits the
+ * Pulled event when the container starts. */
+static void prefetch_files(struct ag_pod_worker *w)
+{
+        bool have_init = false;
+        for (size_t i = 0; i < w->n && !have_init; i++)
+                have_init = w->ctrs[i].init;
+        for (size_t i = 0; i < w->n; i++) {
+                struct ctr *c = &w->ctrs[i];
+                if (c->init != have_init || c->id[0] != '\0' || c->pending_id[0] != '\0' ||
+                    c->files != NULL || c->files_job != NULL || c->pulled != NULL ||
+                    c->pull_job != NULL || c->start_job != NULL ||
+                    ag_pull_policy(c->spec) == K8S_PULL_ALWAYS)
+                        continue;
+                struct rt_image *img = NULL;
+                struct cb_error err = {0};
+                if (rt_image_lookup(w->env->root_dir, c->spec->image ? c->spec->image : "", &img,
+                                    &err) < 0 ||
+                    img == NULL) {
+                        rt_image_free(img);
+                        continue; /* the start looks again, and says why */
+                }
+                struct files_job *j = calloc(1, sizeof(*j));
+                if (j == NULL) {
+                        rt_image_free(img);
+                        return;
+                }
+                j->c = c;
+                j->img = img;
+                if (submit_files(w, c, j, &err) < 0) {
+                        pw_files_job_free(j);
+                        return; /* the start queues them itself, and says why it cannot */
+                }
+                c->prefetched = true;
+                if (have_init)
+                        break; /* init containers run one at a time */
+        }
+}
+
 /* 0: ready; 1: being made (the worker is kicked when it is); -1: failed
  * (retried by the sandbox timer). */
 int pw_ensure_sandbox(struct ag_pod_worker *w)
@@ -1185,6 +1268,13 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
          * the volumes kick the worker when they are set up. */
         if (!pw_volumes_ready(w))
                 return 1;
+        if (!w->volumes_marked) {
+                /* how much of admitted -> sandboxReady is the volume sources
+                 * (a projected token's TokenRequest, ConfigMaps, Secrets:
+                 * round trips to the apiserver) */
+                w->volumes_marked = true;
+                ag_pod_worker_mark(w, "volumesReady", NULL);
+        }
         if (ag_timer_armed(w->sandbox_timer))
                 return -1;
         struct cb_error err = {0};
@@ -1308,5 +1398,6 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
                 return -1;
         }
         w->sandbox_job = j;
+        prefetch_files(w);
         return 1;
 }

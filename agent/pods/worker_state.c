@@ -25,7 +25,7 @@ static cJSON *term_json(const struct st_container_state *t, const char *reason, 
         cJSON_AddNumberToObject(o, "startedAt", (double)t->started_at);
         cJSON_AddNumberToObject(o, "finishedAt", (double)t->finished_at);
         cJSON_AddStringToObject(o, "reason", reason);
-        cJSON_AddStringToObject(o, "message", message);
+        cJSON_AddStringToObject(o, "message", message != NULL ? message : "");
         cJSON_AddStringToObject(o, "containerID", cid);
         return o;
 }
@@ -125,7 +125,7 @@ static void jstr(const cJSON *o, const char *k, char *buf, size_t size)
 }
 
 static void load_term(const cJSON *t, struct st_container_state *s, char *reason, size_t rs,
-                      char *message, size_t ms, char *cid, size_t cs)
+                      char **message, char *cid, size_t cs)
 {
         *s = (struct st_container_state){
             .kind = ST_STATE_TERMINATED,
@@ -134,7 +134,8 @@ static void load_term(const cJSON *t, struct st_container_state *s, char *reason
             .finished_at = jint(t, "finishedAt"),
         };
         jstr(t, "reason", reason, rs);
-        jstr(t, "message", message, ms);
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(t, "message");
+        pw_msg_set(message, cJSON_IsString(m) ? m->valuestring : NULL);
         jstr(t, "containerID", cid, cs);
 }
 
@@ -180,8 +181,7 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(j, "lastState");
         if (cJSON_IsObject(last))
                 load_term(last, &c->obs.last_state, c->last_reason, sizeof(c->last_reason),
-                          c->last_message, sizeof(c->last_message), c->last_cid,
-                          sizeof(c->last_cid));
+                          &c->last_message, c->last_cid, sizeof(c->last_cid));
         const cJSON *term = cJSON_GetObjectItemCaseSensitive(j, "term");
         char pending[RT_ID_MAX];
         jstr(j, "pendingId", pending, sizeof(pending));
@@ -197,8 +197,7 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                         c->exited = true;
                         c->obs.known = true;
                         load_term(term, &c->term, c->term_reason, sizeof(c->term_reason),
-                                  c->term_message, sizeof(c->term_message), c->term_cid,
-                                  sizeof(c->term_cid));
+                                  &c->term_message, c->term_cid, sizeof(c->term_cid));
                         pw_set_exited_boot(c, c->term.finished_at);
                 }
                 return;
@@ -228,17 +227,17 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                     .finished_at = st.finished_at / 1000000000LL,
                 };
                 snprintf(c->term_reason, sizeof(c->term_reason), "%s", st.reason);
-                snprintf(c->term_message, sizeof(c->term_message), "%s", st.message);
+                pw_msg_set(&c->term_message, st.message);
         } else if (cJSON_IsObject(term)) {
-                load_term(term, &c->term, c->term_reason, sizeof(c->term_reason), c->term_message,
-                          sizeof(c->term_message), c->term_cid, sizeof(c->term_cid));
+                load_term(term, &c->term, c->term_reason, sizeof(c->term_reason), &c->term_message,
+                          c->term_cid, sizeof(c->term_cid));
         } else {
                 c->term = (struct st_container_state){
                     .kind = ST_STATE_TERMINATED, .exit_code = 137, .finished_at = pw_now_s()};
                 snprintf(c->term_reason, sizeof(c->term_reason), "%s",
                          ST_REASON_CONTAINER_STATUS_UNKNOWN);
-                snprintf(c->term_message, sizeof(c->term_message),
-                         "The container could not be located when the pod was terminated");
+                pw_msg_set(&c->term_message,
+                           "The container could not be located when the pod was terminated");
         }
         pw_set_exited_boot(c, c->term.finished_at);
 }

@@ -254,8 +254,12 @@ def sync_endpoints(api):
     svcs, eps, slices = _r("services"), _r("endpoints"), _r("endpointslices", "discovery.k8s.io")
     services = api.list(svcs, None, {})[0]
     pods_by_ns = {}
-    for p in api.list(_r("pods"), None, {})[0]:
-        pods_by_ns.setdefault(p["metadata"]["namespace"], []).append(p)
+    # the pods only for Services that select some (every second, a list of
+    # a 110-pod burst decoded for none was 6 % of the stand-in's CPU)
+    if any((s.get("spec") or {}).get("selector") and
+           (s.get("spec") or {}).get("type") != "ExternalName" for s in services):
+        for p in api.list(_r("pods"), None, {})[0]:
+            pods_by_ns.setdefault(p["metadata"]["namespace"], []).append(p)
     keep = set()
     for s in services:
         ns, name = s["metadata"]["namespace"], s["metadata"]["name"]

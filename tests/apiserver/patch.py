@@ -5,6 +5,20 @@ and a kubelet rely on) and JSON patch (RFC 6902)."""
 import copy
 
 
+def clone(o):
+    """copy.deepcopy for JSON values (dicts, lists, strings, numbers, bools,
+    None), several times faster: a pod copied per update was a good part of
+    a status PATCH's time. Anything else is deep-copied as before."""
+    t = type(o)
+    if t is dict:
+        return {k: clone(v) for k, v in o.items()}
+    if t is list:
+        return [clone(v) for v in o]
+    if t is str or t is int or t is float or t is bool or o is None:
+        return o
+    return copy.deepcopy(o)
+
+
 class PatchError(Exception):
     pass
 
@@ -12,7 +26,7 @@ class PatchError(Exception):
 def merge_patch(target, patch):
     """RFC 7386."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     out = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
@@ -38,7 +52,7 @@ MERGE_KEYS = {
 def strategic_merge_patch(target, patch):
     if not isinstance(patch, dict):
         raise PatchError("strategic merge patch must be a JSON object")
-    return _smp_map(copy.deepcopy(target) if isinstance(target, dict) else {}, patch)
+    return _smp_map(clone(target) if isinstance(target, dict) else {}, patch)
 
 
 def _smp_map(orig, patch):
@@ -70,7 +84,7 @@ def _smp_map(orig, patch):
             orig[k] = _smp_list(orig.get(k) if isinstance(orig.get(k), list) else [], v,
                                 MERGE_KEYS[k])
         else:
-            orig[k] = copy.deepcopy(_strip_directives(v))
+            orig[k] = clone(_strip_directives(v))
     if retain is not None:
         for k in list(orig):
             if k not in retain:
@@ -166,24 +180,24 @@ def json_patch(doc, ops):
     """RFC 6902."""
     if not isinstance(ops, list):
         raise PatchError("json patch must be a JSON array of operations")
-    doc = copy.deepcopy(doc)
+    doc = clone(doc)
     for op in ops:
         kind = op.get("op")
         parts = _pointer(op.get("path", ""))
         if kind == "add":
-            doc = _add(doc, parts, copy.deepcopy(op.get("value")))
+            doc = _add(doc, parts, clone(op.get("value")))
         elif kind == "remove":
             _remove(doc, parts)
         elif kind == "replace":
             _walk(doc, parts)
             if not parts:
-                doc = copy.deepcopy(op.get("value"))
+                doc = clone(op.get("value"))
             else:
                 _remove(doc, parts)
-                doc = _add(doc, parts, copy.deepcopy(op.get("value")))
+                doc = _add(doc, parts, clone(op.get("value")))
         elif kind in ("move", "copy"):
             src = _pointer(op.get("from", ""))
-            value = _remove(doc, src) if kind == "move" else copy.deepcopy(_walk(doc, src))
+            value = _remove(doc, src) if kind == "move" else clone(_walk(doc, src))
             doc = _add(doc, parts, value)
         elif kind == "test":
             if _walk(doc, parts) != op.get("value"):

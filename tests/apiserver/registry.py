@@ -2,7 +2,6 @@
 deletion rules of the stand-in apiserver (no I/O here)."""
 
 import base64
-import copy
 import datetime
 import json
 import random
@@ -10,6 +9,8 @@ import re
 import time
 import uuid
 from decimal import Decimal
+
+from patch import clone
 
 # ---------------------------------------------------------------- errors
 
@@ -1100,7 +1101,7 @@ POD_UPDATE_FORBIDDEN = (
 
 
 def _mutable_view(spec):
-    s = copy.deepcopy(spec)
+    s = clone(spec)
     for f in ("containers", "initContainers"):
         for c in s.get(f) or []:
             c.pop("image", None)
@@ -1223,7 +1224,7 @@ def prepare_update(res, sub, old, new):
     """Merge the user's new object onto the stored one like the apiserver's
     update strategies: the main resource cannot change status, the status
     subresource can change only status, and system metadata is kept."""
-    new = copy.deepcopy(new)
+    new = clone(new)
     new["kind"], new["apiVersion"] = res.kind, res.api_version
     nm, om = new.setdefault("metadata", {}), old["metadata"]
     if nm.get("uid") and nm["uid"] != om.get("uid"):
@@ -1241,7 +1242,7 @@ def prepare_update(res, sub, old, new):
         return UPDATE_HOOKS[res.name](sub, old, new)
     has_status = "status" in res.subresources
     if sub == "status":
-        out = copy.deepcopy(old)
+        out = clone(old)
         out["status"] = new.get("status") or {}
         if res.name == "pods" and "qosClass" in old.get("status", {}):
             out["status"]["qosClass"] = old["status"]["qosClass"]  # immutable
@@ -1253,7 +1254,7 @@ def prepare_update(res, sub, old, new):
         return out
     if has_status:
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = clone(old["status"])
         else:
             new.pop("status", None)
     if res.name == "pods":
@@ -1315,7 +1316,7 @@ def deletion_plan(res, obj, opts):
         if meta.get("deletionTimestamp"):
             return "pending", None
         # The namespace controller (server.py) empties it, then removes it.
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         new["metadata"]["deletionTimestamp"] = fmt_time(now())
         new["metadata"]["deletionGracePeriodSeconds"] = 0
         new.setdefault("status", {})["phase"] = "Terminating"
@@ -1324,7 +1325,7 @@ def deletion_plan(res, obj, opts):
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return "pending", None
-            new = copy.deepcopy(obj)
+            new = clone(obj)
             new["metadata"]["deletionTimestamp"] = fmt_time(now())
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             return "update", new
@@ -1341,7 +1342,7 @@ def deletion_plan(res, obj, opts):
         if grace is None or int(grace) >= cur:
             return "pending", None
         grace = int(grace)
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         ts = parse_time(meta["deletionTimestamp"]) or now()
         ts = ts - datetime.timedelta(seconds=cur) + datetime.timedelta(seconds=grace)
         new["metadata"]["deletionTimestamp"] = fmt_time(ts)
@@ -1355,7 +1356,7 @@ def deletion_plan(res, obj, opts):
         grace = 0
     if grace < 0:
         grace = 1
-    new = copy.deepcopy(obj)
+    new = clone(obj)
     new["metadata"]["deletionTimestamp"] = fmt_time(now() + datetime.timedelta(seconds=grace))
     new["metadata"]["deletionGracePeriodSeconds"] = grace
     return "update", new

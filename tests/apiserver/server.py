@@ -3,7 +3,6 @@
 real etcd (see README.md). Usage: run.sh --data DIR [--bind] [--port N]."""
 
 import argparse
-import copy
 import ctypes
 import json
 import os
@@ -29,6 +28,7 @@ import csr
 import storage
 import priority
 import patch
+from patch import clone
 import proto
 import registry as reg
 import sa
@@ -173,7 +173,7 @@ class Api:
                                   f"Kind={obj['kind']} does not match the expected kind "
                                   f"{res.kind}")
         for attempt in range(5):
-            o = copy.deepcopy(obj)
+            o = clone(obj)
             reg.default_meta(res, o, ns)
             reg.default_object(res, o)
             reg.validate(res, o)
@@ -198,7 +198,7 @@ class Api:
             cur = kv.obj()
             if expect_rv and expect_rv != str(kv.mod_revision):
                 raise reg.stale(res, name)
-            new = mutate(copy.deepcopy(cur))
+            new = mutate(clone(cur))
             nrv = (new.get("metadata") or {}).get("resourceVersion")
             if nrv and nrv != cur["metadata"]["resourceVersion"]:
                 raise reg.stale(res, name)
@@ -223,7 +223,7 @@ class Api:
             raise reg.bad_request("the namespace of the provided object does not match the "
                                   "namespace sent on the request")
         expect = (body.get("metadata") or {}).get("resourceVersion") or None
-        body = copy.deepcopy(body)
+        body = clone(body)
         body.get("metadata", {}).pop("resourceVersion", None)
         def mutate(cur):
             new = reg.prepare_update(res, sub, cur, body)

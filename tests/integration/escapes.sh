@@ -39,6 +39,7 @@ run() {
 esc_tars=$tmp/tars
 escape_make_tars "$esc_tars"
 escape_run "$escape_mount_exec"
+escape_run "$escape_host_only"
 
 # --- item 5 (user lookup half): the image's /etc/passwd and /etc/group ------------------
 # An image whose /etc/group is a FIFO (an open without O_NONBLOCK would

@@ -504,9 +504,18 @@ spec:
   terminationGracePeriodSeconds: 2
   containers:
   - {name: main, image: busybox:1.36, command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: stray, namespace: default}
+spec:
+  nodeName: $NODE
+  terminationGracePeriodSeconds: 2
+  containers:
+  - {name: main, image: busybox:1.36, command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']}
 EOF
 k create -f "$tmp/adopt.yaml" >/dev/null || fail "adopt: kubectl create failed"
-k wait --for=jsonpath='{.status.phase}'=Running pod/adopt pod/orphan --timeout=60s >/dev/null ||
+k wait --for=jsonpath='{.status.phase}'=Running pod/adopt pod/orphan pod/stray --timeout=60s >/dev/null ||
         fail "adopt: pods not Running"
 cid() { k get pod adopt -o jsonpath="{.status.containerStatuses[?(@.name==\"$1\")].containerID}"; }
 long_before=$(cid long)
@@ -514,6 +523,17 @@ orphan_uid=$(k get pod orphan -o jsonpath='{.metadata.uid}')
 kill -KILL "$agent_pid"
 wait "$agent_pid" 2>/dev/null || true
 k delete pod orphan --grace-period=0 --force >/dev/null 2>&1 || true
+# stray: its running container is erased from its worker.json (a container
+# made and never recorded, or by an older agent): the restart's sweep must
+# stop it and remove it, off the loop, while its pod gets a new one.
+stray_uid=$(k get pod stray -o jsonpath='{.metadata.uid}')
+stray_cid=$(k get pod stray -o jsonpath='{.status.containerStatuses[0].containerID}')
+stray_cid=${stray_cid#cubelet://}
+stray_pid=$(jq -r .pid "$root/containers/$stray_cid/state.json" 2>/dev/null || true)
+wj=$root/pods/$stray_uid/worker.json
+{ [ -n "$stray_cid" ] && [ "${stray_pid:-0}" -gt 0 ] && kill -0 "$stray_pid" &&
+        jq -c 'del(.containers[0].id, .containers[0].pendingId)' "$wj" >"$wj.new" && mv "$wj.new" "$wj"; } ||
+        fail "stray: cannot prepare the unrecorded container (cid '$stray_cid', pid '$stray_pid')"
 sleep 4 # quick exits (after 3 s) while the agent is down
 run_agent
 poll 30 eval '[ "$(k get pod adopt -o jsonpath="{.status.containerStatuses[?(@.name==\"quick\")].state.terminated.exitCode}")" == 5 ]' ||
@@ -525,8 +545,20 @@ poll 30 eval '[ "$(k get pod adopt -o jsonpath="{.status.containerStatuses[?(@.n
         fail "adopt: long not ready after the restart"
 poll 20 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "pod$orphan_uid" 2>/dev/null)" ]' ||
         fail "adopt: the pod deleted while the agent was down was not cleaned up"
-pass "14 agent SIGKILLed: running container adopted (same ID, 0 restarts), exit during the outage reported, deleted pod cleaned up"
-k delete pod adopt --wait=true --timeout=30s >/dev/null 2>&1 || fail "adopt: delete"
+poll 20 eval '! kill -0 "$stray_pid" 2>/dev/null && [ ! -e "$root/containers/$stray_cid" ]' ||
+        fail "stray: the unrecorded container $stray_cid (pid $stray_pid) was not stopped and removed"
+grep -q "container $stray_cid runs but belongs to no pod: stopping it" "$tmp/agent.log" ||
+        fail "stray: no log of the unrecorded container's stop"
+grep -q "removed container $stray_cid, which belonged to no pod" "$tmp/agent.log" ||
+        fail "stray: no log of the unrecorded container's removal"
+stray_now() {
+        local c
+        c=$(k get pod stray -o jsonpath='{.status.containerStatuses[0].containerID}')
+        [ -n "$c" ] && [ "$c" != "cubelet://$stray_cid" ] && [ -e "$root/containers/${c#cubelet://}" ]
+}
+poll 20 stray_now || fail "stray: no new container after the unrecorded one was removed"
+pass "14 agent SIGKILLed: running container adopted (same ID, 0 restarts), exit during the outage reported, deleted pod cleaned up, an unrecorded running container stopped and removed"
+k delete pod adopt stray --wait=true --timeout=30s >/dev/null 2>&1 || fail "adopt: delete"
 
 # ---- 15. the agent SIGKILLed while it starts pods ----------------------------------------
 # Killed as soon as the first sandbox exists, while the other pods are being

@@ -357,6 +357,23 @@ START_TEST(test_refusals)
         ck_assert_ptr_nonnull(strstr(err.msg, "hostname"));
         ck_assert_int_eq(rt_sandbox_remove(root, "never-existed", &err), 0);
         ck_assert_int_eq(rt_sandbox_load(root, "never-existed", &sb, &err), -1);
+        /* a root dir past RT_ROOT_DIR_MAX is refused before anything is
+         * made (the sandbox's paths would not fit their buffers); at the
+         * limit the longest path still fits */
+        char long_root[RT_ROOT_DIR_MAX + 2];
+        memset(long_root, 'r', sizeof(long_root) - 1);
+        long_root[0] = '/';
+        long_root[sizeof(long_root) - 1] = '\0';
+        config_for(&cfg, "pod-long", "long", conf_fake);
+        cfg.root_dir = long_root;
+        ck_assert_int_eq(rt_sandbox_create(&cfg, &sb, &err), -1);
+        ck_assert_int_eq(err.code, ENAMETOOLONG);
+        ck_assert_msg(strstr(err.msg, "401 bytes long; at most 400") != NULL, "%s", err.msg);
+        ck_assert_int_eq(access(long_root, F_OK), -1);
+        _Static_assert(RT_ROOT_DIR_MAX + sizeof("/sandboxes/") - 1 + RT_ID_MAX - 1 +
+                               sizeof("/resolv.conf") <=
+                           RT_SANDBOX_PATH_MAX,
+                       "the longest sandbox path fits");
         /* an existing id is refused and the existing sandbox kept */
         config_for(&cfg, "pod-dup", "dup", conf_fake);
         cfg.host_network = true;

@@ -22,8 +22,13 @@
 # output).
 escape_mount_exec="esc_vol_dev esc_vol_proc esc_vol_link esc_null_swap esc_workdir_fd esc_fds
 esc_exec_workdir esc_pause esc_proc_exe esc_self_exe esc_ro_volume esc_ro_symlink esc_setup_window
-esc_setup_window_ptrace esc_exec_window_ptrace esc_sysfs esc_propagation
+esc_setup_window_ptrace esc_sysfs esc_propagation
 esc_import_fifo esc_import_device esc_import_symlink"
+# Run by escapes.sh on the host only: in the software-emulated v2 VM the
+# watcher of esc_exec_window_ptrace saw no probe process at all in 2 of 4
+# runs (looked=0, even over 30 s; the probes themselves ran there), so
+# there it proves nothing either way.
+escape_host_only="esc_exec_window_ptrace"
 
 # escape_run LIST: each attempt of LIST.
 escape_run() {

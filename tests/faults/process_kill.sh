@@ -53,7 +53,7 @@ for i in $(seq 1 "$N"); do
                 ;;
         monitor)
                 victims=$(jq -r .monitorPid "$st")
-                tr '\0' ' ' <"/proc/$victims/cmdline" | grep -q __monitor || { fail "round $i: $victims is no monitor"; continue; }
+                tr '\0' ' ' <"/proc/$victims/cmdline" | qgrep __monitor || { fail "round $i: $victims is no monitor"; continue; }
                 kill -KILL "$victims"
                 ;;
         pause)

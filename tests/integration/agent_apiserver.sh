@@ -114,7 +114,7 @@ sleep 2.2
 hb2=$(ready lastHeartbeatTime)
 [ "$hb1" != "$hb2" ] || fail "lastHeartbeatTime did not advance ($hb1)"
 [ "$lt1" = "$(ready lastTransitionTime)" ] || fail "lastTransitionTime changed without a flip"
-k get nodes | grep -Eq '^test-node +Ready' || fail "kubectl get nodes does not show Ready"
+k get nodes | qgrep -E '^test-node +Ready' || fail "kubectl get nodes does not show Ready"
 pass "conditions in order, Ready=True KubeletReady, heartbeat $hb1 -> $hb2"
 
 # ---- Lease ----

@@ -62,16 +62,16 @@ bcsr=$(k get csr -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | gr
         fail "$bcsr: not auto-approved: $(csr_col "$bcsr" '{.status.conditions}')"
 [ "$(csr_col "$bcsr" '{.status.conditions[0].message}')" = "Auto approving kubelet client certificate after SubjectAccessReview." ] ||
         fail "$bcsr: approval message $(csr_col "$bcsr" '{.status.conditions[0].message}')"
-k get csr "$bcsr" | grep -q 'Approved,Issued' || fail "kubectl get csr: $(k get csr "$bcsr")"
+k get csr "$bcsr" | qgrep 'Approved,Issued' || fail "kubectl get csr: $(k get csr "$bcsr")"
 [ -L "$pki/kubelet-client-current.pem" ] || fail "no kubelet-client-current.pem symlink in $pki: $(ls -l "$pki")"
 first=$(readlink "$pki/kubelet-client-current.pem")
 [[ $first =~ ^kubelet-client-[0-9]{4}(-[0-9]{2}){5}\.pem$ ]] || fail "the link points to $first"
 [ "$(stat -c %a "$pki/$first")" = 600 ] || fail "$first: mode $(stat -c %a "$pki/$first")"
-openssl pkey -in "$pki/$first" -noout -text 2>/dev/null | grep -q 'NIST CURVE: P-256' ||
+openssl pkey -in "$pki/$first" -noout -text 2>/dev/null | qgrep 'NIST CURVE: P-256' ||
         fail "$first: the key is not EC P-256"
 subj=$(openssl x509 -in "$pki/$first" -noout -subject -nameopt sep_comma_plus_space)
 [ "$subj" = "subject=O=system:nodes, CN=system:node:$NODE" ] || fail "$first: $subj"
-openssl x509 -in "$pki/$first" -noout -ext extendedKeyUsage | grep -q 'TLS Web Client Authentication' ||
+openssl x509 -in "$pki/$first" -noout -ext extendedKeyUsage | qgrep 'TLS Web Client Authentication' ||
         fail "$first: no client auth usage"
 [ ! -e "$pki/kubelet-client.key.tmp" ] || fail "kubelet-client.key.tmp left behind"
 grep -q "client-certificate: \"$pki/kubelet-client-current.pem\"" "$kcfg" ||
@@ -106,7 +106,7 @@ EOF
 wait_running after 60
 relists=$(grep -c 'expired (410): relisting' "$tmp/agent.log" || true)
 [ "$relists" -eq 0 ] || fail "$relists relist(s) after the rotation"
-k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -q True ||
+k get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | qgrep True ||
         fail "the node is not Ready after the rotation"
 pass "B: rotated ($rcsr, $first -> $now_link), pods kept running, a new pod came through the watch"
 
@@ -136,7 +136,7 @@ get_pending() { k get csr -o jsonpath='{range .items[*]}{.metadata.name} {.spec.
 poll 20 eval '[ -n "$(get_pending)" ]' || fail "no CSR from the it-manual token: $(tail -3 "$tmp/denied.log")"
 dcsr=$(get_pending)
 sleep 1
-k get csr "$dcsr" | grep -q Pending || fail "$dcsr was not left Pending: $(k get csr "$dcsr")"
+k get csr "$dcsr" | qgrep Pending || fail "$dcsr was not left Pending: $(k get csr "$dcsr")"
 k certificate deny "$dcsr" >/dev/null || fail "kubectl certificate deny $dcsr failed"
 poll 20 eval '! kill -0 "$dpid" 2>/dev/null' || fail "the agent still runs after $dcsr was denied"
 wait "$dpid"

@@ -74,7 +74,7 @@ has() {
         esac || fail "timeline of $1: $n step line(s) $2, want ${3:-1}: $(cat "$tmp/tl.$1" 2>/dev/null)"
 }
 phase_line() {
-        head -1 "$tmp/tl.$1" 2>/dev/null | grep -Eq "^default/$1  uid [0-9a-f-]+  phase $2( |$)" ||
+        head -1 "$tmp/tl.$1" 2>/dev/null | qgrep -E "^default/$1  uid [0-9a-f-]+  phase $2( |$)" ||
                 fail "timeline of $1: header '$(head -1 "$tmp/tl.$1" 2>/dev/null)', want phase $2"
         grep -Eq "^  phases: .*$2 from [0-9.]+ms" "$tmp/tl.$1" || fail "timeline of $1: no $2 in its phases line"
 }
@@ -96,7 +96,7 @@ phase_line crashloops Running && has crashloops containerStarted:main +3 && has 
 phase_line rejected Failed
 for s in watched rejected phase:Failed statusDelivered:Failed; do has rejected "$s"; done
 phase_line evicted Succeeded && has evicted deleted
-head -1 "$tmp/tl.evicted" | grep -q '(gone)$' || fail "evicted is not shown gone"
+head -1 "$tmp/tl.evicted" | qgrep '(gone)$' || fail "evicted is not shown gone"
 grep -q 'spec change of Node/demo-node' "$tmp/evicted.hist" || fail "evicted's history: no node spec change"
 grep -Eq 'add +spec\.taints +\[\{"effect":"NoExecute","key":"demo/maintenance"' "$tmp/evicted.hist" ||
         fail "evicted's history: the taint is not in the node's diff"

@@ -15,9 +15,9 @@ harness_init dns-env-pull
 
 uid_of() { pj "$1" '{.metadata.uid}'; }
 pod_log() { cat "$logs"/default_"$1"_"$(uid_of "$1")"/"${2:-main}"/0.log 2>/dev/null | cut -d' ' -f4-; }
-has_log() { pod_log "$1" | grep -qxF -- "$2"; }
+has_log() { pod_log "$1" | qgrep -xF -- "$2"; }
 events() { events_of "" "$1" "$2"; }
-printed() { pod_log "$1" | grep -qx END; }
+printed() { pod_log "$1" | qgrep -x END; }
 
 import_busybox
 write_cni_conf
@@ -211,7 +211,7 @@ for kv in "WEB_SERVICE_HOST=$web_ip" "WEB_SERVICE_PORT=mine" "WEB_SERVICE_PORT_8
 done
 pass "2 web and dns-udp variables in the pod (the container's WEB_SERVICE_PORT wins)"
 # (WEB_SERVICE_PORT=mine is the container's own)
-if pod_log nolinks | grep -v '^WEB_SERVICE_PORT=mine$' | grep -qE '^(WEB|DNS_UDP)_'; then
+if pod_log nolinks | grep -v '^WEB_SERVICE_PORT=mine$' | qgrep -E '^(WEB|DNS_UDP)_'; then
         fail "nolinks: service variables with enableServiceLinks false: $(pod_log nolinks | grep -E '^(WEB|DNS_UDP)_' | paste -sd' ')"
 else
         pass "2 enableServiceLinks: false: only the kubernetes Service's variables"
@@ -226,7 +226,7 @@ wait_running fallback 60
 poll 10 printed fallback || fail "fallback: no output"
 [ "$(resolv_of fallback)" = "nameserver 192.0.2.53" ] || fail "fallback: resolv.conf $(resolv_of fallback)"
 missing='kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. Falling back to "Default" policy.'
-if poll 10 eval 'events fallback MissingClusterDNS | grep -qF "$missing"'; then
+if poll 10 eval 'events fallback MissingClusterDNS | qgrep -F "$missing"'; then
         pass "3 no --cluster-dns: the node's file and the MissingClusterDNS warning"
 else
         fail "fallback: events $(events fallback MissingClusterDNS)"

@@ -113,10 +113,10 @@ print(n)')
     [ -n "$user" ] || continue
     for f in "$tmp/evilusers.jsonl" "$tmp/evilusers.err" "$logs"/default_evilusers_*/*/0.log; do
       [ -f "$f" ] || continue
-      if { [ ${#hash} -gt 2 ] && grep -qF -- "$hash" "$f"; } || grep -qF -- "$user:$hash:" "$f"; then shadow_leak=yes; fi
+      if { [ ${#hash} -gt 2 ] && grep -qF -- "$hash" "$f"; } || qgrep -F -- "$user:$hash:" "$f"; then shadow_leak=yes; fi
     done
   done </etc/shadow
-  if pod_log evilusers byname | grep -q started || pod_log evilusers group | grep -q started; then
+  if pod_log evilusers byname | qgrep started || pod_log evilusers group | qgrep started; then
     escaped "a container ran with the image's user: $(pod_log evilusers byname) $(pod_log evilusers group)"
   elif [ $shadow_leak = yes ]; then escaped "the host's /etc/shadow reached the pod's output or status"
   elif noreason=$(jq -r 'select(.status) | .status.containerStatuses[]? | select(.state.waiting != null and .state.waiting.reason == null) | .name' "$tmp/evilusers.jsonl" 2>/dev/null | sort -u | paste -sd,) && [ -n "$noreason" ]; then
@@ -198,7 +198,7 @@ fi
 attempt "fail open: hostUsers: false (the container would run with the host's identity)"
 pod userns "    command: [sh, -c, 'echo started; cat /proc/self/uid_map']" "  hostUsers: false"
 run userns
-if pod_log userns | grep -q started; then escaped "the container ran without a user namespace: $(pod_log userns | tail -1)"
+if pod_log userns | qgrep started; then escaped "the container ran without a user namespace: $(pod_log userns | tail -1)"
 elif said userns "can't set \`spec.hostUsers: false\`, runtime does not support user namespaces"; then
   refused "$(grep -o '"reason":"[A-Za-z]*"' "$tmp/userns.jsonl" | head -1)"
 else escaped "no refusal message: $(tail -3 "$tmp/userns.err")"; fi
@@ -456,7 +456,7 @@ EOF
   poll 20 eval 'grep -qF "$nulmsg" "$tmp/agent.log"' || true
   if [ "$code" != 201 ]; then escaped "the stand-in did not store it: $code $(cat "$tmp/hostile.out")"
   elif grep -q 'RAN' "$logs"/default_web*/main/0.log 2>/dev/null; then escaped "the NUL pod ran"
-  elif ! grep -F "$nulmsg" "$tmp/agent.log" | grep -qF 'metadata.name: a NUL character (\u0000) in a string; the object is refused'; then
+  elif ! grep -F "$nulmsg" "$tmp/agent.log" | qgrep -F 'metadata.name: a NUL character (\u0000) in a string; the object is refused'; then
     escaped "no refusal of the pod alone logged: $(grep -iE 'NUL|u0000' "$tmp/agent.log" | tail -2)"
   else refused "not run; refused alone: $(grep -F "$nulmsg" "$tmp/agent.log" | head -1 | cut -c1-200)"; fi
 
@@ -474,7 +474,7 @@ EOF
     code=$(HFILL=$4 hostile "$1" "$3")
     [ "$code" = 201 ] || { escaped "the stand-in did not store $1: $code $(head -c 300 "$tmp/hostile.out")"; return; }
     hn=$1
-    if poll 30 eval 'grep "default/${hn}[ :]" "$tmp/agent.log" | grep -q "refused"'; then
+    if poll 30 eval 'grep "default/${hn}[ :]" "$tmp/agent.log" | qgrep "refused"'; then
       line=$(grep "default/${hn}[ :]" "$tmp/agent.log" | grep -m1 "refused" | cut -c1-400)
       if ! grep -qF -- "$2" <<<"$line"; then escaped "refused, but the message lacks \"$2\": $line"
       elif ls "$logs"/default_"$hn"_* >/dev/null 2>&1; then escaped "$hn got a log directory: something ran"

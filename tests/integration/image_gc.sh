@@ -36,7 +36,7 @@ mount -t tmpfs -o size=64m cubelet-imagegc "$root" || skip "cannot mount a tmpfs
 # df of the image filesystem: capacity and available bytes
 fs() { df -B1 --output="$1" "$root" | tail -n1 | tr -d ' '; }
 images() { "$CUBELET" --root-dir "$root" image ls 2>/dev/null; }
-has_image() { images | grep -q "$1"; }
+has_image() { images | qgrep "$1"; }
 
 # ---- the images -------------------------------------------------------------------
 import_busybox
@@ -110,10 +110,10 @@ stop_agent
 run_agent --image-gc-high-threshold 2 --image-gc-low-threshold 1
 poll 30 eval '[ -n "$(events_of Node "$NODE" ImageGCFailed)" ]' || fail "no ImageGCFailed event"
 ev=$(events_of Node "$NODE" FreeDiskSpaceFailed | head -n1)
-echo "$ev" | grep -Eq '^Warning\|Failed to garbage collect required amount of images\. Attempted to free [0-9]+ bytes, but only found [0-9]+ bytes eligible to free\.$' ||
+echo "$ev" | qgrep -E '^Warning\|Failed to garbage collect required amount of images\. Attempted to free [0-9]+ bytes, but only found [0-9]+ bytes eligible to free\.$' ||
         fail "FreeDiskSpaceFailed: '$ev'"
 ig=$(events_of Node "$NODE" ImageGCFailed | head -n1)
-echo "$ig" | grep -Eq '^Warning\|Failed to garbage collect required amount of images\.' || fail "ImageGCFailed: '$ig'"
+echo "$ig" | qgrep -E '^Warning\|Failed to garbage collect required amount of images\.' || fail "ImageGCFailed: '$ig'"
 grep -q "image garbage collection failed once" "$tmp/agent.log" || fail "the first failure was not logged as once"
 has_image gc-3 && fail "gc-3 kept although usage is over the threshold"
 has_image gc-4 && fail "gc-4 kept although usage is over the threshold"
@@ -181,7 +181,7 @@ mkpod looper Always <<EOP
     volumeMounts: [{name: data, mountPath: /data}]
   volumes: [{name: data, emptyDir: {}}]
 EOP
-poll 90 eval 'dlog | grep -q "able to reduce ephemeral-storage pressure without evicting pods"' ||
+poll 90 eval 'dlog | qgrep "able to reduce ephemeral-storage pressure without evicting pods"' ||
         fail "no reclaim 90 s after the looper was made"
 t_reclaim=$(since "$t0")
 line=$(dlog | grep -E "able to reduce ephemeral-storage pressure without evicting pods" | head -n1)
@@ -189,10 +189,10 @@ freed=$(sed -E 's/.*\(([0-9]+) bytes of dead containers.* in ([0-9]+) ms.*/\1/' 
 took=$(sed -E 's/.* in ([0-9]+) ms.*/\1/' <<<"$line")
 echo "reclaim: $freed bytes of dead containers freed in $took ms, ${t_reclaim} s after the looper was made"
 [ "${freed:-0}" -gt $((8 << 20)) ] || fail "reclaim freed only '$freed' bytes: $line"
-dlog | grep -q "container garbage collection: removed dead instance 0 of container done of pod" ||
+dlog | qgrep "container garbage collection: removed dead instance 0 of container done of pod" ||
         fail "the terminated pod's instance was not removed under pressure"
 [ -z "$(instances done done)" ] || fail "done: instances '$(instances done done)' left after DeleteAllUnusedContainers"
-dlog | grep -Eq "container garbage collection: removed dead instance [0-9]+ of container looper" ||
+dlog | qgrep -E "container garbage collection: removed dead instance [0-9]+ of container looper" ||
         fail "no dead instance of the looper was removed"
 rc=$(pj looper '{.status.containerStatuses[0].restartCount}')
 inst=$(instances looper looper | tr '\n' ' ')
@@ -207,7 +207,7 @@ rc2=$(pj looper '{.status.containerStatuses[0].restartCount}')
 [ "$(pj looper '{.status.reason}')" != Evicted ] || fail "looper: Evicted"
 phase_is user Running || fail "user: $(pj user '{.status.phase}') $(pj user '{.status.reason}')"
 phase_is done Succeeded || fail "done: $(pj done '{.status.phase}')"
-dlog | grep -q "must evict pod(s) to reclaim ephemeral-storage" && fail "the eviction manager wanted to evict pods"
+dlog | qgrep "must evict pod(s) to reclaim ephemeral-storage" && fail "the eviction manager wanted to evict pods"
 pass "D1: disk pressure freed $freed bytes of dead containers in $took ms (terminated pod's log, looper instances < $first), looper at restart $rc kept '$inst', logs --previous '$prev', no pod evicted"
 stop_agent
 
@@ -229,7 +229,7 @@ inst=$(instances looper looper | tr '\n' ' ')
 [ "$(instances looper looper | wc -l)" -le 3 ] || fail "looper: instances '$inst' with the periodic collector"
 prev=$(previous)
 [[ "$prev" =~ ^run\ [0-9]+$ ]] || fail "logs --previous: '$prev'"
-dlog | grep -q "Container garbage collection failed" && fail "a collection failed"
+dlog | qgrep "Container garbage collection failed" && fail "a collection failed"
 [ -z "$(events_of Node "$NODE" ContainerGCFailed)" ] || fail "ContainerGCFailed: $(events_of Node "$NODE" ContainerGCFailed)"
 pass "D2: periodic collection keeps the looper at '$inst', the deleted pod's log directory removed"
 # D3: a runtime container no pod claims (an instance left behind: here a

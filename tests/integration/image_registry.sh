@@ -79,7 +79,7 @@ grep -q "^Manifest: *$manifest_digest$" "$tmp/inspect" || fail "manifest digest 
 
 echo "== pull by digest; TLS is required unless the registry is named insecure"
 cub "$r1" pull --insecure-registry "$reg" "$reg/busybox@$manifest_digest" >/dev/null
-cub "$r1" ls | grep -q "^$reg/busybox@$manifest_digest " || fail "pull by digest not listed"
+cub "$r1" ls | qgrep "^$reg/busybox@$manifest_digest " || fail "pull by digest not listed"
 if cub "$r1" pull "$reg/busybox:1.36" 2>"$tmp/err"; then
   fail "pull over plain HTTP without --insecure-registry succeeded"
 fi
@@ -143,7 +143,7 @@ proxy_pid=""
 
 echo "== rm removes the references and garbage-collects"
 cub "$r1" rm "$reg/busybox:1.36" >/dev/null
-cub "$r1" ls | grep -q "busybox:1.36" && fail "rm left the reference"
+cub "$r1" ls | qgrep "busybox:1.36" && fail "rm left the reference"
 [ -n "$(ls "$r1/images/blobs/sha256")" ] || fail "rm of one ref removed blobs still used by the digest ref"
 cub "$r1" rm "$reg/busybox@$manifest_digest" >/dev/null
 [ -z "$(ls -A "$r1/images/blobs/sha256")" ] || fail "blobs left after rm: $(ls "$r1/images/blobs/sha256")"
@@ -158,7 +158,7 @@ fi
 grep -q -- "--name" "$tmp/err" || fail "import error does not suggest --name"
 out=$(cub "$r2" import --name "$reg/busybox:1.36" "$tmp/img/busybox.oci.tar")
 [ "$out" = "$reg/busybox:1.36" ] || fail "import printed '$out'"
-cub "$r2" ls | grep -q "^$reg/busybox:1.36 .* ${config_digest:7:12} " || fail "imported image not listed"
+cub "$r2" ls | qgrep "^$reg/busybox:1.36 .* ${config_digest:7:12} " || fail "imported image not listed"
 ls "$r2"/images/layers/sha256/*/bin/busybox >/dev/null || fail "no bin/busybox after import"
 
 echo "== import a docker-archive"
@@ -166,9 +166,9 @@ r3=$tmp/root3
 sk copy -q "oci:$layout:1.36" "docker-archive:$tmp/busybox.docker.tar:busybox:docker"
 out=$(cub "$r3" import "$tmp/busybox.docker.tar")
 [ "$out" = "docker.io/library/busybox:docker" ] || fail "docker import printed '$out'"
-cub "$r3" ls | grep -q "^docker.io/library/busybox:docker " || fail "docker-archive image not listed"
+cub "$r3" ls | qgrep "^docker.io/library/busybox:docker " || fail "docker-archive image not listed"
 ls "$r3"/images/layers/sha256/*/bin/busybox >/dev/null || fail "no bin/busybox after docker import"
-cub "$r3" inspect busybox:docker | grep -q '^Cmd: *"sh"$' || fail "docker import lost Cmd"
+cub "$r3" inspect busybox:docker | qgrep '^Cmd: *"sh"$' || fail "docker import lost Cmd"
 
 echo "== a tampered blob is refused and nothing is stored"
 data=$(find "$tmp/registry" -path '*/blobs/sha256/*/data' -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2)

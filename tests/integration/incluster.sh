@@ -28,7 +28,7 @@ harness_init incluster
 
 uid_of() { pj "$1" '{.metadata.uid}'; }
 plog() { cat "$logs"/default_"$1"_"$(uid_of "$1")"/main/0.log 2>/dev/null | cut -d' ' -f4-; }
-has_log() { plog "$1" | grep -qF -- "$2"; }
+has_log() { plog "$1" | qgrep -F -- "$2"; }
 
 import_busybox
 write_cni_conf
@@ -66,8 +66,8 @@ vol=$(pj incluster '{.spec.volumes[?(@.projected)].name}')
 tok=$root/pods/$puid/volumes/kubernetes.io~projected/$vol/token
 got=$(stat -Lc '%a %u' "$tok")
 [ "$got" = "600 1000" ] || fail "1 token file: mode/owner '$got', want '600 1000'"
-plog incluster | sed -n 1p | grep -qx 1000 || fail "1 the container does not run as 1000: $(plog incluster | head -1)"
-plog incluster | sed -n 2p | grep -q '^-rw------- .* 1000 ' ||
+plog incluster | sed -n 1p | qgrep -x 1000 || fail "1 the container does not run as 1000: $(plog incluster | head -1)"
+plog incluster | sed -n 2p | qgrep '^-rw------- .* 1000 ' ||
         fail "1 the container sees the token as: $(plog incluster | sed -n 2p)"
 pass "1 token file 0600 owned by 1000 (the pod's runAsUser), read by the client"
 

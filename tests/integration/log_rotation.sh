@@ -67,7 +67,7 @@ grep -E '^0\.log\.[0-9]{8}-[0-9]{6}(\.gz)?$' <(ls "$d") >/dev/null || fail "no r
 [ "$(ls "$d" | grep -vc '\.tmp$')" -le 3 ] || fail "at the end: $(ls "$d")"
 gz=$(ls "$d" | grep -E '^0\.log\.[0-9]{8}-[0-9]{6}\.gz$' | head -1)
 [ -n "$gz" ] || fail "no compressed rotated file: $(ls "$d")"
-[ -z "$gz" ] || gzip -cd "$d/$gz" 2>/dev/null | sed -n 1p | grep -Eq '^20[0-9-]+T[0-9:.]+Z stdout F line-[0-9]{5} 0+$' ||
+[ -z "$gz" ] || gzip -cd "$d/$gz" 2>/dev/null | sed -n 1p | qgrep -E '^20[0-9-]+T[0-9:.]+Z stdout F line-[0-9]{5} 0+$' ||
         fail "$gz is not a gzipped CRI log"
 # -f across the rotations: every line once, in order
 seq -f 'line-%05g' 0 599 >"$tmp/want"

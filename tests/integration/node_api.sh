@@ -77,7 +77,7 @@ grep -q "a container name must be specified for pod two, choose one of: \[a b\]"
 # (the output is read whole first: with pipefail, kubectl killed by SIGPIPE
 # when head exits early would fail the check)
 out=$(k logs two -c a --timestamps 2>&1)
-head -n1 <<<"$out" | grep -Eq '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z a-line-1$' ||
+head -n1 <<<"$out" | qgrep -E '^20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{9}Z a-line-1$' ||
         fail "--timestamps: '$(head -n1 <<<"$out")'"
 [ "$(k logs two -c a --since=1h 2>&1 | wc -l)" = 6 ] || fail "--since=1h: '$(k logs two -c a --since=1h 2>&1)'"
 [ -z "$(k logs two -c a --since-time=2099-01-01T00:00:00Z 2>&1)" ] || fail "--since-time in the future not empty"
@@ -324,7 +324,7 @@ wait "$lf" 2>/dev/null
 sleep 1
 poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agent_fds) after the streams"
 [ "$(agent_children)" -le 4 ] || fail "agent children left: $(agent_children)"
-curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200 ||
+curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | qgrep -x 200 ||
         fail "the node API stopped answering"
 pass "4 dropped exec killed its command; dropped logs -f; fds $fds0 -> $(agent_fds); still serving"
 
@@ -363,7 +363,7 @@ closed=$(sed -n 's/^closed //p' "$tmp/slowloris.out")
 poll 30 eval '[ "$(lease_rt)" != "$rt0" ]' || fail "slowloris: the Lease was not renewed while 256 idle connections were held"
 poll 30 grep -q '^released' "$tmp/slowloris.out" || fail "slowloris: the client never let go"
 t=$(now)
-poll 10 eval 'curl -sk -o /dev/null -w "%{http_code}" -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200' ||
+poll 10 eval 'curl -sk -o /dev/null -w "%{http_code}" -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | qgrep -x 200' ||
         fail "slowloris: the node API does not answer after the idle connections went"
 t_ok=$(since "$t")
 poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "slowloris: agent fds $fds0 -> $(agent_fds) after the idle connections went"
@@ -450,7 +450,7 @@ maxgap=$(printf '%s\n' $gaps | sort -n | tail -1)
 [ -z "$maxgap" ] || fle "$maxgap" 12 || fail "flood: the Lease renewals came ${gaps}s apart under the flood, want <= 12 s (every 10 s)"
 [ "${held:-99999}" -le 4096 ] || fail "flood: the node API held $held idle connections, want <= 4096"
 poll 30 eval 'grep -q "^released" "$tmp/flood.out" && grep -q "^released" "$tmp/flood2.out"' || fail "flood: the clients never let go"
-poll 10 eval 'curl -sk -o /dev/null -w "%{http_code}" -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200' ||
+poll 10 eval 'curl -sk -o /dev/null -w "%{http_code}" -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | qgrep -x 200' ||
         fail "flood: the node API does not answer after the connections went"
 poll 15 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "flood: agent fds $fds0 -> $(agent_fds) after the connections went"
 for i in $(seq 101 200); do ip addr del "$base.$i/32" dev "$dummy" 2>/dev/null || true; done
@@ -604,7 +604,7 @@ poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agen
 out=$(k port-forward pod/nosuch 18099:80 2>&1)
 grep -q 'pods "nosuch" not found' <<<"$out" || fail "port-forward to a missing pod: '$out'"
 poll 10 eval '[ "$(agent_fds)" -le "$fds0" ]' || fail "agent fds $fds0 -> $(agent_fds) after the port-forwards"
-curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | grep -qx 200 ||
+curl -sk -o /dev/null -w '%{http_code}' -H "Authorization: Bearer tok-$$-secret" "$api/healthz" | qgrep -x 200 ||
         fail "the node API stopped serving after the port-forwards"
 pass "7 port-forward: GET + 3x300 KB over the WebSocket tunnel and over SPDY; closed port reported; a client dropped mid-transfer; fds $fds0 -> $(agent_fds)"
 

@@ -106,7 +106,7 @@ poll 20 phase_is late Failed || fail "late: a BestEffort pod was not rejected un
 [ "$(pj late '{.status.reason}')" = Evicted ] || fail "late: reason '$(pj late '{.status.reason}')'"
 [ "$(pj late '{.status.message}')" = "Pod was rejected: The node had condition: [MemoryPressure]. " ] ||
         fail "late: message '$(pj late '{.status.message}')'"
-events_of Pod late Evicted | grep -qxF "Warning|The node had condition: [MemoryPressure]. " ||
+events_of Pod late Evicted | qgrep -xF "Warning|The node had condition: [MemoryPressure]. " ||
         fail "late: no Evicted event: $(events_of Pod late Evicted)"
 poll 30 phase_is burst Running || fail "burst: a Burstable pod was not admitted under MemoryPressure ($(pj burst '{.status.phase}'))"
 cond_status_is MemoryPressure True || fail "MemoryPressure ended before the transition period: $(cond MemoryPressure)"
@@ -126,12 +126,12 @@ for s in ['Mi','Gi','Ti']:
 [[ "$msg" == *"Threshold quantity: $exp_th, "* ]] || fail "hog: threshold in message '$msg', want $exp_th"
 dt=$(pj hog '{.status.conditions[?(@.type=="DisruptionTarget")].status}|{.status.conditions[?(@.type=="DisruptionTarget")].reason}|{.status.conditions[?(@.type=="DisruptionTarget")].message}')
 [ "$dt" = "True|TerminationByKubelet|$msg" ] || fail "hog: DisruptionTarget '$dt'"
-events_of Pod hog Evicted | grep -qxF "Warning|$msg" || fail "hog: no Evicted event with the message: $(events_of Pod hog Evicted)"
+events_of Pod hog Evicted | qgrep -xF "Warning|$msg" || fail "hog: no Evicted event with the message: $(events_of Pod hog Evicted)"
 [ "$(pj hog '{.status.containerStatuses[0].state.terminated.exitCode}')" != "" ] ||
         fail "hog: container not terminated: $(pj hog '{.status.containerStatuses[0].state}')"
-events_of Node "$NODE" NodeHasInsufficientMemory | grep -qxF "Normal|Node $NODE status is now: NodeHasInsufficientMemory" ||
+events_of Node "$NODE" NodeHasInsufficientMemory | qgrep -xF "Normal|Node $NODE status is now: NodeHasInsufficientMemory" ||
         fail "no NodeHasInsufficientMemory event: $(events_of Node "$NODE" NodeHasInsufficientMemory)"
-events_of Node "$NODE" EvictionThresholdMet | grep -qxF "Warning|Attempting to reclaim memory" ||
+events_of Node "$NODE" EvictionThresholdMet | qgrep -xF "Warning|Attempting to reclaim memory" ||
         fail "no EvictionThresholdMet event"
 [ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "*$(pj hog '{.metadata.uid}')*" 2>/dev/null)" ] ||
         poll 10 eval '[ -z "$(find /sys/fs/cgroup/memory/"$cgroot" -type d -name "*$(pj hog "{.metadata.uid}")*")" ]' ||
@@ -154,7 +154,7 @@ ltt_true=$(date -d "$t_true" +%s)
 ltt_back=$(date -d "$(cut -d'|' -f4 <<<"$c")" +%s)
 [ $((ltt_back - ltt_true)) -ge $((TRANSITION - 1)) ] ||
         fail "MemoryPressure went back $((ltt_back - ltt_true)) s after it turned True, before the ${TRANSITION}s transition period"
-events_of Node "$NODE" NodeHasSufficientMemory | grep -qxF "Normal|Node $NODE status is now: NodeHasSufficientMemory" ||
+events_of Node "$NODE" NodeHasSufficientMemory | qgrep -xF "Normal|Node $NODE status is now: NodeHasSufficientMemory" ||
         fail "no NodeHasSufficientMemory event"
 mkpod_res after '{}' "$SLEEP"
 poll 40 phase_is after Running || fail "after: a BestEffort pod did not run once the pressure was over ($(pj after '{.status.phase}') $(pj after '{.status.message}'))"

@@ -21,7 +21,7 @@ col() { k get pod "$1" -o wide --no-headers 2>/dev/null | awk -v c="$2" '{print 
 status_is() { [ "$(col "$1" 3)" = "$2" ]; }
 # events NAME REASON: "type|message" lines of the pod's events with REASON.
 events() { events_of "" "$1" "$2"; }
-has_event() { events "$1" "$2" | grep -qF -- "$3"; }
+has_event() { events "$1" "$2" | qgrep -F -- "$3"; }
 # sleeper NAME: a running pod that exits on SIGTERM at once.
 sleeper() {
         mkpod "$1" Always "${2:-5}" <<'EOF'
@@ -148,7 +148,7 @@ poll 20 eval '[ "$(pj crash "{.status.containerStatuses[0].restartCount}")" -gt 
         fail "crash: restartCount stuck at $r1"
 r2=$(col crash 4)
 want="Back-off restarting failed container main in pod crash_default($crash_uid)"
-poll 10 eval 'events crash BackOff | grep -qxF "Warning|$want"' ||
+poll 10 eval 'events crash BackOff | qgrep -xF "Warning|$want"' ||
         fail "crash: no Warning BackOff event '$want' (have: $(events crash BackOff | head -2 | paste -sd';'))"
 # describe: the waiting state comes and goes with each restart.
 desc=""
@@ -339,13 +339,13 @@ EOF
 wait_running trapper
 wait_running stubborn
 trapper_uid=$(pj trapper '{.metadata.uid}')
-poll 10 eval 'pod_log trapper "$trapper_uid" main | grep -q "stdout F up"' || fail "trapper: no 'up' log line"
+poll 10 eval 'pod_log trapper "$trapper_uid" main | qgrep "stdout F up"' || fail "trapper: no 'up' log line"
 t=$(now)
 k delete pod trapper --timeout=30s >/dev/null 2>&1 || fail "trapper: kubectl delete failed"
 t_del=$(since "$t")
 gone trapper || fail "trapper: still there after kubectl delete returned"
 fle "$t_del" 5 || fail "trapper: kubectl delete took ${t_del}s (the TERM trap exits at once)"
-pod_log trapper "$trapper_uid" main | grep -q 'stdout F bye$' ||
+pod_log trapper "$trapper_uid" main | qgrep 'stdout F bye$' ||
         fail "trapper: no 'bye' in $logs/default_trapper_$trapper_uid/main/0.log: $(pod_log trapper "$trapper_uid" main | tail -2)"
 t=$(now)
 k delete pod stubborn --timeout=30s >/dev/null 2>&1 || fail "stubborn: kubectl delete failed"
@@ -404,7 +404,7 @@ outage_uid=$(pj outage '{.metadata.uid}')
 started=$(pj outage '{.status.containerStatuses[0].state.running.startedAt}')
 token_before=$(cat "$data/node.token")
 stop_standin
-poll 10 eval 'pod_log outage "$outage_uid" main | grep -q "stdout F done"' || fail "outage: the container did not finish"
+poll 10 eval 'pod_log outage "$outage_uid" main | qgrep "stdout F done"' || fail "outage: the container did not finish"
 sleep 1 # the exit is noticed while the stand-in is down
 start_standin
 [ "$(cat "$data/node.token")" = "$token_before" ] ||

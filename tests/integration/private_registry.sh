@@ -173,7 +173,7 @@ k create secret docker-registry badcred --docker-server="$reg" --docker-username
 private_pod withsecret "$img" regcred
 private_pod nosecret "$img"
 wait_running withsecret 60
-poll 10 eval 'pod_log withsecret | grep -qx pulled-and-running' || fail "withsecret: no output"
+poll 10 eval 'pod_log withsecret | qgrep -x pulled-and-running' || fail "withsecret: no output"
 [ -n "$(events_of Pod withsecret Pulled | grep "Successfully pulled image \"$img\"")" ] ||
         fail "withsecret: no Pulled event"
 pass "1 withsecret: Running with the imagePullSecret"

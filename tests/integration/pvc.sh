@@ -26,7 +26,7 @@ uid_of() { pj "$1" '{.metadata.uid}'; }
 plog() { cat "$logs"/default_"$1"_"$(uid_of "$1")"/main/0.log 2>/dev/null | cut -d' ' -f4-; }
 pvc_phase() { k get pvc "$1" -o jsonpath='{.status.phase}' 2>/dev/null; }
 # wait_event POD TEXT [SECONDS]: a FailedMount event of POD contains TEXT
-has_event() { events_of Pod "$1" FailedMount | grep -qF -- "$2"; }
+has_event() { events_of Pod "$1" FailedMount | qgrep -F -- "$2"; }
 wait_event() {
         poll "${3:-20}" has_event "$1" "$2" ||
                 fail "$1: no FailedMount event with '$2'; events: $(events_of Pod "$1" FailedMount | paste -sd';'); phase $(pj "$1" '{.status.phase}')"
@@ -105,7 +105,7 @@ pass "before a pod uses the claim the node may not get its PV ($(sed 's/.*is for
 # ---- hostPath PV: writes outlive the pod ------------------------------------------
 claim_pod writer data 'echo "written by $HOSTNAME" >/data/file && sync && echo done; sleep 3600'
 wait_running writer 60
-poll 10 eval 'plog writer | grep -q done' || fail "writer: $(plog writer)"
+poll 10 eval 'plog writer | qgrep done' || fail "writer: $(plog writer)"
 [ "$(cat "$hostpv/file" 2>/dev/null)" = "written by writer" ] || fail "the PV's directory has '$(cat "$hostpv/file" 2>&1)'"
 nk get pv pv-host >/dev/null 2>&1 || fail "the node may not get the PV of its pod's claim: $(nk get pv pv-host 2>&1)"
 pass "hostPath PV: the pod's write is in the PV's directory on the node; the node may get the PV of its pod's claim"
@@ -116,7 +116,7 @@ poll 20 eval '[ ! -e "$root/pods/$wuid" ]' || fail "writer's pod directory is le
 [ "$(cat "$hostpv/file" 2>/dev/null)" = "written by writer" ] || fail "the data is gone with the pod: '$(cat "$hostpv/file" 2>&1)'"
 claim_pod reader data 'cat /data/file; if touch /data/ro-probe 2>/dev/null; then echo writable; else echo readonly; fi; sleep 3600' true
 wait_running reader 60
-poll 10 eval 'plog reader | grep -q "able\|only"' || fail "reader: $(plog reader)"
+poll 10 eval 'plog reader | qgrep "able\|only"' || fail "reader: $(plog reader)"
 [ "$(plog reader | head -2 | paste -sd'|')" = "written by writer|readonly" ] || fail "reader saw: $(plog reader | paste -sd'|')"
 [ ! -e "$hostpv/ro-probe" ] || fail "the read-only claim was written"
 pass "after the writer's deletion its data is still on the node and a second pod reads it; persistentVolumeClaim.readOnly makes the mount read-only"

@@ -140,7 +140,7 @@ cl() { "$CUBELET" logs --pod-logs-dir "$logs" "$@"; }
 # stderr are two pipes: their lines' order in the file is not the program's)
 last=$(pod_log ok main | tail -n1 | cut -d' ' -f4-)
 [ -n "$last" ] && [ "$(cl default/ok main --tail 1)" == "$last" ] || fail "logs --tail 1: '$(cl default/ok main --tail 1)', the file ends with '$last'"
-cl default/ok --timestamps | head -1 | grep -qE '^20[0-9-]+T[0-9:.]+Z host=custom-host' ||
+cl default/ok --timestamps | head -1 | qgrep -E '^20[0-9-]+T[0-9:.]+Z host=custom-host' ||
   fail "logs --timestamps"
 if cl default/restarts >/dev/null 2>&1; then fail "logs without a container for a two-container pod"; fi
 if cl default/nosuch >/dev/null 2>&1; then fail "logs of a pod that never ran"; fi
@@ -193,7 +193,7 @@ rc=$?
 set -e
 [ $rc -eq 1 ] || fail "graceful: exit $rc, want 1 (Failed after a stop)"
 expect_last graceful '.status.containerStatuses[0].state.terminated.exitCode' 42
-pod_log graceful main | grep -q 'stdout F got-term' || fail "graceful: the TERM trap did not run"
+pod_log graceful main | qgrep 'stdout F got-term' || fail "graceful: the TERM trap did not run"
 order=$(pod_log graceful main | sed -n 's/.* stdout F \(prestop-ran\|got-term\)$/\1/p' | paste -sd,)
 [ "$order" == "prestop-ran,got-term" ] || fail "graceful: preStop hook then SIGTERM expected, log shows '$order'"
 grep -q 'Killing Stopping container main' "$tmp/graceful.err" || fail "graceful: no Killing event"
@@ -306,7 +306,7 @@ run oom
 expect_last oom .status.phase Failed
 expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.reason' OOMKilled
 expect_last oom '.status.containerStatuses[] | select(.name=="hog") | .state.terminated.exitCode' 137
-pod_log oom ro | grep -q 'Read-only file system' || fail "oom: readOnlyRootFilesystem: touch did not get EROFS"
+pod_log oom ro | qgrep 'Read-only file system' || fail "oom: readOnlyRootFilesystem: touch did not get EROFS"
 
 # Pod-level limits (spec.resources, PodLevelResources 1.34+) and no
 # container limit: the requests default to the pod's limits (Guaranteed),

@@ -76,9 +76,9 @@ subj=$(openssl req -in "$tmp/req1.pem" -noout -subject -nameopt sep_comma_plus_s
 [ "$subj" = "subject=O=system:nodes, CN=system:node:$NODE" ] || fail "$csr1: $subj"
 sans=$(openssl req -in "$tmp/req1.pem" -noout -text | grep -A1 'Subject Alternative Name' | tail -n1 | tr -d ' ')
 [ "$sans" = "DNS:$NODE,IPAddress:$nodeip" ] || fail "$csr1: SANs $sans, want DNS:$NODE,IPAddress:$nodeip"
-openssl req -in "$tmp/req1.pem" -noout -text | grep -q 'ASN1 OID: prime256v1' || fail "$csr1: not an EC P-256 key"
+openssl req -in "$tmp/req1.pem" -noout -text | qgrep 'ASN1 OID: prime256v1' || fail "$csr1: not an EC P-256 key"
 sleep 1.5 # the stand-in's controllers pass every 0.25 s
-k get csr "$csr1" | grep -q ' Pending' || fail "$csr1 was not left Pending: $(k get csr "$csr1")"
+k get csr "$csr1" | qgrep ' Pending' || fail "$csr1 was not left Pending: $(k get csr "$csr1")"
 [ -z "$(csr_col "$csr1" '{.status.conditions}')" ] || fail "$csr1: $(csr_col "$csr1" '{.status.conditions}')"
 out=$(openssl s_client -connect "$nodeip:$port" </dev/null 2>&1)
 ! grep -q 'BEGIN CERTIFICATE\|Server certificate' <<<"$out" || fail "a certificate was served before the CSR was approved"
@@ -100,7 +100,7 @@ wait_log 'serving certificate issued: ' 5
 in_agent=$(awk -v a="$(log_s "certificate signing request $csr1 is issued")" -v b="$(log_s 'serving certificate issued: ')" \
         'BEGIN { printf "%.0f", (b - a) * 1000 }')
 echo "approve -> serving: ${approve_to_serve}s (in the agent: the issued CSR seen -> serving ${in_agent} ms)"
-k get csr "$csr1" | grep -q 'Approved,Issued' || fail "kubectl get csr: $(k get csr "$csr1")"
+k get csr "$csr1" | qgrep 'Approved,Issued' || fail "kubectl get csr: $(k get csr "$csr1")"
 csr_col "$csr1" '{.status.certificate}' | base64 -d >"$tmp/issued1.pem"
 [ "$(serial_of "$tmp/s1.pem")" = "$(serial_of "$tmp/issued1.pem")" ] ||
         fail "the node API presents $(serial_of "$tmp/s1.pem"), the CSR issued $(serial_of "$tmp/issued1.pem")"
@@ -109,7 +109,7 @@ openssl verify -CAfile "$data/ca.crt" "$tmp/s1.pem" >/dev/null 2>&1 || fail "the
         fail "issuer $(openssl x509 -in "$tmp/s1.pem" -noout -issuer)"
 ssans=$(openssl x509 -in "$tmp/s1.pem" -noout -ext subjectAltName | tail -n1 | tr -d ' ')
 [ "$ssans" = "DNS:$NODE,IPAddress:$nodeip" ] || fail "served SANs $ssans"
-openssl x509 -in "$tmp/s1.pem" -noout -ext extendedKeyUsage | grep -q 'TLS Web Server Authentication' || fail "no server auth usage"
+openssl x509 -in "$tmp/s1.pem" -noout -ext extendedKeyUsage | qgrep 'TLS Web Server Authentication' || fail "no server auth usage"
 [ -L "$pki/kubelet-server-current.pem" ] || fail "no kubelet-server-current.pem link: $(ls -l "$pki")"
 f1=$(readlink "$pki/kubelet-server-current.pem")
 [[ $f1 =~ ^kubelet-server-[0-9]{4}(-[0-9]{2}){5}\.pem$ ]] || fail "the link points to $f1"
@@ -125,7 +125,7 @@ pass "B: approved; in ${approve_to_serve}s the node API serves $f1 (issuer the c
 poll 75 eval '[ "$(serving_csrs | wc -l)" -ge 2 ]' || fail "no renewal CSR within 75 s: $(k get csr 2>&1)"
 csr2=$(serving_csrs | sed -n 2p)
 sleep 1
-k get csr "$csr2" | grep -q ' Pending' || fail "$csr2 was not left Pending: $(k get csr "$csr2")"
+k get csr "$csr2" | qgrep ' Pending' || fail "$csr2 was not left Pending: $(k get csr "$csr2")"
 served "$nodeip" "$tmp/during.pem"
 [ "$(serial_of "$tmp/during.pem")" = "$(serial_of "$tmp/s1.pem")" ] || fail "the old certificate is not served while $csr2 waits"
 # a connection made with the old certificate, used after the swap
@@ -182,10 +182,10 @@ poll 10 eval 'served "$ip2" "$tmp/d0.pem" && [ -s "$tmp/d0.pem" ]' || fail "the 
 poll 30 eval '[ "$(serving_csrs | wc -l)" -gt "$n_before" ]' || fail "no CSR for the new address"
 wait_log "missing the requested IP address $ip2" 5
 csr3=$(serving_csrs | tail -n1)
-csr_col "$csr3" '{.spec.request}' | base64 -d | openssl req -noout -text | grep -q "IP Address:$ip2" ||
+csr_col "$csr3" '{.spec.request}' | base64 -d | openssl req -noout -text | qgrep "IP Address:$ip2" ||
         fail "$csr3 does not ask for $ip2"
 k certificate approve "$csr3" >/dev/null || fail "kubectl certificate approve $csr3 failed"
-poll 20 eval 'served "$ip2" "$tmp/d1.pem" && openssl x509 -in "$tmp/d1.pem" -noout -ext subjectAltName | grep -q "IP Address:$ip2"' ||
+poll 20 eval 'served "$ip2" "$tmp/d1.pem" && openssl x509 -in "$tmp/d1.pem" -noout -ext subjectAltName | qgrep "IP Address:$ip2"' ||
         fail "the certificate for $ip2 is not served"
 stop_agent
 pass "D: restarted with $ip2: the stored certificate served at once, $csr3 asked for $ip2, served once approved"

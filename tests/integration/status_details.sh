@@ -254,7 +254,7 @@ mkpod hostpod Never <<'EOF'
     command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.2; done']
 EOF
 wait_running hostpod 60
-poll 20 eval 'events_of Pod netpod NetworkNotReady | grep -q .' || fail "netpod: no NetworkNotReady event"
+poll 20 eval 'events_of Pod netpod NetworkNotReady | qgrep .' || fail "netpod: no NetworkNotReady event"
 ev=$(events_of Pod netpod NetworkNotReady | head -n1)
 [ "$ev" = "Warning|network is not ready: ${NOTREADY#False|KubeletNotReady|}" ] || fail "netpod: NetworkNotReady event '$ev'"
 phase_is netpod Pending && [ -z "$(pj netpod '{.status.podIP}')" ] ||
@@ -299,7 +299,7 @@ for p in dlset dllow; do
                 fail "$p: $(pj "$p" '{.status.reason}|{.status.message}')"
         [ -n "$(pj "$p" '{.status.containerStatuses[0].state.terminated.exitCode}')" ] ||
                 fail "$p: Failed with its container $(pj "$p" '{.status.containerStatuses[0].state}')"
-        events_of Pod "$p" DeadlineExceeded | grep -qxF "Normal|Pod was active on the node longer than the specified deadline" ||
+        events_of Pod "$p" DeadlineExceeded | qgrep -xF "Normal|Pod was active on the node longer than the specified deadline" ||
                 fail "$p: no DeadlineExceeded event: $(events_of Pod "$p" DeadlineExceeded)"
 done
 pass "D activeDeadlineSeconds set (dlset) and lowered (dllow) through kubectl: Failed DeadlineExceeded with the containers terminated, $(since "$t0")s"

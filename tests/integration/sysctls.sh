@@ -52,7 +52,7 @@ mkpod set <<EOF
     command: [sh, -c, 'echo "port=\$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start) shm=\$(cat /proc/sys/kernel/shm_rmid_forced) somax=\$(cat /proc/sys/net/core/somaxconn)"; sleep 3600']
 EOF
 wait_running set 60
-poll 10 eval 'plog set | grep -q "^port="' || fail "set: no output"
+poll 10 eval 'plog set | qgrep "^port="' || fail "set: no output"
 [ "$(plog set | head -1)" = "port=$want_port shm=$want_shm somax=777" ] ||
         fail "set: the container saw '$(plog set | head -1)', want port=$want_port shm=$want_shm somax=777"
 [ "$(cat /proc/sys/net/ipv4/ip_unprivileged_port_start)|$(cat /proc/sys/kernel/shm_rmid_forced)|$(cat /proc/sys/net/core/somaxconn)" = "$host_port|$host_shm|$host_somax" ] ||

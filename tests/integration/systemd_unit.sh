@@ -206,7 +206,7 @@ want=(libc6 libcurl4 libcjson1 libyaml-0-2 libseccomp2 libcap2 libcgroup2 libarc
         containernetworking-plugins iptables)
 # libsystemd0 once the binary links it (the sd_notify calls).
 if command -v readelf >/dev/null &&
-        readelf -d "$root/usr/bin/cubelet" | grep -q 'NEEDED.*libsystemd\.so'; then
+        readelf -d "$root/usr/bin/cubelet" | qgrep 'NEEDED.*libsystemd\.so'; then
         want+=(libsystemd0)
 fi
 for p in "${want[@]}"; do

@@ -84,7 +84,7 @@ else
         chromium_pid=$!
         track "$chromium_pid"
         cdp() { python3 "$SOURCE_DIR/tests/integration/lib/cdp.py" "$cport" "$@"; }
-        poll 30 eval 'curl -fs "http://127.0.0.1:$cport/json/list" | grep -q "\"type\": \"page\""' ||
+        poll 30 eval 'curl -fs "http://127.0.0.1:$cport/json/list" | qgrep "\"type\": \"page\""' ||
                 fail "chromium: no page target: $(tail -3 "$tmp/chromium.out")"
         cdp wait 'document.body.dataset.stream === "open" && window.cubeletTimeline.events > 0' 20 ||
                 fail "the page did not connect to the event stream"
@@ -123,7 +123,7 @@ k taint nodes "$NODE" tl=evict:NoExecute- >/dev/null || fail "kubectl taint (rem
 poll 10 eval 'tl -o json seq | jq -e ".pods[0].gone" >/dev/null' || fail "seq: not marked gone in the timeline"
 
 tl seq >"$tmp/seq.txt" 2>"$tmp/seq.err" || fail "timeline seq failed: $(cat "$tmp/seq.err")"
-head -1 "$tmp/seq.txt" | grep -Eq '^default/seq  uid [0-9a-f-]+  phase [A-Za-z]+  \(gone\)$' ||
+head -1 "$tmp/seq.txt" | qgrep -E '^default/seq  uid [0-9a-f-]+  phase [A-Za-z]+  \(gone\)$' ||
         fail "timeline seq: first line '$(head -1 "$tmp/seq.txt")'"
 for s in workerStarted admitted sandboxReady imageReady:main containerStarted:main containerExited:main \
         phase:Pending phase:Running deleted; do

@@ -45,7 +45,7 @@ plog() { cut -d' ' -f4- "$logs"/default_"$1"_"$(uid_of "$1")"/main/0.log 2>/dev/
 tok() { cat "$vdir/token" 2>/dev/null; }
 changed() { [ "$(tok)" != "$1" ]; }
 md5() { printf %s "$1" | md5sum | cut -c1-32; }
-seen() { plog rot | grep -q "token $(md5 "$1")"; }
+seen() { plog rot | qgrep "token $(md5 "$1")"; }
 # the agent's TokenRequests for the pod (its -v 2 line per token received)
 reqs() { grep -c 'serviceaccount default/default: token for pod default/rot,' "$tmp/agent.log"; }
 

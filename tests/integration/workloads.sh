@@ -25,7 +25,7 @@ export CUBELET_STANDIN_DISABLE_ADMISSION_PLUGINS=${CUBELET_STANDIN_DISABLE_ADMIS
 
 col() { k get pod "$1" -o wide --no-headers 2>/dev/null | awk -v c="$2" '{print $c}'; }
 events() { events_of "" "$1" "$2"; }
-has_event() { events "$1" "$2" | grep -qF -- "$3"; }
+has_event() { events "$1" "$2" | qgrep -F -- "$3"; }
 pod_log() { cat "$logs"/default_"$1"_"$2"/"$3"/"${4:-0}".log 2>/dev/null; }
 
 import_busybox
@@ -38,7 +38,7 @@ start_agent -v 1 --kubeconfig "$data/node.kubeconfig" --healthz-port "$(free_por
 uid_of() { pj "$1" '{.metadata.uid}'; }
 # plog POD [CONTAINER] [RESTART]: the container's log lines (CRI prefix cut).
 plog() { pod_log "$1" "$(uid_of "$1")" "${2:-main}" "${3:-0}" | cut -d' ' -f4-; }
-has_log() { plog "$1" "${3:-main}" | grep -qF -- "$2"; }
+has_log() { plog "$1" "${3:-main}" | qgrep -F -- "$2"; }
 waiting_is() { [ "$(pj "$1" '{.status.containerStatuses[0].state.waiting.reason}')" = "$2" ]; }
 
 node_ready
@@ -212,9 +212,9 @@ mkpod mem OnFailure <<'EOF'
     volumeMounts: [{name: m, mountPath: /m}]
 EOF
 k wait --for=jsonpath='{.status.phase}'=Succeeded pod/mem --timeout=60s >/dev/null || fail "mem: not Succeeded ($(col mem 3))"
-plog mem main 1 | grep -q kept || fail "mem: the restarted container did not find the file: $(plog mem main 1)"
+plog mem main 1 | qgrep kept || fail "mem: the restarted container did not find the file: $(plog mem main 1)"
 [ "$(pj mem '{.status.containerStatuses[0].restartCount}')" = 1 ] || fail "mem: restartCount"
-plog mem main 0 | grep " /m " | grep -q "size=16384k" || fail "mem: tmpfs size: $(plog mem main 0 | head -2)"
+plog mem main 0 | grep " /m " | qgrep "size=16384k" || fail "mem: tmpfs size: $(plog mem main 0 | head -2)"
 pass "5 emptyDir Memory (sizeLimit 16Mi = tmpfs size=16384k) kept across a restart"
 
 # ---- 6. subPath, and an escape through a swapped symlink ---------------------------------
@@ -285,7 +285,7 @@ mkpod swap Always <<'EOF'
     volumeMounts: [{name: shared, mountPath: /s}]
   - name: victim
     image: busybox:1.36
-    command: [sh, -c, 'l=$(ls -l /m | grep -v "^total"); if [ -f /m/marker ]; then echo INSIDE; elif ! printf "%s\n" "$l" | grep -v "^l.* real -> " | grep -q .; then echo "INSIDE-DIR $(printf "%s\n" "$l" | sed -n "s/.* real -> /real -> /p" | paste -sd,)"; else echo "OUTSIDE $(printf "%s\n" "$l" | head -5 | paste -sd,)"; fi; sleep 0.3; exit 1']
+    command: [sh, -c, 'l=$(ls -l /m | grep -v "^total"); if [ -f /m/marker ]; then echo INSIDE; elif ! printf "%s\n" "$l" | grep -v "^l.* real -> " | qgrep .; then echo "INSIDE-DIR $(printf "%s\n" "$l" | sed -n "s/.* real -> /real -> /p" | paste -sd,)"; else echo "OUTSIDE $(printf "%s\n" "$l" | head -5 | paste -sd,)"; fi; sleep 0.3; exit 1']
     volumeMounts: [{name: shared, mountPath: /m, subPath: dir}]
 EOF
 sleep 25
@@ -318,7 +318,7 @@ want_hp="MountVolume.SetUp failed for volume \"late\" : hostPath type check fail
 poll 20 has_event hostdir FailedMount "$want_hp" || fail "hostdir: no FailedMount '$want_hp': $(events hostdir FailedMount | head -3)"
 waiting_is hostdir ContainerCreating && phase_is hostdir Pending ||
         fail "hostdir: $(pj hostdir '{.status.phase} {.status.containerStatuses[0].state}')"
-events hostdir Failed | grep -q . && fail "hostdir: a container error: $(events hostdir Failed | head -2)"
+events hostdir Failed | qgrep . && fail "hostdir: a container error: $(events hostdir Failed | head -2)"
 sleep 2
 waiting_is hostdir ContainerCreating || fail "hostdir: $(pj hostdir '{.status.containerStatuses[0].state}')"
 t=$(now)

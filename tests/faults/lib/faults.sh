@@ -263,8 +263,8 @@ our_monitors() {
         local p
         for p in $(pgrep -f -- '__monitor' 2>/dev/null); do
                 [ -r "/proc/$p/cmdline" ] || continue
-                tr '\0' ' ' <"/proc/$p/cmdline" | grep -q '__monitor' || continue
-                ls -l "/proc/$p/fd" 2>/dev/null | grep -q -- "-> $logs/" && echo "$p"
+                tr '\0' ' ' <"/proc/$p/cmdline" | qgrep '__monitor' || continue
+                ls -l "/proc/$p/fd" 2>/dev/null | qgrep -- "-> $logs/" && echo "$p"
         done
 }
 ipam_allocs() { ls "$tmp/ipam/$cni_name" 2>/dev/null | grep -v -e lock -e last_reserved; }
@@ -323,7 +323,7 @@ check_invariants() {
                                 mon=$(jq -r .monitorPid "$st")
                                 cgp=$(jq -r .cgroupPath "$st")
                                 kill -0 "$pid" 2>/dev/null || violation "$name/$cname: running but its process $pid is gone"
-                                tr '\0' ' ' <"/proc/$mon/cmdline" 2>/dev/null | grep -q __monitor ||
+                                tr '\0' ' ' <"/proc/$mon/cmdline" 2>/dev/null | qgrep __monitor ||
                                         violation "$name/$cname: running but its monitor $mon is gone"
                                 grep -qs "$cgp\$" "/proc/$pid/cgroup" ||
                                         violation "$name/$cname: process $pid not in its cgroup $cgp"

@@ -795,16 +795,27 @@ int rt_exe_clone(const char *exe, struct cb_error *err)
  * dispositions and the mask are reset, and the monitor starts a new
  * session so the agent's process group and terminal do not reach it.
  */
+void rt_spawn_init(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, short flags)
+{
+        posix_spawn_file_actions_init(fa);
+        posix_spawnattr_init(attr);
+        posix_spawn_file_actions_addopen(fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(fa, 1, 2);
+        sigset_t all, none;
+        sigfillset(&all);
+        sigemptyset(&none);
+        posix_spawnattr_setsigdefault(attr, &all);
+        posix_spawnattr_setsigmask(attr, &none);
+        posix_spawnattr_setflags(attr, flags | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+}
+
 int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_fds, pid_t *ret,
                   struct cb_error *err)
 {
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        rt_spawn_init(&fa, &attr, POSIX_SPAWN_SETSID);
         for (size_t i = 0; i < n_fds; i++)
                 if (fds[i] >= 0)
                         posix_spawn_file_actions_adddup2(&fa, fds[i], 3 + (int)i);
@@ -821,13 +832,6 @@ int rt_spawn_self(const char *exe, char *const argv[], const int *fds, size_t n_
         posix_spawn_file_actions_addclosefrom_np(&fa, slot + 1);
         char path[32];
         snprintf(path, sizeof(path), "/proc/self/fd/%d", slot);
-        sigset_t all, none;
-        sigfillset(&all);
-        sigemptyset(&none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF |
-                                            POSIX_SPAWN_SETSIGMASK);
         char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
         int rc = posix_spawn(ret, path, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);

@@ -3,6 +3,7 @@
 
 /* Declarations shared by the container runtime's files only. */
 
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -126,6 +127,10 @@ int rt_high_fd(int fd, struct cb_error *err);
 /* A sealed memfd copy of the binary exe, made once and cached (do not close
  * it): what the hidden modes are executed from (runtime/container.c). */
 int rt_exe_clone(const char *exe, struct cb_error *err);
+/* The settings every helper process is spawned with: stdin, stdout and
+ * stderr on /dev/null, every signal default and unblocked, plus flags
+ * (POSIX_SPAWN_*). The caller adds its own fds and destroys both. */
+void rt_spawn_init(posix_spawn_file_actions_t *fa, posix_spawnattr_t *attr, short flags);
 /* posix_spawn of the cubelet binary in one of its hidden modes: a new
  * session, every signal default and unblocked, stdin/stdout/stderr on
  * /dev/null, fds[i] (callers pass fds numbered 10 or above, see

@@ -15,6 +15,7 @@
  * command: it blocks until the helper ends.
  */
 #include "runtime/image_internal.h"
+#include "runtime/container_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,19 +70,9 @@ int rt_layer_unpack_helper(const char *helper, const char *archive_path, const c
         char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL};
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        rt_spawn_init(&fa, &attr, 0);
         posix_spawn_file_actions_adddup2(&fa, wr, 3);
         posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-        sigset_t all, none;
-        sigfillset(&all);
-        sigemptyset(&none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
         pid_t pid;
         int rc = posix_spawn(&pid, helper, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);

@@ -186,7 +186,7 @@ EOF
   at_cleanup 'rm -rf "/run/containerd/runc/$CNS"; true'
   poll 20 quietly "${C[@]}" version || die "the private containerd did not start: $(tail -3 "$tmp/containerd.log")"
   "${C[@]}" images import --base-name docker.io/library/busybox "$tmp/img/busybox.oci.tar" >/dev/null
-  "${C[@]}" images ls -q | grep -qx "$IMAGE" || "${C[@]}" images tag "$("${C[@]}" images ls -q | head -1)" "$IMAGE" >/dev/null
+  "${C[@]}" images ls -q | grep -x "$IMAGE" >/dev/null || "${C[@]}" images tag "$("${C[@]}" images ls -q | head -1)" "$IMAGE" >/dev/null
   # ctr's CNI (client side, go-cni) reads /etc/cni/net.d and /opt/cni/bin:
   # in a private mount namespace those are this run's conflist and
   # Debian's plugins.
@@ -526,7 +526,7 @@ fig6_peers() {
   shim=$(pgrep -f -n -- "-namespace $CNS -id sleeper" || true)
   [ -n "$shim" ] && say "   containerd: shim PSS $(awk '/^Pss:/ {print $2}' "/proc/$shim/smaps_rollup") KiB (RSS $(awk '/^VmRSS:/ {print $2}' "/proc/$shim/status") KiB) per pod (no pause: ctr runs no sandbox); containerd itself $(agent_mem "$ctrd_pid")"
   "${C[@]}" task kill -s KILL sleeper >/dev/null 2>&1
-  poll 10 eval '! "${C[@]}" task ls -q | grep -qx sleeper' || true
+  poll 10 eval '! "${C[@]}" task ls -q | grep -x sleeper >/dev/null' || true
   "${C[@]}" container rm sleeper >/dev/null 2>&1 || true
   # cubelet's pod, run-pod as the agent
   "${BIN[A]}" --root-dir "$root" --cni-conf-dir "$cni_dir" run-pod "$tmp/sleep.yaml" \

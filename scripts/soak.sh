@@ -93,7 +93,7 @@ verdict=$(awk -F, -v tol="$RSS_TOL" -v warm="$WARMUP" 'NR == 1 { next }
           printf "SOAK %d cycles (against cycle %d): RSS %d -> %d kB, fds (no sockets) %d -> %d, sockets %d -> %d, threads %d -> %d\n", c[n], c[b], rss[b], rss[n], fd[b], fd[n], so[b], so[n], th[b], th[n]
         }' "$csv")
 echo "$verdict" | grep -v '^SOAK' | while read -r l; do [ -z "$l" ] || echo "FAIL: $l"; done
-echo "$verdict" | grep -v '^SOAK' | grep -q . && fails=$((fails + 1))
+echo "$verdict" | grep -v '^SOAK' | grep . >/dev/null && fails=$((fails + 1))
 echo "$verdict" | grep '^SOAK'
 echo "     execs: $execd; CSV: $csv"
 if command -v gnuplot >/dev/null; then

@@ -45,7 +45,11 @@ escape_names() (
 pod_log() { cat "$logs"/default_"$1"_*/"${2:-main}"/0.log 2>/dev/null | sed 's/^[^ ]* std[a-z]* [FP] //'; }
 # said NAME TEXT: the pod's status lines or events contain TEXT
 said() { grep -qF -- "$2" "$tmp/$1.jsonl" "$tmp/$1.err"; }
-has() { printf '%s\n' "$1" | grep -qE -- "$2"; }
+# grep without -q reads all its input: with -q it exits at the first match
+# and, under pipefail, printf (line-buffered, one write per line) can die
+# of SIGPIPE on a later line, failing the check although the line is there
+# ("the pause process is not confined" with every line present, once)
+has() { printf '%s\n' "$1" | grep -E -- "$2" >/dev/null; }
 
 # pod_head NAME [SPEC-FRAGMENT]: the manifest's start, through "containers:"
 # (hostNetwork: the pods need no CNI network; restartPolicy Never).
@@ -75,7 +79,7 @@ pod() {
 # refused_start NAME WHAT MESSAGE: the container must not run, and the
 # refusal must say MESSAGE
 refused_start() {
-  if pod_log "$1" | grep -q started; then escaped "the container ran with $2"
+  if pod_log "$1" | grep started >/dev/null; then escaped "the container ran with $2"
   elif said "$1" "$3"; then refused "the start is refused"
   else escaped "no refusal message: $(tail -3 "$tmp/$1.err")"; fi
 }
@@ -134,7 +138,7 @@ esc_workdir_fd() {
   run wd
   ok=1
   for n in 3 4 5 6 7 8 9; do
-    if pod_log wd fd$n | grep -q cwd=; then ok=0; escaped "started in /proc/self/fd/$n: $(pod_log wd fd$n | head -3)"
+    if pod_log wd fd$n | grep cwd= >/dev/null; then ok=0; escaped "started in /proc/self/fd/$n: $(pod_log wd fd$n | head -3)"
     elif ! grep -q "working directory.*/proc/self/fd/$n" "$tmp/wd.err"; then
       ok=0; escaped "fd$n: no refusal of its working directory (rc $rc): $(tail -2 "$tmp/wd.err")"
     fi
@@ -173,7 +177,7 @@ esc_exec_workdir() {
   ran=$(grep -c '^cwd=' "$tmp/execout/probe.log" 2>/dev/null || true)
   outside=$(grep -vE '^cwd=/home ' "$tmp/execout/probe.log" 2>/dev/null || true)
   nrefused=$(grep -cE 'working directory .* is outside the container|cannot chdir to the working directory' "$tmp/execwd.err" || true)
-  if ! pod_log execwd | grep -q flipped; then escaped "the container did not run: $(tail -3 "$tmp/execwd.err")"
+  if ! pod_log execwd | grep flipped >/dev/null; then escaped "the container did not run: $(tail -3 "$tmp/execwd.err")"
   elif [ "${ran:-0}" -lt 1 ]; then escaped "no exec ran at all (no positive control): $(grep -i probe "$tmp/execwd.err" | tail -2)"
   elif [ -n "$outside" ]; then escaped "an exec ran outside /home: $outside"
   elif [ "${nrefused:-0}" -lt 1 ]; then escaped "no exec was refused during the swap: $(grep -i 'probe' "$tmp/execwd.err" | tail -3)"
@@ -212,7 +216,7 @@ esc_self_exe() {
   attempt "CVE-2019-5736: ENTRYPOINT [/proc/self/exe]" || return 0
   pod selfexe "    command: [/proc/self/exe, version]"
   run selfexe
-  if pod_log selfexe | grep -q cubelet; then escaped "the container ran the runtime: $(pod_log selfexe)"
+  if pod_log selfexe | grep cubelet >/dev/null; then escaped "the container ran the runtime: $(pod_log selfexe)"
   elif said selfexe "may not run the runtime"; then refused "the exec is refused"
   else escaped "no refusal message: $(tail -3 "$tmp/selfexe.err")"; fi
 }
@@ -251,7 +255,7 @@ esc_ro_symlink() {
   run rolink
   out=$(pod_log rolink)
   if [ -e "$tmp/rovol2/x" ]; then escaped "the read-only volume was written: $out"
-  elif ! pod_log rolink plant | grep -q planted; then escaped "the symlink was not planted: $(tail -3 "$tmp/rolink.err")"
+  elif ! pod_log rolink plant | grep planted >/dev/null; then escaped "the symlink was not planted: $(tail -3 "$tmp/rolink.err")"
   elif has "$out" done; then
     if has "$out" 'WROTE-RO'; then escaped "the write through /s/ro landed somewhere writable: $out"
     else refused "writes through the symlink fail (the volume is read-only where it landed)"; fi
@@ -406,7 +410,7 @@ esc_propagation() {
     volumeMounts: [{name: v, mountPath: /v, mountPropagation: HostToContainer}]" \
     "  volumes: [{name: v, hostPath: {path: $tmp/propvol}}]"
   run prop
-  if pod_log prop | grep -q started; then escaped "the container ran with a private mount instead"
+  if pod_log prop | grep started >/dev/null; then escaped "the container ran with a private mount instead"
   elif said prop "mountPropagation: \\\"HostToContainer\\\": only None is implemented"; then refused "UnsupportedPodSpec"
   else escaped "no refusal message: $(tail -3 "$tmp/prop.err") $(tail -1 "$tmp/prop.jsonl")"; fi
 }

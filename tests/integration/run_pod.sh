@@ -140,7 +140,7 @@ cl() { "$CUBELET" logs --pod-logs-dir "$logs" "$@"; }
 # stderr are two pipes: their lines' order in the file is not the program's)
 last=$(pod_log ok main | tail -n1 | cut -d' ' -f4-)
 [ -n "$last" ] && [ "$(cl default/ok main --tail 1)" == "$last" ] || fail "logs --tail 1: '$(cl default/ok main --tail 1)', the file ends with '$last'"
-cl default/ok --timestamps | head -1 | qgrep -E '^20[0-9-]+T[0-9:.]+Z host=custom-host' ||
+cl default/ok --timestamps | sed -n 1p | qgrep -E '^20[0-9-]+T[0-9:.]+Z host=custom-host' ||
   fail "logs --timestamps"
 if cl default/restarts >/dev/null 2>&1; then fail "logs without a container for a two-container pod"; fi
 if cl default/nosuch >/dev/null 2>&1; then fail "logs of a pod that never ran"; fi

@@ -116,12 +116,13 @@ struct ctr {
         struct pull_job *pull_job;    /* a pull in progress */
         char pull_error[MESSAGE_MAX]; /* the last failed pull's, for ImagePullBackOff */
         struct start_job *start_job;  /* a container being created and started */
-        struct rt_image *pulled;      /* its result, not yet used */
-        bool prefetched;              /* pulled and files read while the sandbox was made
-                                       * (worker_jobs.c:prefetch_files): the start still
-                                       * owes the Pulled event */
-        /* The image's /etc/passwd and /etc/group, read off the loop before
-         * each start (files_job while it runs, files its result). */
+        struct rt_image *pulled;      /* its result, or a lookup's, not yet used */
+        bool prefetched;              /* pulled came from a lookup in the store (a files
+                                       * job's, off the loop): the start still owes the
+                                       * "already present" Pulled event */
+        /* The image looked up in the store and its /etc/passwd and
+         * /etc/group read, off the loop, before each start (files_job while
+         * it runs, files its result). */
         struct files_job *files_job, *files;
         /* The id of that start, saved in worker.json (pendingId) before the
          * monitor is spawned: an agent killed mid-start leaves a container
@@ -229,6 +230,15 @@ struct pull_job {
  * needs that file. */
 struct files_job {
         struct ctr *c; /* NULL once the worker is gone */
+        /* With lookup set, img is found in the store by ref (NULL when the
+         * node does not have it, lookup_rc -1 when the store cannot be
+         * read) before the files are read. */
+        bool lookup, found;
+        bool prefetch; /* queued while the sandbox is made (prefetch_files) */
+        char *ref;
+        char *root_dir;
+        int lookup_rc;
+        struct cb_error lookup_err;
         struct rt_image *img;
         char *passwd, *group;
         int passwd_rc, group_rc;

@@ -236,17 +236,22 @@ static int submit_pull(struct ag_pod_worker *w, struct ctr *c, const char *image
         return -1;
 }
 
-/* Makes sure the image is present under the pull policy. 0: present, 1: a pull is
- * in progress (the worker is kicked when it ends), -1: not available. */
+static int submit_lookup(struct ag_pod_worker *w, struct ctr *c, const char *image, bool prefetch,
+                         struct cb_error *err);
+
+/* Makes sure the image is present under the pull policy. 0: present, 1: a
+ * lookup or a pull is in progress (the worker is kicked when it ends), -1:
+ * not available. */
 static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image **ret)
 {
         const char *image = c->spec->image ? c->spec->image : "";
-        if (c->pull_job != NULL)
+        if (c->pull_job != NULL || c->files_job != NULL)
                 return 1;
         if (c->pulled != NULL) {
                 if (c->prefetched) {
-                        /* what the lookup below would have said, at its time */
+                        /* found in the store by a lookup (off the loop) */
                         c->prefetched = false;
+                        /* the kubelet reads the pull secrets at every sync, pulling or not */
                         pull_secrets(w, NULL, NULL);
                         pw_emit_event(w, c, "Normal", "Pulled",
                                       "Container image \"%s\" already present on machine", image);
@@ -255,7 +260,6 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                 c->pulled = NULL;
                 return 0;
         }
-        c->prefetched = false;
         struct cb_error err = {0};
         struct rt_image_ref ref;
         if (rt_image_ref_parse(image, &ref, &err) < 0) {
@@ -265,29 +269,36 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                 return -1;
         }
         enum k8s_pull_policy policy = ag_pull_policy(c->spec);
-        struct rt_image *img = NULL;
-        if (rt_image_lookup(w->env->root_dir, image, &img, &err) < 0) {
-                pw_set_waiting(c, "ImageInspectError", "Failed to inspect image \"%s\": %s", image,
-                               err.msg);
-                return -1;
+        if (policy != K8S_PULL_ALWAYS) {
+                /* The store is read off the loop (files_work): a lookup that
+                 * found the image left it in c->pulled (above); one that did
+                 * not, or failed, left its result in c->files. */
+                _cleanup_(pw_files_job_freep) struct files_job *looked =
+                    c->files != NULL && c->files->lookup && !c->files->found
+                        ? steal_pointer(&c->files)
+                        : NULL;
+                if (looked == NULL) {
+                        if (submit_lookup(w, c, image, false, &err) > 0)
+                                return 1;
+                        pw_set_waiting(c, "ImageInspectError", "Failed to inspect image \"%s\": %s",
+                                       image, err.msg);
+                        pw_arm_ctr_timer(c, 1);
+                        return -1;
+                }
+                if (looked->lookup_rc < 0) {
+                        pw_set_waiting(c, "ImageInspectError", "Failed to inspect image \"%s\": %s",
+                                       image, looked->lookup_err.msg);
+                        return -1;
+                }
+                if (policy == K8S_PULL_NEVER) {
+                        pw_set_waiting(
+                            c, "ErrImageNeverPull",
+                            "Container image \"%s\" is not present with pull policy of Never",
+                            image);
+                        pw_emit_event(w, c, "Warning", "ErrImageNeverPull", "%s", c->wait_message);
+                        return -1;
+                }
         }
-        if (img != NULL && policy != K8S_PULL_ALWAYS) {
-                /* the kubelet reads the pull secrets at every sync, pulling or not */
-                pull_secrets(w, NULL, NULL);
-                pw_emit_event(w, c, "Normal", "Pulled",
-                              "Container image \"%s\" already present on machine", image);
-                *ret = img;
-                return 0;
-        }
-        if (img == NULL && policy == K8S_PULL_NEVER) {
-                pw_set_waiting(c, "ErrImageNeverPull",
-                               "Container image \"%s\" is not present with pull policy of Never",
-                               image);
-                pw_emit_event(w, c, "Warning", "ErrImageNeverPull", "%s", c->wait_message);
-                return -1;
-        }
-        rt_image_free(img);
-        img = NULL;
         int64_t now = cb_boot_now();
         if (c->pull_failed_at && st_backoff_active(&c->pull_backoff, c->pull_failed_at, now)) {
                 /* The kubelet wraps the last pull's error (image_manager.go
@@ -767,6 +778,8 @@ void pw_files_job_free(struct files_job *j)
         if (j == NULL)
                 return;
         rt_image_free(j->img);
+        free(j->ref);
+        free(j->root_dir);
         free(j->passwd);
         free(j->group);
         free(j);
@@ -775,6 +788,12 @@ void pw_files_job_free(struct files_job *j)
 static void files_work(void *data)
 {
         struct files_job *j = data;
+        if (j->lookup) {
+                j->lookup_rc = rt_image_lookup(j->root_dir, j->ref, &j->img, &j->lookup_err);
+                j->found = j->lookup_rc == 0 && j->img != NULL;
+                if (!j->found)
+                        return;
+        }
         j->passwd_rc =
             rt_image_read_file(j->img, "etc/passwd", 1 << 20, &j->passwd, &j->passwd_err);
         j->group_rc = rt_image_read_file(j->img, "etc/group", 1 << 20, &j->group, &j->group_err);
@@ -790,15 +809,20 @@ static void files_done(void *data, bool cancelled)
         }
         struct ag_pod_worker *w = c->w;
         c->files_job = NULL;
-        if (cancelled || w->done || w->terminating) {
-                c->prefetched = false;
+        if (cancelled || w->done || w->terminating || (j->prefetch && !j->found)) {
+                /* a prefetch that found nothing: the start looks again (a
+                 * pull by another pod may have brought the image since) */
                 pw_files_job_free(j);
                 return;
         }
-        /* the image goes back to the start, which runs again */
-        rt_image_free(c->pulled);
-        c->pulled = j->img;
-        j->img = NULL;
+        /* the image goes back to the start, which runs again; a lookup's
+         * image owes the start its Pulled event, a lookup that found none
+         * (or failed) is the start's to act on */
+        if (j->img != NULL) {
+                rt_image_free(c->pulled);
+                c->pulled = steal_pointer(&j->img);
+                c->prefetched = j->lookup;
+        }
         pw_files_job_free(c->files);
         c->files = j;
         ag_timer_arm(w->kick, 0);
@@ -808,11 +832,35 @@ static void files_done(void *data, bool cancelled)
 static int submit_files(struct ag_pod_worker *w, struct ctr *c, struct files_job *j,
                         struct cb_error *err)
 {
+        if (c->files_job != NULL)
+                return cb_error_set(err, EBUSY, "container %s: its image files are being read",
+                                    c->spec->name);
         struct ag_offload *q = w->env->starts ? w->env->starts : w->env->sandboxes;
         if (ag_offload_submit(q, files_work, files_done, j, err) < 0)
                 return -1;
         c->files_job = j;
         return 0;
+}
+
+/* Queues c's image lookup in the store, with its files read when it is
+ * there. 1: queued (the worker is kicked when it is done), -1: err set. */
+static int submit_lookup(struct ag_pod_worker *w, struct ctr *c, const char *image, bool prefetch,
+                         struct cb_error *err)
+{
+        struct files_job *j = calloc(1, sizeof(*j));
+        if (j == NULL || (j->ref = strdup(image)) == NULL ||
+            (j->root_dir = strdup(w->env->root_dir)) == NULL) {
+                pw_files_job_free(j);
+                return cb_error_set(err, ENOMEM, "image lookup");
+        }
+        j->c = c;
+        j->lookup = true;
+        j->prefetch = prefetch;
+        if (submit_files(w, c, j, err) < 0) {
+                pw_files_job_free(j);
+                return -1;
+        }
+        return 1;
 }
 
 /* 1: the files are being read (the worker is kicked when they are), 0:
@@ -890,11 +938,11 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         _cleanup_free_ char *prev = strdup(c->wait_reason);
         _cleanup_free_ char *prev_msg = strdup(c->wait_message);
         c->wait_reason[0] = c->wait_message[0] = '\0';
-        if (ensure_image(w, c, &img) != 0)
-                return;
-        int fr = ensure_files(w, c, &img);
+        int ir = ensure_image(w, c, &img);
+        int fr = ir == 0 ? ensure_files(w, c, &img) : ir;
         if (fr != 0) {
-                if (fr > 0 && c->wait_reason[0] == '\0' && prev != NULL && prev_msg != NULL) {
+                if (fr > 0 && c->files_job != NULL && c->wait_reason[0] == '\0' && prev != NULL &&
+                    prev_msg != NULL) {
                         snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", prev);
                         snprintf(c->wait_message, sizeof(c->wait_message), "%s", prev_msg);
                 }
@@ -1211,14 +1259,15 @@ static void sandbox_done(void *data, bool cancelled)
         ag_timer_arm(w->kick, 0);
 }
 
-/* While the sandbox is made (namespaces, CNI ADD), the image's /etc/passwd
- * and /etc/group of the containers that start first (the first init
- * container, else the regular ones) are read on the starts queue, so the
- * start after sandboxReady does not wait for them (issue 17: prepare the
- * container while CNI ADD runs). Only for an image already on the node and
- * a pull policy that uses it: a pull keeps its place after the sandbox, as
- * in the kubelet; ensure_image still reads the pull secrets and emits the
- * Pulled event when the container starts. */
+/* While the sandbox is made (namespaces, CNI ADD), the image of the
+ * containers that start first (the first init container, else the regular
+ * ones) is looked up in the store and its /etc/passwd and /etc/group read,
+ * on the starts queue, so the start after sandboxReady does not wait for
+ * them (issue 17: prepare the container while CNI ADD runs). Only under a
+ * pull policy that uses what the node has; a lookup that finds nothing is
+ * dropped, and the pull keeps its place after the sandbox, as in the
+ * kubelet. ensure_image still reads the pull secrets and emits the Pulled
+ * event when the container starts. */
 static void prefetch_files(struct ag_pod_worker *w)
 {
         bool have_init = false;
@@ -1231,26 +1280,9 @@ static void prefetch_files(struct ag_pod_worker *w)
                     c->pull_job != NULL || c->start_job != NULL ||
                     ag_pull_policy(c->spec) == K8S_PULL_ALWAYS)
                         continue;
-                struct rt_image *img = NULL;
                 struct cb_error err = {0};
-                if (rt_image_lookup(w->env->root_dir, c->spec->image ? c->spec->image : "", &img,
-                                    &err) < 0 ||
-                    img == NULL) {
-                        rt_image_free(img);
-                        continue; /* the start looks again, and says why */
-                }
-                struct files_job *j = calloc(1, sizeof(*j));
-                if (j == NULL) {
-                        rt_image_free(img);
-                        return;
-                }
-                j->c = c;
-                j->img = img;
-                if (submit_files(w, c, j, &err) < 0) {
-                        pw_files_job_free(j);
-                        return; /* the start queues them itself, and says why it cannot */
-                }
-                c->prefetched = true;
+                if (submit_lookup(w, c, c->spec->image ? c->spec->image : "", true, &err) < 0)
+                        return; /* the start looks itself, and says why it cannot */
                 if (have_init)
                         break; /* init containers run one at a time */
         }

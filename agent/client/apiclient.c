@@ -22,7 +22,12 @@ struct ag_request {
         struct curl_slist *headers;
         char *method, *url, *body;
         size_t body_len;
+        /* for setup_easy, which runs when the request starts */
+        char *content_type;
+        long timeout_ms, low_speed_time_s;
         bool queued, cancelled, started;
+        bool slot_waiting; /* in api->slots[cls]: passed its bucket, no slot free */
+        enum ag_api_class cls;
         struct bucket *bucket; /* NULL: not limited */
         uint64_t queued_ms;
         enum ag_api_verb verb;
@@ -54,6 +59,14 @@ struct ag_api {
         struct ag_curl *curl; /* libcurl on the loop; multi is its handle */
         struct ag_request *active;
         struct bucket buckets[AG_API_CLASS_N]; /* [AG_API_CLASS_LEASE] unused */
+        /* Requests in libcurl that end (not streams) and the ones waiting
+         * for one of the AG_API_INFLIGHT_MAX places, per class; started by
+         * slot_timer in the order lease, status, default, events. */
+        unsigned inflight;
+        struct {
+                struct ag_request *head, *tail;
+        } slots[AG_API_CLASS_N];
+        struct ag_timer *slot_timer;
         struct ag_api_stats stats;
         size_t max_response;
         uint64_t idle_closed_ms;   /* ag_api_close_idle; 0: never */
@@ -76,6 +89,7 @@ static void req_free(struct ag_request *r)
         if (r->easy != NULL)
                 curl_easy_cleanup(r->easy);
         curl_slist_free_all(r->headers);
+        free(r->content_type);
         free(r->method);
         free(r->url);
         free(r->body);
@@ -264,6 +278,8 @@ int ag_api_on_reachable(struct ag_api *api, ag_api_reachable_fn fn, void *data)
         return fn != NULL ? -1 : 0;
 }
 
+static void ended(struct ag_api *api, struct ag_request *r);
+
 /* A transfer finished (agent/core/curl.h: outside libcurl, removed from
  * the multi handle). */
 static void on_done(CURL *easy, CURLcode cc, void *data)
@@ -272,6 +288,7 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
         struct ag_request *r = NULL;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
         list_unlink(&api->active, r);
+        ended(api, r);
         if (!r->cancelled)
                 finish(api, r, cc);
         req_free(r);
@@ -287,6 +304,7 @@ static void after_curl(void *data)
                 if (r->cancelled) {
                         curl_multi_remove_handle(api->multi, r->easy);
                         list_unlink(&api->active, r);
+                        ended(api, r);
                         req_free(r);
                 }
                 r = next;
@@ -295,8 +313,7 @@ static void after_curl(void *data)
 
 /* ---- starting requests ---- */
 
-static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_api_req_opts *o,
-                      struct cb_error *err)
+static int setup_easy(struct ag_api *api, struct ag_request *r, struct cb_error *err)
 {
         const struct ag_kubeconfig *kc = api->kc;
         CURL *e = r->easy = curl_easy_init();
@@ -306,6 +323,12 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         curl_easy_setopt(e, CURLOPT_PRIVATE, r);
         curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+        /* libcurl's receive buffer, allocated when the transfer starts and
+         * kept until the handle is freed: 16 KiB by default, held by every
+         * request in flight. The answers other than watches are small
+         * (statuses, events, a Lease) or read whole into r->resp anyway. */
+        if (r->stream == NULL)
+                curl_easy_setopt(e, CURLOPT_BUFFERSIZE, AG_API_RECV_BUFFER);
         curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket);
         curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
         curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
@@ -340,12 +363,12 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         /* no TLS session resumed with the old certificate's identity */
         if (api->creds_changed_ms != 0)
                 curl_easy_setopt(e, CURLOPT_SSL_SESSIONID_CACHE, 0L);
-        long timeout = o->timeout_ms == 0 ? AG_API_TIMEOUT_MS : o->timeout_ms;
+        long timeout = r->timeout_ms == 0 ? AG_API_TIMEOUT_MS : r->timeout_ms;
         if (timeout > 0)
                 curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout);
-        if (o->low_speed_time_s > 0) {
+        if (r->low_speed_time_s > 0) {
                 curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-                curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, o->low_speed_time_s);
+                curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, r->low_speed_time_s);
         }
         /* TLS: verification stays on unless the kubeconfig asks otherwise. */
         if (kc->insecure_skip_tls_verify) {
@@ -385,7 +408,7 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         if (r->body != NULL) {
                 _cleanup_free_ char *ct = NULL;
                 if (asprintf(&ct, "Content-Type: %s",
-                             o->content_type ? o->content_type : "application/json") < 0)
+                             r->content_type ? r->content_type : "application/json") < 0)
                         return cb_error_set(err, ENOMEM, "out of memory");
                 h = curl_slist_append(h, ct);
                 curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
@@ -402,11 +425,18 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, const struct ag_
         return 0;
 }
 
-static int start(struct ag_api *api, struct ag_request *r)
+/* Hands r to libcurl: its easy handle is made now, not while it waits on
+ * a bucket or for a place (a queued request holds no libcurl memory). */
+static int start(struct ag_api *api, struct ag_request *r, struct cb_error *err)
 {
-        if (curl_multi_add_handle(api->multi, r->easy) != CURLM_OK)
+        if (r->easy == NULL && setup_easy(api, r, err) < 0)
                 return -1;
+        if (curl_multi_add_handle(api->multi, r->easy) != CURLM_OK)
+                return cb_error_set(err, 0, "%s %s: libcurl refused the request", r->method,
+                                    r->url);
         r->started = true;
+        if (r->stream == NULL)
+                api->inflight++;
         api->stats.requests[r->verb]++;
         r->next = api->active;
         if (api->active != NULL)
@@ -430,14 +460,94 @@ static void arm_rate_timer(struct bucket *b)
         ag_timer_arm(b->rate_timer, wait_ms < 1 ? 1 : (uint64_t)wait_ms + 1);
 }
 
-static void fail_unstarted(struct ag_request *r)
+static void fail_unstarted(struct ag_request *r, const struct cb_error *e)
 {
-        char msg[512];
-        snprintf(msg, sizeof(msg), "%s %s: cannot start the request (libcurl refused it)",
-                 r->method, r->url);
-        struct ag_api_result res = {.error = msg};
+        _cleanup_free_ char *msg = NULL;
+        if (asprintf(&msg, "%s %s: cannot start the request: %s", r->method, r->url,
+                     e->msg[0] ? e->msg : "libcurl refused it") < 0)
+                msg = NULL;
+        struct ag_api_result res = {.error = msg != NULL ? msg : "cannot start the request"};
         r->done(&res, r->data);
         req_free(r);
+}
+
+static bool slot_free(const struct ag_api *api, const struct ag_request *r)
+{
+        return r->stream != NULL || api->inflight < AG_API_INFLIGHT_MAX;
+}
+
+/* A stream (a watch) never waits for a place; the others keep their
+ * class's order. */
+static bool may_start_now(const struct ag_api *api, const struct ag_request *r)
+{
+        return r->stream != NULL ||
+               (api->inflight < AG_API_INFLIGHT_MAX && api->slots[r->cls].head == NULL);
+}
+
+/* r passed its bucket: started, or queued for a place. */
+static void admit(struct ag_api *api, struct ag_request *r)
+{
+        if (may_start_now(api, r)) {
+                struct cb_error e = {0};
+                if (start(api, r, &e) < 0)
+                        fail_unstarted(r, &e);
+                return;
+        }
+        r->slot_waiting = true;
+        r->queued_ms = ag_now_ms();
+        r->prev = api->slots[r->cls].tail;
+        r->next = NULL;
+        if (r->prev != NULL)
+                r->prev->next = r;
+        else
+                api->slots[r->cls].head = r;
+        api->slots[r->cls].tail = r;
+}
+
+static void slot_unlink(struct ag_api *api, struct ag_request *r)
+{
+        if (api->slots[r->cls].tail == r)
+                api->slots[r->cls].tail = r->prev;
+        list_unlink(&api->slots[r->cls].head, r);
+        r->slot_waiting = false;
+}
+
+/* A place came free (a request ended): the waiting ones start, the
+ * node's Lease first, then pod statuses, then the rest, events last. */
+static void on_slot_timer(struct ag_timer *t, void *data)
+{
+        static const enum ag_api_class order[] = {AG_API_CLASS_LEASE, AG_API_CLASS_STATUS,
+                                                  AG_API_CLASS_DEFAULT, AG_API_CLASS_EVENTS};
+        struct ag_api *api = data;
+        (void)t;
+        uint64_t now = ag_now_ms();
+        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+                enum ag_api_class c = order[i];
+                while (api->slots[c].head != NULL && slot_free(api, api->slots[c].head)) {
+                        struct ag_request *r = api->slots[c].head;
+                        slot_unlink(api, r);
+                        api->stats.inflight_waited++;
+                        api->stats.inflight_wait_seconds += (double)(now - r->queued_ms) / 1000.0;
+                        struct cb_error e = {0};
+                        if (start(api, r, &e) < 0)
+                                fail_unstarted(r, &e);
+                }
+        }
+}
+
+/* r left libcurl. */
+static void ended(struct ag_api *api, struct ag_request *r)
+{
+        if (!r->started || r->stream != NULL)
+                return;
+        r->started = false;
+        api->inflight--;
+        for (int c = 0; c < AG_API_CLASS_N; c++)
+                if (api->slots[c].head != NULL) {
+                        /* not from here: this may run inside a libcurl callback */
+                        ag_timer_arm(api->slot_timer, 0);
+                        break;
+                }
 }
 
 static void on_rate_timer(struct ag_timer *t, void *data)
@@ -458,8 +568,7 @@ static void on_rate_timer(struct ag_timer *t, void *data)
                         api->stats.waited[b->cls]++;
                         api->stats.wait_seconds[b->cls] += (double)(now - r->queued_ms) / 1000.0;
                 }
-                if (start(api, r) < 0)
-                        fail_unstarted(r);
+                admit(api, r);
         }
         if (b->queue_head != NULL)
                 arm_rate_timer(b);
@@ -512,6 +621,13 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
         r->nul_per_object = o->nul_per_object;
         r->verb = verb_of(method, o->stream != NULL);
         r->method = strdup(method);
+        r->timeout_ms = o->timeout_ms;
+        r->low_speed_time_s = o->low_speed_time_s;
+        if (o->content_type != NULL && (r->content_type = strdup(o->content_type)) == NULL) {
+                req_free(r);
+                cb_error_set(err, ENOMEM, "out of memory");
+                return NULL;
+        }
         if (asprintf(&r->url, "%s%s", api->kc->server, path) < 0)
                 r->url = NULL;
         if (o->body != NULL) {
@@ -527,11 +643,8 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
                 cb_error_set(err, ENOMEM, "out of memory");
                 return NULL;
         }
-        if (setup_easy(api, r, o, err) < 0) {
-                req_free(r);
-                return NULL;
-        }
         enum ag_api_class cls = o->cls < AG_API_CLASS_N ? o->cls : AG_API_CLASS_DEFAULT;
+        r->cls = cls;
         struct bucket *b = &api->buckets[cls];
         refill(b);
         bool unlimited = b->qps <= 0;
@@ -539,11 +652,10 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
          * libcurl refuses new handles (CURLM_RECURSIVE_API_CALL): queue the
          * request and start it from the loop's next iteration. */
         if (!ag_curl_in_callback(api->curl) && b->queue_head == NULL &&
-            (unlimited || b->tokens >= 1.0)) {
+            (unlimited || b->tokens >= 1.0) && may_start_now(api, r)) {
                 if (!unlimited)
                         b->tokens -= 1.0;
-                if (start(api, r) < 0) {
-                        cb_error_set(err, 0, "%s %s: libcurl refused the request", method, r->url);
+                if (start(api, r, err) < 0) {
                         req_free(r);
                         return NULL;
                 }
@@ -575,6 +687,11 @@ void ag_api_cancel(struct ag_request *r)
                 req_free(r);
                 return;
         }
+        if (r->slot_waiting) {
+                slot_unlink(api, r);
+                req_free(r);
+                return;
+        }
         if (ag_curl_in_callback(api->curl)) {
                 /* libcurl forbids removing a handle from its own callback:
                  * on_write refuses further bytes and after_curl frees it. */
@@ -583,6 +700,7 @@ void ag_api_cancel(struct ag_request *r)
         }
         curl_multi_remove_handle(api->multi, r->easy);
         list_unlink(&api->active, r);
+        ended(api, r);
         req_free(r);
 }
 
@@ -645,6 +763,8 @@ int ag_api_new(struct ag_loop *loop, const struct ag_kubeconfig *kc,
                 b->rate_timer = ag_timer_new(loop, on_rate_timer, b, err);
                 timers = timers && b->rate_timer != NULL;
         }
+        api->slot_timer = ag_timer_new(loop, on_slot_timer, api, err);
+        timers = timers && api->slot_timer != NULL;
         if (!timers || ag_curl_new(loop, on_done, after_curl, api, &api->curl, err) < 0) {
                 ag_api_free(api);
                 return cb_error_set(err, 0, "cannot set up the API client");
@@ -666,6 +786,11 @@ void ag_api_free(struct ag_api *api)
                         queue_unlink(b, r);
                         req_free(r);
                 }
+                while (api->slots[c].head != NULL) {
+                        struct ag_request *r = api->slots[c].head;
+                        slot_unlink(api, r);
+                        req_free(r);
+                }
         }
         while (api->active != NULL) {
                 struct ag_request *r = api->active;
@@ -677,5 +802,6 @@ void ag_api_free(struct ag_api *api)
         ag_curl_free(api->curl);
         for (int c = 0; c < AG_API_CLASS_N; c++)
                 ag_timer_free(api->buckets[c].rate_timer);
+        ag_timer_free(api->slot_timer);
         free(api);
 }

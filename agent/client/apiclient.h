@@ -34,6 +34,14 @@
 #define AG_API_EVENT_BURST  100         /* ... and eventBurst */
 #define AG_API_MAX_RESPONSE (64u << 20) /* K8S_MAX_LIST_BYTES */
 #define AG_API_TIMEOUT_MS   60000       /* non-streaming requests */
+/* At most this many requests other than watches are in libcurl at once;
+ * the others wait in the client, holding no libcurl memory. Below
+ * kube-apiserver's 100 streams per HTTP/2 connection (with the watches
+ * beside them): libcurl 7.88 over a server's stream limit opens a
+ * connection per refused stream (docs/apiserver-http2.md), and each
+ * request in flight holds its easy handle and receive buffer. */
+#define AG_API_INFLIGHT_MAX 64
+#define AG_API_RECV_BUFFER  4096L /* CURLOPT_BUFFERSIZE, but for watches */
 
 struct ag_api;
 struct ag_request;
@@ -117,6 +125,8 @@ struct ag_api_stats {
         uint64_t requests[AG_VERB_N];        /* started */
         uint64_t waited[AG_API_CLASS_N];     /* requests that waited on their bucket */
         double wait_seconds[AG_API_CLASS_N]; /* time spent waiting, summed */
+        uint64_t inflight_waited;            /* requests that waited for a place */
+        double inflight_wait_seconds;        /* ... and how long, summed */
 };
 void ag_api_get_stats(const struct ag_api *api, struct ag_api_stats *ret);
 const char *ag_api_verb_name(enum ag_api_verb v);

@@ -334,6 +334,11 @@ static char *src_metrics(void *data)
                             "Time requests waited on the client-side rate limiter.", labels,
                             now.wait_seconds[c] - a->api_reported.wait_seconds[c], NULL);
                 }
+                ag_metrics_counter_add(
+                    a->metrics, "cubelet_api_inflight_wait_seconds_total",
+                    "Time requests waited for one of the client's places in flight "
+                    "(AG_API_INFLIGHT_MAX), after their rate limiter.",
+                    NULL, now.inflight_wait_seconds - a->api_reported.inflight_wait_seconds, NULL);
                 a->api_reported = now;
         }
         /* the heap: what the pods hold, what a burst left free (heap.h) */

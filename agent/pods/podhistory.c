@@ -15,9 +15,13 @@ struct hstep {
         int64_t mono, wall;
 };
 
+/* Entries and the last status are kept as compact JSON text, parsed when
+ * they are read (ag_podhist_json, the next status's diff): a cJSON tree
+ * takes about six times the memory of its text, and at 110 pods the trees
+ * were ~3.7 MiB of the agent's heap (heaptrack, docs/benchmarks.md). */
 struct hentry {
         int64_t mono, wall;
-        cJSON *j; /* kind and its fields */
+        char *text; /* an object: kind and its fields */
 };
 
 struct hpod {
@@ -31,7 +35,7 @@ struct hpod {
         struct hentry ring[AG_PODHIST_ENTRIES];
         size_t head, count; /* oldest at head */
         unsigned long dropped;
-        cJSON *last_status; /* the status last sent */
+        char *last_status; /* the status last sent, as text */
 };
 
 struct ag_podhist {
@@ -76,8 +80,8 @@ static void add_times(cJSON *o, const struct hpod *p, int64_t mono, int64_t wall
 static void pod_free(struct hpod *p)
 {
         for (size_t i = 0; i < p->count; i++)
-                cJSON_Delete(p->ring[(p->head + i) % AG_PODHIST_ENTRIES].j);
-        cJSON_Delete(p->last_status);
+                free(p->ring[(p->head + i) % AG_PODHIST_ENTRIES].text);
+        free(p->last_status);
         free(p->steps);
         free(p->uid);
         free(p->ns);
@@ -245,12 +249,17 @@ void ag_podhist_step_at(struct ag_podhist *h, const char *uid, const char *step,
         add_step(h, p, step, mono);
 }
 
-static cJSON *entry_json(const struct hpod *p, const struct hentry *e)
+/* Takes o (the entry's object, parsed or made), adds the entry's times. */
+static cJSON *with_times(const struct hpod *p, const struct hentry *e, cJSON *o)
 {
-        cJSON *o = cJSON_Duplicate(e->j, true);
         if (o != NULL)
                 add_times(o, p, e->mono, e->wall);
         return o;
+}
+
+static cJSON *entry_json(const struct hpod *p, const struct hentry *e)
+{
+        return with_times(p, e, cJSON_Parse(e->text));
 }
 
 /* Takes j (an object with "kind"). */
@@ -258,8 +267,13 @@ static void add_entry(struct ag_podhist *h, struct hpod *p, cJSON *j)
 {
         if (j == NULL)
                 return;
+        char *text = cJSON_PrintUnformatted(j);
+        if (text == NULL) {
+                cJSON_Delete(j);
+                return;
+        }
         if (p->count == AG_PODHIST_ENTRIES) {
-                cJSON_Delete(p->ring[p->head].j);
+                free(p->ring[p->head].text);
                 p->head = (p->head + 1) % AG_PODHIST_ENTRIES;
                 p->count--;
                 p->dropped++;
@@ -267,12 +281,14 @@ static void add_entry(struct ag_podhist *h, struct hpod *p, cJSON *j)
         struct hentry *e = &p->ring[(p->head + p->count++) % AG_PODHIST_ENTRIES];
         e->mono = mono_now();
         e->wall = wall_now();
-        e->j = j;
-        if (h->sink == NULL)
+        e->text = text;
+        if (h->sink == NULL) {
+                cJSON_Delete(j);
                 return;
+        }
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "uid", p->uid);
-        cJSON_AddItemToObject(o, "entry", entry_json(p, e));
+        cJSON_AddItemToObject(o, "entry", with_times(p, e, j));
         publish(h, "entry", o);
 }
 
@@ -286,8 +302,12 @@ void ag_podhist_status_sent(struct ag_podhist *h, const char *uid, const char *b
         cJSON_Delete(doc);
         if (status == NULL)
                 return;
-        cJSON *diff = k8s_json_diff(p->last_status, status, "status");
-        if (diff == NULL) {
+        cJSON *last = p->last_status != NULL ? cJSON_Parse(p->last_status) : NULL;
+        cJSON *diff = k8s_json_diff(last, status, "status");
+        cJSON_Delete(last);
+        char *text = diff != NULL ? cJSON_PrintUnformatted(status) : NULL;
+        if (text == NULL) {
+                cJSON_Delete(diff);
                 cJSON_Delete(status);
                 return;
         }
@@ -300,8 +320,9 @@ void ag_podhist_status_sent(struct ag_podhist *h, const char *uid, const char *b
         if (cJSON_GetArraySize(diff) == 0)
                 cJSON_AddBoolToObject(j, "resent", true);
         cJSON_AddItemToObject(j, "diff", diff);
-        cJSON_Delete(p->last_status);
-        p->last_status = status;
+        cJSON_Delete(status);
+        free(p->last_status);
+        p->last_status = text;
         add_entry(h, p, j);
 }
 

@@ -251,8 +251,7 @@ static void object_free(struct ag_object *o)
         free(o->namespace_);
         free(o->name);
         free(o->resource_version);
-        if (o->pod == NULL)
-                cJSON_Delete(o->json); /* else the pod owns it */
+        cJSON_Delete(o->json);
         k8s_pod_free(o->pod);
         k8s_node_free(o->node);
         free(o);
@@ -328,7 +327,8 @@ static int object_new(const struct ag_store *s, cJSON *json, struct ag_object **
         o->name = dup_or_null(meta_string(json, "name"));
         o->resource_version = dup_or_null(meta_string(json, "resourceVersion"));
         /* The one decode of this version of the object: the pod keeps its
-         * JSON, and both go on by reference (agent/pods/pods.c). */
+         * JSON as text, and goes on by reference (agent/pods/pods.c); the
+         * tree is the consumers' while the change is reported (settle). */
         int r = kind == AG_KIND_POD    ? k8s_pod_decode(json, &o->pod, err)
                 : kind == AG_KIND_NODE ? k8s_node_from_json(json, &o->node, err)
                                        : 0; /* AG_KIND_RAW: the consumer decodes */
@@ -373,6 +373,16 @@ static bool same_rv(const struct ag_object *a, const struct ag_object *b)
                strcmp(a->resource_version, b->resource_version) == 0;
 }
 
+/* After its change was reported: a pod keeps its JSON as text, the tree
+ * goes (a node's consumers read the tree later: it stays). */
+static void settle(struct ag_object *o)
+{
+        if (o->pod != NULL) {
+                cJSON_Delete(o->json);
+                o->json = NULL;
+        }
+}
+
 /* Puts o in place of an entry with the same uid, or adds it. */
 static int store_upsert(struct ag_store *s, struct ag_object *o, struct cb_error *err)
 {
@@ -386,6 +396,7 @@ static int store_upsert(struct ag_store *s, struct ag_object *o, struct cb_error
                 s->items[i] = o;
                 if (s->fn != NULL)
                         s->fn(AG_UPDATED, o, s->data);
+                settle(o);
                 object_free(old);
                 return 0;
         }
@@ -393,6 +404,7 @@ static int store_upsert(struct ag_store *s, struct ag_object *o, struct cb_error
                 return -1;
         if (s->fn != NULL)
                 s->fn(AG_ADDED, o, s->data);
+        settle(o);
         return 0;
 }
 

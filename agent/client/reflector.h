@@ -79,12 +79,14 @@ int ag_watch_event_parse(const char *json, size_t len, struct k8s_watch_event *e
 enum ag_kind { AG_KIND_POD, AG_KIND_NODE, AG_KIND_RAW };
 enum ag_change { AG_ADDED, AG_UPDATED, AG_DELETED };
 
-/* One version of an object, decoded once. A pod's json belongs to the pod
- * (k8s_pod_json(pod) == json): a consumer that keeps the pod takes a
- * reference (k8s_pod_ref) and has its JSON with it. */
+/* One version of an object, decoded once. A consumer that keeps a pod
+ * takes a reference (k8s_pod_ref) and has its JSON with it, as text
+ * (k8s_pod_json_text). */
 struct ag_object {
         char *uid, *namespace_, *name, *resource_version;
-        cJSON *json;           /* owned, or the pod's */
+        /* Owned. A pod's only while its change is reported: then the pod
+         * keeps the JSON as text (k8s_pod_json_parse) and this is NULL. */
+        cJSON *json;
         struct k8s_pod *pod;   /* AG_KIND_POD */
         struct k8s_node *node; /* AG_KIND_NODE */
         /* When the bytes of the event (or list) carrying this version

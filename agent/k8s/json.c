@@ -332,7 +332,7 @@ void k8s_pod_free(struct k8s_pod *p)
 {
         if (p == NULL || __atomic_sub_fetch(&p->refs_, 1, __ATOMIC_ACQ_REL) != 0)
                 return;
-        cJSON_Delete(p->json_);
+        free(p->json_text_);
         cb_arena_free(p->arena);
 }
 

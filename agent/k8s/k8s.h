@@ -527,12 +527,14 @@ struct k8s_pod_spec {
 
 /* A decoded pod is immutable and shared: whoever keeps it holds a
  * reference (k8s_pod_ref) and drops it with k8s_pod_free. It may keep the
- * JSON it was decoded from (k8s_pod_decode), for the callers that send or
- * store the object as the apiserver gave it. */
+ * JSON it was decoded from (k8s_pod_decode), as compact text, for the
+ * callers that send or store the object as the apiserver gave it
+ * (k8s_pod_json_parse): a cJSON tree takes about six times the memory of
+ * its text, and a node keeps one pod per pod it runs. */
 struct k8s_pod {
         struct cb_arena *arena;
-        unsigned refs_; /* k8s_pod_ref / k8s_pod_free */
-        cJSON *json_;   /* k8s_pod_json; owned, may be NULL */
+        unsigned refs_;   /* k8s_pod_ref / k8s_pod_free */
+        char *json_text_; /* k8s_pod_json_parse; owned, may be NULL */
         char *api_version, *kind;
         struct k8s_object_meta meta;
         struct k8s_pod_spec spec;
@@ -625,12 +627,17 @@ void k8s_free_documents(cJSON **docs, size_t n);
 int k8s_parse_file(const char *path, cJSON **ret, struct cb_error *err);
 
 int k8s_pod_from_json(const cJSON *json, struct k8s_pod **ret, struct cb_error *err);
-/* Decodes a pod that keeps json (taken on success; on failure it stays
- * the caller's): the one decode of a watched pod, whose JSON and decoded
- * form are then handed on together by reference. */
-int k8s_pod_decode(cJSON *json, struct k8s_pod **ret, struct cb_error *err);
-/* The JSON the pod was decoded from by k8s_pod_decode, else NULL. */
-const cJSON *k8s_pod_json(const struct k8s_pod *p);
+/* Decodes a pod that keeps json's text (json stays the caller's): the one
+ * decode of a watched pod, whose JSON and decoded form are then handed on
+ * together by reference. */
+int k8s_pod_decode(const cJSON *json, struct k8s_pod **ret, struct cb_error *err);
+/* The JSON the pod was decoded from by k8s_pod_decode, parsed anew (the
+ * caller's to free); NULL when it kept none, or out of memory. */
+cJSON *k8s_pod_json_parse(const struct k8s_pod *p);
+/* Whether the pod keeps the JSON it was decoded from. */
+bool k8s_pod_has_json(const struct k8s_pod *p);
+/* That JSON as compact text (NULL: none kept). */
+const char *k8s_pod_json_text(const struct k8s_pod *p);
 /* Another reference to the same immutable pod (NULL stays NULL). */
 struct k8s_pod *k8s_pod_ref(const struct k8s_pod *p);
 /* Pods decoded by this process so far (every k8s_pod_from_json and

@@ -1249,17 +1249,31 @@ int k8s_pod_from_json(const cJSON *json, struct k8s_pod **ret, struct cb_error *
         return pod_new(&d, json, ret);
 }
 
-int k8s_pod_decode(cJSON *json, struct k8s_pod **ret, struct cb_error *err)
+int k8s_pod_decode(const cJSON *json, struct k8s_pod **ret, struct cb_error *err)
 {
         if (k8s_pod_from_json(json, ret, err) < 0)
                 return -1;
-        (*ret)->json_ = json;
+        if (((*ret)->json_text_ = cJSON_PrintUnformatted(json)) == NULL) {
+                k8s_pod_free(*ret);
+                *ret = NULL;
+                return cb_error_set(err, 0, "out of memory");
+        }
         return 0;
 }
 
-const cJSON *k8s_pod_json(const struct k8s_pod *p)
+cJSON *k8s_pod_json_parse(const struct k8s_pod *p)
 {
-        return p != NULL ? p->json_ : NULL;
+        return p != NULL && p->json_text_ != NULL ? cJSON_Parse(p->json_text_) : NULL;
+}
+
+bool k8s_pod_has_json(const struct k8s_pod *p)
+{
+        return p != NULL && p->json_text_ != NULL;
+}
+
+const char *k8s_pod_json_text(const struct k8s_pod *p)
+{
+        return p != NULL ? p->json_text_ : NULL;
 }
 
 struct k8s_pod *k8s_pod_ref(const struct k8s_pod *p)

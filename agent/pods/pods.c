@@ -38,7 +38,7 @@ struct rec {
         struct ag_pods *p;
         char *uid, *ns, *name;
         /* A reference to the newest object as the reflector (or the file
-         * source) decoded it; its JSON is k8s_pod_json(pod). */
+         * source) decoded it; its JSON is k8s_pod_json_text(pod). */
         struct k8s_pod *pod;
         struct ag_pod_worker *worker;
         bool admitted_checked; /* admission ran */
@@ -158,10 +158,11 @@ static void rec_remove(struct rec *r)
         ag_heap_release_soon(); /* a burst of deletions gives its memory back */
 }
 
-/* The newest object as the API gave it (NULL when it did not decode). */
-static const cJSON *rec_json(const struct rec *r)
+/* The newest object as the API gave it, parsed anew (NULL when it did not
+ * decode). */
+static cJSON *rec_json(const struct rec *r)
 {
-        return k8s_pod_json(r->pod);
+        return k8s_pod_json_parse(r->pod);
 }
 
 /* ---- worker callbacks ---------------------------------------------------------- */
@@ -278,7 +279,7 @@ static void save_pod_json(const struct rec *r)
         char dir[4096], path[4200];
         snprintf(dir, sizeof(dir), "%s/pods/%s", r->p->env->root_dir, r->uid);
         snprintf(path, sizeof(path), "%s/pod.json", dir);
-        _cleanup_free_ char *text = cJSON_PrintUnformatted(rec_json(r));
+        const char *text = k8s_pod_json_text(r->pod);
         struct cb_error err = {0};
         char pods[4096];
         snprintf(pods, sizeof(pods), "%s/pods", r->p->env->root_dir);
@@ -681,19 +682,19 @@ static void update_object(struct rec *r, const struct ag_object *o)
 {
         struct k8s_pod *pod = k8s_pod_ref(o->pod);
         if (pod == NULL) {
-                cJSON *json = cJSON_Duplicate(o->json, true);
                 struct cb_error err = {0};
-                if (json == NULL)
-                        cb_error_set(&err, ENOMEM, "out of memory");
-                if (json == NULL || k8s_pod_decode(json, &pod, &err) < 0) {
-                        cJSON_Delete(json);
+                if (o->json == NULL)
+                        cb_error_set(&err, 0, "no object");
+                if (o->json == NULL || k8s_pod_decode(o->json, &pod, &err) < 0)
                         log_error("pod %s/%s: %s", pod_ns(r), r->name, err.msg);
-                }
         }
         /* The spec changes cubelet observes (deletionTimestamp set, ...). */
-        if (r->pod != NULL && pod != NULL)
+        if (r->pod != NULL && pod != NULL) {
+                _cleanup_cjson_ cJSON *was = k8s_pod_json_parse(r->pod);
+                _cleanup_cjson_ cJSON *is = o->json != NULL ? NULL : k8s_pod_json_parse(pod);
                 ag_podhist_spec(r->p->hist, r->uid, "Pod",
-                                k8s_pod_spec_diff(k8s_pod_json(r->pod), k8s_pod_json(pod)));
+                                k8s_pod_spec_diff(was, o->json != NULL ? o->json : is));
+        }
         k8s_pod_free(r->pod);
         r->pod = pod;
         if (pod != NULL)
@@ -976,7 +977,6 @@ static void maybe_sweep(struct ag_pods *p)
                         log_warning("left-over pod state %s/%s: %s", dir, de->d_name, err.msg);
                         continue;
                 }
-                json = NULL; /* the pod's now */
                 if (pod->meta.uid == NULL || strcmp(pod->meta.uid, de->d_name) != 0) {
                         log_warning("left-over pod state %s/%s: %s", dir, de->d_name,
                                     err.msg[0] ? err.msg : "uid mismatch");
@@ -986,7 +986,7 @@ static void maybe_sweep(struct ag_pods *p)
                 struct ag_object o = {.uid = pod->meta.uid,
                                       .namespace_ = pod->meta.namespace_,
                                       .name = pod->meta.name,
-                                      .json = (cJSON *)k8s_pod_json(pod),
+                                      .json = json,
                                       .pod = pod};
                 struct rec *r = rec_new(p, &o);
                 if (r == NULL) {
@@ -1019,9 +1019,9 @@ cJSON *ag_pods_list_json(const struct ag_pods *p)
         cJSON_AddObjectToObject(list, "metadata");
         cJSON *items = cJSON_AddArrayToObject(list, "items");
         for (const struct rec *r = p->recs; r && items; r = r->next) {
-                if (r->gone || rec_json(r) == NULL)
+                if (r->gone || !k8s_pod_has_json(r->pod))
                         continue;
-                cJSON *pod = cJSON_Duplicate(rec_json(r), true);
+                cJSON *pod = rec_json(r);
                 /* The status as this node knows it (what it last computed). */
                 const cJSON *st = r->worker ? ag_pod_worker_status(r->worker) : r->rejected_status;
                 if (pod != NULL && st != NULL)

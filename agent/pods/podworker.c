@@ -1022,8 +1022,9 @@ void ag_pod_worker_update(struct ag_pod_worker *w, struct k8s_pod *pod)
          * all the same. */
         const struct k8s_pod *prev = w->latest ? w->latest : w->pod;
         size_t n = w->n_sent_digests < PW_SENT_DIGESTS ? w->n_sent_digests : PW_SENT_DIGESTS;
-        bool echo =
-            k8s_pod_is_status_echo(k8s_pod_json(prev), k8s_pod_json(pod), w->sent_digests, n);
+        _cleanup_cjson_ cJSON *prev_json = k8s_pod_json_parse(prev);
+        _cleanup_cjson_ cJSON *pod_json = k8s_pod_json_parse(pod);
+        bool echo = k8s_pod_is_status_echo(prev_json, pod_json, w->sent_digests, n);
         k8s_pod_free(w->latest);
         w->latest = pod;
         arm_deadline(w, pod);

@@ -158,14 +158,25 @@ static int container_resources(const struct k8s_pod *pod, const struct k8s_conta
         return 0;
 }
 
+struct conv {
+        struct st_container *init, *regular;
+        struct st_condition *conds, *own;
+        const char **gates;
+        struct cb_arena *arena; /* quantity texts, volume mounts */
+        cJSON *api;             /* the pod's JSON, parsed when needed (old_container_status) */
+};
+
 /* The previous status of a container: this agent's last status, else the
  * API's (the kubelet's status manager cache, else pod.Status). */
 static const cJSON *old_container_status(const struct k8s_pod *pod, const struct ag_pod_obs *obs,
-                                         bool init, const char *name)
+                                         struct conv *cv, bool init, const char *name)
 {
         const cJSON *st = obs->own_status;
-        if (st == NULL)
-                st = cJSON_GetObjectItemCaseSensitive(k8s_pod_json(pod), "status");
+        if (st == NULL) {
+                if (cv->api == NULL)
+                        cv->api = k8s_pod_json_parse(pod);
+                st = cJSON_GetObjectItemCaseSensitive(cv->api, "status");
+        }
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(st, init ? "initContainerStatuses"
                                                                      : "containerStatuses");
         const cJSON *it;
@@ -189,8 +200,9 @@ static const cJSON *old_container_status(const struct k8s_pod *pod, const struct
  */
 static int container_volume_mounts(const struct k8s_pod *pod, const struct ag_pod_obs *obs,
                                    const struct k8s_container *c, const struct ag_container_obs *o,
-                                   bool init, struct cb_arena *a, struct st_container *s)
+                                   bool init, struct conv *cv, struct st_container *s)
 {
+        struct cb_arena *a = cv->arena;
         struct st_volume_mount *vm;
         size_t n = 0;
         if (o == NULL || !o->known) {
@@ -207,7 +219,7 @@ static int container_volume_mounts(const struct k8s_pod *pod, const struct ag_po
                         };
                 }
         } else {
-                const cJSON *old = old_container_status(pod, obs, init, c->name);
+                const cJSON *old = old_container_status(pod, obs, cv, init, c->name);
                 const cJSON *arr = cJSON_GetObjectItemCaseSensitive(old, "volumeMounts");
                 vm = cb_arena_calloc(a, (size_t)cJSON_GetArraySize(arr) + 1, sizeof(*vm));
                 if (vm == NULL)
@@ -267,16 +279,10 @@ static void to_st(const struct k8s_container *c, const struct ag_container_obs *
                 s->has_status = true;
 }
 
-struct conv {
-        struct st_container *init, *regular;
-        struct st_condition *conds, *own;
-        const char **gates;
-        struct cb_arena *arena; /* quantity texts, volume mounts */
-};
-
 static void conv_free(struct conv *c)
 {
         cb_arena_free(c->arena);
+        cJSON_Delete(c->api);
         free(c->init);
         free(c->regular);
         free(c->conds);
@@ -294,11 +300,11 @@ static int64_t parse_time(const char *s)
 
 static int container_extras(const struct k8s_pod *pod, const struct ag_pod_obs *obs,
                             const struct k8s_container *c, const struct ag_container_obs *o,
-                            bool init, struct cb_arena *a, struct st_container *s)
+                            bool init, struct conv *cv, struct st_container *s)
 {
-        if (o != NULL && o->known && container_resources(pod, c, o, a, s) < 0)
+        if (o != NULL && o->known && container_resources(pod, c, o, cv->arena, s) < 0)
                 return -1;
-        return container_volume_mounts(pod, obs, c, o, init, a, s);
+        return container_volume_mounts(pod, obs, c, o, init, cv, s);
 }
 
 /* with_extras: also the container statuses' resources and volumeMounts
@@ -348,15 +354,15 @@ static int build_input(const struct k8s_pod *pod, const struct ag_pod_obs *obs, 
                 const struct ag_container_obs *o =
                     obs->init_containers ? &obs->init_containers[i] : NULL;
                 to_st(&sp->init_containers[i], o, true, &cv->init[i]);
-                if (with_extras && container_extras(pod, obs, &sp->init_containers[i], o, true,
-                                                    cv->arena, &cv->init[i]) < 0)
+                if (with_extras && container_extras(pod, obs, &sp->init_containers[i], o, true, cv,
+                                                    &cv->init[i]) < 0)
                         return -1;
         }
         for (size_t i = 0; i < sp->n_containers; i++) {
                 const struct ag_container_obs *o = obs->containers ? &obs->containers[i] : NULL;
                 to_st(&sp->containers[i], o, false, &cv->regular[i]);
-                if (with_extras && container_extras(pod, obs, &sp->containers[i], o, false,
-                                                    cv->arena, &cv->regular[i]) < 0)
+                if (with_extras && container_extras(pod, obs, &sp->containers[i], o, false, cv,
+                                                    &cv->regular[i]) < 0)
                         return -1;
         }
         size_t k = 0;

@@ -362,6 +362,11 @@ static void store_remove_at(struct ag_store *s, size_t i)
 {
         struct ag_object *o = s->items[i];
         s->items[i] = s->items[--s->n];
+        /* A pod gone while the agent was not watching (a relist) is
+         * reported with its last JSON too, as every change is (a mirror
+         * pod is told from its annotations). */
+        if (o->json == NULL && o->pod != NULL)
+                o->json = k8s_pod_json_parse(o->pod);
         if (s->fn != NULL)
                 s->fn(AG_DELETED, o, s->data);
         object_free(o);

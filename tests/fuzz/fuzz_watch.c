@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* a relist of everything the stream left in the store */
         cJSON *items = cJSON_CreateArray();
         for (size_t i = 0; i < c.pods.n; i++)
-                cJSON_AddItemToArray(items, cJSON_Duplicate(c.pods.items[i]->json, 1));
+                cJSON_AddItemToArray(items, k8s_pod_json_parse(c.pods.items[i]->pod));
         (void)ag_store_replace(&c.pods, items, &err);
         ag_store_clear(&c.pods);
         ag_store_clear(&c.nodes);

@@ -319,6 +319,11 @@ START_TEST(test_store_decodes_once)
                 ck_assert_ptr_null(ag_store_get(&s, "u1")->json);
         }
         ck_assert_uint_eq(k.n, 3);
+        /* gone while not watched: the relist's DELETED has the JSON too */
+        ck_assert_int_eq(ag_store_replace(&s, cJSON_CreateArray(), &err), 0);
+        ck_assert_uint_eq(k.n, 4);
+        ck_assert_uint_eq(s.n, 0);
+        k8s_pod_free(k.pods[--k.n]);
         ag_store_clear(&s);
         /* Each kept version outlives the store's copy, JSON included. */
         static const char *const want_rv[] = {"1", "2", "3"};

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "lib/cleanup.h"
@@ -936,6 +937,48 @@ int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err)
                         return cb_error_prefix(err, "cannot attach pid %d", (int)pid);
         }
         return 0;
+}
+
+/* struct clone_args up to its cgroup field (CLONE_ARGS_SIZE_VER2), as
+ * the kernel's uapi defines it: glibc 2.36 has no clone3 wrapper. */
+struct cg_clone_args {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+            set_tid_size, cgroup;
+};
+#define CG_CLONE_INTO_CGROUP 0x200000000ULL
+
+pid_t cg_fork_into(const struct cg_location *l, bool *placed, struct cb_error *err)
+{
+        *placed = false;
+#ifdef SYS_clone3
+        if (l != NULL && l->version == 2 && l->n_dirs == 1) {
+                int fd = open(l->dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd >= 0) {
+                        struct cg_clone_args a = {
+                            .flags = CG_CLONE_INTO_CGROUP,
+                            .exit_signal = SIGCHLD,
+                            .cgroup = (uint64_t)fd,
+                        };
+                        long pid = syscall(SYS_clone3, &a, sizeof(a));
+                        if (pid == 0) {
+                                close(fd);
+                                return 0;
+                        }
+                        close(fd);
+                        if (pid > 0) {
+                                *placed = true;
+                                return (pid_t)pid;
+                        }
+                        /* ENOSYS/E2BIG (before 5.3/5.7), EBUSY/EOPNOTSUPP (not
+                         * a leaf of a domain), EACCES, ENOENT: a plain fork,
+                         * and the caller's attach says what is wrong */
+                }
+        }
+#endif
+        pid_t pid = fork();
+        if (pid < 0)
+                return cb_error_set(err, errno, "cannot fork");
+        return pid;
 }
 
 int cg_read_oom_at(const struct cg_location *l, struct cg_oom *ret, struct cb_error *err)

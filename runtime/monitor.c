@@ -208,11 +208,13 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
                 close(sp[1]);
                 return cb_error_set(err, errno, "cannot open /dev/null");
         }
-        pid_t c0 = fork();
+        /* v2: C0 is born in the container cgroup (no migration) */
+        bool placed = false;
+        pid_t c0 = cg_fork_into(c->cg_loc, &placed, err);
         if (c0 < 0) {
                 close(sp[0]);
                 close(sp[1]);
-                return cb_error_set(err, errno, "cannot fork the container init");
+                return cb_error_prefix(err, "cannot fork the container init");
         }
         if (c0 == 0) {
                 close(sp[0]);
@@ -240,7 +242,7 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
         int r = 0;
         /* The runtime made the cgroup and gave us its directories: no
          * libcgroup initialisation in the monitor (see cg_locate). */
-        if (c->cg_loc != NULL)
+        if (c->cg_loc != NULL && !placed)
                 r = cg_attach_at(c->cg_loc, c0, err);
         if (r == 0) {
                 /* Lowering oom_score_adj below the current value needs

@@ -62,9 +62,11 @@ static inline int rt_close_range(unsigned int first, unsigned int last, unsigned
 #endif
 }
 
-/* clone3 is only wrapped for completeness (CLONE_INTO_CGROUP on v2); the
- * runtime forks with fork() because it is the only way glibc keeps its
- * per-thread state (tid, locks) consistent in the child. */
+/* clone3 is only wrapped for completeness: the runtime forks with fork(),
+ * the only way glibc keeps its per-thread state (tid, locks) consistent in
+ * the child, but for the monitor's container init on cgroup v2, which
+ * cg_fork_into (cgroups/cgroup.h) creates in its cgroup with a raw clone3
+ * (CLONE_INTO_CGROUP) from the single-threaded monitor. */
 static inline long rt_clone3(void *args, size_t size)
 {
 #ifdef SYS_clone3

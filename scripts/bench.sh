@@ -11,7 +11,7 @@
 #   --runs N     repetitions of each per-pod figure (default 30)
 #   --noisy      report even when other work runs on the machine (the
 #                report then says so in its first line)
-#   --only FIGS  figures to run, e.g. 1,2,6 (default all: 1,2,3,4,5,6,7)
+#   --only FIGS  figures to run, e.g. 1,2,6 (default all: 1,2,3,4,5,6,7,8)
 #   --cubelet B  this cubelet binary (default: builds build-rel/)
 #   --ab A B     two cubelet binaries, alternating, for before/after
 #                comparisons: ratios B/A as well as each against the peers
@@ -39,10 +39,13 @@
 #      conmon + infra, vs containerd-shim)
 #   7  counts per pod (run-pod, strace -f): processes, execs, fsyncs (and
 #      how many on the event loop thread), mounts
+#   8  placing a new process in a cgroup (scripts/bench_cgplace.c): fork +
+#      cgroup.procs write (v1 and v2) vs clone3(CLONE_INTO_CGROUP) (v2),
+#      after a quiet spell and back to back
 # Root, Debian packages only (scripts/deps.sh --bench installs them).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
-runs=30 quick=0 noisy=0 only=1,2,3,4,5,6,7 peers=1 bin_a="" bin_b="" creates=slowstart
+runs=30 quick=0 noisy=0 only=1,2,3,4,5,6,7,8 peers=1 bin_a="" bin_b="" creates=slowstart
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=1 runs=3 ;;
@@ -564,6 +567,36 @@ fig7() {
   done
 }
 
+# ---- figure 8: placing a process in a cgroup -----------------------------------------
+# A write to cgroup.procs takes the kernel's cgroup_threadgroup_rwsem for
+# writing, which after a quiet spell waits for an RCU grace period; clone3
+# with CLONE_INTO_CGROUP (cgroup2 only) does not (docs/child-setup-order.md).
+fig8() {
+  local prog=$tmp/bench_cgplace d v2="" n=$((runs < 20 ? 20 : runs)) kind gap
+  ${CC:-cc} -O2 -std=gnu17 -o "$prog" "$top/scripts/bench_cgplace.c" || die "cannot build bench_cgplace"
+  say ""
+  say "8. placing a new process in a cgroup (fork + cgroup.procs write, or clone3 CLONE_INTO_CGROUP), ms, $n each"
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then v2=/sys/fs/cgroup/$cgroot-place
+  elif [ -d /sys/fs/cgroup/unified ]; then v2=/sys/fs/cgroup/unified/$cgroot-place; fi
+  local dirs=()
+  [ -d /sys/fs/cgroup/cpu ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ] && dirs+=("v1:/sys/fs/cgroup/cpu/$cgroot-place")
+  [ -n "$v2" ] && dirs+=("v2:$v2")
+  for d in "${dirs[@]}"; do
+    mkdir -p "${d#*:}" || die "cannot make ${d#*:}"
+  done
+  for gap in 200 0; do
+    for d in "${dirs[@]}"; do
+      for kind in write clone; do
+        [ "$kind" = clone ] && [ "${d%%:*}" = v1 ] && continue
+        "$prog" "$kind" "${d#*:}" "$gap" "$n" >"$out/place-${d%%:*}-$kind-$gap" ||
+          { rmdir "${dirs[@]#*:}" 2>/dev/null; die "bench_cgplace $kind ${d#*:} failed"; }
+        say "   $(printf '%-3s %-26s %-22s' "${d%%:*}" "$([ "$kind" = write ] && echo "fork + cgroup.procs" || echo "clone3 CLONE_INTO_CGROUP")" "$([ "$gap" = 0 ] && echo "back to back" || echo "${gap} ms apart")") $(dist "$out/place-${d%%:*}-$kind-$gap")"
+      done
+    done
+  done
+  for d in "${dirs[@]}"; do rmdir "${d#*:}" 2>/dev/null || true; done
+}
+
 # ---- the run ------------------------------------------------------------------------
 say "bench.sh $(git -C "$top" describe --always --dirty 2>/dev/null), $(date -u +%Y-%m-%dT%H:%MZ); cubelet A: $bin_a${bin_b:+; B: $bin_b}"
 say "machine: $machine"
@@ -574,6 +607,7 @@ want 5 && { progress "figure 5"; fig5; }
 want 4 && fig4
 want 6 && { progress "figure 6, peers"; fig6_peers; }
 want 7 && { progress "figure 7"; fig7; }
+want 8 && { progress "figure 8"; fig8; }
 stop_pids "${bg_pids[@]}" || true
 bg_pids=()
 agent_pid=""

@@ -290,6 +290,75 @@ START_TEST(test_attach_stats_kill_destroy)
 }
 END_TEST
 
+/* cg_fork_into: on v2 the child is born in the cgroup (placed, no attach
+ * needed: its first look at /proc/self/cgroup names it); on v1 and hybrid
+ * it is not, and cg_attach_at places it. Fails if the v2 path falls back
+ * to fork + attach (placed false) or places the child anywhere else. */
+START_TEST(test_fork_into)
+{
+        struct cb_error err = {0};
+        char pod[256], ctr[256], want[300];
+        sub(pod, sizeof(pod), "kubepods/besteffort/pod-forkinto");
+        sub(ctr, sizeof(ctr), "kubepods/besteffort/pod-forkinto/ctr1");
+        ck_ok(cg_create(pod, NULL, &err), &err, "cg_create pod");
+        ck_ok(cg_create(ctr, NULL, &err), &err, "cg_create container");
+        snprintf(want, sizeof(want), "/%s", ctr);
+        struct cg_location loc;
+        ck_ok(cg_locate(ctr, &loc, &err), &err, "cg_locate");
+        bool unified = cg_current_mode() == CG_MODE_UNIFIED;
+        const char *const *ctrl;
+        size_t nc = needed(&ctrl);
+
+        int go[2];
+        ck_assert_int_eq(pipe2(go, O_CLOEXEC), 0);
+        bool placed = true;
+        pid_t child = cg_fork_into(&loc, &placed, &err);
+        ck_ok(child, &err, "cg_fork_into");
+        if (child == 0) {
+                close(go[1]);
+                char c;
+                if (read(go[0], &c, 1) != 1)
+                        _exit(2);
+                char *pc = NULL;
+                size_t len;
+                struct cb_error e = {0};
+                if (cb_read_file("/proc/self/cgroup", 1 << 20, &pc, &len, &e) < 0)
+                        _exit(3);
+                for (size_t i = 0; i < (unified ? 1 : nc); i++) {
+                        char got[512];
+                        if (cg_parse_proc_cgroup(pc, unified ? NULL : ctrl[i], got, sizeof(got),
+                                                 &e) < 0 ||
+                            strcmp(got, want) != 0)
+                                _exit(10 + (int)i);
+                }
+                _exit(0);
+        }
+        close(go[0]);
+        ck_assert_msg(placed == unified, "placed %d in mode %s", placed,
+                      cg_mode_name(cg_current_mode()));
+        if (!placed)
+                ck_ok(cg_attach_at(&loc, child, &err), &err, "cg_attach_at");
+        ck_assert_int_eq(write(go[1], "x", 1), 1);
+        close(go[1]);
+        int status;
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "the child was not in %s (status 0x%x)", want, status);
+
+        /* a cgroup that is gone: the fork still happens, not placed, and
+         * the attach then names the missing directory */
+        ck_ok(cg_destroy(pod, &err), &err, "cg_destroy");
+        child = cg_fork_into(&loc, &placed, &err);
+        ck_ok(child, &err, "cg_fork_into (gone)");
+        if (child == 0)
+                _exit(0);
+        ck_assert(!placed);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_int_eq(cg_attach_at(&loc, getpid(), &err), -1);
+        ck_assert_int_eq(err.code, ENOENT);
+}
+END_TEST
+
 static void eat_memory(int out)
 {
         const size_t size = 256UL << 20;
@@ -534,6 +603,7 @@ int main(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_create_files);
         tcase_add_test(tc, test_attach_stats_kill_destroy);
+        tcase_add_test(tc, test_fork_into);
         tcase_add_test(tc, test_oom_kill);
         tcase_add_test(tc, test_pids_limit);
         tcase_add_test(tc, test_update);

@@ -294,7 +294,7 @@ def burst(args):
         def fn(a):
             t = now_ms()
             st, obj = a.request("POST", "/api/v1/namespaces/default/pods",
-                                pod_body(name, nd.name, args.image, 1))
+                                pod_body(name, nd.name, args.image, 1, args.command))
             if st != 201:
                 raise RuntimeError("bench_client: create %s: %s %s" % (name, st, obj))
             return obj["metadata"]["uid"], name, t
@@ -375,6 +375,8 @@ def main():
     ap.add_argument("--image", default="docker.io/library/busybox:1.36")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--hold-file")
+    ap.add_argument("--command", default="sleep 3600",
+                    help="burst: the container's sh -c command")
     ap.add_argument("--host-network", action="store_true")
     ap.add_argument("--creates", choices=["slowstart", "sequential"], default="slowstart",
                     help="burst: the ReplicaSet controller's slow-start batches, concurrent "

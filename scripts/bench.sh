@@ -433,6 +433,7 @@ fig3() {
         jq -r 'select((.summary or .delete) | not) | .running_ms' "$out/f3-$s-$n-$rep.jsonl" >"$out/f3-$s-$n-$rep-per"
         say "   cubelet$s $n pods ($label): $(cat "$tmp/line")"
         say "     per pod created -> Running: $(dist "$out/f3-$s-$n-$rep-per")"
+        start_steps "$out/f3-$s-$n-$rep.jsonl" "$out/f3-$s-$n-$rep-start"
         delete_steps "$out/f3-$s-$n-$rep.jsonl" "$out/f3-$s-$n-$rep-del"
         say "     agent at $n pods: $mem; agent CPU for the burst $(awk -v a="$c0" -v b="$(cpu_s "$pid")" 'BEGIN {printf "%.2f", b - a}') s; after the deletes: $(agent_mem "$pid")$(agent_heap "$s"), 3 s later: $(sleep 3; agent_mem "$pid")$(agent_heap "$s")"
         say "     per pod on the node: $mon"
@@ -442,6 +443,22 @@ fig3() {
       done
     done
   done
+}
+# start_steps JSONL PREFIX: each step of the agent's timeline from the
+# pod's POST (ms), in the order of their medians, and the first-created
+# pod's own steps: where the first pod of a burst waits
+start_steps() {
+  local step f
+  say "     per pod from its POST sent (ms), the agent's steps to Running:"
+  for step in $(jq -r 'select((.summary or .delete) | not) | .timeline | keys[]' "$1" | sort -u |
+    grep -E '^(watched|admitted|volumesReady|sandboxReady|imageReady|containerStarted|phase:Running|statusDelivered:Running)'); do
+    f="$2-$(echo "$step" | tr ':/' '__')"
+    jq -r --arg s "$step" 'select((.summary or .delete) | not) | .timeline[$s] // empty' "$1" >"$f"
+    [ -s "$f" ] && echo "$(python3 "$tmp/stats.py" median "$f") $(printf '%-30s' "$step") $(dist "$f")"
+  done | sort -n | cut -d' ' -f2- | while read -r line; do say "       $line"; done
+  say "       the first pod created: $(jq -sr '[.[] | select((.summary or .delete) | not)] | min_by(.created_ms) |
+    "Running seen \(.running_ms | floor) ms; " + ([.timeline | to_entries[] | select(.value < 60000)] | sort_by(.value) |
+    map("\(.key) \(.value | floor)") | join(", "))' "$1")"
 }
 # delete_steps JSONL PREFIX: each step of the agent's timeline after the
 # pod's DELETE was sent (ms from it; the agent keeps the last 64 pods gone),

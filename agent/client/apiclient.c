@@ -38,6 +38,7 @@ struct ag_request {
         size_t resp_len, resp_cap;
         bool too_large, aborted;
         bool nul_per_object;
+        const char *(*body_at_start)(void *data, size_t *len);
         char errbuf[CURL_ERROR_SIZE];
 };
 
@@ -429,6 +430,20 @@ static int setup_easy(struct ag_api *api, struct ag_request *r, struct cb_error 
  * a bucket or for a place (a queued request holds no libcurl memory). */
 static int start(struct ag_api *api, struct ag_request *r, struct cb_error *err)
 {
+        if (r->easy == NULL && r->body_at_start != NULL) {
+                size_t len = 0;
+                const char *b = r->body_at_start(r->data, &len);
+                if (b != NULL) {
+                        char *copy = malloc(len + 1);
+                        if (copy == NULL)
+                                return cb_error_set(err, ENOMEM, "out of memory");
+                        memcpy(copy, b, len);
+                        copy[len] = '\0';
+                        free(r->body);
+                        r->body = copy;
+                        r->body_len = len;
+                }
+        }
         if (r->easy == NULL && setup_easy(api, r, err) < 0)
                 return -1;
         if (curl_multi_add_handle(api->multi, r->easy) != CURLM_OK)
@@ -619,6 +634,7 @@ struct ag_request *ag_api_request(struct ag_api *api, const char *method, const 
         r->data = data;
         r->stream = o->stream;
         r->nul_per_object = o->nul_per_object;
+        r->body_at_start = o->body_at_start;
         r->verb = verb_of(method, o->stream != NULL);
         r->method = strdup(method);
         r->timeout_ms = o->timeout_ms;

@@ -87,6 +87,14 @@ struct ag_api_req_opts {
          * marked (k8s_json_mark_nul) and the caller refuses the objects
          * holding it (a list's items; the reflector). */
         bool nul_per_object;
+        /* Called on the loop right before the request goes to libcurl,
+         * after it passed its bucket and found a place (at once when
+         * nothing waits): returns the body to send instead of `body` (the
+         * client copies it), or NULL to keep it. A caller whose request
+         * waited sends its newest content then, as the kubelet's status
+         * manager does: it reads the newest status of a pod when it gets to
+         * it, so statuses set while their PATCH waited go as one. */
+        const char *(*body_at_start)(void *data, size_t *len);
 };
 
 struct ag_api_config {

@@ -107,6 +107,19 @@ static void on_done(struct ag_api_result *res, void *data)
         ag_timer_arm(e->retry, e->backoff_ms);
 }
 
+/* The request passed its bucket: the newest status goes (what was set
+ * while it waited), and it is what counts as sent. */
+static const char *body_at_start(void *data, size_t *len)
+{
+        struct entry *e = data;
+        struct ag_status_mgr *m = e->m;
+        e->sent = e->gen;
+        if (m->obs.sent != NULL)
+                m->obs.sent(e->uid, e->body, m->obs.data);
+        *len = strlen(e->body);
+        return e->body;
+}
+
 static void send_entry(struct entry *e)
 {
         struct ag_status_mgr *m = e->m;
@@ -122,13 +135,12 @@ static void send_entry(struct entry *e)
             .content_type = "application/strategic-merge-patch+json",
             .body = e->body,
             .body_len = strlen(e->body),
+            .body_at_start = body_at_start,
         };
         struct cb_error err = {0};
         e->sent = e->gen;
         e->accepted = false;
         e->req = ag_api_request(m->api, "PATCH", path, &opts, on_done, e, &err);
-        if (e->req != NULL && m->obs.sent != NULL)
-                m->obs.sent(e->uid, e->body, m->obs.data);
         if (e->req == NULL) {
                 log_warning("pod %s/%s: cannot send its status: %s", e->ns, e->name, err.msg);
                 e->sent = 0;

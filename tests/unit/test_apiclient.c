@@ -6,7 +6,8 @@
  * the requests in flight. Checked: no more than AG_API_INFLIGHT_MAX are in
  * flight however many are asked for; a watch does not wait for a place;
  * an answer frees a place, and the waiting pod status goes before the
- * waiting requests of the default class that were asked for earlier; a
+ * waiting requests of the default class that were asked for earlier, with
+ * the body its body_at_start gives when it starts; a
  * waiting request cancelled never reaches the server; the waiting ones
  * all get their answer once the server answers. */
 #include <check.h>
@@ -48,8 +49,19 @@ struct t {
         struct ag_timer *tick;
         int step, ticks;
         struct ag_request *cancel_me;
+        int late_calls;
         char failure[256];
 };
+
+/* the status's body when it starts (body_at_start): not the one asked with */
+#define LATE_BODY "{\"status\":{\"phase\":\"Running\"}}"
+static const char *late_body(void *data, size_t *len)
+{
+        struct t *t = data;
+        t->late_calls++;
+        *len = strlen(LATE_BODY);
+        return LATE_BODY;
+}
 
 static void on_accept(struct ag_io *io, int lfd, uint32_t events, void *data)
 {
@@ -116,6 +128,8 @@ static struct ag_request *ask(struct t *t, const char *method, const char *path,
                 o.body = "{}";
                 o.body_len = 2;
                 o.content_type = "application/merge-patch+json";
+                if (cls == AG_API_CLASS_STATUS)
+                        o.body_at_start = late_body;
         }
         struct ag_request *r = ag_api_request(t->api, method, path, &o, on_done, t, &err);
         ck_assert_msg(r != NULL, "%s %s: %s", method, path, err.msg);
@@ -204,11 +218,16 @@ static void on_tick(struct ag_timer *tm, void *data)
                 }
                 /* a second watch: in flight at once, places or not */
                 ask(t, "GET", "/api/v1/pods?watch=1", AG_API_CLASS_DEFAULT, watch_stream);
-                /* a status, asked for after the 36 waiting GETs */
+                /* a status, asked for after the 36 waiting GETs; nothing
+                 * asks for its body before it starts */
                 ask(t, "PATCH", "/api/v1/namespaces/default/pods/p/status", AG_API_CLASS_STATUS,
                     NULL);
                 /* a waiting GET cancelled: it must never be sent */
                 ag_api_cancel(t->cancel_me);
+                if (t->late_calls != 0) {
+                        scenario_fail(t, "a waiting request's body was asked for");
+                        return;
+                }
                 t->step = 2;
                 t->ticks = 0;
                 break;
@@ -238,6 +257,11 @@ static void on_tick(struct ag_timer *tm, void *data)
                 if (strstr(t->conns[t->n_conns - 1].req,
                            "PATCH /api/v1/namespaces/default/pods/p/status") == NULL) {
                         scenario_fail(t, "the waiting status did not go first");
+                        return;
+                }
+                /* it waited, and went with the body of its start */
+                if (t->late_calls != 1 || strstr(t->conns[t->n_conns - 1].req, LATE_BODY) == NULL) {
+                        scenario_fail(t, "the status did not go with the body of its start");
                         return;
                 }
                 t->step = 4;

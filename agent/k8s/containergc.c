@@ -106,8 +106,3 @@ size_t k8s_container_gc_select(struct k8s_gc_instance *v, size_t n,
                 removed += v[i].remove;
         return removed;
 }
-
-bool k8s_gc_log_dir_deleted(bool sources_ready, int64_t dir_mtime_ms, int64_t snapshot_ms)
-{
-        return sources_ready && dir_mtime_ms < snapshot_ms - K8S_GC_NEW_DIR_MARGIN_MS;
-}

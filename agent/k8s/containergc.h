@@ -57,18 +57,6 @@ struct k8s_gc_instance {
         bool remove; /* out */
 };
 
-/* A pod log directory whose pod was not in the snapshot the collection
- * took: deleted only when the sources are ready and the directory was last
- * changed K8S_GC_NEW_DIR_MARGIN_MS before the snapshot. A file system
- * stamps times from a coarse clock, a tick or more behind the one the
- * snapshot read, so a directory made by a pod admitted just after the
- * snapshot can look older than it; without the margin its new log
- * directory went and its container failed to start ("cannot open the
- * container log", bench.sh, a 110-pod burst at a collection). false: leave
- * it to the next collection. */
-#define K8S_GC_NEW_DIR_MARGIN_MS 2000
-bool k8s_gc_log_dir_deleted(bool sources_ready, int64_t dir_mtime_ms, int64_t snapshot_ms);
-
 /* Marks the instances to remove (sets remove; the others are cleared).
  * Returns how many. */
 size_t k8s_container_gc_select(struct k8s_gc_instance *v, size_t n,

@@ -242,7 +242,7 @@ static void scan_pod(struct job *j, int lfd, size_t pdir)
         enum k8s_gc_pod_state state;
         if (pod != NULL)
                 state = pod->terminated ? K8S_GC_POD_TERMINATED : K8S_GC_POD_ACTIVE;
-        else if (k8s_gc_log_dir_deleted(j->ready, mtime_ms(&st), j->snapshot_ms))
+        else if (j->ready && mtime_ms(&st) < j->snapshot_ms)
                 state = K8S_GC_POD_DELETED;
         else
                 return; /* a pod made after the snapshot, or sources not ready */

@@ -95,19 +95,6 @@ END_TEST
 
 /* MinAge: an instance made less than MinAge ago is not evictable at all
  * (it does not count as the newest dead one either). */
-/* A log directory of a pod not in the snapshot: gone only when it is
- * older than the snapshot by the margin; one stamped a coarse tick before
- * the snapshot (made by a pod admitted just after it) stays. */
-START_TEST(test_log_dir_margin)
-{
-        ck_assert(!k8s_gc_log_dir_deleted(true, NOW - 4, NOW));
-        ck_assert(!k8s_gc_log_dir_deleted(true, NOW + 5, NOW));
-        ck_assert(!k8s_gc_log_dir_deleted(true, NOW - K8S_GC_NEW_DIR_MARGIN_MS, NOW));
-        ck_assert(k8s_gc_log_dir_deleted(true, NOW - K8S_GC_NEW_DIR_MARGIN_MS - 1, NOW));
-        ck_assert(!k8s_gc_log_dir_deleted(false, NOW - 600000, NOW)); /* sources not ready */
-}
-END_TEST
-
 START_TEST(test_min_age)
 {
         struct k8s_gc_instance v[] = {
@@ -161,7 +148,6 @@ int main(void)
         TCase *tc = tcase_create("core");
         tcase_add_test(tc, test_newest_dead_kept);
         tcase_add_test(tc, test_deleted_and_terminated);
-        tcase_add_test(tc, test_log_dir_margin);
         tcase_add_test(tc, test_min_age);
         tcase_add_test(tc, test_max_containers);
         suite_add_tcase(s, tc);

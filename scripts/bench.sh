@@ -128,6 +128,11 @@ seccomp_pod once 'echo hello' >"$tmp/once-cni.yaml"
 seccomp_pod once 'echo hello' true >"$tmp/once-host.yaml"
 seccomp_pod sleep 'sleep 3600' >"$tmp/sleep.yaml"
 rootdir() { [ "$1" = A ] && echo "$root" || echo "$tmp/rootB"; }
+# each agent its own pod logs and cgroups: with one directory B's container
+# GC took A's pods' log directories for deleted pods' and removed them (a
+# 110-pod burst of A then had a pod fail, "cannot open the container log")
+logsdir() { [ "$1" = A ] && echo "$logs" || echo "$tmp/logsB"; }
+cgrootof() { [ "$1" = A ] && echo "$cgroot" || echo "$cgroot/b"; }
 cub_run() { # SIDE YAML
   "${BIN[$1]}" --root-dir "$(rootdir "$1")" --cni-conf-dir "$cni_dir" run-pod "$2" \
     --pod-logs-dir "$logs" --cgroup-root "$cgroot" >/dev/null 2>&1
@@ -311,8 +316,8 @@ start_agents() {
   for s in "${sides[@]}"; do
     d=$(datadir "$s")
     port=$(free_port)
-    "${BIN[$s]}" --root-dir "$(rootdir "$s")" --cni-conf-dir "$cni_dir" --pod-logs-dir "$logs" \
-      --cgroup-root "$cgroot" --hostname-override "$(nodename "$s")" --kubeconfig "$d/node.kubeconfig" \
+    "${BIN[$s]}" --root-dir "$(rootdir "$s")" --cni-conf-dir "$cni_dir" --pod-logs-dir "$(logsdir "$s")" \
+      --cgroup-root "$(cgrootof "$s")" --hostname-override "$(nodename "$s")" --kubeconfig "$d/node.kubeconfig" \
       --healthz-port "$port" --max-pods 120 >>"$tmp/agent-$s.log" 2>&1 &
     eval "agent_pid_$s=$!"
     eval "endpoint_$s=http://127.0.0.1:$port"

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libcgroup.h>
+#include <linux/sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -939,14 +940,6 @@ int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err)
         return 0;
 }
 
-/* struct clone_args up to its cgroup field (CLONE_ARGS_SIZE_VER2), as
- * the kernel's uapi defines it: glibc 2.36 has no clone3 wrapper. */
-struct cg_clone_args {
-        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
-            set_tid_size, cgroup;
-};
-#define CG_CLONE_INTO_CGROUP 0x200000000ULL
-
 pid_t cg_fork_into(const struct cg_location *l, bool *placed, struct cb_error *err)
 {
         *placed = false;
@@ -954,8 +947,9 @@ pid_t cg_fork_into(const struct cg_location *l, bool *placed, struct cb_error *e
         if (l != NULL && l->version == 2 && l->n_dirs == 1) {
                 int fd = open(l->dirs[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (fd >= 0) {
-                        struct cg_clone_args a = {
-                            .flags = CG_CLONE_INTO_CGROUP,
+                        /* the kernel's uapi struct: glibc 2.36 has no clone3 */
+                        struct clone_args a = {
+                            .flags = CLONE_INTO_CGROUP,
                             .exit_signal = SIGCHLD,
                             .cgroup = (uint64_t)fd,
                         };

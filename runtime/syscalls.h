@@ -62,23 +62,6 @@ static inline int rt_close_range(unsigned int first, unsigned int last, unsigned
 #endif
 }
 
-/* clone3 is only wrapped for completeness: the runtime forks with fork(),
- * the only way glibc keeps its per-thread state (tid, locks) consistent in
- * the child, but for the monitor's container init on cgroup v2, which
- * cg_fork_into (cgroups/cgroup.h) creates in its cgroup with a raw clone3
- * (CLONE_INTO_CGROUP) from the single-threaded monitor. */
-static inline long rt_clone3(void *args, size_t size)
-{
-#ifdef SYS_clone3
-        return syscall(SYS_clone3, args, size);
-#else
-        (void)args;
-        (void)size;
-        errno = ENOSYS;
-        return -1;
-#endif
-}
-
 static inline int rt_pivot_root(const char *new_root, const char *put_old)
 {
 #ifdef SYS_pivot_root

@@ -433,7 +433,9 @@ static int start(struct ag_api *api, struct ag_request *r, struct cb_error *err)
         if (r->easy == NULL && r->body_at_start != NULL) {
                 size_t len = 0;
                 const char *b = r->body_at_start(r->data, &len);
-                if (b != NULL) {
+                /* unchanged (it started at once): the copy made stays */
+                if (b != NULL &&
+                    !(r->body != NULL && len == r->body_len && memcmp(b, r->body, len) == 0)) {
                         char *copy = malloc(len + 1);
                         if (copy == NULL)
                                 return cb_error_set(err, ENOMEM, "out of memory");

@@ -26,6 +26,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -478,9 +479,17 @@ static int validate_config(const struct rt_sandbox_config *cfg, struct cb_error 
         return 0;
 }
 
+static uint64_t mono_us(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
 static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJSON *state,
                         struct rt_sandbox *ret, struct cb_error *err)
 {
+        ret->network_mono_us = 0;
         char ns_dir[RT_PATH_MAX];
         if (path_join(ns_dir, sizeof(ns_dir), err, "%s/ns", dir) < 0)
                 return -1;
@@ -517,6 +526,7 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
         cJSON_ReplaceItemInObjectCaseSensitive(state, "namespaces", cJSON_CreateBool(true));
         if (write_json(dir, "state.json", state, err) < 0)
                 return -1;
+        uint64_t pinned = mono_us();
         if (cfg->n_sysctls > 0) {
                 char net[RT_PATH_MAX] = "", ipc[RT_PATH_MAX] = "";
                 if ((!cfg->host_network &&
@@ -554,7 +564,9 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                 cJSON_ReplaceItemInObjectCaseSensitive(state, "cniAdd", cJSON_CreateString("done"));
                 if (write_json(dir, "state.json", state, err) < 0)
                         return -1;
+                ret->network_mono_us = mono_us();
         }
+        ret->namespaces_mono_us = flags != 0 || cfg->share_pid ? pinned : 0;
         ret->n_pod_ips = res.n_pod_ips;
         for (size_t i = 0; i < res.n_pod_ips; i++)
                 memcpy(ret->pod_ips[i], res.pod_ips[i], sizeof(ret->pod_ips[i]));
@@ -597,8 +609,12 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
                  * cgroups go with it), so its record needs no fsync */
                 if (write_json_as(dir, "config.json", config, !cfg->host_network, err) == 0 &&
                     write_json(dir, "state.json", state, err) == 0 &&
-                    create_steps(cfg, dir, state, ret, err) == 0)
+                    create_steps(cfg, dir, state, ret, err) == 0) {
+                        uint64_t ns = ret->namespaces_mono_us, net = ret->network_mono_us;
                         rc = fill_sandbox(dir, config, state, ret, err);
+                        ret->namespaces_mono_us = ns;
+                        ret->network_mono_us = net;
+                }
         }
         if (rc < 0) {
                 struct cb_error e2;

@@ -99,6 +99,11 @@ struct rt_sandbox {
         pid_t pause_pid; /* its init, with share_pid */
         uint64_t pause_start_time;
         char cgroup_parent[RT_CGROUP_PATH_MAX];
+        /* rt_sandbox_create's own steps, CLOCK_MONOTONIC microseconds (0:
+         * not taken, e.g. no network of its own): the namespaces pinned,
+         * the CNI ADD answered. Not saved; rt_sandbox_load leaves them 0. */
+        uint64_t namespaces_mono_us;
+        uint64_t network_mono_us;
 };
 
 /* Creates the sandbox: its dir, config.json and state.json (rewritten

@@ -344,7 +344,8 @@ fig2() {
     say "   cubelet$s created -> Running observed: $(dist "$out/f2-$s-running")"
     # the breakdown, each step's stamp minus the previous (ms)
     local prev=created step
-    for step in created:watched watched:admitted admitted:volumesReady volumesReady:sandboxReady admitted:sandboxReady \
+    for step in created:watched watched:admitted admitted:volumesReady volumesReady:sandboxNamespaces \
+                sandboxNamespaces:sandboxNetwork sandboxNetwork:sandboxReady admitted:sandboxReady \
                 sandboxReady:containerStarted:main \
                 containerStarted:main:phase:Running phase:Running:statusDelivered:Running \
                 statusDelivered:Running:observed watched:containerStarted:main; do
@@ -406,6 +407,15 @@ fig3() {
         pid=$(eval echo "\$agent_pid_$s")
         c0=$(cpu_s "$pid")
         api_metrics "$s" >"$tmp/m0"
+        if want 4 && [ "$rep" = 1 ] && [ "$n" = "${sizes[-1]}" ]; then
+          # figure 4's pair: the same one-pod starts just before the burst,
+          # on this node with none of the burst's pods (the same run, build
+          # and stand-in state), so the ratio at 110 / at 0 is paired
+          client perpod --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
+            --token-file "$(rootdir "$s")/endpoint.token" --count "$runs" >"$out/f4-$s-0.jsonl" ||
+            die "figure 4: bench_client.py perpod (at 0) failed"
+          jq -r '.running_ms' "$out/f4-$s-0.jsonl" >"$out/f4-$s-0-running"
+        fi
         rm -f "$tmp/hold"
         client burst --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
           --token-file "$(rootdir "$s")/endpoint.token" --count "$n" --hold-file "$tmp/hold" \
@@ -456,7 +466,7 @@ start_steps() {
   local step f
   say "     per pod from its POST sent (ms), the agent's steps to Running:"
   for step in $(jq -r 'select((.summary or .delete) | not) | .timeline | keys[]' "$1" | sort -u |
-    grep -E '^(watched|admitted|volumesReady|sandboxReady|imageReady|containerStarted|phase:Running|statusDelivered:Running)'); do
+    grep -E '^(watched|admitted|volumesReady|sandboxNamespaces|sandboxNetwork|sandboxReady|imageReady|containerStarted|phase:Running|statusDelivered:Running)'); do
     f="$2-$(echo "$step" | tr ':/' '__')"
     jq -r --arg s "$step" 'select((.summary or .delete) | not) | .timeline[$s] // empty' "$1" >"$f"
     [ -s "$f" ] && echo "$(python3 "$tmp/stats.py" median "$f") $(printf '%-30s' "$step") $(dist "$f")"
@@ -525,8 +535,24 @@ fig4() {
   say "4. one pod created -> Running observed with $f4_n pods already running (vs figure 2: none), $runs each"
   local s
   for s in "${sides[@]}"; do
+    say "   cubelet$s at 0 (just before the burst): $(dist "$out/f4-$s-0-running")"
     say "   cubelet$s at $f4_n: $(dist "$out/f4-$s-running")"
-    [ -s "$out/f2-$s-running" ] && say "     ratio at $f4_n / at 0 (medians; not paired) $(python3 "$tmp/stats.py" ratio "$out/f4-$s-running" "$out/f2-$s-running" | sed 's/ (runs.*//')"
+    say "     ratio at $f4_n / at 0 (medians, paired: the same run, one after the other) $(python3 "$tmp/stats.py" ratio "$out/f4-$s-running" "$out/f4-$s-0-running" | sed 's/ (runs.*//')"
+    # the steps that grew: each of the agent's steps at 110 against at 0
+    local step a b
+    for step in watched:admitted admitted:sandboxNamespaces sandboxNamespaces:sandboxNetwork sandboxNetwork:sandboxReady \
+                sandboxReady:containerStarted:main containerStarted:main:statusDelivered:Running; do
+      for f in 0 "$f4_n"; do
+        jq -r --arg s "$step" '(.timeline) as $t |
+          ($s | if startswith("sandboxReady:") then ["sandboxReady", .[13:]]
+                elif startswith("containerStarted:main:") then ["containerStarted:main", .[22:]]
+                else [.[:index(":")], .[index(":")+1:]] end) as $ab |
+          if ($t[$ab[0]] != null and $t[$ab[1]] != null) then $t[$ab[1]] - $t[$ab[0]] else empty end' \
+          "$out/f4-$s$([ "$f" = 0 ] && echo -0).jsonl" >"$out/f4-$s-$f-$step"
+      done
+      a="$out/f4-$s-0-$step" b="$out/f4-$s-$f4_n-$step"
+      [ -s "$a" ] && [ -s "$b" ] && say "     $(printf '%-44s' "$step") at 0: $(python3 "$tmp/stats.py" dist "$a" | cut -c1-22); at $f4_n: $(python3 "$tmp/stats.py" dist "$b" | cut -c1-22)"
+    done
   done
   return 0
 }

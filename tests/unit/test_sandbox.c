@@ -143,8 +143,18 @@ START_TEST(test_pod_network)
         config_for(&cfg, "pod-a", "web-a", conf);
         cfg.ports = &pm;
         cfg.n_ports = 1;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        a.namespaces_mono_us = a.network_mono_us = 1; /* set by the create, not left */
         ck_assert_msg(rt_sandbox_create(&cfg, &a, &err) == 0, "%s", err.msg);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
         ck_assert_uint_eq(a.n_pod_ips, 1);
+        /* its own steps, in order, inside the call: namespaces, then the ADD */
+        uint64_t us0 = (uint64_t)t0.tv_sec * 1000000u + (uint64_t)t0.tv_nsec / 1000u;
+        uint64_t us1 = (uint64_t)t1.tv_sec * 1000000u + (uint64_t)t1.tv_nsec / 1000u;
+        ck_assert_uint_ge(a.namespaces_mono_us, us0);
+        ck_assert_uint_gt(a.network_mono_us, a.namespaces_mono_us);
+        ck_assert_uint_le(a.network_mono_us, us1);
         ck_assert_msg(strncmp(a.pod_ips[0], subnet_prefix, strlen(subnet_prefix)) == 0, "%s",
                       a.pod_ips[0]);
         ck_assert(rt_ns_is_pinned(a.netns_path));
@@ -316,7 +326,10 @@ START_TEST(test_host_network)
         cfg.cni.bin_dirs = conf_fake;
         cfg.resolv_conf = "nameserver 10.96.0.10\nsearch cbtest.svc.cluster.local\noptions "
                           "ndots:5";
+        sb.network_mono_us = 1;
         ck_assert_msg(rt_sandbox_create(&cfg, &sb, &err) == 0, "%s", err.msg);
+        ck_assert_uint_eq(sb.network_mono_us, 0);    /* no CNI ADD */
+        ck_assert_uint_gt(sb.namespaces_mono_us, 0); /* the IPC namespace */
         ck_assert_str_eq(sb.netns_path, "");
         ck_assert_str_eq(sb.utsns_path, "");
         ck_assert(rt_ns_is_pinned(sb.ipcns_path)); /* hostIPC is false */

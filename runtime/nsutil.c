@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Namespace pins (runtime/nsutil.h). The helper child created here runs in
- * a copy of a possibly multi-threaded agent, so between fork() and _exit()
- * it makes only async-signal-safe system calls: no malloc, no stdio, no
- * locks. It reports through a pipe and lives until the parent closes the
- * other pipe, so its namespaces stay reachable through /proc/<pid>/ns while
- * the parent bind-mounts them; if the parent dies, the EOF ends it too.
+ * Namespace pins (runtime/nsutil.h). A pod's net, IPC and UTS namespaces
+ * are made by a short-lived thread of the caller (rt_ns_pin: pin_thread),
+ * which enters them, bind-mounts /proc/thread-self/ns/<name> onto the pin
+ * files and ends: the pins are what keeps the namespaces. No process is
+ * forked for it.
  */
 #include "runtime/nsutil.h"
 
@@ -13,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,21 +30,6 @@
 #ifndef NSFS_MAGIC
 #define NSFS_MAGIC 0x6e736673
 #endif
-
-static int wait_child(pid_t pid, int *ret_status)
-{
-        int status;
-        for (;;) {
-                pid_t r = waitpid(pid, &status, __WALL);
-                if (r == pid)
-                        break;
-                if (r < 0 && errno != EINTR)
-                        return -1;
-        }
-        if (ret_status != NULL)
-                *ret_status = status;
-        return 0;
-}
 
 static int mount_id(const char *path, uint64_t *ret)
 {
@@ -128,12 +113,6 @@ int rt_ns_unpin(const char *path, struct cb_error *err)
         return 0;
 }
 
-/* What the helper child reports: which step failed and its errno. */
-struct pin_report {
-        int step; /* 0 = ok, 1 = unshare, 2 = sethostname, 3 = loopback */
-        int errnum;
-};
-
 static int loopback_up(void)
 {
         int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -153,56 +132,6 @@ static int loopback_up(void)
         return r;
 }
 
-static void write_all(int fd, const void *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w <= 0)
-                        return;
-                p = (const char *)p + w;
-                n -= (size_t)w;
-        }
-}
-
-/* Closes every fd >= 3 except a and b. A child forked from one thread of
- * the agent holds copies of the fds other threads just made (pipes of a
- * concurrent sandbox or CNI call); a long-lived child must drop them at
- * once, or a pipe whose EOF another thread waits for never ends. */
-static void close_all_except(int a, int b)
-{
-        unsigned lo = (unsigned)(a < b ? a : b), hi = (unsigned)(a < b ? b : a);
-        if (lo > 3)
-                (void)rt_close_range(3, lo - 1, 0);
-        if (hi > lo + 1)
-                (void)rt_close_range(lo + 1, hi - 1, 0);
-        (void)rt_close_range(hi + 1, ~0U, 0);
-}
-
-/* The helper child: async-signal-safe calls only (see the file comment). */
-static _Noreturn void pin_child(int report_fd, int hold_fd, int flags, const char *hostname)
-{
-        struct pin_report rep = {0, 0};
-        close_all_except(report_fd, hold_fd);
-        if (unshare(flags) < 0) {
-                rep = (struct pin_report){1, errno};
-        } else if ((flags & CLONE_NEWUTS) && hostname != NULL &&
-                   sethostname(hostname, strlen(hostname)) < 0) {
-                rep = (struct pin_report){2, errno};
-        } else if ((flags & CLONE_NEWNET) && loopback_up() < 0) {
-                rep = (struct pin_report){3, errno};
-        }
-        write_all(report_fd, &rep, sizeof(rep));
-        close(report_fd);
-        if (rep.step != 0)
-                _exit(1);
-        char c;
-        while (read(hold_fd, &c, 1) < 0 && errno == EINTR)
-                ;
-        _exit(0);
-}
-
 static const struct {
         int flag;
         const char *name;
@@ -212,10 +141,10 @@ static const struct {
     {CLONE_NEWUTS, "uts"},
 };
 
-static int bind_pin(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err)
+static int bind_pin_from(const char *src, const char *ns_dir, const char *name,
+                         struct cb_error *err)
 {
-        char src[64], dst[4096];
-        snprintf(src, sizeof(src), "/proc/%d/ns/%s", (int)pid, name);
+        char dst[4096];
         if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", ns_dir, name) >= sizeof(dst))
                 return cb_error_set(err, ENAMETOOLONG, "cannot pin the %s namespace", name);
         if (rt_ns_is_pinned(dst))
@@ -231,9 +160,72 @@ static int bind_pin(pid_t pid, const char *ns_dir, const char *name, struct cb_e
         return 0;
 }
 
+static int bind_pin(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err)
+{
+        char src[64];
+        snprintf(src, sizeof(src), "/proc/%d/ns/%s", (int)pid, name);
+        return bind_pin_from(src, ns_dir, name, err);
+}
+
 int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err)
 {
         return bind_pin(pid, ns_dir, name, err);
+}
+
+/* The pinning thread: the namespaces are its own (net, IPC and UTS
+ * namespaces belong to a thread: unshare(2) changes only the caller's), it
+ * pins them from /proc/thread-self and ends, and what it leaves is the
+ * pins. No other thread's namespaces change, and no copy of the agent is
+ * made: a fork of a multi-threaded agent copied its page tables, took a
+ * fault on each page the agent wrote while the copy lived, and tore the
+ * copy down again, for every pod. */
+struct pin_job {
+        const char *ns_dir;
+        int flags;
+        const char *hostname;
+        struct cb_error err;
+        int rc;
+};
+
+static void *pin_thread(void *data)
+{
+        struct pin_job *j = data;
+        j->rc = -1;
+        if (unshare(j->flags) < 0) {
+                cb_error_set(&j->err, errno, "cannot unshare the pod's namespaces");
+                return NULL;
+        }
+        if ((j->flags & CLONE_NEWUTS) && j->hostname != NULL &&
+            sethostname(j->hostname, strlen(j->hostname)) < 0) {
+                cb_error_set(&j->err, errno, "cannot set the hostname %s", j->hostname);
+                return NULL;
+        }
+        if ((j->flags & CLONE_NEWNET) && loopback_up() < 0) {
+                cb_error_set(&j->err, errno, "cannot bring up the loopback interface");
+                return NULL;
+        }
+        size_t done = 0;
+        for (; done < CB_ARRAY_SIZE(ns_types); done++) {
+                if (!(j->flags & ns_types[done].flag))
+                        continue;
+                char src[64];
+                snprintf(src, sizeof(src), "/proc/thread-self/ns/%s", ns_types[done].name);
+                if (bind_pin_from(src, j->ns_dir, ns_types[done].name, &j->err) < 0)
+                        break;
+        }
+        if (done == CB_ARRAY_SIZE(ns_types)) {
+                j->rc = 0;
+                return NULL;
+        }
+        /* Undo the pins made so far. */
+        for (size_t i = 0; i < done; i++) {
+                if (!(j->flags & ns_types[i].flag))
+                        continue;
+                char p[4096];
+                snprintf(p, sizeof(p), "%s/%s", j->ns_dir, ns_types[i].name);
+                rt_ns_unpin(p, NULL);
+        }
+        return NULL;
 }
 
 int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct cb_error *err)
@@ -245,67 +237,23 @@ int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct 
                 return cb_error_set(err, EINVAL,
                                     "hostname %s is longer than 64 bytes; use a shorter one",
                                     hostname);
-        int report[2], hold[2];
-        if (pipe2(report, O_CLOEXEC) < 0)
-                return cb_error_set(err, errno, "cannot create a pipe");
-        if (pipe2(hold, O_CLOEXEC) < 0) {
-                int e = errno;
-                close(report[0]);
-                close(report[1]);
-                return cb_error_set(err, e, "cannot create a pipe");
+        struct pin_job j = {.ns_dir = ns_dir, .flags = clone_flags, .hostname = hostname};
+        pthread_attr_t attr;
+        pthread_t t;
+        /* a small stack: the thread makes a few system calls */
+        int r = pthread_attr_init(&attr);
+        if (r == 0)
+                r = pthread_attr_setstacksize(&attr, 128u << 10);
+        if (r == 0)
+                r = pthread_create(&t, &attr, pin_thread, &j);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+                return cb_error_set(err, r, "cannot start the thread that pins the namespaces");
+        pthread_join(t, NULL);
+        if (j.rc < 0) {
+                if (err != NULL)
+                        *err = j.err;
+                return -1;
         }
-        pid_t pid = fork();
-        if (pid == 0) {
-                close(report[0]);
-                close(hold[1]);
-                pin_child(report[1], hold[0], clone_flags, hostname);
-        }
-        int fork_errno = errno;
-        close(report[1]);
-        close(hold[0]);
-        _cleanup_close_ int report_fd = report[0];
-        _cleanup_close_ int hold_fd = hold[1];
-        if (pid < 0)
-                return cb_error_set(err, fork_errno, "cannot fork the namespace helper");
-
-        struct pin_report rep;
-        ssize_t n;
-        do
-                n = read(report_fd, &rep, sizeof(rep));
-        while (n < 0 && errno == EINTR);
-        int rc = 0;
-        if (n != (ssize_t)sizeof(rep)) {
-                rc = cb_error_set(err, 0, "the namespace helper died before reporting");
-        } else if (rep.step != 0) {
-                static const char *const steps[] = {"", "unshare the namespaces",
-                                                    "set the hostname",
-                                                    "bring up the loopback interface"};
-                rc = cb_error_set(err, rep.errnum, "namespace helper: cannot %s",
-                                  steps[rep.step < 4 && rep.step > 0 ? rep.step : 1]);
-        } else {
-                size_t done = 0;
-                for (; done < CB_ARRAY_SIZE(ns_types); done++) {
-                        if (!(clone_flags & ns_types[done].flag))
-                                continue;
-                        if (bind_pin(pid, ns_dir, ns_types[done].name, err) < 0) {
-                                rc = -1;
-                                break;
-                        }
-                }
-                if (rc < 0) {
-                        /* Undo the pins made so far. */
-                        for (size_t i = 0; i < done; i++) {
-                                if (!(clone_flags & ns_types[i].flag))
-                                        continue;
-                                char p[4096];
-                                snprintf(p, sizeof(p), "%s/%s", ns_dir, ns_types[i].name);
-                                rt_ns_unpin(p, NULL);
-                        }
-                }
-        }
-        /* Release the helper: EOF on the hold pipe makes it exit. */
-        cb_closep(&hold_fd);
-        hold_fd = -1;
-        wait_child(pid, NULL);
-        return rc;
+        return 0;
 }

@@ -24,7 +24,8 @@ int rt_ns_make_private_dir(const char *dir, struct cb_error *err);
 int rt_ns_release_private_dir(const char *dir, struct cb_error *err);
 
 /* Creates the namespaces in clone_flags (a subset of CLONE_NEWNET |
- * CLONE_NEWIPC | CLONE_NEWUTS) in a helper child and bind-mounts each onto
+ * CLONE_NEWIPC | CLONE_NEWUTS) in a thread of its own (the caller's
+ * namespaces do not change) and bind-mounts each onto
  * <ns_dir>/{net,ipc,uts} (ns_dir must exist). In a new UTS namespace the
  * hostname is set to hostname; in a new net namespace "lo" is brought up.
  * On failure nothing stays pinned. */

@@ -144,6 +144,13 @@ START_TEST(test_pod_network)
         cfg.ports = &pm;
         cfg.n_ports = 1;
         struct timespec t0, t1;
+        struct stat ns0[3], ns1[3];
+        static const char *const own[] = {"/proc/thread-self/ns/net", "/proc/thread-self/ns/ipc",
+                                          "/proc/thread-self/ns/uts"};
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(stat(own[i], &ns0[i]), 0);
+        char host0[65] = "", host1[65] = "";
+        gethostname(host0, sizeof(host0) - 1);
         clock_gettime(CLOCK_MONOTONIC, &t0);
         a.namespaces_mono_us = a.network_mono_us = 1; /* set by the create, not left */
         ck_assert_msg(rt_sandbox_create(&cfg, &a, &err) == 0, "%s", err.msg);
@@ -155,6 +162,17 @@ START_TEST(test_pod_network)
         ck_assert_uint_ge(a.namespaces_mono_us, us0);
         ck_assert_uint_gt(a.network_mono_us, a.namespaces_mono_us);
         ck_assert_uint_le(a.network_mono_us, us1);
+        /* the caller's namespaces and hostname are its own still: the pod's
+         * were made by a thread of their own */
+        for (int i = 0; i < 3; i++) {
+                ck_assert_int_eq(stat(own[i], &ns1[i]), 0);
+                ck_assert_msg(ns0[i].st_ino == ns1[i].st_ino, "%s changed", own[i]);
+        }
+        gethostname(host1, sizeof(host1) - 1);
+        ck_assert_str_eq(host0, host1);
+        struct stat pinned;
+        ck_assert_int_eq(stat(a.netns_path, &pinned), 0);
+        ck_assert(pinned.st_ino != ns0[0].st_ino);
         ck_assert_msg(strncmp(a.pod_ips[0], subnet_prefix, strlen(subnet_prefix)) == 0, "%s",
                       a.pod_ips[0]);
         ck_assert(rt_ns_is_pinned(a.netns_path));

@@ -31,7 +31,8 @@
 #      sandboxReady -> containerStarted -> phase:Running -> statusDelivered)
 #   3  bursts of 30 and 110 pods: first Running, per pod, all Running, all
 #      gone after delete (grace 1 s), and the agent's steps of each deletion
-#   4  one pod's created -> Running while the largest burst runs (vs 2)
+#   4  one pod's created -> Running while the largest burst runs, against the
+#      same starts just before that burst (paired: one run, one build)
 #   5  container exit (the agent's containerExited stamp) -> the terminal
 #      status stored at the apiserver (seen by a watch)
 #   6  memory and CPU: agent RSS/PSS idle and at the burst's peak, agent

@@ -8,8 +8,10 @@
  *
  *   agent --posix_spawn--> cubelet __exec CONFIG_FD SECCOMP_FD PID STARTTIME (H)
  *   H: pidfd of the container's first process (checked against its start
- *      time), oom_score_adj, joins the container's cgroup itself (from the
- *      host's mounts), setns(pidfd, mnt|net|ipc|uts) in one atomic call
+ *      time), oom_score_adj, joins the container's cgroup (from the host's
+ *      mounts: on v1 it writes its own pid; on v2 it forks its successor
+ *      H' born in the cgroup and relays, join_cgroup, and H' goes on
+ *      below), setns(pidfd, mnt|net|ipc|uts) in one atomic call
  *      (root and cwd become the container's), setns(pidfd, PID) (children
  *      only), then the security sequence of the container's init
  *      (runtime/init.c): seccomp early without no_new_privs, bounding set,
@@ -330,6 +332,75 @@ __attribute__((noreturn)) static void fail(int code, const struct cb_error *e)
         _exit(code);
 }
 
+static volatile pid_t relay_child;
+
+static void on_relay_term(int sig)
+{
+        pid_t h = relay_child;
+        if (h > 0)
+                kill(h, sig);
+}
+
+/* H into the container's cgroup. On cgroup v2, H forks its successor H'
+ * born in the cgroup (cg_fork_into: clone3 with CLONE_INTO_CGROUP, no
+ * cgroup.procs write, so no wait for an RCU grace period with the
+ * machine's cgroup_threadgroup_rwsem held for writing: every fork, exec
+ * and exit on the node waits on that lock meanwhile; docs/child-setup-order.md)
+ * and stays outside as a relay: it passes SIGTERM, SIGINT and SIGHUP on to
+ * H', which does the rest of H's work, and exits with H''s status (128 +
+ * the signal when H' died of one, e.g. the container cgroup's OOM killer);
+ * H' dies with it (PDEATHSIG). When the clone is refused, H' writes itself
+ * to cgroup.procs. On v1 (and hybrid) H writes its own pid, as before. */
+static void join_cgroup(const struct cg_location *loc)
+{
+        struct cb_error err = {0};
+        if (loc->version != 2) {
+                if (cg_attach_at(loc, getpid(), &err) < 0) {
+                        cb_error_prefix(&err, "cannot join the container's cgroup");
+                        fail(126, &err);
+                }
+                return;
+        }
+        sigset_t term, old;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigaddset(&term, SIGINT);
+        sigaddset(&term, SIGHUP);
+        sigprocmask(SIG_BLOCK, &term, &old);
+        pid_t relay = getpid();
+        bool placed = false;
+        pid_t h = cg_fork_into(loc, &placed, &err);
+        if (h < 0) {
+                cb_error_prefix(&err, "cannot join the container's cgroup");
+                fail(126, &err);
+        }
+        if (h == 0) {
+                /* H': dies with the relay, and checks it did not die first */
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != relay)
+                        _exit(126);
+                if (!placed && cg_attach_at(loc, getpid(), &err) < 0) {
+                        cb_error_prefix(&err, "cannot join the container's cgroup");
+                        fail(126, &err);
+                }
+                sigprocmask(SIG_SETMASK, &old, NULL);
+                return;
+        }
+        relay_child = h;
+        struct sigaction sa = {.sa_handler = on_relay_term};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        /* nothing of the relay's is needed now; its stdio stays open until
+         * it exits, right after H' */
+        int ws;
+        while (waitpid(h, &ws, 0) < 0)
+                if (errno != EINTR)
+                        _exit(126);
+        _exit(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws));
+}
+
 /* H, in the container's namespaces: its credentials, so G is born with
  * them. *seccomp_done when the filter is loaded. */
 static void drop_to_container(const struct rt_container_config *c, const void *bpf, size_t bpf_len,
@@ -475,10 +546,12 @@ int rt_exec_main(int argc, char **argv)
         /* the cgroup from the host's mounts, before leaving them: H joins
          * it and G is born in it */
         struct cg_location loc;
-        if (c.cgroup_path != NULL && c.cgroup_path[0] != '\0' &&
-            (cg_locate(c.cgroup_path, &loc, &err) < 0 || cg_attach_at(&loc, getpid(), &err) < 0)) {
-                cb_error_prefix(&err, "cannot join the container's cgroup");
-                fail(126, &err);
+        if (c.cgroup_path != NULL && c.cgroup_path[0] != '\0') {
+                if (cg_locate(c.cgroup_path, &loc, &err) < 0) {
+                        cb_error_prefix(&err, "cannot join the container's cgroup");
+                        fail(126, &err);
+                }
+                join_cgroup(&loc);
         }
         if (setns(pidfd, CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0) {
                 cb_error_set(&err, errno, "cannot join the namespaces of container %s", c.id);

@@ -229,6 +229,19 @@ stage_pod() {
         *) fail "reader's log does not show /proc/self/cgroup $want: $(echo "$log" | tr '\n' '|')" ;;
       esac
       case $log in
+        *"exec probe: $want"*) echo "CUBELET-POD-CHECK: ok the exec probe's command ran in $want" ;;
+        *) fail "the exec probe's command did not run in $want: $(echo "$log" | tr '\n' '|')" ;;
+      esac
+      # the liveness probe timed out (its helper was stopped) at least twice,
+      # and at most the one that had just started is still there
+      timeouts=$(grep -c 'Liveness probe failed: command "sleep 30" timed out' /tmp/runpod.err || true)
+      sleepers=$(echo "$log" | sed -n 's/.*sleepers: \([0-9]*\).*/\1/p')
+      if [ "${timeouts:-0}" -ge 2 ] && [ -n "$sleepers" ] && [ "$sleepers" -le 1 ]; then
+        echo "CUBELET-POD-CHECK: ok $timeouts exec probes timed out and were stopped ($sleepers left)"
+      else
+        fail "exec probes that timed out were not stopped: $timeouts timeouts, $sleepers of their commands left"
+      fi
+      case $log in
         *"/tmp/blk: Operation not permitted"*) echo "CUBELET-POD-CHECK: ok the device policy (BPF) refuses a block device" ;;
         *) fail "reader could open a block device it made: $(echo "$log" | tr '\n' '|')" ;;
       esac

@@ -341,6 +341,38 @@ static void on_relay_term(int sig)
                 kill(h, sig);
 }
 
+/* The stop signals H and the relay act on: blocked around a fork, then
+ * handled by fn. */
+static void block_stop_signals(sigset_t *old)
+{
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        sigaddset(&term, SIGINT);
+        sigaddset(&term, SIGHUP);
+        sigprocmask(SIG_BLOCK, &term, old);
+}
+
+static void handle_stop_signals(void (*fn)(int), const sigset_t *old)
+{
+        struct sigaction sa = {.sa_handler = fn};
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+/* Waits for child and exits with its status (128 + the signal it died of). */
+__attribute__((noreturn)) static void exit_as(pid_t child)
+{
+        int ws;
+        while (waitpid(child, &ws, 0) < 0)
+                if (errno != EINTR)
+                        _exit(126);
+        _exit(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws));
+}
+
 /* H into the container's cgroup. On cgroup v2, H forks its successor H'
  * born in the cgroup (cg_fork_into: clone3 with CLONE_INTO_CGROUP, no
  * cgroup.procs write, so no wait for an RCU grace period with the
@@ -361,12 +393,8 @@ static void join_cgroup(const struct cg_location *loc)
                 }
                 return;
         }
-        sigset_t term, old;
-        sigemptyset(&term);
-        sigaddset(&term, SIGTERM);
-        sigaddset(&term, SIGINT);
-        sigaddset(&term, SIGHUP);
-        sigprocmask(SIG_BLOCK, &term, &old);
+        sigset_t old;
+        block_stop_signals(&old);
         pid_t relay = getpid();
         bool placed = false;
         pid_t h = cg_fork_into(loc, &placed, &err);
@@ -386,19 +414,9 @@ static void join_cgroup(const struct cg_location *loc)
                 return;
         }
         relay_child = h;
-        struct sigaction sa = {.sa_handler = on_relay_term};
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        /* nothing of the relay's is needed now; its stdio stays open until
-         * it exits, right after H' */
-        int ws;
-        while (waitpid(h, &ws, 0) < 0)
-                if (errno != EINTR)
-                        _exit(126);
-        _exit(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws));
+        handle_stop_signals(on_relay_term, &old);
+        /* its stdio stays open until it exits, right after H' */
+        exit_as(h);
 }
 
 /* H, in the container's namespaces: its credentials, so G is born with
@@ -570,12 +588,8 @@ int rt_exec_main(int argc, char **argv)
         }
         bool seccomp_done = false;
         drop_to_container(&c, bpf, bpf_len, caps, &seccomp_done);
-        sigset_t term, old;
-        sigemptyset(&term);
-        sigaddset(&term, SIGTERM);
-        sigaddset(&term, SIGINT);
-        sigaddset(&term, SIGHUP);
-        sigprocmask(SIG_BLOCK, &term, &old);
+        sigset_t old;
+        block_stop_signals(&old);
         pid_t g = fork();
         if (g < 0) {
                 cb_error_set(&err, errno, "exec: cannot fork");
@@ -588,15 +602,6 @@ int rt_exec_main(int argc, char **argv)
         }
         close(go[0]);
         helper_child = g;
-        struct sigaction sa = {.sa_handler = on_term};
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        int ws; /* go[1] stays open: the command's check that we live */
-        while (waitpid(g, &ws, 0) < 0)
-                if (errno != EINTR)
-                        _exit(126);
-        _exit(WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : WEXITSTATUS(ws));
+        handle_stop_signals(on_term, &old);
+        exit_as(g); /* go[1] stays open: the command's check that we live */
 }

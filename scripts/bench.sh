@@ -34,7 +34,8 @@
 #   4  one pod's created -> Running while the largest burst runs, against the
 #      same starts just before that burst (paired: one run, one build)
 #   5  container exit (the agent's containerExited stamp) -> the terminal
-#      status stored at the apiserver (seen by a watch)
+#      status stored at the apiserver (seen by a watch); a NoExecute taint
+#      (the Node PATCH) -> the container stopped (terminating) -> gone
 #   6  memory and CPU: agent RSS/PSS idle and at the burst's peak, agent
 #      CPU-seconds for a burst; per pod on the node (monitor + pause vs
 #      conmon + infra, vs containerd-shim)
@@ -380,6 +381,25 @@ fig5() {
     [ -s "$out/f5-$s-ack" ] && say "   cubelet$s exit -> PATCH acknowledged: $(dist "$out/f5-$s-ack")"
   done
   [ -z "$bin_b" ] || { [ -s "$out/f5-A" ] && [ -s "$out/f5-B" ] && say "   ratio B/A $(ratio "$out/f5-B" "$out/f5-A")"; }
+  # a NoExecute taint the pod does not tolerate -> its container stopped:
+  # the agent's own eviction (DisruptionTarget, a graceful DELETE, its watch
+  # event), then SIGTERM, which the container handles at once
+  client taints --data "$datas" --node "$nodes" --endpoint "$endpoints" --token-file "$tokens" --count "$runs" \
+    >"$out/f5t.jsonl" || die "figure 5: bench_client.py taints failed"
+  say "   a NoExecute taint (the Node PATCH sent) -> the agent's steps, ms, $runs each:"
+  local step
+  for s in "${sides[@]}"; do
+    for step in evicting terminating containerExited:main tornDown; do
+      jq -r --arg n "$(nodename "$s")" --arg s "$step" 'select(.node == $n) | .timeline[$s] // empty' \
+        "$out/f5t.jsonl" >"$out/f5t-$s-$(echo "$step" | tr ':' '_')"
+      [ -s "$out/f5t-$s-$(echo "$step" | tr ':' '_')" ] &&
+        say "   cubelet$s taint -> $(printf '%-22s' "$step") $(dist "$out/f5t-$s-$(echo "$step" | tr ':' '_')")"
+    done
+    jq -r --arg n "$(nodename "$s")" 'select(.node == $n) | .gone_ms' "$out/f5t.jsonl" >"$out/f5t-$s-gone"
+    say "   cubelet$s taint -> $(printf '%-22s' "gone (DELETED seen)") $(dist "$out/f5t-$s-gone")"
+  done
+  [ -z "$bin_b" ] || { [ -s "$out/f5t-A-terminating" ] && [ -s "$out/f5t-B-terminating" ] &&
+    say "   ratio B/A taint -> terminating $(ratio "$out/f5t-B-terminating" "$out/f5t-A-terminating")"; }
   return 0
 }
 agent_mem() { # PID: "RSS KiB, PSS KiB"

@@ -9,6 +9,9 @@ kubeconfig's files.
 
   bench_client.py perpod --data D[,D2...] --node N[,N2...] --endpoint URL[,URL2...] --token-file F[,F2...]
                          --count K    one pod at a time, the nodes in turn
+  bench_client.py exits|taints ...  (as perpod) figure 5: a container's exit -> its
+                         terminal status stored; a NoExecute taint -> the
+                         container stopped -> the pod gone
   bench_client.py burst  --node N --endpoint URL --token-file F --count K
                          [--creates slowstart|sequential] [--connections C]
                          K pods created at once: in the ReplicaSet controller's
@@ -56,9 +59,9 @@ class Api:
         return http.client.HTTPSConnection(self.host, int(self.port), context=self.ctx,
                                            timeout=timeout)
 
-    def request(self, method, path, body=None):
+    def request(self, method, path, body=None, ctype="application/json"):
         data = json.dumps(body).encode() if body is not None else None
-        hdr = {"Content-Type": "application/json", "Accept": "application/json"}
+        hdr = {"Content-Type": ctype, "Accept": "application/json"}
         for attempt in range(3):
             try:
                 self.conn.request(method, path, body=data, headers=hdr)
@@ -234,6 +237,51 @@ def exits(args):
                               if ex and "statusDelivered:Succeeded" in tl else None}), flush=True)
 
 
+def taints(args):
+    """Figure 5: a NoExecute taint the pod does not tolerate -> the agent
+    stops its container (the timeline's terminating: the stop signal sent),
+    through the agent's eviction (DisruptionTarget, then a graceful DELETE,
+    whose watch event starts the termination) -> exited -> gone. The taint
+    is added and removed with a merge patch of the Node's spec.taints, as
+    kubectl taint does."""
+    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
+             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
+                 args.token_file.split(","))]
+    taint = {"key": "bench.cubelet.dev/evict", "value": "now", "effect": "NoExecute"}
+    merge = "application/merge-patch+json"
+    for i in range(args.count):
+        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
+        for nd in order:
+            api = nd.api
+            name = "taint-%d" % i
+            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                                  pod_body(name, nd.name, args.image, 1,
+                                           "trap 'exit 0' TERM; sleep 3600 & wait"))
+            if st != 201:
+                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+            uid = obj["metadata"]["uid"]
+            nd.until(lambda t, typ, o: o["metadata"]["uid"] == uid and running(o), args.timeout)
+            t0 = now_ms()
+            st, obj = api.request("PATCH", "/api/v1/nodes/" + nd.name,
+                                  {"spec": {"taints": [taint]}}, merge)
+            if st != 200:
+                sys.exit("bench_client: taint %s: %s %s" % (nd.name, st, obj))
+            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid,
+                     args.timeout)
+            gone = now_ms()
+            st, obj = api.request("PATCH", "/api/v1/nodes/" + nd.name,
+                                  {"spec": {"taints": None}}, merge)
+            if st != 200:
+                sys.exit("bench_client: untaint %s: %s %s" % (nd.name, st, obj))
+            tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+            print(json.dumps({"node": nd.name, "i": i, "gone_ms": gone - t0,
+                              "timeline": {k: v - t0 for k, v in tl.items() if v >= t0}}),
+                  flush=True)
+            # the agent's node watch sees the taint gone before the next
+            # pod is admitted (it would be evicted at once otherwise)
+            time.sleep(0.3)
+
+
 class Pool:
     """Connections opened (TLS handshake done) before a burst, one per
     worker thread, so that concurrent requests do not wait on each other's
@@ -366,7 +414,7 @@ def burst(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["perpod", "burst", "exits"])
+    ap.add_argument("mode", choices=["perpod", "burst", "exits", "taints"])
     ap.add_argument("--data", required=True)
     ap.add_argument("--node", required=True)
     ap.add_argument("--endpoint", required=True)
@@ -386,7 +434,7 @@ def main():
     args = ap.parse_args()
     global HOST_NETWORK
     HOST_NETWORK = args.host_network
-    {"perpod": perpod, "burst": burst, "exits": exits}[args.mode](args)
+    {"perpod": perpod, "burst": burst, "exits": exits, "taints": taints}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -560,6 +560,8 @@ static void evict(struct rec *r)
         if (r->evicted || r->deleting || r->gone)
                 return;
         r->evicted = true;
+        if (r->worker != NULL)
+                ag_pod_worker_mark(r->worker, "evicting", NULL);
         char msg[600];
         snprintf(msg, sizeof(msg), "Marking for deletion Pod %s/%s", pod_ns(r), r->name);
         log_info("pod %s/%s: evicting: a NoExecute taint is not tolerated", pod_ns(r), r->name);

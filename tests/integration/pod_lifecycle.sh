@@ -289,6 +289,11 @@ dt=$(jq -r '[.[].status.conditions[]? | select(.type=="DisruptionTarget")][0] | 
 [ "$(jq -r '[.[].status.containerStatuses[]?.state.terminated.exitCode | select(. != null)][0]' <<<"$vj")" = 0 ] ||
         fail "victim: container did not stop gracefully (TERM trap exit 0): $(jq -c '[.[].status.containerStatuses[]?.state]' <<<"$vj")"
 fle "$t_mark" 3 || fail "victim: marked for deletion after ${t_mark}s, want at once"
+# its timeline: the eviction began (evicting), then the stop (terminating)
+vtl=$(curl -fsS -H "Authorization: Bearer $(cat "$root/endpoint.token")" "http://127.0.0.1:$hport/timelines" |
+        jq -c '[.pods[] | select(.name == "victim")][-1] | [.timeline[].step]') || vtl='[]'
+jq -e 'index("evicting") != null and index("terminating") != null and index("evicting") < index("terminating")' \
+        <<<"$vtl" >/dev/null || fail "victim: timeline lacks evicting before terminating: $vtl"
 k taint nodes "$NODE" k=v:NoExecute- >/dev/null || fail "kubectl taint (remove) failed"
 pass "8a victim: marked after ${t_mark}s, gone after ${t_gone}s, DisruptionTarget DeletionByTaintManager"
 

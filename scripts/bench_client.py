@@ -158,83 +158,90 @@ class Node:
                 return
 
 
+def nodes_of(args):
+    """The nodes of --data/--node/--endpoint/--token-file, each watched."""
+    return [Node(Api(d), n, e, t) for d, n, e, t in
+            zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
+                args.token_file.split(","))]
+
+
+def turns(nodes, count):
+    """(i, node) for count rounds, the nodes in turn, each round starting
+    with the next: runs of one side alternate with the other's."""
+    for i in range(count):
+        for nd in nodes[i % len(nodes):] + nodes[:i % len(nodes)]:
+            yield i, nd
+
+
 def running(obj):
     return obj["status"].get("phase") == "Running"
 
 
 def perpod(args):
-    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
-             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
-                 args.token_file.split(","))]
-    for i in range(args.count):
-        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
-        for nd in order:
-            api = nd.api
-            name = "bench-%d" % i
-            t0 = now_ms()
-            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
-                                  pod_body(name, nd.name, args.image, 1))
-            t1 = now_ms()
-            if st != 201:
-                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
-            uid = obj["metadata"]["uid"]
-            seen = {}
+    nodes = nodes_of(args)
+    for i, nd in turns(nodes, args.count):
+        api = nd.api
+        name = "bench-%d" % i
+        t0 = now_ms()
+        st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                              pod_body(name, nd.name, args.image, 1))
+        t1 = now_ms()
+        if st != 201:
+            sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+        uid = obj["metadata"]["uid"]
+        seen = {}
 
-            def is_running(t, typ, o):
-                if o["metadata"]["uid"] == uid and running(o):
-                    seen["t"] = t
-                    return True
-                return False
-            nd.until(is_running, args.timeout)
+        def is_running(t, typ, o):
+            if o["metadata"]["uid"] == uid and running(o):
+                seen["t"] = t
+                return True
+            return False
+        nd.until(is_running, args.timeout)
+        tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+        # the status acknowledged: stamped when the PATCH's answer is back
+        for _ in range(50):
+            if "statusDelivered:Running" in tl:
+                break
+            time.sleep(0.02)
             tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
-            # the status acknowledged: stamped when the PATCH's answer is back
-            for _ in range(50):
-                if "statusDelivered:Running" in tl:
-                    break
-                time.sleep(0.02)
-                tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
-            api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
-                        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
-            t2 = now_ms()
-            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
-            print(json.dumps({"node": nd.name, "i": i, "created_ms": t0, "post_ms": t1 - t0,
-                              "running_ms": seen["t"] - t0, "deleted_ms": now_ms() - t2,
-                              "timeline": {k: v - t0 for k, v in tl.items()}}), flush=True)
+        api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                    {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+        t2 = now_ms()
+        nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
+        print(json.dumps({"node": nd.name, "i": i, "created_ms": t0, "post_ms": t1 - t0,
+                          "running_ms": seen["t"] - t0, "deleted_ms": now_ms() - t2,
+                          "timeline": {k: v - t0 for k, v in tl.items()}}), flush=True)
 
 
 def exits(args):
     """Figure 5: a container exits -> its terminal status stored (seen by a
     watch), against the agent's containerExited stamp."""
-    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
-             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
-                 args.token_file.split(","))]
-    for i in range(args.count):
-        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
-        for nd in order:
-            api = nd.api
-            name = "exit-%d" % i
-            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
-                                  pod_body(name, nd.name, args.image, 1, "sleep 0.3"))
-            if st != 201:
-                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
-            uid = obj["metadata"]["uid"]
-            seen = {}
+    nodes = nodes_of(args)
+    for i, nd in turns(nodes, args.count):
+        api = nd.api
+        name = "exit-%d" % i
+        st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                              pod_body(name, nd.name, args.image, 1, "sleep 0.3"))
+        if st != 201:
+            sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+        uid = obj["metadata"]["uid"]
+        seen = {}
 
-            def terminal(t, typ, o):
-                if o["metadata"]["uid"] == uid and o["status"].get("phase") == "Succeeded":
-                    seen["t"] = t
-                    return True
-                return False
-            nd.until(terminal, args.timeout)
-            tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
-            api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
-                        {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
-            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
-            ex = tl.get("containerExited:main")
-            print(json.dumps({"node": nd.name, "i": i,
-                              "exit_to_stored_ms": seen["t"] - ex if ex else None,
-                              "exit_to_delivered_ms": tl["statusDelivered:Succeeded"] - ex
-                              if ex and "statusDelivered:Succeeded" in tl else None}), flush=True)
+        def terminal(t, typ, o):
+            if o["metadata"]["uid"] == uid and o["status"].get("phase") == "Succeeded":
+                seen["t"] = t
+                return True
+            return False
+        nd.until(terminal, args.timeout)
+        tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+        api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                    {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+        nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid, args.timeout)
+        ex = tl.get("containerExited:main")
+        print(json.dumps({"node": nd.name, "i": i,
+                          "exit_to_stored_ms": seen["t"] - ex if ex else None,
+                          "exit_to_delivered_ms": tl["statusDelivered:Succeeded"] - ex
+                          if ex and "statusDelivered:Succeeded" in tl else None}), flush=True)
 
 
 def taints(args):
@@ -244,42 +251,38 @@ def taints(args):
     whose watch event starts the termination) -> exited -> gone. The taint
     is added and removed with a merge patch of the Node's spec.taints, as
     kubectl taint does."""
-    nodes = [Node(Api(d), n, e, t) for d, n, e, t in
-             zip(args.data.split(","), args.node.split(","), args.endpoint.split(","),
-                 args.token_file.split(","))]
+    nodes = nodes_of(args)
     taint = {"key": "bench.cubelet.dev/evict", "value": "now", "effect": "NoExecute"}
     merge = "application/merge-patch+json"
-    for i in range(args.count):
-        order = nodes[i % len(nodes):] + nodes[:i % len(nodes)]
-        for nd in order:
-            api = nd.api
-            name = "taint-%d" % i
-            st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
-                                  pod_body(name, nd.name, args.image, 1,
-                                           "trap 'exit 0' TERM; sleep 3600 & wait"))
-            if st != 201:
-                sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
-            uid = obj["metadata"]["uid"]
-            nd.until(lambda t, typ, o: o["metadata"]["uid"] == uid and running(o), args.timeout)
-            t0 = now_ms()
-            st, obj = api.request("PATCH", "/api/v1/nodes/" + nd.name,
-                                  {"spec": {"taints": [taint]}}, merge)
-            if st != 200:
-                sys.exit("bench_client: taint %s: %s %s" % (nd.name, st, obj))
-            nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid,
-                     args.timeout)
-            gone = now_ms()
-            st, obj = api.request("PATCH", "/api/v1/nodes/" + nd.name,
-                                  {"spec": {"taints": None}}, merge)
-            if st != 200:
-                sys.exit("bench_client: untaint %s: %s %s" % (nd.name, st, obj))
-            tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
-            print(json.dumps({"node": nd.name, "i": i, "gone_ms": gone - t0,
-                              "timeline": {k: v - t0 for k, v in tl.items() if v >= t0}}),
-                  flush=True)
-            # the agent's node watch sees the taint gone before the next
-            # pod is admitted (it would be evicted at once otherwise)
-            time.sleep(0.3)
+    for i, nd in turns(nodes, args.count):
+        api = nd.api
+        name = "taint-%d" % i
+        st, obj = api.request("POST", "/api/v1/namespaces/default/pods",
+                              pod_body(name, nd.name, args.image, 1,
+                                       "trap 'exit 0' TERM; sleep 3600 & wait"))
+        if st != 201:
+            sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+        uid = obj["metadata"]["uid"]
+        nd.until(lambda t, typ, o: o["metadata"]["uid"] == uid and running(o), args.timeout)
+        t0 = now_ms()
+        st, obj = api.request("PATCH", "/api/v1/nodes/" + nd.name,
+                              {"spec": {"taints": [taint]}}, merge)
+        if st != 200:
+            sys.exit("bench_client: taint %s: %s %s" % (nd.name, st, obj))
+        nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid,
+                 args.timeout)
+        gone = now_ms()
+        st, obj = api.request("PATCH", "/api/v1/nodes/" + nd.name,
+                              {"spec": {"taints": None}}, merge)
+        if st != 200:
+            sys.exit("bench_client: untaint %s: %s %s" % (nd.name, st, obj))
+        tl = timelines(nd.endpoint, nd.token_file).get(uid, {})
+        print(json.dumps({"node": nd.name, "i": i, "gone_ms": gone - t0,
+                          "timeline": {k: v - t0 for k, v in tl.items() if v >= t0}}),
+              flush=True)
+        # the agent's node watch sees the taint gone before the next
+        # pod is admitted (it would be evicted at once otherwise)
+        time.sleep(0.3)
 
 
 class Pool:

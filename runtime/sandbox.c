@@ -486,10 +486,12 @@ static uint64_t mono_us(void)
         return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
+/* *ns_us, *net_us: when the namespaces were pinned and the CNI ADD
+ * answered (0: not taken). */
 static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJSON *state,
-                        struct rt_sandbox *ret, struct cb_error *err)
+                        struct rt_sandbox *ret, uint64_t *ns_us, uint64_t *net_us,
+                        struct cb_error *err)
 {
-        ret->network_mono_us = 0;
         char ns_dir[RT_PATH_MAX];
         if (path_join(ns_dir, sizeof(ns_dir), err, "%s/ns", dir) < 0)
                 return -1;
@@ -526,7 +528,8 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
         cJSON_ReplaceItemInObjectCaseSensitive(state, "namespaces", cJSON_CreateBool(true));
         if (write_json(dir, "state.json", state, err) < 0)
                 return -1;
-        uint64_t pinned = mono_us();
+        if (flags != 0 || cfg->share_pid)
+                *ns_us = mono_us();
         if (cfg->n_sysctls > 0) {
                 char net[RT_PATH_MAX] = "", ipc[RT_PATH_MAX] = "";
                 if ((!cfg->host_network &&
@@ -564,9 +567,8 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                 cJSON_ReplaceItemInObjectCaseSensitive(state, "cniAdd", cJSON_CreateString("done"));
                 if (write_json(dir, "state.json", state, err) < 0)
                         return -1;
-                ret->network_mono_us = mono_us();
+                *net_us = mono_us();
         }
-        ret->namespaces_mono_us = flags != 0 || cfg->share_pid ? pinned : 0;
         ret->n_pod_ips = res.n_pod_ips;
         for (size_t i = 0; i < res.n_pod_ips; i++)
                 memcpy(ret->pod_ips[i], res.pod_ips[i], sizeof(ret->pod_ips[i]));
@@ -596,6 +598,7 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
         _cleanup_cjson_ cJSON *config = config_to_json(cfg);
         _cleanup_cjson_ cJSON *state = cJSON_CreateObject();
         int rc = -1;
+        uint64_t ns_us = 0, net_us = 0;
         if (config == NULL || state == NULL) {
                 cb_error_set(err, ENOMEM, "sandbox %s", cfg->id);
         } else {
@@ -609,11 +612,11 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
                  * cgroups go with it), so its record needs no fsync */
                 if (write_json_as(dir, "config.json", config, !cfg->host_network, err) == 0 &&
                     write_json(dir, "state.json", state, err) == 0 &&
-                    create_steps(cfg, dir, state, ret, err) == 0) {
-                        uint64_t ns = ret->namespaces_mono_us, net = ret->network_mono_us;
-                        rc = fill_sandbox(dir, config, state, ret, err);
-                        ret->namespaces_mono_us = ns;
-                        ret->network_mono_us = net;
+                    create_steps(cfg, dir, state, ret, &ns_us, &net_us, err) == 0 &&
+                    (rc = fill_sandbox(dir, config, state, ret, err)) == 0) {
+                        /* fill_sandbox clears ret: the stamps after it */
+                        ret->namespaces_mono_us = ns_us;
+                        ret->network_mono_us = net_us;
                 }
         }
         if (rc < 0) {

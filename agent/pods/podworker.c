@@ -86,6 +86,14 @@ void ag_pod_worker_mark_at(struct ag_pod_worker *w, const char *step, uint64_t m
 {
         if (mono_us == 0 || !step_room(w))
                 return;
+        if (wall_us == 0) { /* the wall time of mono_us, from the clocks now */
+                struct timespec m, r;
+                clock_gettime(CLOCK_MONOTONIC, &m);
+                clock_gettime(CLOCK_REALTIME, &r);
+                uint64_t now = (uint64_t)m.tv_sec * 1000000u + (uint64_t)m.tv_nsec / 1000u;
+                wall_us = (int64_t)r.tv_sec * 1000000 + r.tv_nsec / 1000 -
+                          (int64_t)(now > mono_us ? now - mono_us : 0);
+        }
         /* In time order: a step from before the worker existed (the watch
          * event that brought the pod) goes first and becomes the base of
          * every offset. */

@@ -136,7 +136,9 @@ struct ag_pod_worker_ops {
 void ag_pod_worker_mark(struct ag_pod_worker *w, const char *step, const char *container);
 /* A step stamped earlier (mono_us CLOCK_MONOTONIC, wall_us CLOCK_REALTIME,
  * in microseconds), put in time order: `watched`, when the watch event
- * that brought the pod reached the agent. mono_us 0: nothing marked. */
+ * that brought the pod reached the agent; the sandbox's own steps, stamped
+ * on a queue's thread. mono_us 0: nothing marked; wall_us 0: derived from
+ * mono_us and the two clocks now. */
 void ag_pod_worker_mark_at(struct ag_pod_worker *w, const char *step, uint64_t mono_us,
                            int64_t wall_us);
 /* [{"step", "offsetUs", "time"}]; the caller owns it. */

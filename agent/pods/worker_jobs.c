@@ -1222,19 +1222,6 @@ static void sandbox_work(void *data)
         j->rc = rt_sandbox_create(&j->cfg, &j->sandbox, &j->err);
 }
 
-static void sandbox_step(struct ag_pod_worker *w, const char *step, uint64_t mono_us)
-{
-        if (mono_us == 0)
-                return;
-        struct timespec m, r;
-        clock_gettime(CLOCK_MONOTONIC, &m);
-        clock_gettime(CLOCK_REALTIME, &r);
-        uint64_t now = (uint64_t)m.tv_sec * 1000000u + (uint64_t)m.tv_nsec / 1000u;
-        int64_t wall = (int64_t)r.tv_sec * 1000000 + r.tv_nsec / 1000;
-        ag_pod_worker_mark_at(w, step, mono_us,
-                              wall - (int64_t)(now > mono_us ? now - mono_us : 0));
-}
-
 static void sandbox_done(void *data, bool cancelled)
 {
         struct sandbox_job *j = data;
@@ -1263,8 +1250,8 @@ static void sandbox_done(void *data, bool cancelled)
                 /* the sandbox's own steps, stamped on the queue's thread:
                  * what of volumesReady -> sandboxReady is the namespaces and
                  * what the CNI ADD */
-                sandbox_step(w, "sandboxNamespaces", j->sandbox.namespaces_mono_us);
-                sandbox_step(w, "sandboxNetwork", j->sandbox.network_mono_us);
+                ag_pod_worker_mark_at(w, "sandboxNamespaces", j->sandbox.namespaces_mono_us, 0);
+                ag_pod_worker_mark_at(w, "sandboxNetwork", j->sandbox.network_mono_us, 0);
                 ag_pod_worker_mark(w, "sandboxReady", NULL);
                 w->n_pod_ips = 0;
                 for (size_t i = 0; i < w->sandbox.n_pod_ips && i < 2; i++) {

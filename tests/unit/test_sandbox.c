@@ -334,6 +334,14 @@ START_TEST(test_remove_after_crash)
 }
 END_TEST
 
+static volatile sig_atomic_t n_sigchld;
+
+static void count_sigchld(int sig)
+{
+        (void)sig;
+        n_sigchld++;
+}
+
 START_TEST(test_host_network)
 {
         struct rt_sandbox_config cfg;
@@ -345,7 +353,15 @@ START_TEST(test_host_network)
         cfg.resolv_conf = "nameserver 10.96.0.10\nsearch cbtest.svc.cluster.local\noptions "
                           "ndots:5";
         sb.network_mono_us = 1;
+        /* no process is forked to pin the namespaces (no CNI plugin runs
+         * here either): no SIGCHLD comes */
+        struct sigaction chld = {.sa_handler = count_sigchld}, old_chld;
+        sigemptyset(&chld.sa_mask);
+        sigaction(SIGCHLD, &chld, &old_chld);
+        n_sigchld = 0;
         ck_assert_msg(rt_sandbox_create(&cfg, &sb, &err) == 0, "%s", err.msg);
+        sigaction(SIGCHLD, &old_chld, NULL);
+        ck_assert_int_eq(n_sigchld, 0);
         ck_assert_uint_eq(sb.network_mono_us, 0);    /* no CNI ADD */
         ck_assert_uint_gt(sb.namespaces_mono_us, 0); /* the IPC namespace */
         ck_assert_str_eq(sb.netns_path, "");

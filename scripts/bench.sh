@@ -232,6 +232,9 @@ if mode == "dist":
     v = load(sys.argv[2])
     print("p50 %.1f  p90 %.1f  p99 %.1f  min-max %.1f-%.1f  (n=%d)" % (
         pct(v, 50), pct(v, 90), pct(v, 99), min(v), max(v), len(v)))
+elif mode == "p50p90":
+    v = load(sys.argv[2])
+    print("p50 %.1f  p90 %.1f" % (pct(v, 50), pct(v, 90)))
 elif mode == "median":
     print("%.3f" % pct(load(sys.argv[2]), 50))
 elif mode == "ratio":  # paired runs: median of a / median of b, spread p10-p90 of a_i/b_i
@@ -240,6 +243,14 @@ elif mode == "ratio":  # paired runs: median of a / median of b, spread p10-p90 
     print("%.3f (runs %.3f-%.3f)" % (pct(a, 50) / pct(b, 50), pct(r, 10), pct(r, 90)))
 EOF
 dist() { python3 "$tmp/stats.py" dist "$1"; }
+# step_delta JSONL NODE FROM TO: per pod of NODE ("": every pod), the agent's
+# step TO minus its step FROM, ms; "created" is the POST, "observed" the
+# Running seen by the watch
+step_delta() {
+  jq -r --arg n "$2" --arg a "$3" --arg b "$4" 'select($n == "" or .node == $n) |
+    (.timeline + {created: 0, observed: .running_ms}) as $t |
+    if ($t[$a] != null and $t[$b] != null) then $t[$b] - $t[$a] else empty end' "$1"
+}
 ratio() { python3 "$tmp/stats.py" ratio "$1" "$2"; }
 ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'; }
 report=$tmp/report.txt
@@ -345,21 +356,15 @@ fig2() {
     jq -r --arg n "$node" 'select(.node == $n) | .running_ms' "$out/f2.jsonl" >"$out/f2-$s-running"
     say "   cubelet$s created -> Running observed: $(dist "$out/f2-$s-running")"
     # the breakdown, each step's stamp minus the previous (ms)
-    local prev=created step
-    for step in created:watched watched:admitted admitted:volumesReady volumesReady:sandboxNamespaces \
-                sandboxNamespaces:sandboxNetwork sandboxNetwork:sandboxReady admitted:sandboxReady \
-                sandboxReady:containerStarted:main \
-                containerStarted:main:phase:Running phase:Running:statusDelivered:Running \
-                statusDelivered:Running:observed watched:containerStarted:main; do
-      jq -r --arg n "$node" --arg s "$step" 'select(.node == $n) |
-        (.timeline + {created: 0, observed: .running_ms}) as $t |
-        ($s | if startswith("containerStarted:main:") then ["containerStarted:main", .[22:]]
-              elif startswith("statusDelivered:Running:") then ["statusDelivered:Running", .[24:]]
-              elif startswith("phase:Running:") then ["phase:Running", .[14:]]
-              else [.[:index(":")], .[index(":")+1:]] end) as $ab |
-        if ($t[$ab[0]] != null and $t[$ab[1]] != null) then $t[$ab[1]] - $t[$ab[0]] else empty end' \
-        "$out/f2.jsonl" >"$out/f2-$s-$step"
-      [ -s "$out/f2-$s-$step" ] && say "     $(printf '%-44s' "$step") $(dist "$out/f2-$s-$step")"
+    local pair a b
+    for pair in 'created>watched' 'watched>admitted' 'admitted>volumesReady' 'volumesReady>sandboxNamespaces' \
+                'sandboxNamespaces>sandboxNetwork' 'sandboxNetwork>sandboxReady' 'admitted>sandboxReady' \
+                'sandboxReady>containerStarted:main' 'containerStarted:main>phase:Running' \
+                'phase:Running>statusDelivered:Running' 'statusDelivered:Running>observed' \
+                'watched>containerStarted:main'; do
+      a=${pair%%>*} b=${pair#*>}
+      step_delta "$out/f2.jsonl" "$node" "$a" "$b" >"$out/f2-$s-$a-$b"
+      [ -s "$out/f2-$s-$a-$b" ] && say "     $(printf '%-44s' "$a:$b") $(dist "$out/f2-$s-$a-$b")"
     done
     jq -r --arg n "$node" 'select(.node == $n) | .post_ms' "$out/f2.jsonl" >"$out/f2-$s-post"
     say "     $(printf '%-44s' "the POST itself (stand-in)") $(dist "$out/f2-$s-post")"
@@ -387,13 +392,13 @@ fig5() {
   client taints --data "$datas" --node "$nodes" --endpoint "$endpoints" --token-file "$tokens" --count "$runs" \
     >"$out/f5t.jsonl" || die "figure 5: bench_client.py taints failed"
   say "   a NoExecute taint (the Node PATCH sent) -> the agent's steps, ms, $runs each:"
-  local step
+  local step f
   for s in "${sides[@]}"; do
     for step in evicting terminating containerExited:main tornDown; do
+      f="$out/f5t-$s-${step//:/_}"
       jq -r --arg n "$(nodename "$s")" --arg s "$step" 'select(.node == $n) | .timeline[$s] // empty' \
-        "$out/f5t.jsonl" >"$out/f5t-$s-$(echo "$step" | tr ':' '_')"
-      [ -s "$out/f5t-$s-$(echo "$step" | tr ':' '_')" ] &&
-        say "   cubelet$s taint -> $(printf '%-22s' "$step") $(dist "$out/f5t-$s-$(echo "$step" | tr ':' '_')")"
+        "$out/f5t.jsonl" >"$f"
+      [ -s "$f" ] && say "   cubelet$s taint -> $(printf '%-22s' "$step") $(dist "$f")"
     done
     jq -r --arg n "$(nodename "$s")" 'select(.node == $n) | .gone_ms' "$out/f5t.jsonl" >"$out/f5t-$s-gone"
     say "   cubelet$s taint -> $(printf '%-22s' "gone (DELETED seen)") $(dist "$out/f5t-$s-gone")"
@@ -406,6 +411,14 @@ agent_mem() { # PID: "RSS KiB, PSS KiB"
   echo "RSS $(awk '/^VmRSS:/ {print $2}' "/proc/$1/status") KiB, PSS $(awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup") KiB"
 }
 cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$1/stat"; }
+# f4_perpod SIDE PREFIX: figure 4's one-pod starts on SIDE's node, into
+# PREFIX.jsonl and their created -> Running into PREFIX-running
+f4_perpod() {
+  client perpod --data "$(datadir "$1")" --node "$(nodename "$1")" --endpoint "$(eval echo "\$endpoint_$1")" \
+    --token-file "$(rootdir "$1")/endpoint.token" --count "$runs" >"$2.jsonl" ||
+    die "figure 4: bench_client.py perpod failed"
+  jq -r '.running_ms' "$2.jsonl" >"$2-running"
+}
 fig3() {
   start_agents
   local sizes=(30 110) n s rep pid c0
@@ -432,10 +445,7 @@ fig3() {
           # figure 4's pair: the same one-pod starts just before the burst,
           # on this node with none of the burst's pods (the same run, build
           # and stand-in state), so the ratio at 110 / at 0 is paired
-          client perpod --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
-            --token-file "$(rootdir "$s")/endpoint.token" --count "$runs" >"$out/f4-$s-0.jsonl" ||
-            die "figure 4: bench_client.py perpod (at 0) failed"
-          jq -r '.running_ms' "$out/f4-$s-0.jsonl" >"$out/f4-$s-0-running"
+          f4_perpod "$s" "$out/f4-$s-0"
         fi
         rm -f "$tmp/hold"
         client burst --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
@@ -456,10 +466,7 @@ fig3() {
         [ -z "${BENCH_PEAK_HOOK:-}" ] || $BENCH_PEAK_HOOK "$pid" "$n" "$rep" "$s" || true
         if want 4 && [ "$rep" = 1 ] && [ "$n" = "${sizes[-1]}" ]; then
           # figure 4: one pod at a time while the burst's pods run
-          client perpod --data "$(datadir "$s")" --node "$(nodename "$s")" --endpoint "$(eval echo "\$endpoint_$s")" \
-            --token-file "$(rootdir "$s")/endpoint.token" --count "$runs" >"$out/f4-$s.jsonl" ||
-            die "figure 4: bench_client.py perpod failed"
-          jq -r '.running_ms' "$out/f4-$s.jsonl" >"$out/f4-$s-running"
+          f4_perpod "$s" "$out/f4-$s"
           f4_n=$n
         fi
         rm -f "$tmp/hold"
@@ -553,26 +560,22 @@ pod_overhead() {
 fig4() {
   [ -n "${f4_n:-}" ] || return 0
   say ""
-  say "4. one pod created -> Running observed with $f4_n pods already running (vs figure 2: none), $runs each"
+  say "4. one pod created -> Running observed with $f4_n pods already running, against the same just before the burst, $runs each"
   local s
   for s in "${sides[@]}"; do
     say "   cubelet$s at 0 (just before the burst): $(dist "$out/f4-$s-0-running")"
     say "   cubelet$s at $f4_n: $(dist "$out/f4-$s-running")"
     say "     ratio at $f4_n / at 0 (medians, paired: the same run, one after the other) $(python3 "$tmp/stats.py" ratio "$out/f4-$s-running" "$out/f4-$s-0-running" | sed 's/ (runs.*//')"
     # the steps that grew: each of the agent's steps at 110 against at 0
-    local step a b
-    for step in watched:admitted admitted:sandboxNamespaces sandboxNamespaces:sandboxNetwork sandboxNetwork:sandboxReady \
-                sandboxReady:containerStarted:main containerStarted:main:statusDelivered:Running; do
-      for f in 0 "$f4_n"; do
-        jq -r --arg s "$step" '(.timeline) as $t |
-          ($s | if startswith("sandboxReady:") then ["sandboxReady", .[13:]]
-                elif startswith("containerStarted:main:") then ["containerStarted:main", .[22:]]
-                else [.[:index(":")], .[index(":")+1:]] end) as $ab |
-          if ($t[$ab[0]] != null and $t[$ab[1]] != null) then $t[$ab[1]] - $t[$ab[0]] else empty end' \
-          "$out/f4-$s$([ "$f" = 0 ] && echo -0).jsonl" >"$out/f4-$s-$f-$step"
-      done
-      a="$out/f4-$s-0-$step" b="$out/f4-$s-$f4_n-$step"
-      [ -s "$a" ] && [ -s "$b" ] && say "     $(printf '%-44s' "$step") at 0: $(python3 "$tmp/stats.py" dist "$a" | cut -c1-22); at $f4_n: $(python3 "$tmp/stats.py" dist "$b" | cut -c1-22)"
+    local pair a b
+    for pair in 'watched>admitted' 'admitted>sandboxNamespaces' 'sandboxNamespaces>sandboxNetwork' \
+                'sandboxNetwork>sandboxReady' 'sandboxReady>containerStarted:main' \
+                'containerStarted:main>statusDelivered:Running'; do
+      a=${pair%%>*} b=${pair#*>}
+      step_delta "$out/f4-$s-0.jsonl" "" "$a" "$b" >"$out/f4-$s-0-$a-$b"
+      step_delta "$out/f4-$s.jsonl" "" "$a" "$b" >"$out/f4-$s-$f4_n-$a-$b"
+      [ -s "$out/f4-$s-0-$a-$b" ] && [ -s "$out/f4-$s-$f4_n-$a-$b" ] &&
+        say "     $(printf '%-44s' "$a:$b") at 0: $(python3 "$tmp/stats.py" p50p90 "$out/f4-$s-0-$a-$b"); at $f4_n: $(python3 "$tmp/stats.py" p50p90 "$out/f4-$s-$f4_n-$a-$b")"
     done
   done
   return 0

@@ -70,7 +70,7 @@ ls "$r1"/images/layers/sha256/*/bin/busybox >/dev/null || fail "no unpacked bin/
 [ -x "$(ls "$r1"/images/layers/sha256/*/bin/busybox | head -1)" ] || fail "bin/busybox not executable"
 wh=$(ls -d "$r1"/images/layers/sha256/*/etc/removed-later)
 [ "$(echo "$wh" | wc -l)" -eq 2 ] || fail "expected etc/removed-later in two layers"
-echo "$wh" | while read -r f; do [ -f "$f" ] || [ -c "$f" ] || fail "$f neither file nor whiteout"; done
+while read -r f; do [ -f "$f" ] || [ -c "$f" ] || fail "$f neither file nor whiteout"; done <<<"$wh"
 [ "$(for f in $wh; do [ -c "$f" ] && echo c; done | wc -l)" -eq 1 ] || fail "no overlay whiteout for etc/removed-later"
 cub "$r1" inspect "$reg/busybox:1.36" >"$tmp/inspect"
 grep -q '^Cmd: *"sh"$' "$tmp/inspect" || fail "inspect lacks Cmd sh"

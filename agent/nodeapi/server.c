@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,6 +411,16 @@ static void on_accept(struct ag_io *io, int fd, uint32_t events, void *data)
                         close(cfd);
                         continue;
                 }
+                /* Each small write goes out at once, as Go's listeners (the
+                 * kubelet's) have it. With Nagle the answer to a request
+                 * sent right after the TLS 1.3 handshake waited for the
+                 * client's delayed ACK of the session tickets: every exec,
+                 * attach and port-forward upgrade, logs and stats answer
+                 * took 40 ms more (bench.sh figure 5, the exec's upgrade:
+                 * 45.5 ms from the dial, 2.1 of it the handshake). */
+                int one = 1;
+                if (peer.ss_family == AF_INET || peer.ss_family == AF_INET6)
+                        (void)setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 struct cb_error err = {0};
                 struct conn *c = calloc(1, sizeof(*c));
                 if (c == NULL) {

@@ -22,6 +22,11 @@ node_ready
 api="https://$nodeip:10250"
 poll 10 eval 'curl -sk -o /dev/null "$api/healthz"' || die "nothing serves $api"
 pass "0 node Ready, node API on $api"
+# each write of the node API goes out at once (TCP_NODELAY, as on Go's
+# listeners): with Nagle, an exec's upgrade answer, sent right after the TLS
+# 1.3 session tickets, waited 40 ms for the client's delayed ACK
+nodelay=$(python3 "$(dirname "${BASH_SOURCE[0]}")/lib/peer_sockopt.py" "$agent_pid" "$nodeip" 10250 2>&1)
+[ "$nodelay" = 1 ] || fail "the node API's accepted connection: TCP_NODELAY '$nodelay', want 1"
 
 # ---- 1. authentication ----------------------------------------------------------
 code=$(curl -sk -o "$tmp/body" -w '%{http_code}' "$api/pods")

@@ -41,7 +41,8 @@
  * connection per refused stream (docs/apiserver-http2.md), and each
  * request in flight holds its easy handle and receive buffer. */
 #define AG_API_INFLIGHT_MAX 64
-#define AG_API_RECV_BUFFER  4096L /* CURLOPT_BUFFERSIZE, but for watches */
+#define AG_API_RECV_BUFFER  4096L  /* CURLOPT_BUFFERSIZE, but for watches */
+#define AG_API_SEND_BUFFER  16384L /* CURLOPT_UPLOAD_BUFFERSIZE (its least) */
 
 struct ag_api;
 struct ag_request;

@@ -9,7 +9,8 @@
  * waiting requests of the default class that were asked for earlier, with
  * the body its body_at_start gives when it starts; a
  * waiting request cancelled never reaches the server; the waiting ones
- * all get their answer once the server answers. */
+ * all get their answer once the server answers. And a body larger than
+ * libcurl's send buffer (AG_API_SEND_BUFFER) arrives whole. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -330,11 +331,121 @@ START_TEST(test_inflight_places)
 }
 END_TEST
 
+/* ---- a body larger than the send buffer ---- */
+
+#define BIG_BODY (100u * 1024u)
+
+struct big {
+        struct ag_loop *loop;
+        int lfd, fd;
+        struct ag_io *lio, *cio;
+        char *got;
+        size_t len;
+        int done_ok, done_err;
+        bool answered;
+};
+
+static void big_read(struct ag_io *io, int fd, uint32_t events, void *data)
+{
+        struct big *b = data;
+        (void)io;
+        (void)events;
+        ssize_t n;
+        while ((n = recv(fd, b->got + b->len, 2 * BIG_BODY - b->len, MSG_DONTWAIT)) > 0)
+                b->len += (size_t)n;
+        const char *end = memmem(b->got, b->len, "\r\n\r\n", 4);
+        if (b->answered || end == NULL || b->len - (size_t)(end + 4 - b->got) < BIG_BODY)
+                return;
+        b->answered = true;
+        answer(&(struct conn){.fd = fd});
+}
+
+static void big_accept(struct ag_io *io, int lfd, uint32_t events, void *data)
+{
+        struct big *b = data;
+        (void)io;
+        (void)events;
+        struct cb_error err = {0};
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0 || b->fd >= 0) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        b->fd = fd;
+        b->cio = ag_io_new(b->loop, fd, EPOLLIN, big_read, b, &err);
+        ck_assert_ptr_nonnull(b->cio);
+}
+
+static void big_done(struct ag_api_result *res, void *data)
+{
+        struct big *b = data;
+        if (res->error == NULL && res->status == 200)
+                b->done_ok++;
+        else
+                b->done_err++;
+        ag_loop_quit(b->loop);
+}
+
+START_TEST(test_body_larger_than_send_buffer)
+{
+        ck_assert_uint_gt(BIG_BODY, 4 * (unsigned)AG_API_SEND_BUFFER);
+        struct big b = {.lfd = -1, .fd = -1};
+        struct cb_error err = {0};
+        b.got = calloc(1, 2 * BIG_BODY);
+        ck_assert_ptr_nonnull(b.got);
+        b.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(b.lfd, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        ck_assert_int_eq(bind(b.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(b.lfd, 8), 0);
+        ck_assert_int_eq(getsockname(b.lfd, (struct sockaddr *)&a, &al), 0);
+        char server[64];
+        snprintf(server, sizeof(server), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        struct ag_kubeconfig kc = {.server = server};
+        struct ag_api *api = NULL;
+        ck_assert_int_eq(ag_loop_new(&b.loop, &err), 0);
+        b.lio = ag_io_new(b.loop, b.lfd, EPOLLIN, big_accept, &b, &err);
+        ck_assert_ptr_nonnull(b.lio);
+        struct ag_api_config cfg = {.qps = 100, .burst = 100};
+        ck_assert_msg(ag_api_new(b.loop, &kc, &cfg, &api, &err) == 0, "%s", err.msg);
+        /* a JSON string of BIG_BODY bytes whose every byte says where it is */
+        char *body = malloc(BIG_BODY);
+        ck_assert_ptr_nonnull(body);
+        body[0] = '"';
+        for (size_t i = 1; i < BIG_BODY - 1; i++)
+                body[i] = (char)('a' + i % 26);
+        body[BIG_BODY - 1] = '"';
+        struct ag_api_req_opts o = {.cls = AG_API_CLASS_STATUS,
+                                    .body = body,
+                                    .body_len = BIG_BODY,
+                                    .content_type = "application/merge-patch+json"};
+        ck_assert_ptr_nonnull(ag_api_request(api, "PATCH", "/api/v1/namespaces/d/pods/p/status", &o,
+                                             big_done, &b, &err));
+        ck_assert_int_eq(ag_loop_run(b.loop, &err), 0);
+        ck_assert_int_eq(b.done_ok, 1);
+        const char *end = memmem(b.got, b.len, "\r\n\r\n", 4);
+        ck_assert_ptr_nonnull(end);
+        ck_assert_uint_eq(b.len - (size_t)(end + 4 - b.got), BIG_BODY);
+        ck_assert_msg(memcmp(end + 4, body, BIG_BODY) == 0, "the body arrived changed");
+        ag_api_free(api);
+        ag_io_free(b.cio);
+        ag_io_free(b.lio);
+        close(b.fd);
+        close(b.lfd);
+        ag_loop_free(b.loop);
+        free(body);
+        free(b.got);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("apiclient");
         TCase *tc = tcase_create("inflight");
         tcase_add_test(tc, test_inflight_places);
+        tcase_add_test(tc, test_body_larger_than_send_buffer);
         tcase_set_timeout(tc, 60);
         suite_add_tcase(s, tc);
         return th_run(s) ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -149,14 +149,19 @@ if [ "$peers" -eq 1 ]; then
      --cgroup-manager cgroupfs --network-backend cni --network-config-dir "$cni_dir")
   cat >"$tmp/runc-wrap" <<'EOF'
 #!/bin/sh
-b=""; prev=""
+b=""; x=""; prev=""
 for a in "$@"; do
   [ "$prev" = "--bundle" ] && b=$a
-  case $a in --bundle=*) b=${a#--bundle=} ;; esac
+  [ "$prev" = "--process" ] && x=$a
+  case $a in --bundle=*) b=${a#--bundle=} ;; --process=*) x=${a#--process=} ;; esac
   prev=$a
 done
 if [ -n "$b" ] && [ -f "$b/config.json" ]; then
   jq -c 'del(.process.rlimits)' "$b/config.json" >"$b/config.json.tmp" && mv "$b/config.json.tmp" "$b/config.json"
+fi
+# podman exec: runc exec --process FILE, with the same rlimits
+if [ -n "$x" ] && [ -f "$x" ]; then
+  jq -c 'del(.rlimits)' "$x" >"$x.tmp" && mv "$x.tmp" "$x"
 fi
 exec runc "$@"
 EOF
@@ -323,15 +328,19 @@ start_agents() {
     track "$!"
     poll 60 grep -qs '^ready ' "$tmp/serverB.log" || die "the second stand-in did not start: $(tail -3 "$tmp/serverB.log")"
   fi
-  datas="" nodes="" endpoints="" tokens=""
+  datas="" nodes="" endpoints="" tokens="" napis=""
   # --max-pods 120: figure 4 runs one pod beside the burst's 110, which the
   # default capacity (110, the kubelet's) refuses (OutOfpods)
+  # the node API on a port of its own per side, as the apiserver reaches it
+  # (its kubelet-client certificate, under the cluster CA): figure 5's execs
   for s in "${sides[@]}"; do
     d=$(datadir "$s")
     port=$(free_port)
+    eval "napi_$s=127.0.0.1:$(free_port)"
     "${BIN[$s]}" --root-dir "$(rootdir "$s")" --cni-conf-dir "$cni_dir" --pod-logs-dir "$(logsdir "$s")" \
       --cgroup-root "$(cgrootof "$s")" --hostname-override "$(nodename "$s")" --kubeconfig "$d/node.kubeconfig" \
-      --healthz-port "$port" --max-pods 120 >>"$tmp/agent-$s.log" 2>&1 &
+      --healthz-port "$port" --max-pods 120 --address 127.0.0.1 --port "$(eval echo "\${napi_$s#*:}")" \
+      --client-ca-file "$d/ca.crt" >>"$tmp/agent-$s.log" 2>&1 &
     eval "agent_pid_$s=$!"
     eval "endpoint_$s=http://127.0.0.1:$port"
     track "$!"
@@ -341,6 +350,7 @@ start_agents() {
     nodes+=${nodes:+,}$(nodename "$s")
     endpoints+=${endpoints:+,}http://127.0.0.1:$port
     tokens+=${tokens:+,}$(rootdir "$s")/endpoint.token
+    napis+=${napis:+,}$(eval echo "\$napi_$s")
   done
 }
 client() { python3 "$top/scripts/bench_client.py" "$@"; }
@@ -405,7 +415,52 @@ fig5() {
   done
   [ -z "$bin_b" ] || { [ -s "$out/f5t-A-terminating" ] && [ -s "$out/f5t-B-terminating" ] &&
     say "   ratio B/A taint -> terminating $(ratio "$out/f5t-B-terminating" "$out/f5t-A-terminating")"; }
-  return 0
+  fig5_exec
+}
+# exec round trips node-side, no kubectl, no apiserver in the path: the
+# request the apiserver makes to the node (SPDY/3.1, remotecommand v5, the
+# kubelet-client certificate) of `echo ok` in a running container, timed
+# from the dial to every stream closed. Peers: containerd's `ctr task exec`
+# and `podman exec` into a running container (CLIs: a process start each,
+# where the kubelet's path is a CRI Exec and containerd's streaming server)
+fig5_exec() {
+  client execs --data "$datas" --node "$nodes" --endpoint "$endpoints" --token-file "$tokens" --count "$runs" \
+    --node-api "$napis" >"$out/f5x.jsonl" || die "figure 5: bench_client.py execs failed"
+  say "   exec of \`echo ok\` in a running container, node-side (SPDY, as the apiserver), ms from the dial, $runs each:"
+  local s k
+  for s in "${sides[@]}"; do
+    for k in tls upgraded streams done; do
+      jq -r --arg n "$(nodename "$s")" --arg k "${k}_ms" 'select(.node == $n) | .[$k]' "$out/f5x.jsonl" >"$out/f5x-$s-$k"
+      say "   cubelet$s exec $(printf '%-9s' "$k") $(dist "$out/f5x-$s-$k")"
+    done
+  done
+  [ -z "$bin_b" ] || say "   ratio B/A exec done $(ratio "$out/f5x-B-done" "$out/f5x-A-done")"
+  [ "$peers" -eq 1 ] || return 0
+  local i t
+  "${C[@]}" run -d --seccomp --net-host --cgroup "/$cgroot/ctr-exec" "$IMAGE" execpeer sleep 3600 >/dev/null ||
+    die "figure 5: ctr run -d failed"
+  "${P[@]}" run -d --name execpeer --network none "$IMAGE" sleep 3600 >/dev/null 2>"$tmp/podman-exec.err" ||
+    die "figure 5: podman run -d failed: $(tail -3 "$tmp/podman-exec.err")"
+  : >"$out/f5x-ctr"
+  : >"$out/f5x-podman"
+  for ((i = 0; i < runs; i++)); do
+    t=$EPOCHREALTIME
+    [ "$("${C[@]}" task exec --exec-id "x$i" execpeer echo ok)" = ok ] || die "figure 5: ctr task exec failed"
+    ms_since "$t" >>"$out/f5x-ctr"
+    t=$EPOCHREALTIME
+    [ "$("${P[@]}" exec execpeer echo ok 2>"$tmp/podman-exec.err")" = ok ] ||
+      die "figure 5: podman exec failed: $(tail -3 "$tmp/podman-exec.err")"
+    ms_since "$t" >>"$out/f5x-podman"
+  done
+  "${C[@]}" task kill -s KILL execpeer >/dev/null 2>&1
+  poll 10 eval '! "${C[@]}" task ls -q | grep -x execpeer >/dev/null' || true
+  "${C[@]}" container rm execpeer >/dev/null 2>&1 || true
+  "${P[@]}" rm -f -t 0 execpeer >/dev/null 2>&1 || true
+  say "   ctr task exec    $(dist "$out/f5x-ctr")"
+  say "   podman exec      $(dist "$out/f5x-podman")"
+  for s in "${sides[@]}"; do
+    say "   ratio cubelet$s/ctr $(ratio "$out/f5x-$s-done" "$out/f5x-ctr")   cubelet$s/podman $(ratio "$out/f5x-$s-done" "$out/f5x-podman")"
+  done
 }
 agent_mem() { # PID: "RSS KiB, PSS KiB"
   echo "RSS $(awk '/^VmRSS:/ {print $2}' "/proc/$1/status") KiB, PSS $(awk '/^Pss:/ {print $2}' "/proc/$1/smaps_rollup") KiB"

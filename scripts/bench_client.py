@@ -12,6 +12,10 @@ kubeconfig's files.
   bench_client.py exits|taints ...  (as perpod) figure 5: a container's exit -> its
                          terminal status stored; a NoExecute taint -> the
                          container stopped -> the pod gone
+  bench_client.py execs ... --node-api HOST:PORT[,HOST2:PORT2...]  (as perpod)
+                         figure 5: exec round trips node-side, as the
+                         apiserver makes them (SPDY/3.1, remotecommand v5,
+                         the kubelet-client certificate), into one pod per node
   bench_client.py burst  --node N --endpoint URL --token-file F --count K
                          [--creates slowstart|sequential] [--connections C]
                          K pods created at once: in the ReplicaSet controller's
@@ -285,6 +289,106 @@ def taints(args):
         time.sleep(0.3)
 
 
+def spdy_exec(ctx, host, port, target):
+    """One exec as kube-apiserver makes it to a kubelet (client-go's SPDY
+    executor, with the helpers of the stand-in's own translator): TLS, the
+    upgrade, the error/stdout/stderr streams each awaiting its SYN_REPLY,
+    then until every stream is closed. Returns (stamps in ms from the start,
+    stdout, the error stream)."""
+    import spdy
+    import streams
+    t0 = time.monotonic()
+    st = {}
+    sock = streams.connect_kubelet(ctx, host, port)
+    st["tls"] = (time.monotonic() - t0) * 1000
+    try:
+        sock.sendall(streams.spdy_upgrade_request(target, host, port,
+                                                  streams.REMOTECOMMAND_PROTOCOLS))
+        code, _, hdrs, _, rest = streams.read_head(sock)
+        if code != 101:
+            raise RuntimeError("exec %s: HTTP %d" % (target, code))
+        st["upgraded"] = (time.monotonic() - t0) * 1000
+        codec = spdy.HeaderCodec()
+        parser = spdy.FrameParser(codec)
+        by_sid, replied, closed, data = {}, set(), set(), {}
+        pending = list(parser.feed(rest))
+        sock.settimeout(30)
+
+        def pump():
+            frames, pending[:] = pending[:], []
+            if not frames:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    raise RuntimeError("exec %s: the connection ended" % target)
+                frames = parser.feed(chunk)
+            for f in frames:
+                if f.type is None:
+                    data.setdefault(f.sid, bytearray()).extend(f.data)
+                    if f.fin:
+                        closed.add(f.sid)
+                elif f.type == spdy.SYN_REPLY:
+                    replied.add(f.sid)
+                    if f.fin:
+                        closed.add(f.sid)
+                elif f.type == spdy.RST_STREAM:
+                    raise RuntimeError("exec %s: stream %d reset" % (target, f.sid))
+                elif f.type == spdy.PING and f.ping_id % 2 == 0:
+                    sock.sendall(spdy.ping(f.ping_id))
+        for sid, typ in ((1, "error"), (3, "stdout"), (5, "stderr")):
+            by_sid[sid] = typ
+            sock.sendall(spdy.syn_stream(codec, sid, [("streamtype", typ)]))
+            while sid not in replied:
+                pump()
+        st["streams"] = (time.monotonic() - t0) * 1000
+        while not all(sid in closed for sid in by_sid):
+            pump()
+        st["done"] = (time.monotonic() - t0) * 1000
+        sock.sendall(spdy.goaway(0))
+    finally:
+        sock.close()
+    return st, bytes(data.get(3, b"")), bytes(data.get(1, b""))
+
+
+def execs(args):
+    """Figure 5: exec round trips into a running container, node-side: what
+    the apiserver's part of a kubectl exec costs at the node (no kubectl, no
+    apiserver in the path). One pod per node, then the nodes in turn."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "apiserver"))
+    nodes = nodes_of(args)
+    napis = args.node_api.split(",")
+    targets = []
+    for nd, hp in zip(nodes, napis):
+        name = "exec-target"
+        st, obj = nd.api.request("POST", "/api/v1/namespaces/default/pods",
+                                 pod_body(name, nd.name, args.image, 1))
+        if st != 201:
+            sys.exit("bench_client: create %s: %s %s" % (name, st, obj))
+        uid = obj["metadata"]["uid"]
+        nd.until(lambda t, typ, o: o["metadata"]["uid"] == uid and running(o), args.timeout)
+        data = args.data.split(",")[nodes.index(nd)]
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE   # the agent's self-signed serving certificate
+        ctx.load_cert_chain(os.path.join(data, "kubelet-client.crt"),
+                            os.path.join(data, "kubelet-client.key"))
+        host, port = hp.rsplit(":", 1)
+        targets.append((nd, name, uid, ctx, host, port))
+    cmd = "/exec/default/exec-target/main?command=echo&command=ok&output=1&error=1"
+    for i, nd in turns(nodes, args.count):
+        _, name, uid, ctx, host, port = targets[nodes.index(nd)]
+        st, out, err = spdy_exec(ctx, host, port, cmd)
+        if out != b"ok\n" or b"Failure" in err:
+            sys.exit("bench_client: exec on %s: stdout %r, error stream %r" % (nd.name, out, err))
+        print(json.dumps({"node": nd.name, "i": i, **{k + "_ms": v for k, v in st.items()}}),
+              flush=True)
+    for nd, name, uid, *_ in targets:
+        nd.api.request("DELETE", "/api/v1/namespaces/default/pods/" + name,
+                       {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 1})
+        nd.until(lambda t, typ, o: typ == "DELETED" and o["metadata"]["uid"] == uid,
+                 args.timeout)
+
+
 class Pool:
     """Connections opened (TLS handshake done) before a burst, one per
     worker thread, so that concurrent requests do not wait on each other's
@@ -417,7 +521,7 @@ def burst(args):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["perpod", "burst", "exits", "taints"])
+    ap.add_argument("mode", choices=["perpod", "burst", "exits", "taints", "execs"])
     ap.add_argument("--data", required=True)
     ap.add_argument("--node", required=True)
     ap.add_argument("--endpoint", required=True)
@@ -429,6 +533,7 @@ def main():
     ap.add_argument("--command", default="sleep 3600",
                     help="burst: the container's sh -c command")
     ap.add_argument("--host-network", action="store_true")
+    ap.add_argument("--node-api", help="execs: each node's API, HOST:PORT, as --node")
     ap.add_argument("--creates", choices=["slowstart", "sequential"], default="slowstart",
                     help="burst: the ReplicaSet controller's slow-start batches, concurrent "
                     "(and its deletes all at once), or one request after the other")
@@ -437,7 +542,8 @@ def main():
     args = ap.parse_args()
     global HOST_NETWORK
     HOST_NETWORK = args.host_network
-    {"perpod": perpod, "burst": burst, "exits": exits, "taints": taints}[args.mode](args)
+    {"perpod": perpod, "burst": burst, "exits": exits, "taints": taints,
+     "execs": execs}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -87,14 +87,23 @@ int cg_locate(const char *path, struct cg_location *ret, struct cb_error *err);
 /* No libcgroup: writes pid to cgroup.procs in every directory (a missing
  * devices directory, from an older agent, is skipped). */
 int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err);
+/* No libcgroup: the calling process into the cgroup of l, by itself. On
+ * v1 it writes "0" (itself) to each hierarchy's `tasks`: a single thread
+ * that moves itself takes no cgroup_threadgroup_rwsem, so it waits for no
+ * RCU grace period (cg_attach_at's cgroup.procs write does: 19 ms of a
+ * lone container start here, bench.sh figure 8). So the caller must be
+ * single-threaded: `tasks` moves only the thread that writes. On v2 (no
+ * `tasks` in a domain cgroup) it is cg_attach_at of its own pid. */
+int cg_join_self_at(const struct cg_location *l, struct cb_error *err);
 /* No libcgroup: fork() for a process that is to live in the cgroup of l.
  * On cgroup v2 the child is born in it (clone3 with CLONE_INTO_CGROUP,
  * Linux 5.7), *placed = true: no cgroup.procs write, so no wait for the
  * RCU grace period every migration costs (percpu_down_write of the
  * kernel's cgroup_threadgroup_rwsem: 6-16 ms here, after a quiet spell).
  * Otherwise (v1 and hybrid, an older kernel, a cgroup clone3 refuses)
- * a plain fork() in the caller's cgroup, *placed = false: the caller
- * attaches the child (cg_attach_at) before it runs anything of its own.
+ * a plain fork() in the caller's cgroup, *placed = false: the child joins
+ * by itself (cg_join_self_at), or the caller attaches it (cg_attach_at),
+ * before it runs anything of its own.
  * Returns as fork() does (0 in the child; -1 with err). Call it from a
  * single-threaded process (the monitor): the raw clone3 child keeps
  * glibc's cached thread id of the parent, which nothing of glibc >= 2.34

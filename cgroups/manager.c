@@ -940,6 +940,29 @@ int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err)
         return 0;
 }
 
+int cg_join_self_at(const struct cg_location *l, struct cb_error *err)
+{
+        if (l->version != 1)
+                return cg_attach_at(l, getpid(), err);
+        for (size_t h = 0; h < l->n_dirs; h++) {
+                if (!is_dir(l->dirs[h])) {
+                        if (strstr(l->dirs[h], "/devices/") != NULL)
+                                continue; /* made before devices joined (see cg_attach) */
+                        return cb_error_set(err, ENOENT,
+                                            "cannot join %s: it does not exist; create the "
+                                            "cgroup first",
+                                            l->dirs[h]);
+                }
+                /* "0" is the writer itself; "tasks" moves that one thread:
+                 * the kernel takes no cgroup_threadgroup_rwsem for it */
+                char file[CG_LOC_DIR_MAX + 16];
+                snprintf(file, sizeof(file), "%s/tasks", l->dirs[h]);
+                if (write_str(file, "0", err) < 0)
+                        return cb_error_prefix(err, "cannot join the cgroup");
+        }
+        return 0;
+}
+
 pid_t cg_fork_into(const struct cg_location *l, bool *placed, struct cb_error *err)
 {
         *placed = false;

@@ -103,6 +103,7 @@ struct rt_init_args {
         size_t bpf_len;
         int sync_fd;
         int stdin_fd, stdout_fd, stderr_fd; /* with config->tty: all /dev/null */
+        bool join_cgroup;                   /* C0 joins config->cg_loc itself after sync 1 (v1) */
 };
 
 /* C0: waits for sync 1, unshares the PID namespace, forks C and reports its

@@ -382,12 +382,14 @@ __attribute__((noreturn)) static void exit_as(pid_t child)
  * H', which does the rest of H's work, and exits with H''s status (128 +
  * the signal when H' died of one, e.g. the container cgroup's OOM killer);
  * H' dies with it (PDEATHSIG). When the clone is refused, H' writes itself
- * to cgroup.procs. On v1 (and hybrid) H writes its own pid, as before. */
+ * to cgroup.procs. On v1 (and hybrid) H moves itself (cg_join_self_at:
+ * "0" to each hierarchy's tasks, which takes no such lock). */
 static void join_cgroup(const struct cg_location *loc)
 {
         struct cb_error err = {0};
         if (loc->version != 2) {
-                if (cg_attach_at(loc, getpid(), &err) < 0) {
+                /* H is one thread (a fresh exec): it moves itself */
+                if (cg_join_self_at(loc, &err) < 0) {
                         cb_error_prefix(&err, "cannot join the container's cgroup");
                         fail(126, &err);
                 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <dirent.h>
 
+#include "cgroups/cgroup.h"
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
@@ -436,11 +437,17 @@ void rt_init_run(const struct rt_init_args *args)
         if (keep_only_needed_fds(a, &err) < 0)
                 die(a->sync_fd, &err);
         struct rt_sync_msg m;
-        /* sync 1: wait until the monitor placed us in the cgroup */
+        /* sync 1: wait until the monitor placed us in the cgroup (v2), or
+         * released us to join it ourselves (v1: cg_join_self_at, no wait
+         * for a grace period; C0 is a fork, so it has one thread) */
         int r = rt_sync_recv(a->sync_fd, &m, &err);
         if (r <= 0 || m.type != RT_SYNC_GO)
                 _exit(1);
         const struct rt_container_config *c = a->config;
+        if (a->join_cgroup && cg_join_self_at(c->cg_loc, &err) < 0) {
+                cb_error_prefix(&err, "cannot join the container's cgroup");
+                die(a->sync_fd, &err);
+        }
         const struct rt_sandbox *sb = c->sandbox;
         const char *proc_src = NULL; /* late */
         if (sb != NULL && sb->pidns_path[0] != '\0' && sb->procfs_path[0] != '\0')

@@ -223,6 +223,7 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
                 a.stdin_fd = m->in[0] >= 0 ? m->in[0] : devnull;
                 a.stdout_fd = m->out[1] >= 0 ? m->out[1] : devnull;
                 a.stderr_fd = m->errp[1] >= 0 ? m->errp[1] : devnull;
+                a.join_cgroup = c->cg_loc != NULL && !placed && c->cg_loc->version == 1;
                 rt_init_run(&a);
         }
         _cleanup_close_ int fd = sp[0];
@@ -234,7 +235,8 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
                 *child_ends[i] = -1;
         }
 
-        /* the cgroup before anything runs in the container: C inherits it */
+        /* the cgroup before anything runs in the container: C inherits it
+         * (v1: C0 joins it itself after sync 1, rt_init_run) */
         char adj[16];
         snprintf(adj, sizeof(adj), "%d", c->oom_score_adj);
         char file[64];
@@ -242,7 +244,7 @@ static int start(struct monitor *m, const struct rt_init_args *tmpl, pid_t *ret_
         int r = 0;
         /* The runtime made the cgroup and gave us its directories: no
          * libcgroup initialisation in the monitor (see cg_locate). */
-        if (c->cg_loc != NULL && !placed)
+        if (c->cg_loc != NULL && !placed && c->cg_loc->version != 1)
                 r = cg_attach_at(c->cg_loc, c0, err);
         if (r == 0) {
                 /* Lowering oom_score_adj below the current value needs

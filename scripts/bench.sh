@@ -707,7 +707,7 @@ fig8() {
   local prog=$tmp/bench_cgplace d v2="" n=$((runs < 20 ? 20 : runs)) kind gap
   ${CC:-cc} -O2 -std=gnu17 -o "$prog" "$top/scripts/bench_cgplace.c" || die "cannot build bench_cgplace"
   say ""
-  say "8. placing a new process in a cgroup (fork + cgroup.procs write, or clone3 CLONE_INTO_CGROUP), ms, $n each"
+  say "8. placing a new process in a cgroup (fork + cgroup.procs write; v1: fork + the child's \"0\" to tasks, as the container init; v2: clone3 CLONE_INTO_CGROUP), ms, $n each"
   if [ -f /sys/fs/cgroup/cgroup.controllers ]; then v2=/sys/fs/cgroup/$cgroot-place
   elif [ -d /sys/fs/cgroup/unified ]; then v2=/sys/fs/cgroup/unified/$cgroot-place; fi
   local dirs=()
@@ -718,11 +718,12 @@ fig8() {
   done
   for gap in 200 0; do
     for d in "${dirs[@]}"; do
-      for kind in write clone; do
+      for kind in write self clone; do
         [ "$kind" = clone ] && [ "${d%%:*}" = v1 ] && continue
+        [ "$kind" = self ] && [ "${d%%:*}" = v2 ] && continue
         "$prog" "$kind" "${d#*:}" "$gap" "$n" >"$out/place-${d%%:*}-$kind-$gap" ||
           { rmdir "${dirs[@]#*:}" 2>/dev/null; die "bench_cgplace $kind ${d#*:} failed"; }
-        say "   $(printf '%-3s %-26s %-22s' "${d%%:*}" "$([ "$kind" = write ] && echo "fork + cgroup.procs" || echo "clone3 CLONE_INTO_CGROUP")" "$([ "$gap" = 0 ] && echo "back to back" || echo "${gap} ms apart")") $(dist "$out/place-${d%%:*}-$kind-$gap")"
+        say "   $(printf '%-3s %-26s %-22s' "${d%%:*}" "$(case $kind in write) echo "fork + cgroup.procs" ;; self) echo "fork + the child's tasks" ;; *) echo "clone3 CLONE_INTO_CGROUP" ;; esac)" "$([ "$gap" = 0 ] && echo "back to back" || echo "${gap} ms apart")") $(dist "$out/place-${d%%:*}-$kind-$gap")"
       done
     done
   done

@@ -292,8 +292,10 @@ END_TEST
 
 /* cg_fork_into: on v2 the child is born in the cgroup (placed, no attach
  * needed: its first look at /proc/self/cgroup names it); on v1 and hybrid
- * it is not, and cg_attach_at places it. Fails if the v2 path falls back
- * to fork + attach (placed false) or places the child anywhere else. */
+ * it is not, and it moves itself with cg_join_self_at (each hierarchy's
+ * tasks, as the container init and the exec helper do). Fails if the v2
+ * path falls back to fork + attach (placed false), or the child is
+ * anywhere else in any hierarchy. */
 START_TEST(test_fork_into)
 {
         struct cb_error err = {0};
@@ -322,6 +324,8 @@ START_TEST(test_fork_into)
                 char *pc = NULL;
                 size_t len;
                 struct cb_error e = {0};
+                if (!unified && cg_join_self_at(&loc, &e) < 0)
+                        _exit(4);
                 if (cb_read_file("/proc/self/cgroup", 1 << 20, &pc, &len, &e) < 0)
                         _exit(3);
                 for (size_t i = 0; i < (unified ? 1 : nc); i++) {
@@ -336,8 +340,6 @@ START_TEST(test_fork_into)
         close(go[0]);
         ck_assert_msg(placed == unified, "placed %d in mode %s", placed,
                       cg_mode_name(cg_current_mode()));
-        if (!placed)
-                ck_ok(cg_attach_at(&loc, child, &err), &err, "cg_attach_at");
         ck_assert_int_eq(write(go[1], "x", 1), 1);
         close(go[1]);
         int status;
@@ -355,6 +357,8 @@ START_TEST(test_fork_into)
         ck_assert(!placed);
         ck_assert_int_eq(waitpid(child, &status, 0), child);
         ck_assert_int_eq(cg_attach_at(&loc, getpid(), &err), -1);
+        ck_assert_int_eq(err.code, ENOENT);
+        ck_assert_int_eq(cg_join_self_at(&loc, &err), -1);
         ck_assert_int_eq(err.code, ENOENT);
 }
 END_TEST

@@ -917,50 +917,45 @@ int cg_locate(const char *path, struct cg_location *ret, struct cb_error *err)
         return 0;
 }
 
-int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err)
+/* value written to <dir>/<name> in each hierarchy of l; who names the
+ * process in the errors */
+static int write_each(const struct cg_location *l, const char *name, const char *value,
+                      const char *who, struct cb_error *err)
 {
-        if (pid <= 0)
-                return cb_error_set(err, EINVAL, "cannot attach pid %d: not a process", (int)pid);
-        char value[16];
-        snprintf(value, sizeof(value), "%d", (int)pid);
         for (size_t h = 0; h < l->n_dirs; h++) {
                 if (!is_dir(l->dirs[h])) {
                         if (strstr(l->dirs[h], "/devices/") != NULL)
                                 continue; /* made before devices joined (see cg_attach) */
                         return cb_error_set(err, ENOENT,
-                                            "cannot attach pid %d: %s does not exist; create the "
+                                            "cannot attach %s: %s does not exist; create the "
                                             "cgroup first",
-                                            (int)pid, l->dirs[h]);
+                                            who, l->dirs[h]);
                 }
                 char file[CG_LOC_DIR_MAX + 16];
-                snprintf(file, sizeof(file), "%s/cgroup.procs", l->dirs[h]);
+                snprintf(file, sizeof(file), "%s/%s", l->dirs[h], name);
                 if (write_str(file, value, err) < 0)
-                        return cb_error_prefix(err, "cannot attach pid %d", (int)pid);
+                        return cb_error_prefix(err, "cannot attach %s", who);
         }
         return 0;
+}
+
+int cg_attach_at(const struct cg_location *l, pid_t pid, struct cb_error *err)
+{
+        if (pid <= 0)
+                return cb_error_set(err, EINVAL, "cannot attach pid %d: not a process", (int)pid);
+        char value[16], who[32];
+        snprintf(value, sizeof(value), "%d", (int)pid);
+        snprintf(who, sizeof(who), "pid %d", (int)pid);
+        return write_each(l, "cgroup.procs", value, who, err);
 }
 
 int cg_join_self_at(const struct cg_location *l, struct cb_error *err)
 {
         if (l->version != 1)
                 return cg_attach_at(l, getpid(), err);
-        for (size_t h = 0; h < l->n_dirs; h++) {
-                if (!is_dir(l->dirs[h])) {
-                        if (strstr(l->dirs[h], "/devices/") != NULL)
-                                continue; /* made before devices joined (see cg_attach) */
-                        return cb_error_set(err, ENOENT,
-                                            "cannot join %s: it does not exist; create the "
-                                            "cgroup first",
-                                            l->dirs[h]);
-                }
-                /* "0" is the writer itself; "tasks" moves that one thread:
-                 * the kernel takes no cgroup_threadgroup_rwsem for it */
-                char file[CG_LOC_DIR_MAX + 16];
-                snprintf(file, sizeof(file), "%s/tasks", l->dirs[h]);
-                if (write_str(file, "0", err) < 0)
-                        return cb_error_prefix(err, "cannot join the cgroup");
-        }
-        return 0;
+        /* "0" is the writer itself; "tasks" moves that one thread: the
+         * kernel takes no cgroup_threadgroup_rwsem for it */
+        return write_each(l, "tasks", "0", "this process", err);
 }
 
 pid_t cg_fork_into(const struct cg_location *l, bool *placed, struct cb_error *err)

@@ -64,6 +64,20 @@ static const char *late_body(void *data, size_t *len)
         return LATE_BODY;
 }
 
+/* a non-blocking listener on a free loopback port; its URL in server */
+static int listen_loopback(int backlog, char *server, size_t size)
+{
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t al = sizeof(a);
+        ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+        ck_assert_int_eq(listen(fd, backlog), 0);
+        ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &al), 0);
+        snprintf(server, size, "http://127.0.0.1:%d", ntohs(a.sin_port));
+        return fd;
+}
+
 static void on_accept(struct ag_io *io, int lfd, uint32_t events, void *data)
 {
         struct t *t = data;
@@ -296,15 +310,8 @@ START_TEST(test_inflight_places)
         static struct t t; /* large; one per forked test */
         memset(&t, 0, sizeof(t));
         struct cb_error err = {0};
-        t.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(t.lfd, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t al = sizeof(a);
-        ck_assert_int_eq(bind(t.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-        ck_assert_int_eq(listen(t.lfd, 512), 0);
-        ck_assert_int_eq(getsockname(t.lfd, (struct sockaddr *)&a, &al), 0);
         char server[64];
-        snprintf(server, sizeof(server), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        t.lfd = listen_loopback(512, server, sizeof(server));
         t.kc.server = server;
 
         ck_assert_int_eq(ag_loop_new(&t.loop, &err), 0);
@@ -394,15 +401,8 @@ START_TEST(test_body_larger_than_send_buffer)
         struct cb_error err = {0};
         b.got = calloc(1, 2 * BIG_BODY);
         ck_assert_ptr_nonnull(b.got);
-        b.lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        ck_assert_int_ge(b.lfd, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-        socklen_t al = sizeof(a);
-        ck_assert_int_eq(bind(b.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-        ck_assert_int_eq(listen(b.lfd, 8), 0);
-        ck_assert_int_eq(getsockname(b.lfd, (struct sockaddr *)&a, &al), 0);
         char server[64];
-        snprintf(server, sizeof(server), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        b.lfd = listen_loopback(8, server, sizeof(server));
         struct ag_kubeconfig kc = {.server = server};
         struct ag_api *api = NULL;
         ck_assert_int_eq(ag_loop_new(&b.loop, &err), 0);

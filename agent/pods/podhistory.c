@@ -212,7 +212,16 @@ static void add_step(struct ag_podhist *h, struct hpod *p, const char *step, int
                 p->steps = g;
                 p->cap_steps = cap;
         }
-        struct hstep *s = &p->steps[p->n_steps++];
+        /* In time order: a step stamped earlier than one already here (the
+         * sandbox's, recorded when the sandbox is done, after the Pending
+         * status was acknowledged) goes before it, as in the worker's own
+         * list (ag_pod_worker_mark_at). */
+        size_t i = p->n_steps;
+        while (i > 0 && p->steps[i - 1].mono > mono)
+                i--;
+        memmove(&p->steps[i + 1], &p->steps[i], (p->n_steps - i) * sizeof(p->steps[0]));
+        p->n_steps++;
+        struct hstep *s = &p->steps[i];
         snprintf(s->name, sizeof(s->name), "%s", step);
         s->mono = mono;
         s->wall = wall_now() - (mono_now() - mono);

@@ -556,6 +556,11 @@ START_TEST(test_history)
         ck_assert_int_eq(s.pods, 1);
         ck_assert_int_eq(s.steps, 2);
         ck_assert_ptr_nonnull(strstr(s.last, "\"step\":\"phase:Pending\",\"offsetUs\":30"));
+        /* recorded late with an earlier stamp (the sandbox's steps): in
+         * time order all the same */
+        ag_podhist_step(h, "u1", "statusDelivered:Pending", 50);
+        ag_podhist_step(h, "u1", "sandboxNamespaces", 40);
+        ck_assert_int_eq(s.steps, 4);
         /* Statuses: the first a diff against nothing, then only what changed,
          * a resend said so; the answer recorded. */
         ag_podhist_status_sent(h, "u1",
@@ -581,6 +586,16 @@ START_TEST(test_history)
         cJSON *doc = ag_podhist_json(h);
         const cJSON *p = pod_of(doc, "u1");
         ck_assert_ptr_nonnull(p);
+        const cJSON *steps = cJSON_GetObjectItem(p, "timeline");
+        ck_assert_int_eq(cJSON_GetArraySize(steps), 4);
+        static const char *const order[] = {"workerStarted", "phase:Pending", "sandboxNamespaces",
+                                            "statusDelivered:Pending"};
+        static const double offs[] = {0, 30, 40, 50};
+        for (int i = 0; i < 4; i++) {
+                const cJSON *st = cJSON_GetArrayItem(steps, i);
+                ck_assert_str_eq(cJSON_GetObjectItem(st, "step")->valuestring, order[i]);
+                ck_assert_double_eq(cJSON_GetObjectItem(st, "offsetUs")->valuedouble, offs[i]);
+        }
         const cJSON *hist = cJSON_GetObjectItem(p, "history");
         ck_assert_int_eq(cJSON_GetArraySize(hist), 6);
         char *d0 = lines(cJSON_GetObjectItem(cJSON_GetArrayItem(hist, 0), "diff"));

@@ -276,6 +276,9 @@ struct sandbox_job {
         struct k8s_dns_node dns;
         struct k8s_pod_dns dns_out; /* its warnings become events on the loop */
         struct rt_sandbox_config cfg;
+        bool make_cgroup;        /* the pod cgroup (cfg.cgroup_parent) is made first */
+        struct cg_limits limits; /* its limits */
+        bool cgroup_made;        /* it was: the worker's cgroup_created */
         int rc;
         struct cb_error err;
         struct rt_sandbox sandbox;

@@ -1206,6 +1206,17 @@ static int pod_resolv_conf(struct sandbox_job *j)
 static void sandbox_work(void *data)
 {
         struct sandbox_job *j = data;
+        /* The pod cgroup before the namespaces: a shareProcessNamespace
+         * pod's pause process goes into it. Made here, off the loop: its
+         * mkdirs and limit writes are a dozen syscalls per hierarchy. */
+        if (j->make_cgroup) {
+                if (cg_create(j->cfg.cgroup_parent, &j->limits, &j->err) < 0) {
+                        cb_error_prefix(&j->err, "cgroup %s", j->cfg.cgroup_parent);
+                        j->rc = -1;
+                        return;
+                }
+                j->cgroup_made = true;
+        }
         if (pod_resolv_conf(j) < 0) {
                 j->rc = -1;
                 return;
@@ -1231,6 +1242,8 @@ static void sandbox_done(void *data, bool cancelled)
                 return;
         }
         w->sandbox_job = NULL;
+        if (j->cgroup_made)
+                w->cgroup_created = true; /* also when the rest failed: the teardown removes it */
         if (cancelled) {
                 sandbox_job_free(j);
                 return;
@@ -1327,16 +1340,6 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
                 return -1;
         }
         w->net_waiting = false;
-        if (!w->cgroup_created) {
-                if (cg_create(w->pod_cgroup, &w->plan.limits, &err) < 0) {
-                        pw_emit_event(w, NULL, "Warning", "FailedCreatePodSandBox",
-                                      "Failed to create pod sandbox: cgroup %s: %s", w->pod_cgroup,
-                                      err.msg);
-                        ag_timer_arm(w->sandbox_timer, SANDBOX_RETRY_MS);
-                        return -1;
-                }
-                w->cgroup_created = true;
-        }
         struct sandbox_job *j = calloc(1, sizeof(*j));
         if (j == NULL)
                 return -1;
@@ -1410,6 +1413,9 @@ int pw_ensure_sandbox(struct ag_pod_worker *w)
             .pause_path = cb_arena_strdup(a, w->env->monitor_path),
         };
         snprintf(j->cfg.id, sizeof(j->cfg.id), "%s", p->meta.uid);
+        /* the pod cgroup is made by the job, first, when no attempt made it */
+        j->make_cgroup = !w->cgroup_created;
+        j->limits = w->plan.limits;
         j->pod = k8s_pod_ref(p);
         j->resolv_path = w->env->resolv_conf ? cb_arena_strdup(a, w->env->resolv_conf) : NULL;
         /* The env outlives every job (jobs finish before the agent's env goes). */

@@ -201,6 +201,26 @@ START_TEST(test_create_files)
 }
 END_TEST
 
+/* A limit the kernel refuses (a CFS period over its 1 s maximum) fails the
+ * create with an error that names the file, the value and the cgroup. */
+START_TEST(test_create_refused)
+{
+        struct cb_error err = {0};
+        char pod[256];
+        sub(pod, sizeof(pod), "kubepods/burstable/pod-refused");
+        struct cg_limits bad = burstable;
+        bad.cpu_period_us = 2000000;
+        ck_assert_int_eq(cg_create(pod, &bad, &err), -1);
+        const char *file = cg_current_mode() == CG_MODE_UNIFIED ? "cpu.max" : "cpu.cfs_period_us";
+        ck_assert_msg(strstr(err.msg, file) && strstr(err.msg, "2000000") &&
+                          strstr(err.msg, "pod-refused"),
+                      "%s", err.msg);
+        ck_assert_int_eq(err.code, EINVAL);
+        ck_ok(cg_destroy(pod, &err), &err, "cg_destroy");
+        assert_present(pod, false);
+}
+END_TEST
+
 static void spin_then_wait(int out)
 {
         /* burn 30 ms of CPU, say so, then wait to be killed */
@@ -606,6 +626,7 @@ int main(void)
         tcase_add_unchecked_fixture(tc, setup, teardown);
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, test_create_files);
+        tcase_add_test(tc, test_create_refused);
         tcase_add_test(tc, test_attach_stats_kill_destroy);
         tcase_add_test(tc, test_fork_into);
         tcase_add_test(tc, test_oom_kill);

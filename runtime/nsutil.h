@@ -31,9 +31,9 @@ int rt_ns_release_private_dir(const char *dir, struct cb_error *err);
  * On failure nothing stays pinned. */
 int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct cb_error *err);
 
-/* Unmounts a pin and removes the file; ENOENT and "not mounted" are fine. */
 /* Pins /proc/<pid>/ns/<name> at <ns_dir>/<name>. */
 int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err);
+/* Unmounts a pin and removes the file; ENOENT and "not mounted" are fine. */
 int rt_ns_unpin(const char *path, struct cb_error *err);
 
 /* True when path is a mounted namespace file (nsfs). */

@@ -401,7 +401,7 @@ static int mkdir_below(char *dir, size_t skip, struct cb_error *err)
  * does. Made here rather than through libcgroup: libcgroup 2.0.2 reads and
  * parses the whole of /proc/mounts once per controller of every create
  * (5 reads on v1), and the node's mount table grows with its pods (the
- * namespace pins): 0.27 ms a read at 110 pods, ~3 ms of every start. The
+ * namespace pins): 0.054 ms a read with 22 mounts, 0.27 ms with 353. The
  * mount points are the ones libcgroup found at cg_init.
  */
 static int create_in(const char *p, const struct cg_file *files, size_t nfiles,

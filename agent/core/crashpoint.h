@@ -18,6 +18,9 @@
  *                         loop), a retired instance removed: for a restart
  *                         (podworker.c:restart_or_backoff) the exited one,
  *                         the next one's start queued beside it
+ *   pod-cgroup-made       agent/pods/worker_jobs.c:sandbox_work (off the
+ *                         loop), the pod cgroup made, before the worker
+ *                         knows it (w->cgroup_created, saved in worker.json)
  */
 
 #define AG_CRASHPOINT_ENV "CUBELET_TEST_CRASH_AT"

@@ -1216,6 +1216,7 @@ static void sandbox_work(void *data)
                         return;
                 }
                 j->cgroup_made = true;
+                ag_crash_point("pod-cgroup-made");
         }
         if (pod_resolv_conf(j) < 0) {
                 j->rc = -1;

@@ -288,7 +288,6 @@ void pw_adopt(struct ag_pod_worker *w)
 struct teardown_job {
         struct ag_pod_worker *w; /* NULL once the worker is gone */
         char *root_dir, *uid, *pod_cgroup;
-        bool cgroup_created;
         /* the containers' current instances and their retired ones */
         size_t n;
         char (*ids)[RT_ID_MAX];
@@ -346,7 +345,12 @@ static void teardown_work(void *data)
                 j->sandbox_failed = true;
                 teardown_error(j, "error tearing down the pod sandbox", err.msg);
         }
-        if (j->cgroup_created && cg_destroy(j->pod_cgroup, &err) < 0) {
+        /* Always, not only when the worker knows it made the cgroup: the
+         * flag reaches worker.json at the worker's next save, so an agent
+         * stopped in between (crash point pod-cgroup-made) restarts with a
+         * worker that says "no cgroup" for a cgroup that is there. A
+         * cgroup that is not there is nothing to do (cg_destroy: 0). */
+        if (cg_destroy(j->pod_cgroup, &err) < 0) {
                 j->cgroup_failed = true;
                 teardown_error(j, "error removing the pod cgroup", err.msg);
         }
@@ -401,7 +405,6 @@ static void teardown_done(void *data, bool cancelled)
                          * KillPodSandbox fails: the sandbox (CNI DEL, its IP)
                          * and the cgroup are tried again with backoff
                          * (1 s doubling to 32 s), nothing of them leaked. */
-                        w->cgroup_created = j->cgroup_failed;
                         unsigned n = w->teardown_retries < 5 ? w->teardown_retries : 5;
                         w->teardown_retries++;
                         ag_timer_arm(w->kick, 1000u << n);
@@ -435,7 +438,6 @@ int pw_teardown(struct ag_pod_worker *w)
                 j->root_dir = strdup(w->env->root_dir);
                 j->uid = strdup(w->pod->meta.uid);
                 j->pod_cgroup = strdup(w->pod_cgroup);
-                j->cgroup_created = w->cgroup_created;
                 j->ids = calloc(n + 1, sizeof(*j->ids));
                 j->names = calloc(n + 1, sizeof(*j->names));
                 j->term_paths = calloc(n + 1, sizeof(*j->term_paths));

@@ -9,6 +9,12 @@
 #                         (lastState 7, restartCount 1), not become a lost
 #                         container (137 ContainerStatusUnknown; seen once
 #                         by agent_kill under ASan).
+#   pod-cgroup-made       the sandbox job made the pod cgroup; the worker
+#                         does not know it yet (cgroupCreated reaches
+#                         worker.json at its next save). The pod deleted
+#                         while the agent is down: the restarted agent's
+#                         teardown must remove that cgroup all the same
+#                         (it skipped it, and nothing else swept it).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup crashpt
@@ -35,5 +41,29 @@ converge 25 && check_invariants "restart-old-removed, converged in ${converged_i
 drain_all "after the crash point"
 kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
 stop_agent 15
-pass "agent killed at the crash point restart-old-removed; $violations invariant violations"
+
+CUBELET_TEST_CRASH_AT=pod-cgroup-made fault_agent
+node_ready 30
+rounds=2
+lc_pod cp2 svc
+poll 40 eval '! kill -0 "$agent_pid" 2>/dev/null' ||
+        die "the agent did not reach the crash point pod-cgroup-made within 40 s"
+wait "$agent_pid" 2>/dev/null
+agent_pid=""
+faults=$((faults + 1))
+grep -q 'crash point "pod-cgroup-made" reached' "$tmp/agent.log" ||
+        die "the agent died, but not at its crash point: $(tail -3 "$tmp/agent.log")"
+uid=$(k get pod cp2 -o jsonpath='{.metadata.uid}')
+cgs=" $(pod_cgroups | tr '\n' ' ')"
+[[ $cgs == *"/pod$uid "* ]] ||
+        die "killed at pod-cgroup-made, but the pod cgroup of $uid is not there: the crash point is not where it says"
+echo "     killed at pod-cgroup-made: the pod cgroup is there; worker.json says cgroupCreated=$(jq -r .cgroupCreated "$root/pods/$uid/worker.json" 2>/dev/null)"
+lc_delete cp2
+fault_agent
+inv_what="pod-cgroup-made, deleted while down"
+converge 25 && check_invariants "pod-cgroup-made, the pod deleted while the agent was down, converged in ${converged_in}s"
+drain_all "after the crash point pod-cgroup-made"
+kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
+stop_agent 15
+pass "agent killed at the crash points restart-old-removed and pod-cgroup-made; $violations invariant violations"
 fault_report

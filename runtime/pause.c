@@ -17,9 +17,17 @@
  * outside the namespace, binds it as the container's /proc, so the
  * container's first process is set up before it becomes visible to its
  * siblings (runtime/init.c; issue 15 item 2). P0 reports P's pid (as the
- * agent sees it) on fd 3 and exits; the agent checks P's start time, moves
- * it into the pod cgroup and pins its PID namespace at <sandbox>/ns/pid,
- * which containers join with setns().
+ * agent sees it) on fd 3 and exits; the agent checks P's start time and
+ * pins its PID namespace at <sandbox>/ns/pid, which containers join with
+ * setns().
+ *
+ * P is born in the pod cgroup (fd 5: its location, one line per
+ * directory after the version): on v2 P0 clones it into the cgroup
+ * (CLONE_INTO_CGROUP); on v1, P, single-threaded, moves itself before it
+ * does anything else (cg_join_self_at: "0" into each hierarchy's `tasks`).
+ * Neither waits for the RCU grace period that moving a process from outside
+ * (cgroup.procs) costs: 8-14 ms of every shareProcessNamespace pod's
+ * sandbox here (the agent attached it so before session 20).
  *
  * P is reachable from every container of the pod (/proc/1/...), some of
  * which may have CAP_SYS_PTRACE, so it holds nothing worth reaching (issue
@@ -54,7 +62,7 @@
 struct pause_report {
         int errnum; /* 0 = ok */
         int step;   /* 1 = unshare, 2 = fork, 3 = the empty root, 4 = P's confinement,
-                     * 5 = the pod's procfs */
+                     * 5 = the pod's procfs, 6 = the pod cgroup */
         pid_t pid;
 };
 
@@ -134,8 +142,9 @@ static int mount_procfs_on(int fd)
 }
 
 /* pid 1 of the pod's PID namespace; ready_fd tells P0 whether it is
- * confined ({errno, step}, errno 0 = yes). */
-static _Noreturn void pause_init(int ready_fd, int procfs_fd)
+ * confined ({errno, step}, errno 0 = yes). join: the cgroup it moves
+ * itself into first (not born there), or NULL. */
+static _Noreturn void pause_init(int ready_fd, int procfs_fd, const struct cg_location *join)
 {
         (void)prctl(PR_SET_NAME, "pause", 0, 0, 0);
         sigset_t set;
@@ -145,9 +154,12 @@ static _Noreturn void pause_init(int ready_fd, int procfs_fd)
         sigaddset(&set, SIGINT);
         sigprocmask(SIG_SETMASK, &set, NULL);
         int rep[2] = {0, 0};
+        struct cb_error err;
         /* still in the host's mount namespace, and alone in the new PID
-         * namespace: its procfs, for the containers' /proc */
-        if (procfs_fd >= 0 && mount_procfs_on(procfs_fd) < 0)
+         * namespace: its cgroup, then its procfs, for the containers' /proc */
+        if (join != NULL && cg_join_self_at(join, &err) < 0)
+                rep[0] = err.code != 0 ? err.code : EIO, rep[1] = 6;
+        else if (procfs_fd >= 0 && mount_procfs_on(procfs_fd) < 0)
                 rep[0] = errno, rep[1] = 5;
         else if (unshare(CLONE_NEWNS) < 0)
                 rep[0] = errno, rep[1] = 1;
@@ -173,6 +185,33 @@ static _Noreturn void pause_init(int ready_fd, int procfs_fd)
         }
 }
 
+/* fd 5: the cgroup's location as rt_pause_start writes it: the version,
+ * then one directory per line. */
+static int read_location(int fd, struct cg_location *l)
+{
+        char buf[CG_LOC_MAX_DIRS * CG_LOC_DIR_MAX + 16];
+        ssize_t n;
+        do
+                n = pread(fd, buf, sizeof(buf) - 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        *l = (struct cg_location){0};
+        char *save = NULL;
+        char *line = strtok_r(buf, "\n", &save);
+        if (line == NULL || (strcmp(line, "1") != 0 && strcmp(line, "2") != 0))
+                return -1;
+        l->version = line[0] - '0';
+        while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+                if (l->n_dirs == CG_LOC_MAX_DIRS || line[0] != '/' ||
+                    strlen(line) >= CG_LOC_DIR_MAX)
+                        return -1;
+                snprintf(l->dirs[l->n_dirs++], CG_LOC_DIR_MAX, "%s", line);
+        }
+        return l->n_dirs > 0 ? 0 : -1;
+}
+
 int rt_pause_main(int argc, char **argv)
 {
         if (argc != 2 || strcmp(argv[1], "3") != 0) {
@@ -182,10 +221,22 @@ int rt_pause_main(int argc, char **argv)
                 (void)n;
                 return 2;
         }
-        (void)rt_close_range(5, ~0U, 0);
-        /* fd 4, when given: the directory for the pod's procfs */
+        (void)rt_close_range(6, ~0U, 0);
+        /* fd 4, when given: the directory for the pod's procfs; fd 5: the
+         * pod cgroup's location */
         int procfs_fd = fcntl(4, F_GETFD) >= 0 ? 4 : -1;
         struct pause_report r = {0, 0, 0};
+        struct cg_location loc;
+        bool in_cgroup = fcntl(5, F_GETFD) >= 0;
+        if (in_cgroup) {
+                int bad = read_location(5, &loc);
+                close(5);
+                if (bad < 0) {
+                        r = (struct pause_report){EINVAL, 6, 0};
+                        write_report(3, &r);
+                        _exit(1);
+                }
+        }
         if (unshare(CLONE_NEWPID) < 0) {
                 r = (struct pause_report){errno, 1, 0};
                 write_report(3, &r);
@@ -197,15 +248,17 @@ int rt_pause_main(int argc, char **argv)
                 write_report(3, &r);
                 _exit(1);
         }
-        pid_t pid = fork();
+        struct cb_error err = {0};
+        bool placed = false;
+        pid_t pid = in_cgroup ? cg_fork_into(&loc, &placed, &err) : fork();
         if (pid < 0) {
-                r = (struct pause_report){errno, 2, 0};
+                r = (struct pause_report){in_cgroup ? err.code : errno, 2, 0};
                 write_report(3, &r);
                 _exit(1);
         }
         if (pid == 0) {
                 close(ready[0]);
-                pause_init(ready[1], procfs_fd);
+                pause_init(ready[1], procfs_fd, in_cgroup && !placed ? &loc : NULL);
         }
         close(ready[1]);
         int rep[2] = {EPIPE, 4};
@@ -254,10 +307,44 @@ int rt_pause_start(const char *exe, const char *cgroup, const char *procfs_dir, 
                 if ((hpfd = rt_high_fd(pfd, err)) < 0)
                         return -1;
         }
-        int fds[] = {hw, hpfd}; /* 3, 4 */
+        /* The cgroup P is born in: on cgroup v2 a cgroup with processes
+         * cannot hand controllers to children ("no internal processes"),
+         * so P goes to a leaf of its own, <pod>/pause (as the sandbox of
+         * containerd has one), which the pod cgroup's recursive removal
+         * takes with it. On v1 the pod cgroup itself. */
+        _cleanup_close_ int lfd = -1;
+        _cleanup_close_ int hlfd = -1;
+        if (cgroup != NULL && cgroup[0] != '\0') {
+                char leaf[512];
+                const char *at = cgroup;
+                if (cg_current_mode() == CG_MODE_UNIFIED) {
+                        if ((size_t)snprintf(leaf, sizeof(leaf), "%s/pause", cgroup) >=
+                            sizeof(leaf))
+                                return cb_error_set(err, ENAMETOOLONG, "cgroup %s: too long",
+                                                    cgroup);
+                        if (cg_create(leaf, NULL, err) < 0)
+                                return cb_error_prefix(err, "the pause process");
+                        at = leaf;
+                }
+                struct cg_location loc;
+                if (cg_locate(at, &loc, err) < 0)
+                        return cb_error_prefix(err, "the pause process");
+                char text[CG_LOC_MAX_DIRS * CG_LOC_DIR_MAX + 16];
+                size_t off = (size_t)snprintf(text, sizeof(text), "%d\n", loc.version);
+                for (size_t i = 0; i < loc.n_dirs && off < sizeof(text); i++)
+                        off +=
+                            (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", loc.dirs[i]);
+                if (off >= sizeof(text))
+                        return cb_error_set(err, ENAMETOOLONG, "cgroup %s: too long", at);
+                if ((lfd = rt_memfd_with("cubelet-pause-cgroup", text, err)) < 0 ||
+                    (hlfd = rt_high_fd(lfd, err)) < 0)
+                        return cb_error_prefix(err, "the pause process");
+        }
+        /* always three slots, so the mode's own copy of the binary is fd 6 */
+        int fds[] = {hw, hpfd, hlfd}; /* 3, 4, 5 */
         char *argv[] = {"/pause", "__pause", "3", NULL};
         pid_t p0;
-        if (rt_spawn_self(exe, argv, fds, hpfd >= 0 ? 2 : 1, &p0, err) < 0)
+        if (rt_spawn_self(exe, argv, fds, 3, &p0, err) < 0)
                 return cb_error_prefix(err, "the pause process");
         cb_closep(&hw);
         hw = -1;
@@ -278,32 +365,11 @@ int rt_pause_start(const char *exe, const char *cgroup, const char *procfs_dir, 
                                     : r.step == 3 ? "make its empty root"
                                     : r.step == 4 ? "confine itself"
                                     : r.step == 5 ? "mount the pod's procfs"
+                                    : r.step == 6 ? "join the pod cgroup"
                                                   : "fork its init");
         uint64_t start = 0;
         if (rt_proc_start_time(r.pid, &start, err) < 0)
                 return cb_error_prefix(err, "the pause process");
-        if (cgroup != NULL && cgroup[0] != '\0') {
-                /* On cgroup v2 a cgroup with processes cannot hand
-                 * controllers to children ("no internal processes"): P
-                 * goes to a leaf of its own, <pod>/pause (as the sandbox
-                 * of containerd has one), which the pod cgroup's recursive
-                 * removal takes with it. On v1 the pod cgroup itself. */
-                char leaf[512];
-                const char *at = cgroup;
-                int rc = 0;
-                if (cg_current_mode() == CG_MODE_UNIFIED) {
-                        if ((size_t)snprintf(leaf, sizeof(leaf), "%s/pause", cgroup) >=
-                            sizeof(leaf))
-                                rc = cb_error_set(err, ENAMETOOLONG, "cgroup %s: too long", cgroup);
-                        else
-                                rc = cg_create(leaf, NULL, err);
-                        at = leaf;
-                }
-                if (rc < 0 || cg_attach(at, r.pid, err) < 0) {
-                        rt_pause_stop(r.pid, start, NULL);
-                        return cb_error_prefix(err, "the pause process");
-                }
-        }
         *ret_pid = r.pid;
         *ret_start = start;
         return 0;

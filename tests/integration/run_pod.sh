@@ -378,7 +378,7 @@ spec:
     image: busybox:1.36
     # Sees the other container's process and signals it; is not pid 1.
     command: [sh, -c]
-    args: ['for i in $(seq 50); do for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && p=$${d#/proc/}; done; [ -n "$p" ] && break; sleep 0.1; done; echo "self=$$$$ peer=$p init=$(tr "\0" " " </proc/1/cmdline)"; [ -n "$p" ] && kill -TERM "$p" && echo signalled']
+    args: ['for i in $(seq 50); do for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = sleep ] && p=$${d#/proc/}; done; [ -n "$p" ] && break; sleep 0.1; done; echo "self=$$$$ peer=$p init=$(tr "\0" " " </proc/1/cmdline)"; echo "cgroups init=$(sed -n "s/^[0-9]*:memory://p" /proc/1/cgroup) self=$(sed -n "s/^[0-9]*:memory://p" /proc/self/cgroup)"; [ -n "$p" ] && kill -TERM "$p" && echo signalled']
 EOF
 run shared
 [ $rc -eq 1 ] || fail "shared: exit $rc, want 1 (server ends by SIGTERM from peek: Failed)"
@@ -387,6 +387,12 @@ grep -qE 'stdout F self=[0-9]+ peer=[0-9]+ init=/pause __pause 3 ?$' <<<"$slog" 
 self_pid=$(sed -n 's/.*self=\([0-9]*\).*/\1/p' <<<"$slog")
 [ -n "$self_pid" ] && [ "$self_pid" != 1 ] || fail "shared: peek is pid ${self_pid:-?}, want not 1"
 grep -q 'stdout F signalled' <<<"$slog" || fail "shared: peek could not signal the server"
+# the pause process is born in the pod cgroup (runtime/pause.c), the
+# container in its own cgroup below it
+pcg=$(sed -n 's/.*stdout F cgroups init=\([^ ]*\) self=.*/\1/p' <<<"$slog")
+scg=$(sed -n 's/.*stdout F cgroups init=[^ ]* self=\(.*\)$/\1/p' <<<"$slog")
+[[ $pcg == "/$cgroot/kubepods/"*/pod* && $scg == "$pcg/"* ]] ||
+  fail "shared: the pause process in memory cgroup '$pcg', peek in '$scg': want the pod cgroup under /$cgroot/kubepods, peek below it"
 expect_last shared '.status.containerStatuses[] | select(.name=="server") | .state.terminated.exitCode' 143
 [ -z "$(ls "$root/sandboxes" 2>/dev/null)" ] || fail "shared: sandbox left"
 echo "ok   shareProcessNamespace: peek (pid $self_pid) saw and signalled server; pid 1 is the pause process"

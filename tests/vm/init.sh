@@ -229,6 +229,10 @@ stage_pod() {
         *) fail "reader's log does not show /proc/self/cgroup $want: $(echo "$log" | tr '\n' '|')" ;;
       esac
       case $log in
+        *"init: 0::/cubelet-vm/kubepods/burstable/pod$uid/pause"*) echo "CUBELET-POD-CHECK: ok the pause process (pid 1) was born in pod$uid/pause" ;;
+        *) fail "the pause process is not in pod$uid/pause: $(echo "$log" | tr '\n' '|')" ;;
+      esac
+      case $log in
         *"exec probe: $want"*) echo "CUBELET-POD-CHECK: ok the exec probe's command ran in $want" ;;
         *) fail "the exec probe's command did not run in $want: $(echo "$log" | tr '\n' '|')" ;;
       esac

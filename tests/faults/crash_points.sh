@@ -18,6 +18,29 @@
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib/faults.sh"
 fault_setup crashpt
+# killed_at POINT POD: waits for the agent (started with the point) to
+# kill itself there, after POD was created; sets $uid (POD's).
+killed_at() {
+        poll 40 eval '! kill -0 "$agent_pid" 2>/dev/null' ||
+                die "the agent did not reach the crash point $1 within 40 s"
+        wait "$agent_pid" 2>/dev/null
+        agent_pid=""
+        faults=$((faults + 1))
+        grep -q "crash point \"$1\" reached" "$tmp/agent.log" ||
+                die "the agent died, but not at its crash point $1: $(tail -3 "$tmp/agent.log")"
+        uid=$(k get pod "$2" -o jsonpath='{.metadata.uid}')
+}
+# after_restart POINT WHAT: the agent again (no crash point), converged,
+# the invariants, then every pod drained.
+after_restart() {
+        fault_agent
+        inv_what=$1
+        converge 25 && check_invariants "$2, converged in ${converged_in}s"
+        drain_all "after the crash point $1"
+        kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
+        stop_agent 15
+}
+
 CUBELET_TEST_CRASH_AT=restart-old-removed fault_agent
 node_ready 30
 grep -q 'test hook CUBELET_TEST_CRASH_AT is set' "$tmp/agent.log" ||
@@ -26,44 +49,20 @@ baseline
 
 rounds=1
 lc_pod cp1 onfail 1
-poll 40 eval '! kill -0 "$agent_pid" 2>/dev/null' ||
-        die "the agent did not reach the crash point restart-old-removed within 40 s"
-wait "$agent_pid" 2>/dev/null
-agent_pid=""
-faults=$((faults + 1))
-grep -q 'crash point "restart-old-removed" reached' "$tmp/agent.log" ||
-        die "the agent died, but not at its crash point: $(tail -3 "$tmp/agent.log")"
-uid=$(k get pod cp1 -o jsonpath='{.metadata.uid}')
+killed_at restart-old-removed cp1
 echo "     killed at restart-old-removed: worker.json says $(jq -c '[.containers[] | {id, restartCount, term: .term.exitCode, lastState: .lastState.exitCode}]' "$root/pods/$uid/worker.json" 2>/dev/null); $(ls "$root/containers" 2>/dev/null | wc -l) runtime containers"
-fault_agent
-inv_what="restart-old-removed"
-converge 25 && check_invariants "restart-old-removed, converged in ${converged_in}s"
-drain_all "after the crash point"
-kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
-stop_agent 15
+after_restart restart-old-removed restart-old-removed
 
 CUBELET_TEST_CRASH_AT=pod-cgroup-made fault_agent
 node_ready 30
 rounds=2
 lc_pod cp2 svc
-poll 40 eval '! kill -0 "$agent_pid" 2>/dev/null' ||
-        die "the agent did not reach the crash point pod-cgroup-made within 40 s"
-wait "$agent_pid" 2>/dev/null
-agent_pid=""
-faults=$((faults + 1))
-grep -q 'crash point "pod-cgroup-made" reached' "$tmp/agent.log" ||
-        die "the agent died, but not at its crash point: $(tail -3 "$tmp/agent.log")"
-uid=$(k get pod cp2 -o jsonpath='{.metadata.uid}')
+killed_at pod-cgroup-made cp2
 cgs=" $(pod_cgroups | tr '\n' ' ')"
 [[ $cgs == *"/pod$uid "* ]] ||
         die "killed at pod-cgroup-made, but the pod cgroup of $uid is not there: the crash point is not where it says"
 echo "     killed at pod-cgroup-made: the pod cgroup is there; worker.json says cgroupCreated=$(jq -r .cgroupCreated "$root/pods/$uid/worker.json" 2>/dev/null)"
 lc_delete cp2
-fault_agent
-inv_what="pod-cgroup-made, deleted while down"
-converge 25 && check_invariants "pod-cgroup-made, the pod deleted while the agent was down, converged in ${converged_in}s"
-drain_all "after the crash point pod-cgroup-made"
-kill -0 "$agent_pid" 2>/dev/null || fail "the agent died"
-stop_agent 15
+after_restart pod-cgroup-made "pod-cgroup-made, the pod deleted while the agent was down"
 pass "agent killed at the crash points restart-old-removed and pod-cgroup-made; $violations invariant violations"
 fault_report

@@ -226,7 +226,12 @@ poll 30 eval '[ "$(pj looper "{.status.containerStatuses[0].restartCount}")" -ge
         fail "looper: did not restart 3 times in 30 s"
 sleep 3 # a collection after the last restart
 inst=$(instances looper looper | tr '\n' ' ')
-[ "$(instances looper looper | wc -l)" -le 3 ] || fail "looper: instances '$inst' with the periodic collector"
+# A pass keeps the running instance and the newest dead one. The looper
+# restarts every ~1.1 s and the collector runs every 2 s, so up to two
+# more can be made between passes (4 was seen once, under ASan). Without
+# the periodic collector the instances grow by one a restart: 5 and more
+# here (at least 2 kept, then 3 restarts).
+[ "$(instances looper looper | wc -l)" -le 4 ] || fail "looper: instances '$inst' with the periodic collector"
 prev=$(previous)
 [[ "$prev" =~ ^run\ [0-9]+$ ]] || fail "logs --previous: '$prev'"
 dlog | qgrep "Container garbage collection failed" && fail "a collection failed"

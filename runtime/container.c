@@ -151,6 +151,35 @@ static void add_str(cJSON *o, const char *k, const char *v)
                 cJSON_AddStringToObject(o, k, v);
 }
 
+cJSON *rt_cg_location_to_json(const struct cg_location *l)
+{
+        cJSON *cl = cJSON_CreateObject();
+        if (cl == NULL)
+                return NULL;
+        cJSON_AddNumberToObject(cl, "version", l->version);
+        cJSON *dirs = cJSON_AddArrayToObject(cl, "dirs");
+        for (size_t i = 0; dirs != NULL && i < l->n_dirs; i++)
+                cJSON_AddItemToArray(dirs, cJSON_CreateString(l->dirs[i]));
+        cJSON_AddStringToObject(cl, "memoryDir", l->memory_dir);
+        return cl;
+}
+
+void rt_cg_location_from_json(const cJSON *cl, struct cg_location *l)
+{
+        *l = (struct cg_location){0};
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(cl, "version");
+        l->version = cJSON_IsNumber(v) ? (int)v->valuedouble : 0;
+        const cJSON *d;
+        cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cl, "dirs"))
+        {
+                if (cJSON_IsString(d) && l->n_dirs < CG_LOC_MAX_DIRS)
+                        snprintf(l->dirs[l->n_dirs++], CG_LOC_DIR_MAX, "%s", d->valuestring);
+        }
+        const cJSON *md = cJSON_GetObjectItemCaseSensitive(cl, "memoryDir");
+        if (cJSON_IsString(md))
+                snprintf(l->memory_dir, CG_LOC_DIR_MAX, "%s", md->valuestring);
+}
+
 int rt_config_to_json(const struct rt_container_config *c, char **ret_json, struct cb_error *err)
 {
         _cleanup_cjson_ cJSON *o = cJSON_CreateObject();
@@ -213,12 +242,7 @@ int rt_config_to_json(const struct rt_container_config *c, char **ret_json, stru
         cJSON_AddBoolToObject(o, "stdinOnce", c->stdin_once);
         cJSON_AddBoolToObject(o, "tty", c->tty);
         if (c->cg_loc != NULL) {
-                cJSON *cl = cJSON_AddObjectToObject(o, "cgroupLocation");
-                cJSON_AddNumberToObject(cl, "version", c->cg_loc->version);
-                cJSON *dirs = cJSON_AddArrayToObject(cl, "dirs");
-                for (size_t i = 0; i < c->cg_loc->n_dirs; i++)
-                        cJSON_AddItemToArray(dirs, cJSON_CreateString(c->cg_loc->dirs[i]));
-                cJSON_AddStringToObject(cl, "memoryDir", c->cg_loc->memory_dir);
+                cJSON_AddItemToObject(o, "cgroupLocation", rt_cg_location_to_json(c->cg_loc));
                 cJSON_AddNumberToObject(o, "oomBefore", (double)c->oom_before);
         }
         char *s = cJSON_PrintUnformatted(o);
@@ -363,17 +387,7 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
                 struct cg_location *loc = cb_arena_calloc(a, 1, sizeof(*loc));
                 if (loc == NULL)
                         return cb_error_set(err, ENOMEM, "container config: out of memory");
-                loc->version = (int)jnum(cl, "version");
-                const cJSON *d;
-                cJSON_ArrayForEach(d, cJSON_GetObjectItemCaseSensitive(cl, "dirs"))
-                {
-                        if (cJSON_IsString(d) && loc->n_dirs < CG_LOC_MAX_DIRS)
-                                snprintf(loc->dirs[loc->n_dirs++], CG_LOC_DIR_MAX, "%s",
-                                         d->valuestring);
-                }
-                const cJSON *md = cJSON_GetObjectItemCaseSensitive(cl, "memoryDir");
-                if (cJSON_IsString(md))
-                        snprintf(loc->memory_dir, CG_LOC_DIR_MAX, "%s", md->valuestring);
+                rt_cg_location_from_json(cl, loc);
                 c.cg_loc = loc;
                 c.oom_before = (uint64_t)jnum(o, "oomBefore");
         }

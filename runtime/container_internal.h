@@ -10,6 +10,8 @@
 #include <sys/types.h>
 #include <sys/un.h>
 
+#include <cjson/cJSON.h>
+
 #include "lib/error.h"
 #include "runtime/container.h"
 #include "runtime/sync.h"
@@ -124,6 +126,11 @@ void rt_reset_signals(void);
 /* runtime/container.c: a memfd (MFD_CLOEXEC) holding data, and
  * a close-on-exec duplicate of fd numbered 10 or above. */
 int rt_memfd_with(const char *name, const char *data, struct cb_error *err);
+/* A cgroup location (cgroups/cgroup.h: cg_locate) as the JSON object the
+ * monitor's config carries, and back (missing fields stay empty): how a
+ * runtime mode gets it from the agent (the monitor, the pause process). */
+cJSON *rt_cg_location_to_json(const struct cg_location *l);
+void rt_cg_location_from_json(const cJSON *o, struct cg_location *l);
 int rt_high_fd(int fd, struct cb_error *err);
 /* A sealed memfd copy of the binary exe, made once and cached (do not close
  * it): what the hidden modes are executed from (runtime/container.c). */

@@ -21,8 +21,8 @@
  * pins its PID namespace at <sandbox>/ns/pid, which containers join with
  * setns().
  *
- * P is born in the pod cgroup (fd 5: its location, one line per
- * directory after the version): on v2 P0 clones it into the cgroup
+ * P is born in the pod cgroup (fd 5: its location, the JSON of
+ * rt_cg_location_to_json): on v2 P0 clones it into the cgroup
  * (CLONE_INTO_CGROUP); on v1, P, single-threaded, moves itself before it
  * does anything else (cg_join_self_at: "0" into each hierarchy's `tasks`).
  * Neither waits for the RCU grace period that moving a process from outside
@@ -185,11 +185,11 @@ static _Noreturn void pause_init(int ready_fd, int procfs_fd, const struct cg_lo
         }
 }
 
-/* fd 5: the cgroup's location as rt_pause_start writes it: the version,
- * then one directory per line. */
+/* fd 5: the cgroup's location as rt_pause_start writes it (the JSON of
+ * rt_cg_location_to_json). */
 static int read_location(int fd, struct cg_location *l)
 {
-        char buf[CG_LOC_MAX_DIRS * CG_LOC_DIR_MAX + 16];
+        char buf[(CG_LOC_MAX_DIRS + 1) * (CG_LOC_DIR_MAX + 8) + 256];
         ssize_t n;
         do
                 n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -197,19 +197,11 @@ static int read_location(int fd, struct cg_location *l)
         if (n <= 0)
                 return -1;
         buf[n] = '\0';
-        *l = (struct cg_location){0};
-        char *save = NULL;
-        char *line = strtok_r(buf, "\n", &save);
-        if (line == NULL || (strcmp(line, "1") != 0 && strcmp(line, "2") != 0))
+        _cleanup_cjson_ cJSON *o = cJSON_Parse(buf);
+        if (!cJSON_IsObject(o))
                 return -1;
-        l->version = line[0] - '0';
-        while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
-                if (l->n_dirs == CG_LOC_MAX_DIRS || line[0] != '/' ||
-                    strlen(line) >= CG_LOC_DIR_MAX)
-                        return -1;
-                snprintf(l->dirs[l->n_dirs++], CG_LOC_DIR_MAX, "%s", line);
-        }
-        return l->n_dirs > 0 ? 0 : -1;
+        rt_cg_location_from_json(o, l);
+        return (l->version == 1 || l->version == 2) && l->n_dirs > 0 ? 0 : -1;
 }
 
 int rt_pause_main(int argc, char **argv)
@@ -329,13 +321,10 @@ int rt_pause_start(const char *exe, const char *cgroup, const char *procfs_dir, 
                 struct cg_location loc;
                 if (cg_locate(at, &loc, err) < 0)
                         return cb_error_prefix(err, "the pause process");
-                char text[CG_LOC_MAX_DIRS * CG_LOC_DIR_MAX + 16];
-                size_t off = (size_t)snprintf(text, sizeof(text), "%d\n", loc.version);
-                for (size_t i = 0; i < loc.n_dirs && off < sizeof(text); i++)
-                        off +=
-                            (size_t)snprintf(text + off, sizeof(text) - off, "%s\n", loc.dirs[i]);
-                if (off >= sizeof(text))
-                        return cb_error_set(err, ENAMETOOLONG, "cgroup %s: too long", at);
+                _cleanup_cjson_ cJSON *o = rt_cg_location_to_json(&loc);
+                _cleanup_free_ char *text = o != NULL ? cJSON_PrintUnformatted(o) : NULL;
+                if (text == NULL)
+                        return cb_error_set(err, ENOMEM, "the pause process: out of memory");
                 if ((lfd = rt_memfd_with("cubelet-pause-cgroup", text, err)) < 0 ||
                     (hlfd = rt_high_fd(lfd, err)) < 0)
                         return cb_error_prefix(err, "the pause process");

@@ -196,6 +196,7 @@ int rt_config_to_json(const struct rt_container_config *c, char **ret_json, stru
                 add_str(sb, "netns", s->netns_path);
                 add_str(sb, "ipcns", s->ipcns_path);
                 add_str(sb, "utsns", s->utsns_path);
+                add_str(sb, "pinsMntns", s->pins_mntns);
                 add_str(sb, "pidns", s->pidns_path);
                 add_str(sb, "procfs", s->procfs_path);
                 cJSON_AddBoolToObject(sb, "hostPid", s->host_pid);
@@ -321,6 +322,7 @@ int rt_config_from_json(struct cb_arena *a, const char *json, struct rt_containe
                          {"netns", s->netns_path, sizeof(s->netns_path)},
                          {"ipcns", s->ipcns_path, sizeof(s->ipcns_path)},
                          {"utsns", s->utsns_path, sizeof(s->utsns_path)},
+                         {"pinsMntns", s->pins_mntns, sizeof(s->pins_mntns)},
                          {"pidns", s->pidns_path, sizeof(s->pidns_path)},
                          {"procfs", s->procfs_path, sizeof(s->procfs_path)}};
                 for (size_t i = 0; i < CB_ARRAY_SIZE(f); i++) {

@@ -22,6 +22,7 @@
 #include "lib/cleanup.h"
 #include "runtime/container.h"
 #include "runtime/container_internal.h"
+#include "runtime/nsutil.h"
 #include "runtime/sync.h"
 #include "runtime/syscalls.h"
 
@@ -31,7 +32,33 @@ __attribute__((noreturn)) static void die(int sync_fd, const struct cb_error *er
         _exit(1);
 }
 
-static int join_namespaces(const struct rt_container_config *c, struct cb_error *err)
+/* The sandbox's pins, opened: net from the host's mount table, IPC, UTS
+ * and PID from the pin space (in the host's too for a sandbox made before
+ * it); -1 for a namespace the pod does not have of its own. */
+enum { NS_NET, NS_IPC, NS_UTS, NS_PID, NS_N };
+
+static int open_sandbox_ns(const struct rt_sandbox *sb, int fds[NS_N], struct cb_error *err)
+{
+        for (int i = 0; i < NS_N; i++)
+                fds[i] = -1;
+        if (sb == NULL)
+                return 0;
+        if (sb->netns_path[0] != '\0' &&
+            (fds[NS_NET] = open(sb->netns_path, O_RDONLY | O_CLOEXEC)) < 0)
+                return cb_error_set(err, errno, "cannot open namespace %s of sandbox %s",
+                                    sb->netns_path, sb->id);
+        const char *const in_space[] = {sb->ipcns_path, sb->utsns_path, sb->pidns_path};
+        if (rt_ns_open_pins(sb->pins_mntns, in_space, fds + NS_IPC, 3, err) < 0) {
+                close(fds[NS_NET]);
+                fds[NS_NET] = -1;
+                return cb_error_prefix(err, "sandbox %s", sb->id);
+        }
+        return 0;
+}
+
+/* Joins the sandbox's net, IPC and UTS namespaces (their fds are closed)
+ * and makes the container's own. */
+static int join_namespaces(const struct rt_container_config *c, int fds[NS_N], struct cb_error *err)
 {
         const struct rt_sandbox *sb = c->sandbox;
         int flags = CLONE_NEWNS;
@@ -46,17 +73,14 @@ static int join_namespaces(const struct rt_container_config *c, struct cb_error 
                           {sb->ipcns_path, CLONE_NEWIPC},
                           {sb->utsns_path, CLONE_NEWUTS}};
                 for (size_t i = 0; i < CB_ARRAY_SIZE(ns); i++) {
-                        if (ns[i].path[0] == '\0')
+                        if (fds[i] < 0)
                                 continue; /* the host's (hostNetwork, hostIPC) */
-                        _cleanup_close_ int fd = open(ns[i].path, O_RDONLY | O_CLOEXEC);
-                        if (fd < 0)
-                                return cb_error_set(err, errno,
-                                                    "cannot open namespace %s of "
-                                                    "sandbox %s",
-                                                    ns[i].path, sb->id);
-                        if (setns(fd, ns[i].type) < 0)
-                                return cb_error_set(err, errno, "cannot join namespace %s",
-                                                    ns[i].path);
+                        int r = setns(fds[i], ns[i].type);
+                        int e = errno;
+                        close(fds[i]);
+                        fds[i] = -1;
+                        if (r < 0)
+                                return cb_error_set(err, e, "cannot join namespace %s", ns[i].path);
                 }
         }
         if (unshare(flags) < 0)
@@ -293,8 +317,10 @@ int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
  *     monitor's log pipes (all /dev/null with tty); only those and the
  *     sync socket are open (keep_only_needed_fds), non-dumpable.
  *  2. setns into the sandbox's net, IPC and UTS namespaces (empty path:
- *     the host's), then unshare the mount namespace (and net/IPC/UTS when
- *     there is no sandbox; the hostname is set in that private UTS ns).
+ *     the host's; the IPC, UTS and PID pins are opened inside the pin
+ *     space, by a thread of C0 that ends: runtime/nsutil.h), then unshare
+ *     the mount namespace (and net/IPC/UTS when there is no sandbox; the
+ *     hostname is set in that private UTS ns).
  *  3. mounts (mounts.c): / rprivate, overlay rootfs, /proc (early), /sys
  *     ro, /dev, volumes, pivot_root + detach the old root; early: masked
  *     paths and / ro. With tty: the terminal is opened on the container's
@@ -455,14 +481,12 @@ void rt_init_run(const struct rt_init_args *args)
         else if (sb != NULL && sb->host_pid)
                 proc_src = ""; /* C0 is in the host's PID namespace too */
         struct c_state st = {.early = proc_src != NULL, .null_fd = -1, .slave = -1};
-        int pidns_fd = -1;
-        if (sb != NULL && sb->pidns_path[0] != '\0' &&
-            (pidns_fd = open(sb->pidns_path, O_RDONLY | O_CLOEXEC)) < 0) {
-                cb_error_set(&err, errno, "cannot open the pod's PID namespace %s", sb->pidns_path);
+        int ns_fds[NS_N];
+        if (open_sandbox_ns(sb, ns_fds, &err) < 0)
                 die(a->sync_fd, &err);
-        }
+        int pidns_fd = ns_fds[NS_PID];
         /* 2, 3 */
-        if (join_namespaces(c, &err) < 0 ||
+        if (join_namespaces(c, ns_fds, &err) < 0 ||
             rt_mounts_setup(c, a->state_dir, proc_src, &st.null_fd, &err) < 0)
                 die(a->sync_fd, &err);
         if (st.early) {

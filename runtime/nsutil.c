@@ -5,6 +5,18 @@
  * which enters them, bind-mounts /proc/thread-self/ns/<name> onto the pin
  * files and ends: the pins are what keeps the namespaces. No process is
  * forked for it.
+ *
+ * Only the network namespace's pin is in the host's mount table (CNI
+ * plugins open it by path). The IPC, UTS and PID namespaces' pins are in
+ * the pin space: a mount namespace of the runtime's own, made once per
+ * root dir and kept by one pin in the host (rt_ns_pinspace_ensure). Every
+ * container start copies the host's mount table (the init's
+ * unshare(CLONE_NEWNS)) and detaches the copy after pivot_root, so each
+ * pin there made every later start slower as the node filled. The pin
+ * space holds a small tmpfs root, a bind of the sandboxes dir at its host
+ * path and a procfs, so pins are made, opened and removed there by the same
+ * paths as in the host, from a short-lived thread that entered it
+ * (unshare(CLONE_FS), then setns: the caller's namespaces never change).
  */
 #include "runtime/nsutil.h"
 
@@ -160,16 +172,301 @@ static int bind_pin_from(const char *src, const char *ns_dir, const char *name,
         return 0;
 }
 
-static int bind_pin(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err)
+/* Runs fn(arg) in a thread of its own with a small stack (it makes a few
+ * system calls) and waits for it. */
+static int run_thread(void *(*fn)(void *), void *arg, struct cb_error *err)
 {
-        char src[64];
-        snprintf(src, sizeof(src), "/proc/%d/ns/%s", (int)pid, name);
-        return bind_pin_from(src, ns_dir, name, err);
+        pthread_attr_t attr;
+        pthread_t t;
+        int r = pthread_attr_init(&attr);
+        if (r == 0)
+                r = pthread_attr_setstacksize(&attr, 128u << 10);
+        if (r == 0)
+                r = pthread_create(&t, &attr, fn, arg);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+                return cb_error_set(err, r, "cannot start a thread for the namespace pins");
+        pthread_join(t, NULL);
+        return 0;
 }
 
-int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, struct cb_error *err)
+/* ---- the pin space -------------------------------------------------------------- */
+
+/* Makes the calling thread's file system context its own and enters the
+ * pin space kept at pinspace. Only for a thread that ends afterwards. */
+static int enter_pinspace(const char *pinspace, struct cb_error *err)
 {
-        return bind_pin(pid, ns_dir, name, err);
+        _cleanup_close_ int fd = open(pinspace, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return cb_error_set(err, errno, "cannot open the pin space %s", pinspace);
+        if (unshare(CLONE_FS) < 0)
+                return cb_error_set(err, errno, "cannot unshare the file system context");
+        if (setns(fd, CLONE_NEWNS) < 0)
+                return cb_error_set(err, errno,
+                                    "cannot enter the pin space %s (the mount namespace that "
+                                    "keeps the pods' IPC, UTS and PID namespaces)",
+                                    pinspace);
+        return 0;
+}
+
+struct in_job {
+        const char *pinspace;
+        int (*fn)(void *arg, struct cb_error *err);
+        void *arg;
+        struct cb_error err;
+        int rc;
+};
+
+static void *in_thread(void *data)
+{
+        struct in_job *j = data;
+        j->rc = enter_pinspace(j->pinspace, &j->err) < 0 ? -1 : j->fn(j->arg, &j->err);
+        return NULL;
+}
+
+int rt_ns_in_pinspace(const char *pinspace, int (*fn)(void *arg, struct cb_error *err), void *arg,
+                      struct cb_error *err)
+{
+        if (pinspace == NULL || pinspace[0] == '\0')
+                return fn(arg, err);
+        struct in_job j = {.pinspace = pinspace, .fn = fn, .arg = arg};
+        cb_error_clear(&j.err);
+        if (run_thread(in_thread, &j, err) < 0)
+                return -1;
+        if (j.rc < 0 && err != NULL)
+                *err = j.err;
+        return j.rc;
+}
+
+/* Makes the directories of the absolute path in below (a directory fd),
+ * component by component, never following a symlink; the last one's fd. */
+static int mkdir_below(int below, const char *path, struct cb_error *err)
+{
+        char buf[4096];
+        if ((size_t)snprintf(buf, sizeof(buf), "%s", path) >= sizeof(buf))
+                return cb_error_set(err, ENAMETOOLONG, "%s is too long", path);
+        int fd = fcntl(below, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0)
+                return cb_error_set(err, errno, "cannot duplicate a directory fd");
+        char *save = NULL;
+        for (char *c = strtok_r(buf, "/", &save); c != NULL; c = strtok_r(NULL, "/", &save)) {
+                if (strcmp(c, ".") == 0)
+                        continue;
+                if (strcmp(c, "..") == 0) {
+                        close(fd);
+                        return cb_error_set(err, EINVAL,
+                                            "the root dir %s has a \"..\" component: give its "
+                                            "real path (realpath %s)",
+                                            path, path);
+                }
+                if (mkdirat(fd, c, 0700) < 0 && errno != EEXIST) {
+                        int e = errno;
+                        close(fd);
+                        return cb_error_set(err, e, "cannot create %s in the pin space", c);
+                }
+                int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int e = errno;
+                close(fd);
+                if (next < 0)
+                        return cb_error_set(err, e, "cannot open %s in the pin space", c);
+                fd = next;
+        }
+        return fd;
+}
+
+struct space_job {
+        const char *dir; /* the sandboxes dir, absolute */
+        int ns_fd;       /* out: the new mount namespace */
+        struct cb_error err;
+};
+
+/* Builds the pin space in a new mount namespace of this thread: a tmpfs
+ * root that holds a bind of dir at the same path and a procfs (for
+ * /proc/thread-self and /proc/<pid>/ns), nothing else of the host's, so
+ * no file system of the host is kept busy by it. */
+static int build_pinspace(struct space_job *j)
+{
+        struct cb_error *err = &j->err;
+        if (unshare(CLONE_FS | CLONE_NEWNS) < 0)
+                return cb_error_set(err, errno, "cannot create the pin space's mount namespace");
+        /* nothing made here reaches the host, nothing of the host's comes */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                return cb_error_set(err, errno, "cannot make the pin space's mounts private");
+        _cleanup_close_ int tree = rt_open_tree(AT_FDCWD, j->dir, RT_OPEN_TREE_CLONE | O_CLOEXEC);
+        if (tree < 0)
+                return cb_error_set(err, errno, "cannot clone the mount of %s", j->dir);
+        if (mount("tmpfs", j->dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
+                return cb_error_set(err, errno, "cannot mount the pin space's root");
+        _cleanup_close_ int root = open(j->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (root < 0)
+                return cb_error_set(err, errno, "cannot open the pin space's root");
+        _cleanup_close_ int at = mkdir_below(root, j->dir, err);
+        if (at < 0)
+                return -1;
+        if (rt_move_mount(tree, "", at, "",
+                          RT_MOVE_MOUNT_F_EMPTY_PATH | RT_MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return cb_error_set(err, errno, "cannot attach %s in the pin space", j->dir);
+        char proc[4096];
+        if ((size_t)snprintf(proc, sizeof(proc), "%s/proc", j->dir) >= sizeof(proc))
+                return cb_error_set(err, ENAMETOOLONG, "%s is too long", j->dir);
+        if ((mkdirat(root, "proc", 0555) < 0 && errno != EEXIST) ||
+            mount("proc", proc, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return cb_error_set(err, errno, "cannot mount a procfs in the pin space");
+        if (chdir(j->dir) < 0 || rt_pivot_root(".", ".") < 0)
+                return cb_error_set(err, errno, "cannot make the tmpfs the pin space's root");
+        if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+                return cb_error_set(err, errno,
+                                    "cannot detach the host's mounts from the pin space");
+        j->ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        if (j->ns_fd < 0)
+                return cb_error_set(err, errno, "cannot open the pin space's namespace");
+        return 0;
+}
+
+static void *space_thread(void *data)
+{
+        build_pinspace(data);
+        return NULL;
+}
+
+int rt_ns_pinspace_ensure(const char *dir, const char *pinspace, struct cb_error *err)
+{
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        if (dir == NULL || dir[0] != '/')
+                return cb_error_set(err, EINVAL, "the pin space's dir \"%s\" is not absolute",
+                                    dir ? dir : "");
+        pthread_mutex_lock(&lock);
+        int rc = 0;
+        if (!rt_ns_is_pinned(pinspace)) {
+                struct space_job j = {.dir = dir, .ns_fd = -1};
+                cb_error_clear(&j.err);
+                rc = run_thread(space_thread, &j, err);
+                if (rc == 0 && j.ns_fd < 0) {
+                        if (err != NULL)
+                                *err = j.err;
+                        rc = -1;
+                }
+                if (rc == 0) {
+                        char src[64];
+                        snprintf(src, sizeof(src), "/proc/self/fd/%d", j.ns_fd);
+                        _cleanup_close_ int f =
+                            open(pinspace, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0444);
+                        if (f < 0)
+                                rc = cb_error_set(err, errno,
+                                                  "cannot create the pin space's pin %s", pinspace);
+                        else if (mount(src, pinspace, NULL, MS_BIND, NULL) < 0)
+                                rc = cb_error_set(err, errno, "cannot pin the pin space at %s",
+                                                  pinspace);
+                }
+                if (j.ns_fd >= 0)
+                        close(j.ns_fd);
+        }
+        pthread_mutex_unlock(&lock);
+        return rc;
+}
+
+int rt_ns_pinspace_release(const char *pinspace, struct cb_error *err)
+{
+        return rt_ns_unpin(pinspace, err);
+}
+
+struct open_job {
+        const char *const *paths;
+        int *fds;
+        size_t n;
+};
+
+static int open_pins(void *arg, struct cb_error *err)
+{
+        struct open_job *o = arg;
+        for (size_t i = 0; i < o->n; i++) {
+                if (o->paths[i] == NULL || o->paths[i][0] == '\0')
+                        continue;
+                o->fds[i] = open(o->paths[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (o->fds[i] < 0) {
+                        int e = errno;
+                        for (size_t k = 0; k < i; k++)
+                                if (o->fds[k] >= 0) {
+                                        close(o->fds[k]);
+                                        o->fds[k] = -1;
+                                }
+                        return cb_error_set(err, e, "cannot open the namespace pin %s",
+                                            o->paths[i]);
+                }
+        }
+        return 0;
+}
+
+int rt_ns_open_pins(const char *pinspace, const char *const *paths, int *fds, size_t n,
+                    struct cb_error *err)
+{
+        for (size_t i = 0; i < n; i++)
+                fds[i] = -1;
+        struct open_job o = {paths, fds, n};
+        return rt_ns_in_pinspace(pinspace, open_pins, &o, err);
+}
+
+struct unpin_job {
+        const char *const *paths;
+        size_t n;
+        bool pinned; /* for rt_ns_is_pinned_in */
+};
+
+static int unpin_all(void *arg, struct cb_error *err)
+{
+        struct unpin_job *u = arg;
+        for (size_t i = 0; i < u->n; i++)
+                if (u->paths[i] != NULL && u->paths[i][0] != '\0' &&
+                    rt_ns_unpin(u->paths[i], err) < 0)
+                        return -1;
+        return 0;
+}
+
+int rt_ns_unpin_in(const char *pinspace, const char *const *paths, size_t n, struct cb_error *err)
+{
+        struct unpin_job u = {paths, n, false};
+        return rt_ns_in_pinspace(pinspace, unpin_all, &u, err);
+}
+
+static int all_pinned(void *arg, struct cb_error *err)
+{
+        (void)err;
+        struct unpin_job *u = arg;
+        u->pinned = true;
+        for (size_t i = 0; i < u->n; i++)
+                if (u->paths[i] != NULL && u->paths[i][0] != '\0' && !rt_ns_is_pinned(u->paths[i]))
+                        u->pinned = false;
+        return 0;
+}
+
+bool rt_ns_is_pinned_in(const char *pinspace, const char *path)
+{
+        const char *paths[1] = {path};
+        struct unpin_job u = {paths, 1, false};
+        struct cb_error ignored;
+        return rt_ns_in_pinspace(pinspace, all_pinned, &u, &ignored) == 0 && u.pinned;
+}
+
+/* ---- pins ------------------------------------------------------------------------- */
+
+struct process_pin {
+        pid_t pid;
+        const char *ns_dir, *name;
+};
+
+static int pin_process(void *arg, struct cb_error *err)
+{
+        struct process_pin *p = arg;
+        char src[64];
+        snprintf(src, sizeof(src), "/proc/%d/ns/%s", (int)p->pid, p->name);
+        return bind_pin_from(src, p->ns_dir, p->name, err);
+}
+
+int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, const char *pinspace,
+                      struct cb_error *err)
+{
+        struct process_pin p = {pid, ns_dir, name};
+        return rt_ns_in_pinspace(pinspace, pin_process, &p, err);
 }
 
 /* The pinning thread: the namespaces are its own (net, IPC and UTS
@@ -178,20 +475,36 @@ int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, struct cb
  * pins. No other thread's namespaces change, and no copy of the agent is
  * made: a fork of a multi-threaded agent copied its page tables, took a
  * fault on each page the agent wrote while the copy lived, and tore the
- * copy down again, for every pod. */
+ * copy down again, for every pod. The net pin is made in the host's mount
+ * table; with a pin space, the thread then enters it for the others. */
 struct pin_job {
         const char *ns_dir;
         int flags;
         const char *hostname;
+        const char *pinspace;
         struct cb_error err;
         int rc;
 };
+
+static void unpin_one(const char *ns_dir, const char *name)
+{
+        char p[4096];
+        snprintf(p, sizeof(p), "%s/%s", ns_dir, name);
+        rt_ns_unpin(p, NULL);
+}
 
 static void *pin_thread(void *data)
 {
         struct pin_job *j = data;
         j->rc = -1;
-        if (unshare(j->flags) < 0) {
+        bool space = j->pinspace != NULL && j->pinspace[0] != '\0';
+        _cleanup_close_ int space_fd = -1, host_fd = -1;
+        if (space && ((space_fd = open(j->pinspace, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
+                      (host_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0)) {
+                cb_error_set(&j->err, errno, "cannot open the pin space %s", j->pinspace);
+                return NULL;
+        }
+        if (unshare(j->flags | (space ? CLONE_FS : 0)) < 0) {
                 cb_error_set(&j->err, errno, "cannot unshare the pod's namespaces");
                 return NULL;
         }
@@ -204,10 +517,19 @@ static void *pin_thread(void *data)
                 cb_error_set(&j->err, errno, "cannot bring up the loopback interface");
                 return NULL;
         }
+        bool in_space = false;
         size_t done = 0;
         for (; done < CB_ARRAY_SIZE(ns_types); done++) {
                 if (!(j->flags & ns_types[done].flag))
                         continue;
+                if (space && !in_space && ns_types[done].flag != CLONE_NEWNET) {
+                        if (setns(space_fd, CLONE_NEWNS) < 0) {
+                                cb_error_set(&j->err, errno, "cannot enter the pin space %s",
+                                             j->pinspace);
+                                break;
+                        }
+                        in_space = true;
+                }
                 char src[64];
                 snprintf(src, sizeof(src), "/proc/thread-self/ns/%s", ns_types[done].name);
                 if (bind_pin_from(src, j->ns_dir, ns_types[done].name, &j->err) < 0)
@@ -217,18 +539,23 @@ static void *pin_thread(void *data)
                 j->rc = 0;
                 return NULL;
         }
-        /* Undo the pins made so far. */
-        for (size_t i = 0; i < done; i++) {
+        /* Undo the pins made so far, each where it was made (net first in
+         * ns_types: the host's, left for last). */
+        for (size_t i = done; i-- > 0;) {
                 if (!(j->flags & ns_types[i].flag))
                         continue;
-                char p[4096];
-                snprintf(p, sizeof(p), "%s/%s", j->ns_dir, ns_types[i].name);
-                rt_ns_unpin(p, NULL);
+                if (in_space && ns_types[i].flag == CLONE_NEWNET) {
+                        if (setns(host_fd, CLONE_NEWNS) < 0)
+                                break; /* the DEL's teardown unpins it */
+                        in_space = false;
+                }
+                unpin_one(j->ns_dir, ns_types[i].name);
         }
         return NULL;
 }
 
-int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct cb_error *err)
+int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, const char *pinspace,
+              struct cb_error *err)
 {
         if (clone_flags & ~(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS))
                 return cb_error_set(err, EINVAL, "cannot pin namespaces: flags 0x%x unsupported",
@@ -237,19 +564,11 @@ int rt_ns_pin(const char *ns_dir, int clone_flags, const char *hostname, struct 
                 return cb_error_set(err, EINVAL,
                                     "hostname %s is longer than 64 bytes; use a shorter one",
                                     hostname);
-        struct pin_job j = {.ns_dir = ns_dir, .flags = clone_flags, .hostname = hostname};
-        pthread_attr_t attr;
-        pthread_t t;
-        /* a small stack: the thread makes a few system calls */
-        int r = pthread_attr_init(&attr);
-        if (r == 0)
-                r = pthread_attr_setstacksize(&attr, 128u << 10);
-        if (r == 0)
-                r = pthread_create(&t, &attr, pin_thread, &j);
-        pthread_attr_destroy(&attr);
-        if (r != 0)
-                return cb_error_set(err, r, "cannot start the thread that pins the namespaces");
-        pthread_join(t, NULL);
+        struct pin_job j = {
+            .ns_dir = ns_dir, .flags = clone_flags, .hostname = hostname, .pinspace = pinspace};
+        cb_error_clear(&j.err);
+        if (run_thread(pin_thread, &j, err) < 0)
+                return -1;
         if (j.rc < 0) {
                 if (err != NULL)
                         *err = j.err;

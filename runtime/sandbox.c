@@ -40,6 +40,10 @@
 
 static const char *const ns_names[] = {"net", "ipc", "uts"};
 
+/* The pin of the pin space (runtime/nsutil.h): not a valid sandbox id, so
+ * rt_sandbox_list never takes it for one. */
+#define PINSPACE_NAME ".pins-mntns"
+
 #define PROC_SUPER_MAGIC_ 0x9fa0
 
 /* The pod's procfs (runtime/pause.c) is mounted at path. */
@@ -423,6 +427,13 @@ static int fill_sandbox(const char *dir, const cJSON *cfg, const cJSON *state,
             path_join(ret->resolv_conf_path, sizeof(ret->resolv_conf_path), err, "%s/resolv.conf",
                       dir) < 0)
                 return -1;
+        if (jbool(state, "pinSpace")) {
+                /* <root_dir>/sandboxes/<id> -> <root_dir>/sandboxes/.pins-mntns */
+                const char *slash = strrchr(dir, '/');
+                if (path_join(ret->pins_mntns, sizeof(ret->pins_mntns), err, "%.*s/" PINSPACE_NAME,
+                              (int)(slash - dir), dir) < 0)
+                        return -1;
+        }
         const cJSON *ip;
         cJSON_ArrayForEach(ip, cJSON_GetObjectItemCaseSensitive(state, "podIPs"))
         {
@@ -488,8 +499,8 @@ static uint64_t mono_us(void)
 
 /* *ns_us, *net_us: when the namespaces were pinned and the CNI ADD
  * answered (0: not taken). */
-static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJSON *state,
-                        struct rt_sandbox *ret, uint64_t *ns_us, uint64_t *net_us,
+static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, const char *pinspace,
+                        cJSON *state, struct rt_sandbox *ret, uint64_t *ns_us, uint64_t *net_us,
                         struct cb_error *err)
 {
         char ns_dir[RT_PATH_MAX];
@@ -501,7 +512,7 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                 if (mkdir(ns_dir, 0700) < 0 && errno != EEXIST)
                         return cb_error_set(err, errno, "cannot create %s", ns_dir);
                 if (rt_ns_pin(ns_dir, flags, cfg->uts_hostname ? cfg->uts_hostname : cfg->hostname,
-                              err) < 0)
+                              pinspace, err) < 0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
         }
         if (cfg->share_pid && !cfg->host_pid) {
@@ -522,7 +533,7 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                 cJSON_AddNumberToObject(state, "pauseStartTime", (double)start);
                 cJSON_AddBoolToObject(state, "procfs", true);
                 if (write_json(dir, "state.json", state, err) < 0 ||
-                    rt_ns_pin_process(pid, ns_dir, "pid", err) < 0)
+                    rt_ns_pin_process(pid, ns_dir, "pid", pinspace, err) < 0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
         }
         cJSON_ReplaceItemInObjectCaseSensitive(state, "namespaces", cJSON_CreateBool(true));
@@ -536,7 +547,7 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
                      path_join(net, sizeof(net), err, "%s/net", ns_dir) < 0) ||
                     (!cfg->host_ipc && path_join(ipc, sizeof(ipc), err, "%s/ipc", ns_dir) < 0))
                         return -1;
-                if (rt_sysctls_apply(net, ipc, cfg->sysctls, cfg->n_sysctls, err) < 0)
+                if (rt_sysctls_apply(net, ipc, pinspace, cfg->sysctls, cfg->n_sysctls, err) < 0)
                         return cb_error_prefix(err, "sandbox %s", cfg->id);
         }
 
@@ -581,12 +592,14 @@ static int create_steps(const struct rt_sandbox_config *cfg, const char *dir, cJ
 int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *ret,
                       struct cb_error *err)
 {
-        char dir[RT_PATH_MAX], sbs[RT_PATH_MAX];
+        char dir[RT_PATH_MAX], sbs[RT_PATH_MAX], pinspace[RT_PATH_MAX];
         if (sandbox_dir(cfg->root_dir, cfg->id, dir, sizeof(dir), err) < 0 ||
             validate_config(cfg, err) < 0 ||
-            path_join(sbs, sizeof(sbs), err, "%s/sandboxes", cfg->root_dir) < 0)
+            path_join(sbs, sizeof(sbs), err, "%s/sandboxes", cfg->root_dir) < 0 ||
+            path_join(pinspace, sizeof(pinspace), err, "%s/" PINSPACE_NAME, sbs) < 0)
                 return -1;
-        if (cb_mkdir_p(sbs, 0711, 0711, err) < 0 || rt_ns_make_private_dir(sbs, err) < 0)
+        if (cb_mkdir_p(sbs, 0711, 0711, err) < 0 || rt_ns_make_private_dir(sbs, err) < 0 ||
+            rt_ns_pinspace_ensure(sbs, pinspace, err) < 0)
                 return -1;
         if (mkdir(dir, 0700) < 0) {
                 if (errno == EEXIST)
@@ -604,6 +617,8 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
         } else {
                 cJSON_AddNumberToObject(state, "version", 1);
                 cJSON_AddBoolToObject(state, "namespaces", false);
+                /* its IPC, UTS and PID pins are in the pin space */
+                cJSON_AddBoolToObject(state, "pinSpace", true);
                 cJSON_AddStringToObject(state, "cniAdd", "none");
                 cJSON_AddArrayToObject(state, "podIPs");
                 cJSON_AddBoolToObject(state, "complete", false);
@@ -612,7 +627,7 @@ int rt_sandbox_create(const struct rt_sandbox_config *cfg, struct rt_sandbox *re
                  * cgroups go with it), so its record needs no fsync */
                 if (write_json_as(dir, "config.json", config, !cfg->host_network, err) == 0 &&
                     write_json(dir, "state.json", state, err) == 0 &&
-                    create_steps(cfg, dir, state, ret, &ns_us, &net_us, err) == 0 &&
+                    create_steps(cfg, dir, pinspace, state, ret, &ns_us, &net_us, err) == 0 &&
                     (rc = fill_sandbox(dir, config, state, ret, err)) == 0) {
                         /* fill_sandbox clears ret: the stamps after it */
                         ret->namespaces_mono_us = ns_us;
@@ -685,7 +700,8 @@ int rt_sandbox_check(const char *root_dir, const char *id, struct cb_error *err)
                 return -1;
         const char *pins[] = {sb.netns_path, sb.ipcns_path, sb.utsns_path};
         for (size_t i = 0; i < CB_ARRAY_SIZE(pins); i++)
-                if (pins[i][0] != '\0' && !rt_ns_is_pinned(pins[i]))
+                if (pins[i][0] != '\0' &&
+                    !rt_ns_is_pinned_in(i == 0 ? NULL : sb.pins_mntns, pins[i]))
                         return cb_error_set(err, 0,
                                             "sandbox %s: the %s namespace pin %s is not mounted",
                                             id, ns_names[i], pins[i]);
@@ -811,12 +827,23 @@ int rt_sandbox_remove(const char *root_dir, const char *id, struct cb_error *err
         if (cJSON_IsNumber(pp) && cJSON_IsNumber(ps) &&
             rt_pause_stop((pid_t)pp->valuedouble, (uint64_t)ps->valuedouble, err) < 0)
                 return cb_error_prefix(err, "sandbox %s", id);
-        for (size_t i = 0; i < CB_ARRAY_SIZE(ns_names) + 1; i++) {
+        /* ipc, uts and pid in the pin space (when there is one: gone, its
+         * pins went with it), then all in the host (a sandbox of an older
+         * cubelet, and the net pin) */
+        char pins[4][RT_PATH_MAX], space[RT_PATH_MAX];
+        const char *pin_list[4];
+        for (size_t i = 0; i < CB_ARRAY_SIZE(pins); i++) {
                 const char *name = i < CB_ARRAY_SIZE(ns_names) ? ns_names[i] : "pid";
-                if (path_join(p, sizeof(p), err, "%s/ns/%s", dir, name) < 0 ||
-                    rt_ns_unpin(p, err) < 0)
-                        return cb_error_prefix(err, "sandbox %s", id);
+                if (path_join(pins[i], sizeof(pins[i]), err, "%s/ns/%s", dir, name) < 0)
+                        return -1;
+                pin_list[i] = pins[i];
         }
+        if (path_join(space, sizeof(space), err, "%s/sandboxes/" PINSPACE_NAME, root_dir) < 0)
+                return -1;
+        if (rt_ns_is_pinned(space) && rt_ns_unpin_in(space, pin_list + 1, 3, err) < 0)
+                return cb_error_prefix(err, "sandbox %s", id);
+        if (rt_ns_unpin_in(NULL, pin_list, 4, err) < 0)
+                return cb_error_prefix(err, "sandbox %s", id);
         if (path_join(p, sizeof(p), err, "%s/ns/proc", dir) < 0 || procfs_unmount(p, err) < 0)
                 return cb_error_prefix(err, "sandbox %s", id);
         if (remove_tree(dir, err) < 0)
@@ -885,9 +912,10 @@ int rt_sandbox_release_root(const char *root_dir, struct cb_error *err)
         rt_sandbox_ids_free(ids, n);
         if (n > 0)
                 return 0;
-        char sbs[RT_PATH_MAX];
+        char sbs[RT_PATH_MAX], space[RT_PATH_MAX];
         if (path_join(sbs, sizeof(sbs), err, "%s/sandboxes", root_dir) < 0 ||
-            rt_ns_release_private_dir(sbs, err) < 0)
+            path_join(space, sizeof(space), err, "%s/" PINSPACE_NAME, sbs) < 0 ||
+            rt_ns_pinspace_release(space, err) < 0 || rt_ns_release_private_dir(sbs, err) < 0)
                 return -1;
         if (rmdir(sbs) < 0 && errno != ENOENT && errno != ENOTEMPTY)
                 return cb_error_set(err, errno, "cannot remove %s", sbs);

@@ -12,8 +12,11 @@
  * Layout: <root_dir>/sandboxes/<id>/
  *     config.json   the rt_sandbox_config as given (for teardown after a crash)
  *     state.json    what was set up so far (written atomically after each step)
- *     ns/net ns/ipc ns/uts   pinned namespaces (bind mounts)
+ *     ns/net        the network namespace's pin (a bind mount in the host)
+ *     ns/ipc ns/uts ns/pid   pins in the pin space (runtime/nsutil.h)
  *     hosts hostname resolv.conf
+ * and <root_dir>/sandboxes/.pins-mntns, the pin of the pin space (one for
+ * the node).
  */
 
 #include <stdbool.h>
@@ -84,6 +87,10 @@ struct rt_sandbox {
         char netns_path[RT_SANDBOX_PATH_MAX]; /* "" with hostNetwork */
         char ipcns_path[RT_SANDBOX_PATH_MAX]; /* "" with hostIPC */
         char utsns_path[RT_SANDBOX_PATH_MAX]; /* "" with hostNetwork (the host's UTS) */
+        /* The pin space that holds the IPC, UTS and PID pins (open them with
+         * rt_ns_open_pins); "" when they are in the host's mount table (a
+         * sandbox made by a cubelet before the pin space). */
+        char pins_mntns[RT_SANDBOX_PATH_MAX];
         char hosts_path[RT_SANDBOX_PATH_MAX];
         char hostname_path[RT_SANDBOX_PATH_MAX];
         char resolv_conf_path[RT_SANDBOX_PATH_MAX];
@@ -138,8 +145,9 @@ int rt_sandbox_remove(const char *root_dir, const char *id, struct cb_error *err
 int rt_sandbox_list(const char *root_dir, char ***ret_ids, size_t *ret_n, struct cb_error *err);
 void rt_sandbox_ids_free(char **ids, size_t n);
 
-/* Unmounts the private bind mount of <root_dir>/sandboxes (made by the
- * first rt_sandbox_create) when no sandbox is left; 0 when none remains or
+/* Unpins the pin space and unmounts the private bind mount of
+ * <root_dir>/sandboxes (both made by the first rt_sandbox_create) when no
+ * sandbox is left; 0 when none remains or
  * sandboxes still exist (then it keeps the mount). For tests and shutdown. */
 int rt_sandbox_release_root(const char *root_dir, struct cb_error *err);
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "lib/cleanup.h"
+#include "runtime/nsutil.h"
 #include "runtime/syscalls.h"
 
 #define SYSCTL_PATH_MAX 256
@@ -119,8 +120,8 @@ static _Noreturn void child(int report_fd, int net_fd, int ipc_fd, char (*paths)
         _exit(0);
 }
 
-int rt_sysctls_apply(const char *netns_path, const char *ipcns_path, const struct rt_sysctl *s,
-                     size_t n, struct cb_error *err)
+int rt_sysctls_apply(const char *netns_path, const char *ipcns_path, const char *pins_mntns,
+                     const struct rt_sysctl *s, size_t n, struct cb_error *err)
 {
         if (n == 0)
                 return 0;
@@ -152,8 +153,8 @@ int rt_sysctls_apply(const char *netns_path, const char *ipcns_path, const struc
         _cleanup_close_ int net_fd = -1, ipc_fd = -1;
         if (need_net && (net_fd = open(netns_path, O_RDONLY | O_CLOEXEC)) < 0)
                 return cb_error_set(err, errno, "cannot open the network namespace %s", netns_path);
-        if (need_ipc && (ipc_fd = open(ipcns_path, O_RDONLY | O_CLOEXEC)) < 0)
-                return cb_error_set(err, errno, "cannot open the IPC namespace %s", ipcns_path);
+        if (need_ipc && rt_ns_open_pins(pins_mntns, &ipcns_path, &ipc_fd, 1, err) < 0)
+                return cb_error_prefix(err, "cannot open the IPC namespace");
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return cb_error_set(err, errno, "cannot create a pipe");

@@ -22,7 +22,8 @@ struct rt_sysctl {
 /* Writes each sysctl in the namespaces pinned at netns_path and ipcns_path
  * (NULL or "": that namespace is the host's and its sysctls are refused:
  * net.* needs netns_path, kernel.shm*, kernel.msg*, kernel.sem and
- * fs.mqueue.* need ipcns_path; any other name is refused). -1 with which
- * sysctl and why. */
-int rt_sysctls_apply(const char *netns_path, const char *ipcns_path, const struct rt_sysctl *s,
-                     size_t n, struct cb_error *err);
+ * fs.mqueue.* need ipcns_path; any other name is refused). ipcns_path is a
+ * pin in the pin space kept at pins_mntns (runtime/nsutil.h; NULL or "":
+ * in the host's mount table). -1 with which sysctl and why. */
+int rt_sysctls_apply(const char *netns_path, const char *ipcns_path, const char *pins_mntns,
+                     const struct rt_sysctl *s, size_t n, struct cb_error *err);

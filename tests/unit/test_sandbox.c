@@ -175,9 +175,15 @@ START_TEST(test_pod_network)
         ck_assert(pinned.st_ino != ns0[0].st_ino);
         ck_assert_msg(strncmp(a.pod_ips[0], subnet_prefix, strlen(subnet_prefix)) == 0, "%s",
                       a.pod_ips[0]);
+        /* net in the host's mount table (CNI plugins open it by path); IPC
+         * and UTS only in the pin space, kept by one pin in the host */
         ck_assert(rt_ns_is_pinned(a.netns_path));
-        ck_assert(rt_ns_is_pinned(a.ipcns_path));
-        ck_assert(rt_ns_is_pinned(a.utsns_path));
+        ck_assert_str_ne(a.pins_mntns, "");
+        ck_assert(rt_ns_is_pinned(a.pins_mntns));
+        ck_assert(!rt_ns_is_pinned(a.ipcns_path));
+        ck_assert(!rt_ns_is_pinned(a.utsns_path));
+        ck_assert(rt_ns_is_pinned_in(a.pins_mntns, a.ipcns_path));
+        ck_assert(rt_ns_is_pinned_in(a.pins_mntns, a.utsns_path));
         /* eth0 has the IP of the result; lo is up */
         ck_assert_int_eq(run("nsenter --net=%s ip -o -4 addr show dev eth0 | grep -q ' %s/24 '",
                              a.netns_path, a.pod_ips[0]),
@@ -191,7 +197,13 @@ START_TEST(test_pod_network)
         /* the host reaches the pod */
         ck_assert_int_eq(run("busybox ping -c1 -W2 %s >/dev/null", a.pod_ips[0]), 0);
         /* hostname in the UTS namespace, and the files */
-        _cleanup_free_ char *hn = capture("nsenter --uts=%s hostname", a.utsns_path);
+        const char *uts_path[] = {a.utsns_path};
+        int uts_fd;
+        ck_assert_msg(rt_ns_open_pins(a.pins_mntns, uts_path, &uts_fd, 1, &err) == 0, "%s",
+                      err.msg);
+        _cleanup_free_ char *hn =
+            capture("nsenter --uts=/proc/%d/fd/%d hostname", (int)getpid(), uts_fd);
+        close(uts_fd);
         ck_assert_str_eq(hn, "web-a\n");
         _cleanup_free_ char *hosts = read_text(a.hosts_path);
         char line[128];
@@ -212,6 +224,12 @@ START_TEST(test_pod_network)
             0);
         ck_assert_int_eq(bridge_ports(), ports0 + 2);
         ck_assert_int_eq(ipam_leases(), leases0 + 2);
+        /* the host's mount table has, under the root dir, the sandboxes
+         * dir's bind, the pin space's pin and one net pin per pod (it had
+         * 3 pins per pod before the pin space) */
+        _cleanup_free_ char *mounts =
+            capture("awk -v r='%s/' 'index($5, r) == 1' /proc/self/mountinfo | wc -l", root);
+        ck_assert_int_eq(atoi(mounts), 4);
 
         /* hostPort -> containerPort 8080 through portmap's DNAT, reached on
          * the bridge's gateway address (a local address of the host). */
@@ -241,6 +259,7 @@ START_TEST(test_pod_network)
         ck_assert_msg(rt_sandbox_load(root, "pod-a", &l, &err) == 0, "%s", err.msg);
         ck_assert_str_eq(l.pod_ips[0], a.pod_ips[0]);
         ck_assert_str_eq(l.netns_path, a.netns_path);
+        ck_assert_str_eq(l.pins_mntns, a.pins_mntns);
 
         /* CHECK: healthy, then broken by hand. On pod-b, whose network has
          * no portmap: Debian 12's portmap (plugins 1.1.1) fails CHECK on
@@ -257,6 +276,7 @@ START_TEST(test_pod_network)
         ck_assert_msg(rt_sandbox_remove(root, "pod-b", &err) == 0, "%s", err.msg);
         ck_assert_msg(rt_sandbox_remove(root, "pod-b", &err) == 0, "idempotent: %s", err.msg);
         ck_assert_int_eq(access(a.dir, F_OK), -1);
+        ck_assert(!rt_ns_is_pinned_in(a.pins_mntns, a.ipcns_path));
         ck_assert_int_eq(bridge_ports(), ports0);
         ck_assert_int_eq(ipam_leases(), leases0);
         ck_assert_int_eq(run("iptables-save -t nat | grep -q '%s'", a.pod_ips[0]), 1);
@@ -366,7 +386,7 @@ START_TEST(test_host_network)
         ck_assert_uint_gt(sb.namespaces_mono_us, 0); /* the IPC namespace */
         ck_assert_str_eq(sb.netns_path, "");
         ck_assert_str_eq(sb.utsns_path, "");
-        ck_assert(rt_ns_is_pinned(sb.ipcns_path)); /* hostIPC is false */
+        ck_assert(rt_ns_is_pinned_in(sb.pins_mntns, sb.ipcns_path)); /* hostIPC is false */
         ck_assert_uint_eq(sb.n_pod_ips, 0);
         char marker[400];
         snprintf(marker, sizeof(marker), "%s/fake-called", base);
@@ -385,6 +405,37 @@ START_TEST(test_host_network)
         ck_assert_msg(rt_sandbox_remove(root, "pod-host", &err) == 0, "%s", err.msg);
         ck_assert_int_eq(access(marker, F_OK), -1);
         ck_assert_int_eq(access(sb.dir, F_OK), -1);
+}
+END_TEST
+
+/* A sandbox made by a cubelet before the pin space (its IPC pin in the
+ * host's mount table, no "pinSpace" in its state) is still found, checked
+ * and removed. */
+START_TEST(test_pins_in_host)
+{
+        struct rt_sandbox_config cfg;
+        struct rt_sandbox sb, l;
+        struct cb_error err;
+        config_for(&cfg, "pod-old", "oldpod", conf_fake);
+        cfg.host_network = true;
+        ck_assert_msg(rt_sandbox_create(&cfg, &sb, &err) == 0, "%s", err.msg);
+        const char *ipc[] = {sb.ipcns_path};
+        char ns_dir[600];
+        snprintf(ns_dir, sizeof(ns_dir), "%s/ns", sb.dir);
+        ck_assert_msg(rt_ns_unpin_in(sb.pins_mntns, ipc, 1, &err) == 0, "%s", err.msg);
+        ck_assert_msg(rt_ns_pin_process(getpid(), ns_dir, "ipc", NULL, &err) == 0, "%s", err.msg);
+        /* state.json is cJSON_Print'ed: one member per line */
+        ck_assert_int_eq(run("sed -i '/\"pinSpace\"/d' %s/state.json && ! grep -q pinSpace "
+                             "%s/state.json",
+                             sb.dir, sb.dir),
+                         0);
+        ck_assert_msg(rt_sandbox_load(root, "pod-old", &l, &err) == 0, "%s", err.msg);
+        ck_assert_str_eq(l.pins_mntns, "");
+        ck_assert(rt_ns_is_pinned(l.ipcns_path));
+        ck_assert_msg(rt_sandbox_check(root, "pod-old", &err) == 0, "%s", err.msg);
+        ck_assert_msg(rt_sandbox_remove(root, "pod-old", &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(access(sb.dir, F_OK), -1);
+        ck_assert_int_eq(run("grep -q ' %s' /proc/self/mountinfo", sb.dir), 1);
 }
 END_TEST
 
@@ -616,6 +667,7 @@ int main(void)
         tcase_add_test(tc, test_partial_add);
         tcase_add_test(tc, test_remove_after_crash);
         tcase_add_test(tc, test_host_network);
+        tcase_add_test(tc, test_pins_in_host);
         tcase_add_test(tc, test_refusals);
         suite_add_tcase(s, tc);
         int failed = th_run(s);

@@ -166,7 +166,7 @@ START_TEST(test_runtime_write)
         const char *want = strcmp(host_before, "1000\n") == 0 ? "1001" : "1000";
         struct rt_sysctl s[] = {{"net.ipv4.ip_unprivileged_port_start", want}};
         struct cb_error err = {0};
-        ck_assert_msg(rt_sysctls_apply(ns, NULL, s, 1, &err) == 0, "%s", err.msg);
+        ck_assert_msg(rt_sysctls_apply(ns, NULL, NULL, s, 1, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(read_in(ns, "net/ipv4/ip_unprivileged_port_start", got, sizeof(got)), 0);
         char want_nl[16];
         snprintf(want_nl, sizeof(want_nl), "%s\n", want);
@@ -176,18 +176,18 @@ START_TEST(test_runtime_write)
         /* refused: a host-wide one, an IPC one without an IPC namespace,
          * a name that walks out of /proc/sys, one that does not exist */
         struct rt_sysctl vm[] = {{"vm.swappiness", "1"}};
-        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, vm, 1, &err), -1);
+        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, NULL, vm, 1, &err), -1);
         ck_assert_str_eq(err.msg,
                          "sysctl vm.swappiness is not namespaced: it would change the host");
         struct rt_sysctl ipc[] = {{"kernel.shm_rmid_forced", "1"}};
-        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, ipc, 1, &err), -1);
+        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, NULL, ipc, 1, &err), -1);
         ck_assert_str_eq(err.msg, "sysctl kernel.shm_rmid_forced: the pod shares the host's IPC "
                                   "namespace");
         struct rt_sysctl out[] = {{"net/../../../etc/passwd", "x"}};
-        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, out, 1, &err), -1);
+        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, NULL, out, 1, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "is not a sysctl name"));
         struct rt_sysctl missing[] = {{"net.ipv4.no_such_sysctl", "1"}};
-        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, missing, 1, &err), -1);
+        ck_assert_int_eq(rt_sysctls_apply(ns, NULL, NULL, missing, 1, &err), -1);
         ck_assert_str_eq(err.msg, "sysctl net.ipv4.no_such_sysctl: cannot open "
                                   "/proc/sys/net/ipv4/no_such_sysctl: No such file or directory");
         ck_assert_int_eq(umount2(ns, MNT_DETACH), 0);

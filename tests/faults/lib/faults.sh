@@ -270,8 +270,8 @@ our_monitors() {
 ipam_allocs() { ls "$tmp/ipam/$cni_name" 2>/dev/null | grep -v -e lock -e last_reserved; }
 our_veths() { ip -o link show master "$bridge" 2>/dev/null | awk -F'[:@ ]+' '{print $2}'; }
 # our_mounts: mounts under $tmp but the runtime's own $root/sandboxes bind
-# (made once, with the first sandbox).
-our_mounts() { awk -v t="$tmp" -v sb="$root/sandboxes" 'index($5, t) == 1 && $5 != sb' /proc/self/mountinfo | wc -l; }
+# and the pin of its pin space (both made once, with the first sandbox).
+our_mounts() { awk -v t="$tmp" -v sb="$root/sandboxes" 'index($5, t) == 1 && $5 != sb && $5 != sb "/.pins-mntns"' /proc/self/mountinfo | wc -l; }
 pod_cgroups() { find "$memcg/$cgroot" -type d -name 'pod*' 2>/dev/null | grep -v '/pod[^/]*/.'; }
 
 # check_invariants WHAT: after convergence (pods.json fresh):

@@ -48,7 +48,7 @@ static int open_sandbox_ns(const struct rt_sandbox *sb, int fds[NS_N], struct cb
                 return cb_error_set(err, errno, "cannot open namespace %s of sandbox %s",
                                     sb->netns_path, sb->id);
         const char *const in_space[] = {sb->ipcns_path, sb->utsns_path, sb->pidns_path};
-        if (rt_ns_open_pins(sb->pins_mntns, in_space, fds + NS_IPC, 3, err) < 0) {
+        if (rt_ns_open_pins_here(sb->pins_mntns, in_space, fds + NS_IPC, 3, err) < 0) {
                 close(fds[NS_NET]);
                 fds[NS_NET] = -1;
                 return cb_error_prefix(err, "sandbox %s", sb->id);
@@ -318,7 +318,7 @@ int rt_resolve_exec(const struct rt_container_config *c, char *buf, size_t size)
  *     sync socket are open (keep_only_needed_fds), non-dumpable.
  *  2. setns into the sandbox's net, IPC and UTS namespaces (empty path:
  *     the host's; the IPC, UTS and PID pins are opened inside the pin
- *     space, by a thread of C0 that ends: runtime/nsutil.h), then unshare
+ *     space, which C0 enters and leaves: runtime/nsutil.h), then unshare
  *     the mount namespace (and net/IPC/UTS when there is no sandbox; the
  *     hostname is set in that private UTS ns).
  *  3. mounts (mounts.c): / rprivate, overlay rootfs, /proc (early), /sys

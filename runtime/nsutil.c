@@ -406,6 +406,35 @@ int rt_ns_open_pins(const char *pinspace, const char *const *paths, int *fds, si
         return rt_ns_in_pinspace(pinspace, open_pins, &o, err);
 }
 
+int rt_ns_open_pins_here(const char *pinspace, const char *const *paths, int *fds, size_t n,
+                         struct cb_error *err)
+{
+        for (size_t i = 0; i < n; i++)
+                fds[i] = -1;
+        struct open_job o = {paths, fds, n};
+        if (pinspace == NULL || pinspace[0] == '\0')
+                return open_pins(&o, err);
+        _cleanup_close_ int host = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int space = open(pinspace, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (host < 0 || cwd < 0 || space < 0)
+                return cb_error_set(err, errno, "cannot open the pin space %s", pinspace);
+        if (setns(space, CLONE_NEWNS) < 0)
+                return cb_error_set(err, errno, "cannot enter the pin space %s", pinspace);
+        int rc = open_pins(&o, err);
+        /* back where the caller was: setns moved its root and cwd */
+        if (setns(host, CLONE_NEWNS) < 0 || fchdir(cwd) < 0) {
+                int e = errno;
+                for (size_t i = 0; i < n; i++)
+                        if (fds[i] >= 0) {
+                                close(fds[i]);
+                                fds[i] = -1;
+                        }
+                return cb_error_set(err, e, "cannot return from the pin space %s", pinspace);
+        }
+        return rc;
+}
+
 struct unpin_job {
         const char *const *paths;
         size_t n;

@@ -63,6 +63,11 @@ int rt_ns_pin_process(pid_t pid, const char *ns_dir, const char *name, const cha
  * failure no fd stays open. */
 int rt_ns_open_pins(const char *pinspace, const char *const *paths, int *fds, size_t n,
                     struct cb_error *err);
+/* rt_ns_open_pins for a single-threaded process (a container's C0): it
+ * enters the pin space itself and returns to its mount namespace and
+ * working directory, with no thread. */
+int rt_ns_open_pins_here(const char *pinspace, const char *const *paths, int *fds, size_t n,
+                         struct cb_error *err);
 /* rt_ns_unpin of each of the n paths inside the pin space. */
 int rt_ns_unpin_in(const char *pinspace, const char *const *paths, size_t n, struct cb_error *err);
 /* rt_ns_is_pinned inside the pin space. */

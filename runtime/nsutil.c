@@ -239,7 +239,9 @@ int rt_ns_in_pinspace(const char *pinspace, int (*fn)(void *arg, struct cb_error
 }
 
 /* Makes the directories of the absolute path in below (a directory fd),
- * component by component, never following a symlink; the last one's fd. */
+ * component by component, never following a symlink; the last one's fd.
+ * ".." is taken as the pin space resolves it later: the parent in the
+ * mirror, and "/" at its top (host and space resolve the same string). */
 static int mkdir_below(int below, const char *path, struct cb_error *err)
 {
         char buf[4096];
@@ -248,18 +250,13 @@ static int mkdir_below(int below, const char *path, struct cb_error *err)
         int fd = fcntl(below, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return cb_error_set(err, errno, "cannot duplicate a directory fd");
+        size_t depth = 0;
         char *save = NULL;
         for (char *c = strtok_r(buf, "/", &save); c != NULL; c = strtok_r(NULL, "/", &save)) {
-                if (strcmp(c, ".") == 0)
+                bool up = strcmp(c, "..") == 0;
+                if (strcmp(c, ".") == 0 || (up && depth == 0))
                         continue;
-                if (strcmp(c, "..") == 0) {
-                        close(fd);
-                        return cb_error_set(err, EINVAL,
-                                            "the root dir %s has a \"..\" component: give its "
-                                            "real path (realpath %s)",
-                                            path, path);
-                }
-                if (mkdirat(fd, c, 0700) < 0 && errno != EEXIST) {
+                if (!up && mkdirat(fd, c, 0700) < 0 && errno != EEXIST) {
                         int e = errno;
                         close(fd);
                         return cb_error_set(err, e, "cannot create %s in the pin space", c);
@@ -270,6 +267,7 @@ static int mkdir_below(int below, const char *path, struct cb_error *err)
                 if (next < 0)
                         return cb_error_set(err, e, "cannot open %s in the pin space", c);
                 fd = next;
+                depth = up ? depth - 1 : depth + 1;
         }
         return fd;
 }

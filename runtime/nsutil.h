@@ -31,9 +31,9 @@ int rt_ns_make_private_dir(const char *dir, struct cb_error *err);
  * point). Returns 0 when dir is not a mount point or does not exist. */
 int rt_ns_release_private_dir(const char *dir, struct cb_error *err);
 
-/* Makes sure the pin space for the sandboxes dir dir (absolute, no ".."
- * component) exists, kept by a pin at pinspace (a file in dir): made once,
- * found again after a restart. Thread-safe. */
+/* Makes sure the pin space for the sandboxes dir dir (absolute) exists,
+ * kept by a pin at pinspace (a file in dir): made once, found again after
+ * a restart. Thread-safe. */
 int rt_ns_pinspace_ensure(const char *dir, const char *pinspace, struct cb_error *err);
 /* Unpins the pin space (its namespace goes with its last pin). */
 int rt_ns_pinspace_release(const char *pinspace, struct cb_error *err);

@@ -439,6 +439,31 @@ START_TEST(test_pins_in_host)
 }
 END_TEST
 
+/* A root dir with ".." in it (the CLI makes a relative --root-dir such as
+ * "../state" absolute by prefixing the working directory): the pin space
+ * mirrors the path as it resolves it, so the pins are found by the same
+ * strings as in the host. */
+START_TEST(test_root_dotdot)
+{
+        struct rt_sandbox_config cfg;
+        struct rt_sandbox sb;
+        struct cb_error err;
+        char r2[400];
+        snprintf(r2, sizeof(r2), "%s/sub/../root2", base);
+        ck_assert_int_eq(run("mkdir -p %s/sub %s/root2", base, base), 0);
+        config_for(&cfg, "pod-dotdot", "dotdot", conf_fake);
+        cfg.root_dir = r2;
+        cfg.host_network = true;
+        ck_assert_msg(rt_sandbox_create(&cfg, &sb, &err) == 0, "%s", err.msg);
+        ck_assert(!rt_ns_is_pinned(sb.ipcns_path));
+        ck_assert(rt_ns_is_pinned_in(sb.pins_mntns, sb.ipcns_path));
+        ck_assert_msg(rt_sandbox_check(r2, "pod-dotdot", &err) == 0, "%s", err.msg);
+        ck_assert_msg(rt_sandbox_remove(r2, "pod-dotdot", &err) == 0, "%s", err.msg);
+        ck_assert_msg(rt_sandbox_release_root(r2, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(run("grep -q ' %s/root2' /proc/self/mountinfo", base), 1);
+}
+END_TEST
+
 START_TEST(test_refusals)
 {
         struct rt_sandbox_config cfg;
@@ -668,6 +693,7 @@ int main(void)
         tcase_add_test(tc, test_remove_after_crash);
         tcase_add_test(tc, test_host_network);
         tcase_add_test(tc, test_pins_in_host);
+        tcase_add_test(tc, test_root_dotdot);
         tcase_add_test(tc, test_refusals);
         suite_add_tcase(s, tc);
         int failed = th_run(s);

@@ -363,16 +363,20 @@ int rt_ns_pinspace_ensure(const char *dir, const char *pinspace, struct cb_error
         return rc;
 }
 
-int rt_ns_pinspace_release(const char *pinspace, struct cb_error *err)
-{
-        return rt_ns_unpin(pinspace, err);
-}
-
 struct open_job {
         const char *const *paths;
         int *fds;
         size_t n;
 };
+
+static void close_fds(int *fds, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (fds[i] >= 0) {
+                        close(fds[i]);
+                        fds[i] = -1;
+                }
+}
 
 static int open_pins(void *arg, struct cb_error *err)
 {
@@ -383,11 +387,7 @@ static int open_pins(void *arg, struct cb_error *err)
                 o->fds[i] = open(o->paths[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (o->fds[i] < 0) {
                         int e = errno;
-                        for (size_t k = 0; k < i; k++)
-                                if (o->fds[k] >= 0) {
-                                        close(o->fds[k]);
-                                        o->fds[k] = -1;
-                                }
+                        close_fds(o->fds, i);
                         return cb_error_set(err, e, "cannot open the namespace pin %s",
                                             o->paths[i]);
                 }
@@ -414,34 +414,29 @@ int rt_ns_open_pins_here(const char *pinspace, const char *const *paths, int *fd
                 return open_pins(&o, err);
         _cleanup_close_ int host = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
         _cleanup_close_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        _cleanup_close_ int space = open(pinspace, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (host < 0 || cwd < 0 || space < 0)
-                return cb_error_set(err, errno, "cannot open the pin space %s", pinspace);
-        if (setns(space, CLONE_NEWNS) < 0)
-                return cb_error_set(err, errno, "cannot enter the pin space %s", pinspace);
+        if (host < 0 || cwd < 0)
+                return cb_error_set(err, errno, "cannot open the caller's mount namespace");
+        if (enter_pinspace(pinspace, err) < 0)
+                return -1;
         int rc = open_pins(&o, err);
         /* back where the caller was: setns moved its root and cwd */
         if (setns(host, CLONE_NEWNS) < 0 || fchdir(cwd) < 0) {
                 int e = errno;
-                for (size_t i = 0; i < n; i++)
-                        if (fds[i] >= 0) {
-                                close(fds[i]);
-                                fds[i] = -1;
-                        }
+                close_fds(fds, n);
                 return cb_error_set(err, e, "cannot return from the pin space %s", pinspace);
         }
         return rc;
 }
 
-struct unpin_job {
+struct pins_job {
         const char *const *paths;
         size_t n;
-        bool pinned; /* for rt_ns_is_pinned_in */
+        bool pinned; /* for rt_ns_all_pinned_in */
 };
 
 static int unpin_all(void *arg, struct cb_error *err)
 {
-        struct unpin_job *u = arg;
+        struct pins_job *u = arg;
         for (size_t i = 0; i < u->n; i++)
                 if (u->paths[i] != NULL && u->paths[i][0] != '\0' &&
                     rt_ns_unpin(u->paths[i], err) < 0)
@@ -451,14 +446,14 @@ static int unpin_all(void *arg, struct cb_error *err)
 
 int rt_ns_unpin_in(const char *pinspace, const char *const *paths, size_t n, struct cb_error *err)
 {
-        struct unpin_job u = {paths, n, false};
+        struct pins_job u = {paths, n, false};
         return rt_ns_in_pinspace(pinspace, unpin_all, &u, err);
 }
 
 static int all_pinned(void *arg, struct cb_error *err)
 {
         (void)err;
-        struct unpin_job *u = arg;
+        struct pins_job *u = arg;
         u->pinned = true;
         for (size_t i = 0; i < u->n; i++)
                 if (u->paths[i] != NULL && u->paths[i][0] != '\0' && !rt_ns_is_pinned(u->paths[i]))
@@ -466,10 +461,9 @@ static int all_pinned(void *arg, struct cb_error *err)
         return 0;
 }
 
-bool rt_ns_is_pinned_in(const char *pinspace, const char *path)
+bool rt_ns_all_pinned_in(const char *pinspace, const char *const *paths, size_t n)
 {
-        const char *paths[1] = {path};
-        struct unpin_job u = {paths, 1, false};
+        struct pins_job u = {paths, n, false};
         struct cb_error ignored;
         return rt_ns_in_pinspace(pinspace, all_pinned, &u, &ignored) == 0 && u.pinned;
 }
@@ -525,13 +519,13 @@ static void *pin_thread(void *data)
         struct pin_job *j = data;
         j->rc = -1;
         bool space = j->pinspace != NULL && j->pinspace[0] != '\0';
-        _cleanup_close_ int space_fd = -1, host_fd = -1;
-        if (space && ((space_fd = open(j->pinspace, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0 ||
-                      (host_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0)) {
-                cb_error_set(&j->err, errno, "cannot open the pin space %s", j->pinspace);
+        /* to undo the net pin from inside the space */
+        _cleanup_close_ int host_fd = -1;
+        if (space && (host_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC)) < 0) {
+                cb_error_set(&j->err, errno, "cannot open the host's mount namespace");
                 return NULL;
         }
-        if (unshare(j->flags | (space ? CLONE_FS : 0)) < 0) {
+        if (unshare(j->flags) < 0) {
                 cb_error_set(&j->err, errno, "cannot unshare the pod's namespaces");
                 return NULL;
         }
@@ -550,11 +544,8 @@ static void *pin_thread(void *data)
                 if (!(j->flags & ns_types[done].flag))
                         continue;
                 if (space && !in_space && ns_types[done].flag != CLONE_NEWNET) {
-                        if (setns(space_fd, CLONE_NEWNS) < 0) {
-                                cb_error_set(&j->err, errno, "cannot enter the pin space %s",
-                                             j->pinspace);
+                        if (enter_pinspace(j->pinspace, &j->err) < 0)
                                 break;
-                        }
                         in_space = true;
                 }
                 char src[64];

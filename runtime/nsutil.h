@@ -35,8 +35,7 @@ int rt_ns_release_private_dir(const char *dir, struct cb_error *err);
  * kept by a pin at pinspace (a file in dir): made once, found again after
  * a restart. Thread-safe. */
 int rt_ns_pinspace_ensure(const char *dir, const char *pinspace, struct cb_error *err);
-/* Unpins the pin space (its namespace goes with its last pin). */
-int rt_ns_pinspace_release(const char *pinspace, struct cb_error *err);
+/* (The pin space goes with its pin: rt_ns_unpin(pinspace).) */
 
 /* Runs fn(arg, err) in a short-lived thread inside the pin space kept at
  * pinspace; NULL or "": in the calling thread, in the host's mount table.
@@ -70,8 +69,9 @@ int rt_ns_open_pins_here(const char *pinspace, const char *const *paths, int *fd
                          struct cb_error *err);
 /* rt_ns_unpin of each of the n paths inside the pin space. */
 int rt_ns_unpin_in(const char *pinspace, const char *const *paths, size_t n, struct cb_error *err);
-/* rt_ns_is_pinned inside the pin space. */
-bool rt_ns_is_pinned_in(const char *pinspace, const char *path);
+/* rt_ns_is_pinned of each of the n paths ("" or NULL: skipped) inside the
+ * pin space, in one trip: true when all are. */
+bool rt_ns_all_pinned_in(const char *pinspace, const char *const *paths, size_t n);
 /* Unmounts a pin and removes the file; ENOENT and "not mounted" are fine. */
 int rt_ns_unpin(const char *path, struct cb_error *err);
 

@@ -698,10 +698,14 @@ int rt_sandbox_check(const char *root_dir, const char *id, struct cb_error *err)
                 return cb_error_set(err, 0, "sandbox %s was not completely created", id);
         if (fill_sandbox(dir, cfg, state, &sb, err) < 0)
                 return -1;
+        /* net in the host, the others in the pin space: one trip there
+         * (and one per pin only to name a missing one) */
         const char *pins[] = {sb.netns_path, sb.ipcns_path, sb.utsns_path};
+        bool space_ok = rt_ns_all_pinned_in(sb.pins_mntns, pins + 1, 2);
         for (size_t i = 0; i < CB_ARRAY_SIZE(pins); i++)
                 if (pins[i][0] != '\0' &&
-                    !rt_ns_is_pinned_in(i == 0 ? NULL : sb.pins_mntns, pins[i]))
+                    (i == 0 ? !rt_ns_is_pinned(pins[i])
+                            : !space_ok && !rt_ns_all_pinned_in(sb.pins_mntns, pins + i, 1)))
                         return cb_error_set(err, 0,
                                             "sandbox %s: the %s namespace pin %s is not mounted",
                                             id, ns_names[i], pins[i]);
@@ -915,7 +919,7 @@ int rt_sandbox_release_root(const char *root_dir, struct cb_error *err)
         char sbs[RT_PATH_MAX], space[RT_PATH_MAX];
         if (path_join(sbs, sizeof(sbs), err, "%s/sandboxes", root_dir) < 0 ||
             path_join(space, sizeof(space), err, "%s/" PINSPACE_NAME, sbs) < 0 ||
-            rt_ns_pinspace_release(space, err) < 0 || rt_ns_release_private_dir(sbs, err) < 0)
+            rt_ns_unpin(space, err) < 0 || rt_ns_release_private_dir(sbs, err) < 0)
                 return -1;
         if (rmdir(sbs) < 0 && errno != ENOENT && errno != ENOTEMPTY)
                 return cb_error_set(err, errno, "cannot remove %s", sbs);

@@ -120,6 +120,12 @@ static int bridge_ports(void)
         return atoi(out);
 }
 
+static bool pinned_in(const char *pinspace, const char *path)
+{
+        const char *paths[] = {path};
+        return rt_ns_all_pinned_in(pinspace, paths, 1);
+}
+
 /* ---- tests ---- */
 
 static void wait_listening(const char *netns, int port)
@@ -182,8 +188,8 @@ START_TEST(test_pod_network)
         ck_assert(rt_ns_is_pinned(a.pins_mntns));
         ck_assert(!rt_ns_is_pinned(a.ipcns_path));
         ck_assert(!rt_ns_is_pinned(a.utsns_path));
-        ck_assert(rt_ns_is_pinned_in(a.pins_mntns, a.ipcns_path));
-        ck_assert(rt_ns_is_pinned_in(a.pins_mntns, a.utsns_path));
+        ck_assert(pinned_in(a.pins_mntns, a.ipcns_path));
+        ck_assert(pinned_in(a.pins_mntns, a.utsns_path));
         /* eth0 has the IP of the result; lo is up */
         ck_assert_int_eq(run("nsenter --net=%s ip -o -4 addr show dev eth0 | grep -q ' %s/24 '",
                              a.netns_path, a.pod_ips[0]),
@@ -276,7 +282,7 @@ START_TEST(test_pod_network)
         ck_assert_msg(rt_sandbox_remove(root, "pod-b", &err) == 0, "%s", err.msg);
         ck_assert_msg(rt_sandbox_remove(root, "pod-b", &err) == 0, "idempotent: %s", err.msg);
         ck_assert_int_eq(access(a.dir, F_OK), -1);
-        ck_assert(!rt_ns_is_pinned_in(a.pins_mntns, a.ipcns_path));
+        ck_assert(!pinned_in(a.pins_mntns, a.ipcns_path));
         ck_assert_int_eq(bridge_ports(), ports0);
         ck_assert_int_eq(ipam_leases(), leases0);
         ck_assert_int_eq(run("iptables-save -t nat | grep -q '%s'", a.pod_ips[0]), 1);
@@ -386,7 +392,7 @@ START_TEST(test_host_network)
         ck_assert_uint_gt(sb.namespaces_mono_us, 0); /* the IPC namespace */
         ck_assert_str_eq(sb.netns_path, "");
         ck_assert_str_eq(sb.utsns_path, "");
-        ck_assert(rt_ns_is_pinned_in(sb.pins_mntns, sb.ipcns_path)); /* hostIPC is false */
+        ck_assert(pinned_in(sb.pins_mntns, sb.ipcns_path)); /* hostIPC is false */
         ck_assert_uint_eq(sb.n_pod_ips, 0);
         char marker[400];
         snprintf(marker, sizeof(marker), "%s/fake-called", base);
@@ -402,6 +408,11 @@ START_TEST(test_host_network)
         ck_assert_str_eq(resolv, "nameserver 10.96.0.10\nsearch cbtest.svc.cluster.local\n"
                                  "options ndots:5\n");
         ck_assert_msg(rt_sandbox_check(root, "pod-host", &err) == 0, "%s", err.msg);
+        /* a pin gone from the pin space is named */
+        const char *ipc[] = {sb.ipcns_path};
+        ck_assert_msg(rt_ns_unpin_in(sb.pins_mntns, ipc, 1, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(rt_sandbox_check(root, "pod-host", &err), -1);
+        ck_assert_msg(strstr(err.msg, "the ipc namespace pin") != NULL, "%s", err.msg);
         ck_assert_msg(rt_sandbox_remove(root, "pod-host", &err) == 0, "%s", err.msg);
         ck_assert_int_eq(access(marker, F_OK), -1);
         ck_assert_int_eq(access(sb.dir, F_OK), -1);
@@ -456,7 +467,7 @@ START_TEST(test_root_dotdot)
         cfg.host_network = true;
         ck_assert_msg(rt_sandbox_create(&cfg, &sb, &err) == 0, "%s", err.msg);
         ck_assert(!rt_ns_is_pinned(sb.ipcns_path));
-        ck_assert(rt_ns_is_pinned_in(sb.pins_mntns, sb.ipcns_path));
+        ck_assert(pinned_in(sb.pins_mntns, sb.ipcns_path));
         ck_assert_msg(rt_sandbox_check(r2, "pod-dotdot", &err) == 0, "%s", err.msg);
         ck_assert_msg(rt_sandbox_remove(r2, "pod-dotdot", &err) == 0, "%s", err.msg);
         ck_assert_msg(rt_sandbox_release_root(r2, &err) == 0, "%s", err.msg);

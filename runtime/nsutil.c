@@ -193,7 +193,8 @@ static int run_thread(void *(*fn)(void *), void *arg, struct cb_error *err)
 /* ---- the pin space -------------------------------------------------------------- */
 
 /* Makes the calling thread's file system context its own and enters the
- * pin space kept at pinspace. Only for a thread that ends afterwards. */
+ * pin space kept at pinspace: for a thread that ends afterwards, or a
+ * single-threaded process that goes back (rt_ns_open_pins_here). */
 static int enter_pinspace(const char *pinspace, struct cb_error *err)
 {
         _cleanup_close_ int fd = open(pinspace, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);

@@ -10,6 +10,7 @@ tests/integration/apiserver_kubectl.sh runs it first)."""
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -34,6 +35,19 @@ import storage  # noqa: E402
 import streams  # noqa: E402
 import tables  # noqa: E402
 import ws  # noqa: E402
+
+# kube-apiserver's translator writes an empty message on stdout right after
+# the upgrade (k8s.io/apiserver/pkg/util/proxy/websocket.go, "the lowest
+# writable channel"), as the stand-in does; kubectl's (client-go's) demux
+# loop may read it before it has made its stdout stream and then logs this
+# line: a race in the client, seen once in a clean-clone run. Only that
+# line is dropped from a kubectl exec's stderr before comparing.
+_DEMUX_RACE = re.compile(rb"^E\d{4} [\d:.]+ +\d+ websocket\.go:\d+\] Unknown stream id 1, "
+                         rb"discarding message\n", re.M)
+
+
+def without_demux_race(stderr):
+    return _DEMUX_RACE.sub(b"", stderr)
 
 
 def pod(**spec):
@@ -1086,7 +1100,8 @@ class Streaming(unittest.TestCase):
 
     def test_exec_translated(self):
         r = self.kubectl("exec", "p", "--", "echo", "hello", "world")
-        self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"hello world\n", b""))
+        self.assertEqual((r.returncode, r.stdout, without_demux_race(r.stderr)),
+                         (0, b"hello world\n", b""))
         r = self.kubectl("exec", "p", "--", "echo", "a b&c=d/é")
         self.assertEqual((r.returncode, r.stdout), (0, "a b&c=d/é\n".encode()), r.stderr)
         self.assertEqual(self.last_spdy_request()["target"],   # Go's QueryEscape
@@ -1148,7 +1163,7 @@ class Streaming(unittest.TestCase):
                 r = self.kubectl("exec", "-i", "p", "--", "cat", stdin=big, env=env)
                 self.assertTrue(r.returncode == 0 and r.stdout == big, r.stderr)
                 r = self.kubectl("exec", "p", "--", "err", "to", "stderr", env=env)
-                self.assertEqual((r.returncode, r.stdout, r.stderr),
+                self.assertEqual((r.returncode, r.stdout, without_demux_race(r.stderr)),
                                  (0, b"", b"to stderr\n"))
                 r = self.kubectl("exec", "p", "--", "exit", "3", env=env)
                 self.assertEqual(r.returncode, 3)

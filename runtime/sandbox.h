@@ -36,7 +36,6 @@
  * longest path under it, "/sandboxes/<id>/resolv.conf", fits the rest). */
 #define RT_SANDBOX_PATH_MAX 512
 #define RT_ROOT_DIR_MAX     400
-#define RT_CGROUP_PATH_MAX  1024
 
 struct rt_port_mapping {
         int32_t host_port;
@@ -105,7 +104,6 @@ struct rt_sandbox {
         char procfs_path[RT_SANDBOX_PATH_MAX];
         pid_t pause_pid; /* its init, with share_pid */
         uint64_t pause_start_time;
-        char cgroup_parent[RT_CGROUP_PATH_MAX];
         /* rt_sandbox_create's own steps, CLOCK_MONOTONIC microseconds (0:
          * not taken, e.g. no network of its own): the namespaces pinned,
          * the CNI ADD answered. Not saved; rt_sandbox_load leaves them 0. */

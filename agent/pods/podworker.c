@@ -157,7 +157,7 @@ static void fill_obs(struct ctr *c)
         } else if (c->wait_reason[0]) {
                 o->state.kind = ST_STATE_WAITING;
                 o->state.reason = c->wait_reason;
-                o->state.message = c->wait_message[0] ? c->wait_message : NULL;
+                o->state.message = c->wait_message;
         } else if (c->exited) {
                 o->known = true;
                 o->state = c->term;
@@ -530,10 +530,12 @@ void pw_watch_exit(struct ag_pod_worker *w, struct ctr *c)
 void pw_set_waiting(struct ctr *c, const char *reason, const char *fmt, ...)
 {
         snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", reason);
+        char msg[MESSAGE_MAX];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(c->wait_message, sizeof(c->wait_message), fmt, ap);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        pw_msg_set(&c->wait_message, msg);
 }
 
 static void on_ctr_timer(struct ag_timer *t, void *data)
@@ -1167,7 +1169,7 @@ int ag_pod_worker_new(const struct ag_node_env *env, struct k8s_pod *pod,
         w->pod = pod;
         w->n_init = pod->spec.n_init_containers;
         w->n = w->n_init + pod->spec.n_containers;
-        w->ctrs = calloc(w->n + 1, sizeof(*w->ctrs));
+        w->ctrs = calloc(w->n > 0 ? w->n : 1, sizeof(*w->ctrs));
         if (w->ctrs == NULL)
                 goto fail_nomem;
         for (size_t i = 0; i < w->n; i++) {
@@ -1236,6 +1238,8 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 free(w->ctrs[i].retired);
                 pw_files_job_free(w->ctrs[i].files);
                 free(w->ctrs[i].groups);
+                free(w->ctrs[i].wait_message);
+                free(w->ctrs[i].pull_error);
                 free(w->ctrs[i].term_message);
                 free(w->ctrs[i].last_message);
                 free(w->ctrs[i].undo.last_message);

@@ -83,9 +83,10 @@ struct ctr {
         uint32_t uid, gid;
         uint32_t *groups; /* malloc'd */
         size_t n_groups;
-        char wait_reason[REASON_MAX], wait_message[MESSAGE_MAX];
-        /* The messages (up to TERM_MESSAGE_MAX - 1 bytes, rarely more than a
-         * line) are malloc'd, NULL when empty: pw_msg_set. */
+        /* The messages are malloc'd, NULL when empty (pw_msg_set): the
+         * waiting one up to MESSAGE_MAX - 1 bytes (pw_set_waiting), the
+         * others up to TERM_MESSAGE_MAX - 1 (rarely more than a line). */
+        char wait_reason[REASON_MAX], *wait_message;
         char term_reason[REASON_MAX], *term_message, term_cid[RT_ID_MAX + 16];
         char last_reason[REASON_MAX], *last_message, last_cid[RT_ID_MAX + 16];
         bool running;
@@ -113,13 +114,13 @@ struct ctr {
         int64_t pull_failed_at; /* when the last pull failed */
         struct ag_timer *timer; /* restart or pull backoff */
         bool waiting_timer;
-        struct pull_job *pull_job;    /* a pull in progress */
-        char pull_error[MESSAGE_MAX]; /* the last failed pull's, for ImagePullBackOff */
-        struct start_job *start_job;  /* a container being created and started */
-        struct rt_image *pulled;      /* its result, or a lookup's, not yet used */
-        bool prefetched;              /* pulled came from a lookup in the store (a files
-                                       * job's, off the loop): the start still owes the
-                                       * "already present" Pulled event */
+        struct pull_job *pull_job;   /* a pull in progress */
+        char *pull_error;            /* the last failed pull's (pw_msg_set), for ImagePullBackOff */
+        struct start_job *start_job; /* a container being created and started */
+        struct rt_image *pulled;     /* its result, or a lookup's, not yet used */
+        bool prefetched;             /* pulled came from a lookup in the store (a files
+                                      * job's, off the loop): the start still owes the
+                                      * "already present" Pulled event */
         /* The image looked up in the store and its /etc/passwd and
          * /etc/group read, off the loop, before each start (files_job while
          * it runs, files its result). */

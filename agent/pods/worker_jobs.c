@@ -126,7 +126,9 @@ static void pull_done(void *data, bool cancelled)
                 st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
                                 w->env->pull_backoff_cap);
                 c->pull_failed_at = now;
-                snprintf(c->pull_error, sizeof(c->pull_error), "%s", j->err.msg);
+                char msg[MESSAGE_MAX];
+                snprintf(msg, sizeof(msg), "%s", j->err.msg);
+                pw_msg_set(&c->pull_error, msg);
                 pw_set_waiting(c, "ErrImagePull", "%s", j->err.msg);
                 pw_emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s",
                               j->image, j->err.msg);
@@ -144,7 +146,7 @@ static void pull_done(void *data, bool cancelled)
                     "Image size: %" PRIu64 " bytes.",
                     j->image, secs, total, j->img->size);
                 c->pull_failed_at = 0;
-                c->pull_error[0] = '\0';
+                pw_msg_set(&c->pull_error, NULL);
                 rt_image_free(c->pulled);
                 c->pulled = j->img;
                 j->img = NULL;
@@ -265,7 +267,8 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         if (rt_image_ref_parse(image, &ref, &err) < 0) {
                 pw_set_waiting(c, "InvalidImageName",
                                "Failed to apply default image tag \"%s\": %s", image, err.msg);
-                pw_emit_event(w, c, "Warning", "InspectFailed", "%s", c->wait_message);
+                pw_emit_event(w, c, "Warning", "InspectFailed", "%s",
+                              c->wait_message ? c->wait_message : "");
                 return -1;
         }
         enum k8s_pull_policy policy = ag_pull_policy(c->spec);
@@ -295,7 +298,8 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
                             c, "ErrImageNeverPull",
                             "Container image \"%s\" is not present with pull policy of Never",
                             image);
-                        pw_emit_event(w, c, "Warning", "ErrImageNeverPull", "%s", c->wait_message);
+                        pw_emit_event(w, c, "Warning", "ErrImageNeverPull", "%s",
+                                      c->wait_message ? c->wait_message : "");
                         return -1;
                 }
         }
@@ -303,7 +307,7 @@ static int ensure_image(struct ag_pod_worker *w, struct ctr *c, struct rt_image 
         if (c->pull_failed_at && st_backoff_active(&c->pull_backoff, c->pull_failed_at, now)) {
                 /* The kubelet wraps the last pull's error (image_manager.go
                  * prevPullErrMsg: "<reason>: <message>"). */
-                if (c->pull_error[0] != '\0')
+                if (c->pull_error != NULL)
                         pw_set_waiting(c, "ImagePullBackOff",
                                        "Back-off pulling image \"%s\": ErrImagePull: %s", image,
                                        c->pull_error);
@@ -936,15 +940,14 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
          * sent meanwhile shows the last attempt's reason (a retried
          * CreateContainerConfigError), not a waiting state without one */
         _cleanup_free_ char *prev = strdup(c->wait_reason);
-        _cleanup_free_ char *prev_msg = strdup(c->wait_message);
-        c->wait_reason[0] = c->wait_message[0] = '\0';
+        _cleanup_free_ char *prev_msg = steal_pointer(&c->wait_message); /* NULL: none */
+        c->wait_reason[0] = '\0';
         int ir = ensure_image(w, c, &img);
         int fr = ir == 0 ? ensure_files(w, c, &img) : ir;
         if (fr != 0) {
-                if (fr > 0 && c->files_job != NULL && c->wait_reason[0] == '\0' && prev != NULL &&
-                    prev_msg != NULL) {
+                if (fr > 0 && c->files_job != NULL && c->wait_reason[0] == '\0' && prev != NULL) {
                         snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", prev);
-                        snprintf(c->wait_message, sizeof(c->wait_message), "%s", prev_msg);
+                        pw_msg_set(&c->wait_message, prev_msg);
                 }
                 rt_image_free(img);
                 return;
@@ -1067,11 +1070,10 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
          * runs off the loop (the kubelet's reasonCache, until the start
          * succeeds): a status without it would be sent, its watch event
          * kick a retry, and so on. */
-        if (prev != NULL && prev_msg != NULL &&
-            (strcmp(prev, "CreateContainerConfigError") == 0 ||
-             strcmp(prev, "CreateContainerError") == 0)) {
+        if (prev != NULL && (strcmp(prev, "CreateContainerConfigError") == 0 ||
+                             strcmp(prev, "CreateContainerError") == 0)) {
                 snprintf(c->wait_reason, sizeof(c->wait_reason), "%s", prev);
-                snprintf(c->wait_message, sizeof(c->wait_message), "%s", prev_msg);
+                pw_msg_set(&c->wait_message, prev_msg);
         }
 out:
         cb_arena_free(a);
@@ -1093,7 +1095,8 @@ static void start_done(void *data, bool cancelled)
         struct ag_pod_worker *w = c->w;
         c->start_job = NULL;
         c->pending_id[0] = '\0';
-        c->wait_reason[0] = c->wait_message[0] = '\0'; /* the last failure's, kept meanwhile */
+        c->wait_reason[0] = '\0'; /* the last failure's, kept meanwhile */
+        pw_msg_set(&c->wait_message, NULL);
         if (j->vanished) {
                 /* adopt: the earlier agent's start never ran */
                 start_job_free(j);

@@ -164,6 +164,12 @@ static void fill_obs(struct ctr *c)
                 o->state.reason = c->term_reason;
                 o->state.message = c->term_message;
                 o->state.container_id = c->term_cid;
+        } else if (o->state.kind == ST_STATE_WAITING) {
+                /* kept from before (a start in progress cleared the reason):
+                 * the messages are malloc'd, so never the pointer it was */
+                o->state.message = c->wait_message;
+        } else if (o->state.kind == ST_STATE_TERMINATED) {
+                o->state.message = c->term_message;
         }
         if (o->last_state.kind == ST_STATE_TERMINATED) {
                 o->last_state.reason = c->last_reason;

@@ -9,6 +9,11 @@
 #include <string.h>
 
 #define CHUNK_MIN 4096
+/* Chunks stay CHUNK_MIN until the arena holds GROW_AFTER bytes, then
+ * double (up to 1 MiB): most arenas are one decoded object of a few KiB
+ * kept for its life (a pod in the store, ~10-20 KiB), where doubling from
+ * the first chunk left the last one, of 8 or 16 KiB, mostly empty. */
+#define GROW_AFTER (64u << 10)
 
 struct chunk {
         struct chunk *next;
@@ -60,7 +65,8 @@ void *cb_arena_alloc(struct cb_arena *a, size_t size)
         struct chunk *c = a->head;
         if (c == NULL || c->size - c->used < size) {
                 size_t csize = size > CHUNK_MIN ? size : CHUNK_MIN;
-                if (c != NULL && c->size * 2 > csize && c->size < (1u << 20))
+                if (c != NULL && a->used >= GROW_AFTER && c->size * 2 > csize &&
+                    c->size < (1u << 20))
                         csize = c->size * 2;
                 c = malloc(sizeof(*c) + csize);
                 if (c == NULL)

@@ -136,8 +136,8 @@ cJSON *ag_pod_worker_timeline_json(const struct ag_pod_worker *w)
 static void fill_obs(struct ctr *c)
 {
         struct ag_container_obs *o = &c->obs;
-        o->image = c->image[0] ? c->image : NULL;
-        o->image_id = c->image_id[0] ? c->image_id : NULL;
+        o->image = c->image;
+        o->image_id = c->image_id;
         o->container_id = c->cid[0] ? c->cid : NULL;
         o->has_user = c->has_user;
         o->uid = c->uid;
@@ -1244,6 +1244,8 @@ void ag_pod_worker_free(struct ag_pod_worker *w)
                 free(w->ctrs[i].retired);
                 pw_files_job_free(w->ctrs[i].files);
                 free(w->ctrs[i].groups);
+                free(w->ctrs[i].image);
+                free(w->ctrs[i].image_id);
                 free(w->ctrs[i].wait_message);
                 free(w->ctrs[i].pull_error);
                 free(w->ctrs[i].term_message);

@@ -76,7 +76,9 @@ struct ctr {
         struct ag_container_obs obs;
         char id[RT_ID_MAX];       /* the current runtime container, "" when none */
         char cid[RT_ID_MAX + 16]; /* "cubelet://<id>" */
-        char image[512], image_id[700];
+        /* the image of its current instance, its ref and imageID;
+         * malloc'd (pw_msg_set), NULL before the first start */
+        char *image, *image_id;
         /* the identity its current instance was started with (worker.json
          * keeps it): user.linux of its status */
         bool has_user;

@@ -955,8 +955,10 @@ void pw_start_container(struct ag_pod_worker *w, struct ctr *c)
         /* used by this start only: the next one reads them again */
         _cleanup_(pw_files_job_freep) struct files_job *files = steal_pointer(&c->files);
         ag_pod_worker_mark(w, "imageReady", c->spec->name);
-        snprintf(c->image, sizeof(c->image), "%s", img->ref);
-        ag_image_id(c->image_id, sizeof(c->image_id), img->ref, img->manifest_digest);
+        pw_msg_set(&c->image, img->ref);
+        char image_id[RT_PATH_MAX];
+        ag_image_id(image_id, sizeof(image_id), img->ref, img->manifest_digest);
+        pw_msg_set(&c->image_id, image_id);
 
         struct cb_arena *a = cb_arena_new(0);
         struct cb_error err = {0};

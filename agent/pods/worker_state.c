@@ -55,8 +55,8 @@ void pw_save_state(struct ag_pod_worker *w)
                         for (size_t k = 0; k < c->n_retired; k++)
                                 cJSON_AddItemToArray(r, cJSON_CreateString(c->retired[k]));
                 }
-                cJSON_AddStringToObject(j, "image", c->image);
-                cJSON_AddStringToObject(j, "imageID", c->image_id);
+                cJSON_AddStringToObject(j, "image", c->image ? c->image : "");
+                cJSON_AddStringToObject(j, "imageID", c->image_id ? c->image_id : "");
                 if (c->has_user) {
                         cJSON *u = cJSON_AddObjectToObject(j, "user");
                         cJSON_AddNumberToObject(u, "uid", c->uid);
@@ -155,8 +155,11 @@ static void adopt_container(struct ag_pod_worker *w, struct ctr *c, const cJSON 
                                   rj->valuestring);
         }
         jstr(j, "id", c->id, sizeof(c->id));
-        jstr(j, "image", c->image, sizeof(c->image));
-        jstr(j, "imageID", c->image_id, sizeof(c->image_id));
+        char buf[RT_PATH_MAX];
+        jstr(j, "image", buf, sizeof(buf));
+        pw_msg_set(&c->image, buf);
+        jstr(j, "imageID", buf, sizeof(buf));
+        pw_msg_set(&c->image_id, buf);
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(j, "user");
         if (cJSON_IsObject(u)) {
                 const cJSON *g = cJSON_GetObjectItemCaseSensitive(u, "groups"), *it;

@@ -43,6 +43,7 @@
 
 #define REASON_MAX  64
 #define MESSAGE_MAX 1024
+_Static_assert(CB_ERROR_MSG_MAX <= MESSAGE_MAX, "an error message fits a status message");
 /* A terminated message: the runtime's, ": ", the termination message. */
 #define TERM_MESSAGE_MAX (MESSAGE_MAX + 2 + ST_TERMINATION_MESSAGE_MAX)
 #define SANDBOX_RETRY_MS 10000

@@ -126,9 +126,7 @@ static void pull_done(void *data, bool cancelled)
                 st_backoff_next(&c->pull_backoff, now, now, w->env->pull_backoff_base,
                                 w->env->pull_backoff_cap);
                 c->pull_failed_at = now;
-                char msg[MESSAGE_MAX];
-                snprintf(msg, sizeof(msg), "%s", j->err.msg);
-                pw_msg_set(&c->pull_error, msg);
+                pw_msg_set(&c->pull_error, j->err.msg); /* < CB_ERROR_MSG_MAX <= MESSAGE_MAX */
                 pw_set_waiting(c, "ErrImagePull", "%s", j->err.msg);
                 pw_emit_event(w, c, "Warning", "Failed", "Failed to pull image \"%s\": %s",
                               j->image, j->err.msg);

@@ -477,10 +477,9 @@ drain_all() {
         # after apiserver restarts; the rest must be back to idle (+1: the
         # sealed copy of the binary the runtime makes at the first start).
         # One snapshot gives the count and the kinds (a count and a listing
-        # taken apart once saw a connection being opened in between as 2
-        # extra fds, 3 over idle with the copy), and a leak is an excess
-        # that stays: fds the idle agent opens for a moment (a status
-        # update's new connection, a probe's pipe) are gone within 5 s.
+        # taken apart once counted 3 over idle while the listing a moment
+        # later showed only the copy: fds held for a moment in between),
+        # and a leak is an excess that stays 5 s.
         local socks others base_socks snap
         base_socks=$(awk '$2 == "socket" {print $1}' "$tmp/fds.idle")
         fds_back() {

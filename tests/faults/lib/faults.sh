@@ -447,7 +447,7 @@ fd_kinds() {
 baseline() {
         sleep 1
         fd_kinds >"$tmp/fds.idle"
-        base_fds=$(ls "/proc/$agent_pid/fd" | wc -l)
+        base_fds=$(awk '{n += $1} END {print n + 0}' "$tmp/fds.idle") # the same snapshot
         base_thr=$(ls "/proc/$agent_pid/task" | wc -l)
         base_mounts=$(our_mounts)
         echo "     idle agent: $base_fds fds, $base_thr threads; $base_mounts mounts under $tmp"
